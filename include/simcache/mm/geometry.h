@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "simcache/types.h"
 
@@ -75,5 +76,80 @@ Geometry compute_geometry(uint32_t size, uint32_t align, slab_flags_t flags,
                           uint32_t requested_sheaf_capacity = 0);
 // get_order(size): smallest order whose pages hold `size` bytes.
 uint32_t get_order(uint64_t size);
+
+// ---- Building blocks of the above, exposed for tests and the SLUB model.
+
+// Flags that make a cache a debug cache (SLAB_DEBUG_FLAGS, mm/slab.h):
+// no cpu partial list (6.18) and no sheaves.
+inline constexpr slab_flags_t SLAB_DEBUG_FLAGS =
+    SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE |
+    SLAB_CONSISTENCY_CHECKS;
+// Flags that must be equal for two caches to merge (mm/slab_common.c).
+inline constexpr slab_flags_t SLAB_MERGE_SAME =
+    SLAB_RECLAIM_ACCOUNT | SLAB_CACHE_DMA | SLAB_CACHE_DMA32 | SLAB_ACCOUNT;
+// SLAB_NEVER_MERGE for `gen` (7.x adds SLAB_CONSISTENCY_CHECKS).
+slab_flags_t slab_never_merge(SlubGen gen);
+
+// hash_64(val, bits) (include/linux/hash.h, 64-bit multiplicative hash).
+uint64_t hash_64(uint64_t val, uint32_t bits);
+// kmalloc_size_roundup(size): the bucket size kmalloc(size) really uses.
+uint64_t kmalloc_size_roundup(uint64_t size);
+// create_boot_cache() alignment request for a kmalloc cache: the largest
+// power of two dividing `size`, at least ARCH_KMALLOC_MINALIGN (8).
+uint32_t kmalloc_cache_align(uint32_t size);
+// Geometry of kmalloc cache (type, index) as new_kmalloc_cache() builds it.
+// 7.x kmalloc caches get sheaves (bootstrap_kmalloc_sheaves() for NORMAL
+// and the random copies); 6.18 kmalloc caches have none.
+Geometry kmalloc_geometry(KmallocType type, uint32_t index,
+                          uint16_t nr_present_cpus, SlubGen gen);
+
+// oo_objects(oo_make(order, size)): objects in a slab of `order`.
+uint32_t order_objects(uint32_t order, uint32_t size);
+// calculate_order()'s default min_objects: 4 * (fls(nr_cpus) + 1).
+uint32_t calc_min_objects(uint16_t nr_present_cpus);
+// calc_slab_order(): first order in [min_order, max_order] whose leftover is
+// at most slab_bytes / fract_leftover; max_order + 1 if none.
+uint32_t calc_slab_order(uint32_t size, uint32_t min_order, uint32_t max_order,
+                         uint32_t fract_leftover);
+// calculate_order(size) for a slot size of `size`.
+uint32_t calculate_order(uint32_t size, uint16_t nr_present_cpus);
+// s->min_partial = clamp(ilog2(s->size) / 2, MIN_PARTIAL, MAX_PARTIAL).
+uint32_t calc_min_partial(uint32_t size);
+// set_cpu_partial() (6.18): cpu_partial objects for slot size `size`.
+uint32_t calc_cpu_partial(uint32_t size, slab_flags_t flags);
+// slub_set_cpu_partial(): slabs = DIV_ROUND_UP(objects * 2, objs_per_slab).
+uint32_t calc_cpu_partial_slabs(uint32_t cpu_partial, uint32_t objs_per_slab);
+// calculate_sheaf_capacity() (7.x) / the 6.18 rule (exactly the request,
+// never enlarged) for slot size `size`.
+uint32_t calc_sheaf_capacity(uint32_t size, slab_flags_t flags, SlubGen gen,
+                             uint32_t requested_sheaf_capacity);
+
+// ---- Cache merging (mm/slab_common.c).
+
+// An existing cache as find_mergeable() sees it.
+struct MergeCandidate {
+  uint32_t size = 0;         // s->size (slot size)
+  uint32_t object_size = 0;  // s->object_size
+  slab_flags_t flags = 0;
+  bool has_ctor = false;
+  uint32_t usersize = 0;     // nonzero only under CONFIG_HARDENED_USERCOPY
+  int refcount = 1;          // < 0: exempt from merging (boot caches)
+  // kmem_cache_args.sheaf_capacity it was created with: 6.18 caches with
+  // cpu_sheaves and 7.x caches with SLAB_NO_MERGE added for it never merge.
+  uint32_t requested_sheaf_capacity = 0;
+};
+
+// slab_unmergeable(s).
+bool slab_unmergeable(const MergeCandidate& s, bool slab_nomerge, SlubGen gen);
+// find_mergeable(): index of the first (oldest) candidate the new cache may
+// alias, or -1. `align` is the requested alignment (before
+// calculate_alignment()); a nonzero `requested_sheaf_capacity` never merges.
+int find_mergeable(uint32_t size, uint32_t align, slab_flags_t flags,
+                   uint32_t usersize, bool has_ctor, bool slab_nomerge,
+                   SlubGen gen, const std::vector<MergeCandidate>& oldest_first,
+                   uint32_t requested_sheaf_capacity = 0);
+// create_unique_id(): ":A-0000032" style sysfs id of a mergeable cache;
+// `size` is s->size.
+std::string create_unique_id(slab_flags_t flags, uint32_t size);
 
 }  // namespace simcache

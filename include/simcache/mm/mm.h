@@ -66,6 +66,10 @@ struct CacheInfo {
 };
 
 class Slub;  // model/mm/slub.h: the allocator proper
+class PageAllocator;
+
+// ZERO_SIZE_PTR: what kmalloc(0) returns; kfree() ignores it.
+inline constexpr Ptr kZeroSizePtr = 0x10;
 
 class Mm {
  public:
@@ -132,13 +136,34 @@ class Mm {
   size_t check_leaks();
 
   Slub& slub() { return *slub_; }
+  const Slub& slub() const { return *slub_; }
+  PageAllocator& pages() { return *pages_; }
 
  private:
+  struct Large {  // a large kmalloc or a vmalloc area
+    uint64_t bytes = 0;
+    uint32_t page = 0, order = 0, nr_pages = 0;
+    MemcgId memcg = kRootMemcg;
+    bool live = false, vmalloc = false, mempool = false;
+    SiteId site = 0;
+    std::vector<uint32_t> vpages;  // vmalloc: one order-0 page each
+  };
+  Ptr alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc);
+  void free_large(Ptr p, const Task& t, bool via_kvfree);
+  Large* large(Ptr p);
+  const Large* large(Ptr p) const;
+
   MmConfig cfg_;
   Counters events_;
   FaultInjector faults_;
+  std::unique_ptr<PageAllocator> pages_;
   std::unique_ptr<Memcg> memcg_;
   std::unique_ptr<Slub> slub_;
+  // kmalloc_caches[type][index], created at boot (create_kmalloc_caches).
+  std::vector<std::vector<CacheId>> kmalloc_caches_;
+  std::vector<Large> large_;
+  std::vector<uint32_t> free_large_ids_;
+  uint64_t large_bytes_ = 0;
 };
 
 }  // namespace simcache

@@ -1,0 +1,207 @@
+// SLUB proper: kmem_cache state, slabs, per-CPU layers of both
+// generations, the node partial lists and the bulk API. One class, three
+// source files: slab.cc (slabs, node lists, __slab_free, objects),
+// slub618.cc (per-CPU slab + per-CPU partial list, v6.18) and slub7x.cc
+// (sheaves + barn, 7.x). The generation is chosen once per Mm and switched
+// on per call; nothing here allocates per simulated object.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "simcache/counters.h"
+#include "simcache/mm/geometry.h"
+#include "simcache/mm/mm.h"
+#include "simcache/mm/page_alloc.h"
+
+namespace simcache {
+
+enum class SlabWhere : uint8_t {
+  kUnused,       // slot free in the slab table
+  kNodePartial,  // on kmem_cache_node.partial (SL_partial)
+  kCpuPartial,   // 6.18: on some CPU's partial list (unfrozen)
+  kCpuSlab,      // 6.18: a CPU slab (frozen)
+  kFull,         // on no list
+  kIsolated,     // 7.x: taken off the list by a refill
+};
+
+// One object's last allocation and free, for KASAN-style reports.
+struct ObjHist {
+  uint64_t alloc_seq = 0, free_seq = 0;
+  SiteId alloc_site = 0, free_site = 0;
+  CpuId alloc_cpu = 0, free_cpu = 0;
+};
+
+struct Slab {
+  CacheId cache = kNoCache;
+  NodeId node = 0;
+  uint8_t order = 0;
+  SlabWhere where = SlabWhere::kUnused;
+  uint16_t epoch = 0;
+  uint16_t objects = 0;
+  uint16_t inuse = 0;      // objects not on `freelist`
+  CpuId cpu = 0;           // owner while kCpuSlab / kCpuPartial
+  int32_t prev = -1, next = -1;  // node partial list, or CPU partial chain
+  uint32_t page = 0;
+  Ptr obj_exts = kNull;    // the slabobj_ext vector (a kmalloc object)
+  std::vector<uint16_t> freelist;  // slab->freelist, LIFO
+  std::vector<uint8_t> state;      // ObjState per object
+  std::vector<ObjHist> hist;
+  std::vector<MemcgId> objcg;      // charged memcg per object (obj_exts)
+  std::vector<NodeId> objcg_node;  // 7.1+: node of the per-node objcg charged
+};
+
+struct Sheaf {
+  CacheId cache = kNoCache;
+  uint32_t capacity = 0;
+  Ptr self = kNull;            // the sheaf's own kmalloc allocation
+  std::vector<Ptr> objects;    // size() is sheaf->size
+};
+
+struct KmemCache {
+  std::string name;
+  std::vector<std::string> aliases;
+  Geometry g;
+  slab_flags_t flags = 0;
+  uint32_t usersize = 0;
+  uint32_t requested_sheaf_capacity = 0;  // kmem_cache_args.sheaf_capacity
+  int refcount = 1;
+  bool is_kmalloc = false;
+  KmallocType ktype = KmallocType::NORMAL;
+  uint32_t obj_full_size = 0;  // charged size: s->size + sizeof(objcg ptr)
+
+  struct Node {
+    int32_t partial_head = -1, partial_tail = -1;
+    uint32_t nr_partial = 0;
+    uint64_t nr_slabs = 0, total_objects = 0;
+    std::vector<int32_t> barn_full, barn_empty;  // 7.x node_barn
+  };
+  struct Cpu {
+    // 6.18 kmem_cache_cpu
+    int32_t slab = -1;
+    std::vector<uint16_t> freelist;   // c->freelist: indices into `slab`
+    int32_t partial = -1;             // head of the CPU partial chain
+    uint32_t partial_slabs = 0;
+    // 7.x slub_percpu_sheaves
+    int32_t main = -1, spare = -1;
+  };
+  std::vector<Node> node;
+  std::vector<Cpu> cpu;
+  std::vector<uint64_t> stats;  // [cpu * kNumSlubStats + item]
+  uint64_t live = 0;            // objects handed out (allocated or mempool)
+};
+
+class Slub {
+ public:
+  Slub(Mm* mm, const MmConfig& cfg, Counters* ev, PageAllocator* pages,
+       FaultInjector* faults, Memcg* memcg);
+
+  CacheId create(std::string_view name, uint32_t size, uint32_t align,
+                 slab_flags_t flags, uint32_t sheaf_capacity, bool is_kmalloc,
+                 KmallocType ktype, uint32_t usersize);
+  KmemCache& cache(CacheId s) { return caches_[s]; }
+  const KmemCache& cache(CacheId s) const { return caches_[s]; }
+  size_t nr_caches() const { return caches_.size(); }
+
+  Ptr alloc(CacheId s, gfp_t gfp, const Task& t);
+  void free(CacheId s, Ptr p, const Task& t);
+  int alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
+  void free_bulk(CacheId s, int n, Ptr* p, const Task& t);
+  void flush_all(CacheId s);   // flush_all() + __kmem_cache_shrink()
+
+  // Pointer decoding and object state.
+  bool decode(Ptr p, int32_t* slab, uint32_t* idx) const;
+  ObjState state(Ptr p) const;
+  void set_state(Ptr p, ObjState st);
+  const Slab& slab(int32_t i) const { return slabs_[i]; }
+  size_t nr_slab_slots() const { return slabs_.size(); }
+  std::string history(Ptr p) const;
+  uint64_t seq() const { return seq_; }
+  uint64_t next_seq() { return ++seq_; }
+  uint64_t slab_bytes() const { return slab_bytes_; }
+  std::vector<Ptr> live_objects() const;
+
+  void stat(const KmemCache& c, CpuId cpu, SlubStat item, uint64_t n = 1) {
+    const_cast<KmemCache&>(c).stats[cpu * kNumSlubStats +
+                                     static_cast<size_t>(item)] += n;
+  }
+  void report(std::string kind, Ptr p, CacheId s, std::string detail);
+  // Objects held by per-CPU layers (6.18 CPU freelists, 7.x sheaves in
+  // CPUs and barns), counted from those structures.
+  uint64_t cached_objects(CacheId s) const;
+  // Cross-checks every structure against every other one (object states,
+  // inuse counts, lists, per-node counters, sheaves). Returns a
+  // description of the first violations found, empty when consistent.
+  std::string check_invariants() const;
+  std::vector<KasanReport> reports;
+
+ private:
+  // slab.cc: slabs and node lists.
+  int32_t new_slab(CacheId s, gfp_t gfp, NodeId node, const Task& t);
+  void discard_slab(CacheId s, int32_t slab, const Task& t);
+  void add_partial(KmemCache::Node& n, int32_t slab, bool tail);
+  void remove_partial(KmemCache::Node& n, int32_t slab);
+  void slab_free_slow(CacheId s, int32_t slab, const uint16_t* idx, int cnt,
+                      const Task& t);  // __slab_free()
+  void lock(KmemCache::Node&) { ev_->add(Event::list_lock); }
+  Ptr make_ptr(int32_t slab, uint32_t idx) const;
+  void on_alloc(int32_t slab, uint32_t idx, const Task& t);
+  bool check_free(CacheId s, Ptr p, int32_t* slab, uint32_t* idx);
+  void on_free(int32_t slab, uint32_t idx, const Task& t);
+  bool post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
+  void free_hook(CacheId s, int32_t slab, uint32_t idx, const Task& t);
+  bool ensure_obj_exts(int32_t slab, const Task& t);
+
+  // slub618.cc
+  Ptr alloc_618(CacheId s, gfp_t gfp, const Task& t);
+  Ptr slab_alloc_slow_618(CacheId s, gfp_t gfp, const Task& t);
+  void free_618(CacheId s, int32_t slab, const uint16_t* idx, int cnt,
+                const Task& t);
+  void put_cpu_partial(CacheId s, int32_t slab, bool drain, const Task& t);
+  void put_partials(CacheId s, int32_t head, const Task& t);
+  void deactivate_slab(CacheId s, CpuId cpu, const Task& t);
+  int alloc_bulk_618(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
+  void flush_cpu_618(CacheId s, CpuId cpu, const Task& t);
+
+  // slub7x.cc
+  Ptr alloc_7x(CacheId s, gfp_t gfp, const Task& t);
+  Ptr alloc_single_7x(CacheId s, gfp_t gfp, const Task& t);  // ___slab_alloc
+  bool replace_empty_main(CacheId s, gfp_t gfp, const Task& t);
+  void free_7x(CacheId s, Ptr p, int32_t slab, uint32_t idx, const Task& t);
+  bool replace_full_main(CacheId s, const Task& t);
+  int refill_objects(CacheId s, gfp_t gfp, int min, int max, Ptr* out,
+                     const Task& t);
+  int refill_from_node(CacheId s, NodeId node, int min, int max, Ptr* out,
+                       const Task& t);
+  int alloc_bulk_7x(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
+  void free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t);
+  void free_ptrs_to_slabs(CacheId s, int n, Ptr* p, const Task& t);
+  int32_t alloc_sheaf(CacheId s, const Task& t);
+  void free_sheaf(int32_t sh, const Task& t);
+  void flush_sheaf(int32_t sh, const Task& t);
+  void flush_cpu_7x(CacheId s, CpuId cpu, const Task& t);
+
+  // Shared by both generations.
+  void free_detached(CacheId s, int n, Ptr* p, const Task& t);
+
+  Mm* mm_;
+  MmConfig cfg_;
+  Counters* ev_;
+  PageAllocator* pages_;
+  FaultInjector* faults_;
+  Memcg* memcg_;
+  std::vector<KmemCache> caches_;
+  std::vector<Slab> slabs_;
+  std::vector<int32_t> free_slab_slots_;
+  std::vector<Sheaf> sheaves_;
+  std::vector<int32_t> free_sheaf_slots_;
+  std::vector<uint16_t> scratch_idx_;
+  uint64_t seq_ = 0;
+  uint64_t slab_bytes_ = 0;
+  NodeId cpu_node(CpuId cpu) const {
+    return static_cast<NodeId>(uint32_t(cpu) * cfg_.nr_nodes / cfg_.nr_cpus);
+  }
+};
+
+}  // namespace simcache

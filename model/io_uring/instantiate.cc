@@ -1,0 +1,9 @@
+// The io_uring layer instantiated over the real mm model (header-only
+// templates; see include/simcache/io_uring/ring.h).
+#include "simcache/io_uring/io_uring_mm.h"
+
+namespace simcache::iou {
+
+template class IoUring<Mm>;
+
+}  // namespace simcache::iou

@@ -1,0 +1,365 @@
+// The Mm facade: kmalloc routing over the kmalloc caches created at boot,
+// large kmalloc and kvmalloc over the page allocator, kmem_cache_create()
+// with merging, and the model-level KASAN entry points.
+#include "simcache/mm/mm.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "fmt/format.h"
+#include "simcache/mm/geometry.h"
+#include "simcache/mm/page_alloc.h"
+#include "simcache/mm/slub.h"
+
+namespace simcache {
+
+std::string_view obj_state_name(ObjState s) {
+  switch (s) {
+    case ObjState::kFree: return "free";
+    case ObjState::kCpuFreelist: return "cpu-freelist";
+    case ObjState::kInSheaf: return "in-sheaf";
+    case ObjState::kAllocated: return "allocated";
+    case ObjState::kMempool: return "mempool";
+  }
+  return "?";
+}
+
+Mm::Mm(const MmConfig& cfg) : cfg_(cfg) {
+  if (cfg_.nr_cpus == 0 || cfg_.nr_nodes == 0 || cfg_.nr_nodes > cfg_.nr_cpus) {
+    std::fprintf(stderr, "simcache: invalid mm config: %u cpus, %u nodes\n",
+                 cfg_.nr_cpus, cfg_.nr_nodes);
+    std::exit(2);
+  }
+  pages_ = std::make_unique<PageAllocator>(&events_, &faults_, cfg_.nr_nodes);
+  memcg_ = std::make_unique<Memcg>(cfg_.memcg, &events_, cfg_.nr_cpus, cfg_.nr_nodes);
+  slub_ = std::make_unique<Slub>(this, cfg_, &events_, pages_.get(), &faults_,
+                                 memcg_.get());
+  // create_kmalloc_caches(): every type and size exists from boot, so no
+  // cache is ever created in the middle of an allocation.
+  kmalloc_caches_.assign(kNumKmallocTypes, std::vector<CacheId>(kNumKmallocIndex, kNoCache));
+  for (uint32_t type = 0; type < kNumKmallocTypes; ++type) {
+    const auto kt = static_cast<KmallocType>(type);
+    const bool random = kt >= KmallocType::RANDOM_FIRST && kt <= KmallocType::RANDOM_LAST;
+    if (random && !cfg_.random_kmalloc_caches) continue;
+    for (uint32_t idx = 1; idx < kNumKmallocIndex; ++idx) {
+      const uint32_t size = kmalloc_size(idx);
+      const uint32_t align = size & (~size + 1);
+      const uint32_t usersize = cfg_.hardened_usercopy ? size : 0;
+      kmalloc_caches_[type][idx] = slub_->create(
+          kmalloc_cache_name(kt, idx), size, align, kmalloc_cache_flags(kt),
+          0, true, kt, usersize);
+    }
+  }
+}
+
+Mm::~Mm() = default;
+
+// mirrors __kmem_cache_create_args(): alias a mergeable cache or create.
+CacheId Mm::kmem_cache_create(std::string_view name, uint32_t size,
+                              uint32_t align, slab_flags_t flags,
+                              uint32_t sheaf_capacity) {
+  std::vector<MergeCandidate> cands;
+  cands.reserve(slub_->nr_caches());
+  for (CacheId s = 0; s < slub_->nr_caches(); ++s) {
+    const KmemCache& c = slub_->cache(s);
+    MergeCandidate mc;
+    mc.size = c.g.size;
+    mc.object_size = c.g.object_size;
+    mc.flags = c.flags;
+    mc.usersize = c.usersize;
+    mc.refcount = c.refcount;
+    mc.requested_sheaf_capacity = c.requested_sheaf_capacity;
+    cands.push_back(mc);
+  }
+  const int m = find_mergeable(size, align, flags, 0, false, cfg_.slab_nomerge,
+                               cfg_.gen, cands, sheaf_capacity);
+  if (m >= 0) {
+    KmemCache& c = slub_->cache(static_cast<CacheId>(m));
+    c.aliases.emplace_back(name);
+    ++c.refcount;
+    return static_cast<CacheId>(m);
+  }
+  return slub_->create(name, size, align, flags, sheaf_capacity, false,
+                       KmallocType::NORMAL, 0);
+}
+
+CacheId Mm::kmalloc_cache(uint32_t size, gfp_t gfp, SiteId site) {
+  if (size == 0 || size > KMALLOC_MAX_CACHE_SIZE) return kNoCache;
+  const KmallocType kt = kmalloc_type(gfp, site, cfg_.random_kmalloc_caches,
+                                      cfg_.random_kmalloc_seed);
+  return kmalloc_caches_[static_cast<uint32_t>(kt)][kmalloc_index(size)];
+}
+
+// mirrors __do_kmalloc_node().
+Ptr Mm::kmalloc(uint32_t size, gfp_t gfp, const Task& t) {
+  if (size == 0) return kZeroSizePtr;
+  if (size > KMALLOC_MAX_CACHE_SIZE) return alloc_large(size, gfp, t, false);
+  events_.add(Event::kmalloc);
+  const Ptr p = slub_->alloc(kmalloc_cache(size, gfp, t.site), gfp, t);
+  if (p == kNull) events_.add(Event::alloc_failed);
+  return p;
+}
+
+// mirrors kfree().
+void Mm::kfree(Ptr p, const Task& t) {
+  if (p == kNull || p == kZeroSizePtr) return;
+  if (p & (kLargeBit | kVmallocBit)) {
+    free_large(p, t, false);
+    return;
+  }
+  events_.add(Event::kfree);
+  slub_->free(kNoCache, p, t);
+}
+
+Ptr Mm::kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t) {
+  events_.add(Event::kmem_cache_alloc);
+  const Ptr p = slub_->alloc(s, gfp, t);
+  if (p == kNull) events_.add(Event::alloc_failed);
+  return p;
+}
+
+void Mm::kmem_cache_free(CacheId s, Ptr p, const Task& t) {
+  if (p == kNull) return;
+  events_.add(Event::kmem_cache_free);
+  if (p & (kLargeBit | kVmallocBit)) {
+    slub_->report("invalid-free", p, s, "kmem_cache_free() of a non-slab pointer");
+    return;
+  }
+  slub_->free(s, p, t);
+}
+
+int Mm::kmem_cache_alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
+  events_.add(Event::kmem_cache_alloc_bulk);
+  const int got = slub_->alloc_bulk(s, gfp, n, p, t);
+  events_.add(Event::bulk_objects, got);
+  if (!got && n) events_.add(Event::alloc_failed);
+  return got;
+}
+
+void Mm::kmem_cache_free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
+  if (n <= 0) return;
+  events_.add(Event::kmem_cache_free_bulk);
+  events_.add(Event::bulk_free_objects, n);
+  slub_->free_bulk(s, n, p, t);
+}
+
+// mirrors __kvmalloc_node_noprof(): kmalloc first (no retry above a page),
+// then vmalloc for requests above PAGE_SIZE.
+Ptr Mm::kvmalloc(uint64_t size, gfp_t gfp, const Task& t) {
+  events_.add(Event::kvmalloc);
+  if (faults_.should_fail(FaultPoint::kvmalloc)) {
+    events_.add(Event::alloc_failed);
+    return kNull;
+  }
+  gfp_t kgfp = gfp;
+  if (size > PAGE_SIZE) kgfp = (kgfp | __GFP_NOWARN | __GFP_NORETRY) & ~__GFP_NOFAIL;
+  Ptr p = size > KMALLOC_MAX_CACHE_SIZE ? alloc_large(size, kgfp, t, false)
+                                        : kmalloc(static_cast<uint32_t>(size), kgfp, t);
+  if (p != kNull || size <= PAGE_SIZE) return p;
+  return alloc_large(size, gfp, t, true);
+}
+
+void Mm::kvfree(Ptr p, const Task& t) {
+  events_.add(Event::kvfree);
+  if (p & kVmallocBit) {
+    free_large(p, t, true);
+    return;
+  }
+  kfree(p, t);
+}
+
+// __kmalloc_large_node() (compound page of get_order(size)) or a vmalloc
+// area of order-0 pages; both charged page-wise with __GFP_ACCOUNT.
+Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
+  events_.add(vmalloc ? Event::vmalloc_fallback : Event::kmalloc_large);
+  const NodeId node = static_cast<NodeId>(uint32_t(t.cpu) * cfg_.nr_nodes / cfg_.nr_cpus);
+  Large l;
+  l.bytes = size;
+  l.vmalloc = vmalloc;
+  l.site = t.site;
+  if (vmalloc) {
+    l.nr_pages = static_cast<uint32_t>((size + PAGE_SIZE - 1) / PAGE_SIZE);
+    for (uint32_t i = 0; i < l.nr_pages; ++i) {  // one order-0 page each
+      const uint32_t pg = pages_->alloc_pages(0, node, gfp);
+      if (!pg) {
+        for (uint32_t v : l.vpages) pages_->free_pages(v, 0);
+        events_.add(Event::alloc_failed);
+        return kNull;
+      }
+      l.vpages.push_back(pg);
+    }
+    events_.add(Event::vmalloc_pages, l.nr_pages);
+  } else {
+    l.order = get_order(size);
+    l.nr_pages = 1u << l.order;
+    l.page = pages_->alloc_pages(l.order, node, gfp | __GFP_COMP);
+    if (!l.page) {
+      events_.add(Event::alloc_failed);
+      return kNull;
+    }
+  }
+  if ((gfp & __GFP_ACCOUNT) && memcg_->kmem_online() && t.memcg != kRootMemcg) {
+    if (faults_.should_fail(FaultPoint::memcg_charge) ||
+        !memcg_->charge_pages(t.cpu, t.memcg, l.nr_pages, gfp)) {
+      if (vmalloc) {
+        for (uint32_t v : l.vpages) pages_->free_pages(v, 0);
+      } else {
+        pages_->free_pages(l.page, l.order);
+      }
+      events_.add(Event::memcg_charge_fail);
+      events_.add(Event::alloc_failed);
+      return kNull;
+    }
+    l.memcg = t.memcg;
+  }
+  if (gfp & __GFP_ZERO) events_.add(Event::zero_bytes, size);
+  l.live = true;
+  uint32_t id;
+  if (!free_large_ids_.empty()) {
+    id = free_large_ids_.back();
+    free_large_ids_.pop_back();
+    large_[id] = l;
+  } else {
+    id = static_cast<uint32_t>(large_.size());
+    large_.push_back(l);
+  }
+  large_bytes_ += uint64_t(l.nr_pages) * PAGE_SIZE;
+  return (vmalloc ? kVmallocBit : kLargeBit) | id;
+}
+
+Mm::Large* Mm::large(Ptr p) {
+  const uint64_t id = p & ~(kLargeBit | kVmallocBit);
+  if (id >= large_.size() || !large_[id].live) return nullptr;
+  if (large_[id].vmalloc != bool(p & kVmallocBit)) return nullptr;
+  return &large_[id];
+}
+const Mm::Large* Mm::large(Ptr p) const {
+  return const_cast<Mm*>(this)->large(p);
+}
+
+// mirrors free_large_kmalloc() / vfree().
+void Mm::free_large(Ptr p, const Task& t, bool via_kvfree) {
+  Large* l = large(p);
+  if (!l || l->mempool || (l->vmalloc && !via_kvfree)) {
+    slub_->report(l ? (l->mempool ? "double-free" : "invalid-free") : "double-free",
+                  p, kNoCache,
+                  l && l->vmalloc ? "kfree() of a vmalloc address"
+                                  : "large allocation not live (freed before?)");
+    return;
+  }
+  events_.add(l->vmalloc ? Event::kvfree : Event::kfree_large);
+  if (l->vmalloc) events_.v[size_t(Event::kvfree)]--;  // counted by kvfree()
+  if (l->memcg != kRootMemcg) memcg_->uncharge_pages(t.cpu, l->memcg, l->nr_pages);
+  if (l->vmalloc) {
+    for (uint32_t v : l->vpages) pages_->free_pages(v, 0);
+    l->vpages.clear();
+  } else {
+    pages_->free_pages(l->page, l->order);
+  }
+  large_bytes_ -= uint64_t(l->nr_pages) * PAGE_SIZE;
+  l->live = false;
+  free_large_ids_.push_back(static_cast<uint32_t>(p & ~(kLargeBit | kVmallocBit)));
+}
+
+uint32_t Mm::ksize(Ptr p) const {
+  if (p & (kLargeBit | kVmallocBit)) {
+    const Large* l = large(p);
+    return l ? l->nr_pages * PAGE_SIZE : 0;
+  }
+  const CacheId s = cache_of(p);
+  return s == kNoCache ? 0 : slub_->cache(s).g.size;
+}
+
+CacheId Mm::cache_of(Ptr p) const {
+  int32_t id;
+  uint32_t idx;
+  if (!slub_->decode(p, &id, &idx)) return kNoCache;
+  return slub_->slab(id).cache;
+}
+
+ObjState Mm::obj_state(Ptr p) const {
+  if (p & (kLargeBit | kVmallocBit)) {
+    const Large* l = large(p);
+    if (!l) return ObjState::kFree;
+    return l->mempool ? ObjState::kMempool : ObjState::kAllocated;
+  }
+  return slub_->state(p);
+}
+
+// mirrors kasan_mempool_poison_object(): the object is parked by a caller.
+bool Mm::kasan_mempool_poison_object(Ptr p, const Task& t) {
+  (void)t;
+  const ObjState st = obj_state(p);
+  if (st != ObjState::kAllocated) {
+    slub_->report("double-free", p, cache_of(p),
+                  "kasan_mempool_poison_object() of an object that is not "
+                  "allocated: " + slub_->history(p));
+    return false;
+  }
+  if (p & (kLargeBit | kVmallocBit)) large(p)->mempool = true;
+  else slub_->set_state(p, ObjState::kMempool);
+  return true;
+}
+
+void Mm::kasan_mempool_unpoison_object(Ptr p, const Task& t) {
+  (void)t;
+  if (obj_state(p) != ObjState::kMempool) {
+    slub_->report("use-after-free", p, cache_of(p),
+                  "unpoison of an object not parked in a mempool: " +
+                      slub_->history(p));
+    return;
+  }
+  if (p & (kLargeBit | kVmallocBit)) large(p)->mempool = false;
+  else slub_->set_state(p, ObjState::kAllocated);
+}
+
+void Mm::kasan_check_access(Ptr p, std::string_view who) {
+  const ObjState st = obj_state(p);
+  if (st == ObjState::kAllocated) return;
+  slub_->report(st == ObjState::kMempool ? "use-after-put" : "use-after-free",
+                p, cache_of(p),
+                fmt::format("{} touched it: {}", who, slub_->history(p)));
+}
+
+// Discarding a slab frees its obj_exts vector into another cache, so
+// repeat until nothing more is released.
+void Mm::shrink_all() {
+  uint64_t before;
+  do {
+    before = slub_->slab_bytes();
+    for (CacheId s = 0; s < slub_->nr_caches(); ++s) slub_->flush_all(s);
+  } while (slub_->slab_bytes() < before);
+}
+
+uint64_t Mm::stat(CacheId s, SlubStat item) const {
+  uint64_t t = 0;
+  for (CpuId c = 0; c < cfg_.nr_cpus; ++c) t += stat_cpu(s, item, c);
+  return t;
+}
+
+uint64_t Mm::stat_cpu(CacheId s, SlubStat item, CpuId cpu) const {
+  return slub_->cache(s).stats[cpu * kNumSlubStats + static_cast<size_t>(item)];
+}
+
+std::vector<CacheId> Mm::caches() const {
+  std::vector<CacheId> out;
+  for (CacheId s = 0; s < slub_->nr_caches(); ++s) out.push_back(s);
+  return out;
+}
+
+CacheId Mm::find_cache(std::string_view name) const {
+  for (CacheId s = 0; s < slub_->nr_caches(); ++s) {
+    const KmemCache& c = slub_->cache(s);
+    if (c.name == name) return s;
+    for (const auto& a : c.aliases)
+      if (a == name) return s;
+  }
+  return kNoCache;
+}
+
+uint64_t Mm::slab_bytes_total() const { return slub_->slab_bytes(); }
+uint64_t Mm::large_bytes_total() const { return large_bytes_; }
+
+const std::vector<KasanReport>& Mm::kasan_reports() const { return slub_->reports; }
+
+}  // namespace simcache

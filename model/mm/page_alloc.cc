@@ -1,0 +1,59 @@
+#include "simcache/mm/page_alloc.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace simcache {
+
+PageAllocator::PageAllocator(Counters* events, FaultInjector* faults,
+                             uint8_t nr_nodes)
+    : ev_(events), faults_(faults), in_use_(nr_nodes, 0), limit_(nr_nodes, 0) {
+  live_.push_back(0);  // page id 0 is "no page"
+}
+
+// mirrors __alloc_pages(): counts the order, honours injected failures.
+uint32_t PageAllocator::alloc_pages(uint32_t order, NodeId node, gfp_t gfp) {
+  (void)gfp;
+  if (faults_->should_fail(FaultPoint::page_alloc)) return 0;
+  const uint64_t n = 1ull << order;
+  if (limit_[node] && in_use_[node] + n > limit_[node]) return 0;
+  static constexpr Event kByOrder[] = {
+      Event::page_alloc_order0, Event::page_alloc_order1,
+      Event::page_alloc_order2, Event::page_alloc_order3};
+  ev_->add(kByOrder[order < 3 ? order : 3]);
+  if (order < by_order_.size()) ++by_order_[order];
+  in_use_[node] += n;
+  uint32_t id;
+  if (!free_ids_.empty()) {
+    id = free_ids_.back();
+    free_ids_.pop_back();
+  } else {
+    id = static_cast<uint32_t>(live_.size());
+    live_.push_back(0);
+  }
+  // The node is packed in the high byte of the live marker's companion;
+  // a single node id per page is enough for accounting.
+  live_[id] = static_cast<uint8_t>(node + 1);
+  return id;
+}
+
+// mirrors __free_pages().
+void PageAllocator::free_pages(uint32_t page, uint32_t order) {
+  if (page == 0 || page >= live_.size() || live_[page] == 0) {
+    std::fprintf(stderr, "simcache: internal error: bad page free %u\n", page);
+    std::abort();
+  }
+  const NodeId node = static_cast<NodeId>(live_[page] - 1);
+  live_[page] = 0;
+  in_use_[node] -= 1ull << order;
+  free_ids_.push_back(page);
+  ev_->add(Event::page_free);
+}
+
+uint64_t PageAllocator::pages_in_use() const {
+  uint64_t t = 0;
+  for (uint64_t v : in_use_) t += v;
+  return t;
+}
+
+}  // namespace simcache

@@ -1,0 +1,306 @@
+// Slabs, node partial lists, __slab_free() and the per-object hooks that
+// both SLUB generations share. Mirrors mm/slub.c allocate_slab(),
+// discard_slab(), add_partial()/remove_partial(), __slab_free(),
+// slab_post_alloc_hook() and memcg_slab_free_hook().
+#include <cstdio>
+#include <cstdlib>
+
+#include "fmt/format.h"
+#include "simcache/mm/slub.h"
+
+namespace simcache {
+namespace {
+constexpr int kIdxBits = 15;
+constexpr int kSlotBits = 32;
+constexpr Ptr kIdxMask = (1ull << kIdxBits) - 1;
+constexpr Ptr kSlotMask = (1ull << kSlotBits) - 1;
+}  // namespace
+
+Slub::Slub(Mm* mm, const MmConfig& cfg, Counters* ev, PageAllocator* pages,
+           FaultInjector* faults, Memcg* memcg)
+    : mm_(mm), cfg_(cfg), ev_(ev), pages_(pages), faults_(faults),
+      memcg_(memcg) {}
+
+// mirrors do_kmem_cache_create() for the state the model keeps.
+CacheId Slub::create(std::string_view name, uint32_t size, uint32_t align,
+                     slab_flags_t flags, uint32_t sheaf_capacity,
+                     bool is_kmalloc, KmallocType ktype, uint32_t usersize) {
+  KmemCache c;
+  c.name = std::string(name);
+  c.flags = flags;
+  c.usersize = usersize;
+  c.requested_sheaf_capacity = sheaf_capacity;
+  c.is_kmalloc = is_kmalloc;
+  c.ktype = ktype;
+  c.g = compute_geometry(size, align, flags, cfg_.nr_cpus, cfg_.gen,
+                         sheaf_capacity);
+  c.obj_full_size = c.g.size + 8;
+  c.node.resize(cfg_.nr_nodes);
+  c.cpu.resize(cfg_.nr_cpus);
+  c.stats.assign(size_t(cfg_.nr_cpus) * kNumSlubStats, 0);
+  caches_.push_back(std::move(c));
+  return static_cast<CacheId>(caches_.size() - 1);
+}
+
+Ptr Slub::make_ptr(int32_t slab, uint32_t idx) const {
+  return (Ptr(slabs_[slab].epoch) << (kIdxBits + kSlotBits)) |
+         (Ptr(uint32_t(slab)) << kIdxBits) | idx;
+}
+
+bool Slub::decode(Ptr p, int32_t* slab, uint32_t* idx) const {
+  if (p == kNull || (p & (kLargeBit | kVmallocBit))) return false;
+  const uint64_t slot = (p >> kIdxBits) & kSlotMask;
+  const uint16_t epoch = static_cast<uint16_t>(p >> (kIdxBits + kSlotBits));
+  if (slot >= slabs_.size()) return false;
+  const Slab& sl = slabs_[slot];
+  if (sl.where == SlabWhere::kUnused || sl.epoch != epoch) return false;
+  if ((p & kIdxMask) >= sl.objects) return false;
+  *slab = static_cast<int32_t>(slot);
+  *idx = static_cast<uint32_t>(p & kIdxMask);
+  return true;
+}
+
+ObjState Slub::state(Ptr p) const {
+  int32_t sl;
+  uint32_t i;
+  if (!decode(p, &sl, &i)) return ObjState::kFree;
+  return static_cast<ObjState>(slabs_[sl].state[i]);
+}
+
+void Slub::set_state(Ptr p, ObjState st) {
+  int32_t sl;
+  uint32_t i;
+  if (decode(p, &sl, &i)) slabs_[sl].state[i] = static_cast<uint8_t>(st);
+}
+
+// mirrors allocate_slab() + account_slab(): pages, freelist, vmstat.
+int32_t Slub::new_slab(CacheId s, gfp_t gfp, NodeId node, const Task& t) {
+  const Geometry g = caches_[s].g;
+  uint32_t order = g.order, objects = g.objects;
+  uint32_t page = pages_->alloc_pages(order, node, gfp | __GFP_NORETRY);
+  if (!page && g.min_order != g.order) {
+    order = g.min_order;
+    objects = g.min_objects;
+    page = pages_->alloc_pages(order, node, gfp);
+    if (page) stat(caches_[s], t.cpu, SlubStat::ORDER_FALLBACK);
+  }
+  if (!page) return -1;
+  int32_t id;
+  if (!free_slab_slots_.empty()) {
+    id = free_slab_slots_.back();
+    free_slab_slots_.pop_back();
+  } else {
+    id = static_cast<int32_t>(slabs_.size());
+    slabs_.emplace_back();
+  }
+  Slab& sl = slabs_[id];
+  sl.cache = s;
+  sl.node = node;
+  sl.order = static_cast<uint8_t>(order);
+  sl.where = SlabWhere::kFull;
+  sl.epoch = static_cast<uint16_t>(sl.epoch + 1 ? sl.epoch + 1 : 1);
+  sl.objects = static_cast<uint16_t>(objects);
+  sl.inuse = 0;
+  sl.prev = sl.next = -1;
+  sl.page = page;
+  sl.obj_exts = kNull;
+  // Address order: the first object handed out is index 0.
+  sl.freelist.resize(objects);
+  for (uint32_t i = 0; i < objects; ++i) sl.freelist[i] = uint16_t(objects - 1 - i);
+  sl.state.assign(objects, static_cast<uint8_t>(ObjState::kFree));
+  if (cfg_.track_history) sl.hist.assign(objects, ObjHist{});
+  sl.objcg.assign(objects, kRootMemcg);
+  sl.objcg_node.assign(objects, 0);
+  KmemCache::Node& n = caches_[s].node[node];
+  ++n.nr_slabs;
+  n.total_objects += objects;
+  slab_bytes_ += uint64_t(PAGE_SIZE) << order;
+  ev_->add(Event::allocate_slab);
+  if (memcg_->kmem_online() && (caches_[s].flags & SLAB_ACCOUNT))
+    ensure_obj_exts(id, t);
+  return id;
+}
+
+// mirrors discard_slab() -> free_slab() -> __free_slab() + unaccount_slab().
+void Slub::discard_slab(CacheId s, int32_t id, const Task& t) {
+  KmemCache::Node& n = caches_[s].node[slabs_[id].node];
+  --n.nr_slabs;
+  n.total_objects -= slabs_[id].objects;
+  slab_bytes_ -= uint64_t(PAGE_SIZE) << slabs_[id].order;
+  pages_->free_pages(slabs_[id].page, slabs_[id].order);
+  const Ptr ext = slabs_[id].obj_exts;
+  slabs_[id].where = SlabWhere::kUnused;
+  slabs_[id].obj_exts = kNull;
+  free_slab_slots_.push_back(id);
+  ev_->add(Event::free_slab);
+  if (ext != kNull) mm_->kfree(ext, t);  // may recurse into another cache
+}
+
+// mirrors add_partial(): head, or tail for DEACTIVATE_TO_TAIL.
+void Slub::add_partial(KmemCache::Node& n, int32_t id, bool tail) {
+  Slab& sl = slabs_[id];
+  sl.where = SlabWhere::kNodePartial;
+  if (tail) {
+    sl.next = -1;
+    sl.prev = n.partial_tail;
+    if (n.partial_tail >= 0) slabs_[n.partial_tail].next = id;
+    n.partial_tail = id;
+    if (n.partial_head < 0) n.partial_head = id;
+  } else {
+    sl.prev = -1;
+    sl.next = n.partial_head;
+    if (n.partial_head >= 0) slabs_[n.partial_head].prev = id;
+    n.partial_head = id;
+    if (n.partial_tail < 0) n.partial_tail = id;
+  }
+  ++n.nr_partial;
+}
+
+// mirrors remove_partial(); the caller decides where the slab goes next.
+void Slub::remove_partial(KmemCache::Node& n, int32_t id) {
+  Slab& sl = slabs_[id];
+  if (sl.prev >= 0) slabs_[sl.prev].next = sl.next; else n.partial_head = sl.next;
+  if (sl.next >= 0) slabs_[sl.next].prev = sl.prev; else n.partial_tail = sl.prev;
+  sl.prev = sl.next = -1;
+  sl.where = SlabWhere::kFull;
+  --n.nr_partial;
+}
+
+// mirrors __slab_free(): return `cnt` objects of one slab that is not this
+// CPU's slab. Both generations; 6.18 adds frozen slabs and CPU partials.
+void Slub::slab_free_slow(CacheId s, int32_t id, const uint16_t* idx, int cnt,
+                          const Task& t) {
+  KmemCache& c = caches_[s];
+  // 6.18 counts FREE_SLOWPATH here; 7.x counts it in the callers.
+  if (cfg_.gen == SlubGen::v6_18) stat(c, t.cpu, SlubStat::FREE_SLOWPATH);
+  ev_->add(Event::slab_free_slow);
+  Slab& sl = slabs_[id];
+  const bool prior = !sl.freelist.empty();
+  const bool frozen = sl.where == SlabWhere::kCpuSlab;
+  const bool cpu_partial =
+      cfg_.gen == SlubGen::v6_18 && c.g.cpu_partial_slabs > 0;
+  for (int i = 0; i < cnt; ++i) {
+    sl.freelist.push_back(idx[i]);
+    sl.state[idx[i]] = static_cast<uint8_t>(ObjState::kFree);
+  }
+  sl.inuse = static_cast<uint16_t>(sl.inuse - cnt);
+  const bool empty = sl.inuse == 0;
+  bool locked = false;
+  if (!frozen && (empty || !prior) && (!cpu_partial || prior)) locked = true;
+  if (!locked) {
+    if (frozen) {
+      stat(c, t.cpu, SlubStat::FREE_FROZEN);
+    } else if (cpu_partial && !prior) {
+      put_cpu_partial(s, id, true, t);
+      stat(c, t.cpu, SlubStat::CPU_PARTIAL_FREE);
+    }
+    return;
+  }
+  KmemCache::Node& n = c.node[sl.node];
+  lock(n);
+  const bool on_node = sl.where == SlabWhere::kNodePartial;
+  if (prior && !on_node) return;  // on a CPU partial list or isolated
+  if (empty && n.nr_partial >= c.g.min_partial) {
+    if (on_node) {
+      remove_partial(n, id);
+      stat(c, t.cpu, SlubStat::FREE_REMOVE_PARTIAL);
+    }
+    stat(c, t.cpu, SlubStat::FREE_SLAB);
+    discard_slab(s, id, t);
+    return;
+  }
+  if (!prior && !on_node) {
+    add_partial(n, id, /*tail=*/true);
+    stat(c, t.cpu, SlubStat::FREE_ADD_PARTIAL);
+  }
+}
+
+void Slub::on_alloc(int32_t id, uint32_t idx, const Task& t) {
+  Slab& sl = slabs_[id];
+  sl.state[idx] = static_cast<uint8_t>(ObjState::kAllocated);
+  if (cfg_.track_history) {
+    ObjHist& h = sl.hist[idx];
+    h.alloc_seq = ++seq_;
+    h.alloc_site = t.site;
+    h.alloc_cpu = t.cpu;
+  }
+  ++caches_[sl.cache].live;
+}
+
+void Slub::on_free(int32_t id, uint32_t idx, const Task& t) {
+  Slab& sl = slabs_[id];
+  if (cfg_.track_history) {
+    ObjHist& h = sl.hist[idx];
+    h.free_seq = ++seq_;
+    h.free_site = t.site;
+    h.free_cpu = t.cpu;
+  }
+  --caches_[sl.cache].live;
+}
+
+std::string Slub::history(Ptr p) const {
+  int32_t id;
+  uint32_t idx;
+  if (!decode(p, &id, &idx)) return "no live slab holds this address";
+  const Slab& sl = slabs_[id];
+  std::string out = fmt::format("object {} of slab {} ({}, state {})", idx, id,
+                                caches_[sl.cache].name,
+                                obj_state_name(ObjState(sl.state[idx])));
+  if (!cfg_.track_history) return out;
+  const ObjHist& h = sl.hist[idx];
+  if (h.alloc_seq)
+    out += fmt::format("; allocated by site {:#x} on cpu {} at op {}",
+                       h.alloc_site, h.alloc_cpu, h.alloc_seq);
+  if (h.free_seq)
+    out += fmt::format("; last freed by site {:#x} on cpu {} at op {}",
+                       h.free_site, h.free_cpu, h.free_seq);
+  return out;
+}
+
+void Slub::report(std::string kind, Ptr p, CacheId s, std::string detail) {
+  KasanReport r;
+  r.kind = std::move(kind);
+  r.ptr = p;
+  r.cache = s < caches_.size() ? caches_[s].name : std::string("?");
+  r.detail = std::move(detail);
+  reports.push_back(std::move(r));
+}
+
+// The KASAN half of slab_free(): refuse frees the kernel would report.
+bool Slub::check_free(CacheId s, Ptr p, int32_t* id, uint32_t* idx) {
+  if (!decode(p, id, idx)) {
+    report("invalid-free", p, s,
+           fmt::format("pointer {:#x} is not an object of a live slab "
+                       "(never allocated, or its slab was discarded)", p));
+    return false;
+  }
+  const Slab& sl = slabs_[*id];
+  if (s != kNoCache && sl.cache != s) {
+    report("wrong-cache-free", p, s,
+           fmt::format("kmem_cache_free({}) but the object belongs to {}: {}",
+                       caches_[s].name, caches_[sl.cache].name, history(p)));
+    return false;
+  }
+  const ObjState st = ObjState(sl.state[*idx]);
+  if (st != ObjState::kAllocated) {
+    report("double-free", p, sl.cache, history(p));
+    return false;
+  }
+  return true;
+}
+
+std::vector<Ptr> Slub::live_objects() const {
+  std::vector<Ptr> out;
+  for (size_t i = 0; i < slabs_.size(); ++i) {
+    const Slab& sl = slabs_[i];
+    if (sl.where == SlabWhere::kUnused) continue;
+    for (uint32_t j = 0; j < sl.objects; ++j) {
+      const auto st = ObjState(sl.state[j]);
+      if (st == ObjState::kAllocated || st == ObjState::kMempool)
+        out.push_back(make_ptr(static_cast<int32_t>(i), j));
+    }
+  }
+  return out;
+}
+
+}  // namespace simcache

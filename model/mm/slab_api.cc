@@ -1,0 +1,231 @@
+// The entry points both generations share: slab_alloc_node() and
+// slab_free() around the generation-specific per-CPU layer, the bulk
+// API's all-or-nothing contract, and the hooks that run per object
+// (zeroing, memcg charge/uncharge, obj_exts vectors).
+#include "fmt/format.h"
+#include "simcache/mm/slub.h"
+
+namespace simcache {
+
+// mirrors slab_alloc_node(): pre-hook (failslab), per-CPU layer, post-hook.
+Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
+  if (faults_->should_fail(FaultPoint::slab_alloc)) return kNull;
+  Ptr p = cfg_.gen == SlubGen::v6_18 ? alloc_618(s, gfp, t) : alloc_7x(s, gfp, t);
+  if (p == kNull) return kNull;
+  if (!post_alloc_hook(s, gfp, 1, &p, t)) return kNull;
+  return p;
+}
+
+// mirrors slab_free() / kmem_cache_free(): KASAN check, memcg hook, then
+// the generation's do_slab_free()/free_to_pcs().
+void Slub::free(CacheId s, Ptr p, const Task& t) {
+  int32_t id;
+  uint32_t idx;
+  if (!check_free(s, p, &id, &idx)) return;
+  const CacheId owner = slabs_[id].cache;
+  free_hook(owner, id, idx, t);
+  on_free(id, idx, t);
+  if (cfg_.gen == SlubGen::v6_18) {
+    const uint16_t i16 = static_cast<uint16_t>(idx);
+    free_618(owner, id, &i16, 1, t);
+  } else {
+    free_7x(owner, p, id, idx, t);
+  }
+}
+
+// mirrors kmem_cache_alloc_bulk(): all or nothing, hooks after the loop.
+int Slub::alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
+  if (n <= 0) return 0;
+  if (faults_->should_fail(FaultPoint::bulk_zero)) return 0;
+  const bool short_fail = faults_->should_fail(FaultPoint::bulk_short);
+  const int want = short_fail ? n - 1 : n;
+  int got = cfg_.gen == SlubGen::v6_18 ? alloc_bulk_618(s, gfp, want, p, t)
+                                        : alloc_bulk_7x(s, gfp, want, p, t);
+  if (got < n) {
+    // The kernel frees what it took without running the free hooks.
+    for (int i = 0; i < got; ++i) {
+      int32_t id;
+      uint32_t idx;
+      decode(p[i], &id, &idx);
+      on_free(id, idx, t);
+    }
+    free_detached(s, got, p, t);
+    return 0;
+  }
+  if (!post_alloc_hook(s, gfp, n, p, t)) return 0;
+  return n;
+}
+
+// mirrors kmem_cache_free_bulk().
+void Slub::free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
+  int kept = 0;
+  for (int i = 0; i < n; ++i) {  // KASAN + memcg hooks per object
+    int32_t id;
+    uint32_t idx;
+    if (!check_free(s, p[i], &id, &idx)) continue;
+    free_hook(s, id, idx, t);
+    on_free(id, idx, t);
+    p[kept++] = p[i];
+  }
+  if (cfg_.gen == SlubGen::v7 && caches_[s].g.sheaf_capacity) {
+    free_bulk_7x(s, kept, p, t);
+    return;
+  }
+  if (cfg_.gen == SlubGen::v7) stat(caches_[s], t.cpu, SlubStat::FREE_SLOWPATH, kept);
+  free_detached(s, kept, p, t);
+}
+
+// mirrors build_detached_freelist() + do_slab_free(): group objects of one
+// slab (look-ahead 3) and free each group with one operation. Hooks have
+// already run. Consumes p[0..n).
+void Slub::free_detached(CacheId s, int n, Ptr* p, const Task& t) {
+  while (n > 0) {
+    int32_t id;
+    uint32_t idx;
+    decode(p[--n], &id, &idx);
+    scratch_idx_.clear();
+    scratch_idx_.push_back(static_cast<uint16_t>(idx));
+    int same = n, lookahead = 3, size = n;
+    while (size) {
+      int32_t id2;
+      uint32_t idx2;
+      decode(p[--size], &id2, &idx2);
+      if (id2 == id) {
+        scratch_idx_.push_back(static_cast<uint16_t>(idx2));
+        --same;
+        if (size != same) std::swap(p[size], p[same]);
+        continue;
+      }
+      if (!--lookahead) break;
+    }
+    n = same;
+    if (cfg_.gen == SlubGen::v6_18) {
+      free_618(s, id, scratch_idx_.data(), int(scratch_idx_.size()), t);
+    } else {
+      slab_free_slow(s, id, scratch_idx_.data(), int(scratch_idx_.size()), t);
+    }
+  }
+}
+
+// mirrors alloc_slab_obj_exts(): one slabobj_ext (8 B, the objcg pointer)
+// per object, kmalloc'ed outside the slab with __GFP_NO_OBJ_EXT.
+bool Slub::ensure_obj_exts(int32_t id, const Task& t) {
+  if (slabs_[id].obj_exts != kNull) return true;
+  const CacheId owner = slabs_[id].cache;
+  uint32_t bytes = slabs_[id].objects * 8u;
+  // 7.x: never let a kmalloc cache hold its own vector.
+  if (cfg_.gen == SlubGen::v7 &&
+      mm_->kmalloc_cache(bytes, GFP_KERNEL, 0) == owner)
+    bytes += 1;
+  const uint16_t epoch = slabs_[id].epoch;
+  Ptr v = mm_->kmalloc(bytes, GFP_KERNEL | __GFP_ZERO | __GFP_NO_OBJ_EXT, t);
+  // The recursive kmalloc may have grown slabs_; re-index, and make sure
+  // the slab was not discarded meanwhile (it cannot be: it holds objects
+  // or is being created).
+  if (v == kNull || slabs_[id].epoch != epoch) return false;
+  slabs_[id].obj_exts = v;
+  ev_->add(Event::obj_exts_alloc);
+  return true;
+}
+
+// mirrors slab_post_alloc_hook() -> memcg_slab_post_alloc_hook().
+bool Slub::post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
+  const KmemCache& c0 = caches_[s];
+  if (gfp & __GFP_ZERO) ev_->add(Event::zero_bytes, uint64_t(n) * c0.g.object_size);
+  if (!memcg_->kmem_online() || t.memcg == kRootMemcg) return true;
+  if (!(gfp & __GFP_ACCOUNT) && !(c0.flags & SLAB_ACCOUNT)) return true;
+  if (gfp & __GFP_NO_OBJ_EXT) return true;
+  const uint32_t full = c0.obj_full_size;
+  int i = 0;
+  bool ok = true;
+  while (i < n && ok) {
+    int32_t id;
+    uint32_t idx;
+    decode(p[i], &id, &idx);
+    if (!ensure_obj_exts(id, t)) { ++i; continue; }  // left uncharged
+    // A run: one object, or (batched hook) every following object on the
+    // same node whose slab has, or can get, its vector.
+    int run = 1;
+    if (cfg_.memcg_batch_charge) {
+      while (i + run < n) {
+        int32_t id2;
+        uint32_t idx2;
+        decode(p[i + run], &id2, &idx2);
+        if (slabs_[id2].node != slabs_[id].node || !ensure_obj_exts(id2, t)) break;
+        ++run;
+      }
+      ev_->add(Event::memcg_batch_run);
+    }
+    const NodeId node = slabs_[id].node;
+    if (faults_->should_fail(FaultPoint::memcg_charge) ||
+        !memcg_->charge_obj(t.cpu, t.memcg, node, full * uint32_t(run), gfp)) {
+      ok = false;
+      break;
+    }
+    for (int k = 0; k < run; ++k) {
+      int32_t id2;
+      uint32_t idx2;
+      decode(p[i + k], &id2, &idx2);
+      slabs_[id2].objcg[idx2] = t.memcg;
+      slabs_[id2].objcg_node[idx2] = memcg_->objcg_node(t.cpu);
+      ev_->add(Event::memcg_post_alloc_hook);
+    }
+    i += run;
+  }
+  if (ok) return true;
+  // The charge was refused: free everything back, uncharging what was
+  // charged (memcg_alloc_abort_single / kmem_cache_free_bulk).
+  ev_->add(Event::memcg_charge_fail);
+  for (int k = 0; k < n; ++k) free(s, p[k], t);
+  return false;
+}
+
+// mirrors memcg_slab_free_hook(): uncharge if the object was charged.
+void Slub::free_hook(CacheId s, int32_t id, uint32_t idx, const Task& t) {
+  Slab& sl = slabs_[id];
+  if (sl.obj_exts == kNull) return;
+  const MemcgId m = sl.objcg[idx];
+  if (m == kRootMemcg) return;
+  sl.objcg[idx] = kRootMemcg;
+  memcg_->uncharge_obj(t.cpu, m, sl.node, caches_[s].obj_full_size,
+                       sl.objcg_node[idx]);
+  ev_->add(Event::memcg_free_hook);
+}
+
+// mirrors __kmem_cache_shrink(): flush every CPU's layer, then discard
+// every empty slab on the node lists.
+void Slub::flush_all(CacheId s) {
+  Task kworker;
+  for (CpuId cpu = 0; cpu < cfg_.nr_cpus; ++cpu) {
+    kworker.cpu = cpu;
+    if (cfg_.gen == SlubGen::v6_18) flush_cpu_618(s, cpu, kworker);
+    else flush_cpu_7x(s, cpu, kworker);
+  }
+  kworker.cpu = 0;
+  for (NodeId nid = 0; nid < cfg_.nr_nodes; ++nid) {
+    KmemCache::Node& n = caches_[s].node[nid];
+    if (cfg_.gen == SlubGen::v7) {  // barn_shrink()
+      while (!n.barn_full.empty()) {
+        int32_t sh = n.barn_full.back();
+        n.barn_full.pop_back();
+        flush_sheaf(sh, kworker);
+        free_sheaf(sh, kworker);
+      }
+      while (!n.barn_empty.empty()) {
+        free_sheaf(n.barn_empty.back(), kworker);
+        n.barn_empty.pop_back();
+      }
+    }
+    lock(n);
+    for (int32_t id = n.partial_head; id >= 0;) {
+      const int32_t next = slabs_[id].next;
+      if (slabs_[id].inuse == 0) {
+        remove_partial(n, id);
+        discard_slab(s, id, kworker);
+      }
+      id = next;
+    }
+  }
+}
+
+}  // namespace simcache

@@ -1,0 +1,99 @@
+// Consistency checks over the whole SLUB model: what the tests' invariant
+// sweeps assert after every step. Independent of the code paths that
+// maintain the structures, so a bookkeeping slip shows up here.
+#include <array>
+
+#include "fmt/format.h"
+#include "simcache/mm/slub.h"
+
+namespace simcache {
+
+uint64_t Slub::cached_objects(CacheId s) const {
+  const KmemCache& c = caches_[s];
+  uint64_t n = 0;
+  for (const KmemCache::Cpu& cpu : c.cpu) {
+    n += cpu.freelist.size();
+    if (cpu.main >= 0) n += sheaves_[cpu.main].objects.size();
+    if (cpu.spare >= 0) n += sheaves_[cpu.spare].objects.size();
+  }
+  for (const KmemCache::Node& nd : c.node)
+    for (int32_t sh : nd.barn_full) n += sheaves_[sh].objects.size();
+  return n;
+}
+
+namespace {
+struct Errors {
+  std::string text;
+  int n = 0;
+  template <typename... A>
+  void add(fmt::format_string<A...> f, A&&... a) {
+    if (++n <= 8) text += fmt::format(f, std::forward<A>(a)...) + "\n";
+  }
+};
+}  // namespace
+
+std::string Slub::check_invariants() const {
+  Errors e;
+  std::vector<uint64_t> live(caches_.size(), 0), cached(caches_.size(), 0);
+  std::vector<std::vector<uint64_t>> slabs_per_node(
+      caches_.size(), std::vector<uint64_t>(cfg_.nr_nodes, 0));
+  for (size_t i = 0; i < slabs_.size(); ++i) {
+    const Slab& sl = slabs_[i];
+    if (sl.where == SlabWhere::kUnused) continue;
+    ++slabs_per_node[sl.cache][sl.node];
+    std::array<uint32_t, 5> by{};
+    for (uint32_t j = 0; j < sl.objects; ++j) ++by[sl.state[j]];
+    for (uint16_t j : sl.freelist)
+      if (ObjState(sl.state[j]) != ObjState::kFree)
+        e.add("slab {}: object {} on the slab freelist is {}", i, j,
+              obj_state_name(ObjState(sl.state[j])));
+    if (by[size_t(ObjState::kFree)] != sl.freelist.size())
+      e.add("slab {}: {} free objects but freelist holds {}", i,
+            by[size_t(ObjState::kFree)], sl.freelist.size());
+    if (sl.inuse != sl.objects - sl.freelist.size())
+      e.add("slab {}: inuse {} != objects {} - free {}", i, sl.inuse,
+            sl.objects, sl.freelist.size());
+    live[sl.cache] += by[size_t(ObjState::kAllocated)] + by[size_t(ObjState::kMempool)];
+    cached[sl.cache] += by[size_t(ObjState::kCpuFreelist)] + by[size_t(ObjState::kInSheaf)];
+    if (sl.where == SlabWhere::kCpuSlab &&
+        caches_[sl.cache].cpu[sl.cpu].slab != static_cast<int32_t>(i))
+      e.add("slab {}: marked CPU slab of cpu {} but that CPU has another", i, sl.cpu);
+  }
+  for (CacheId s = 0; s < caches_.size(); ++s) {
+    const KmemCache& c = caches_[s];
+    if (live[s] != c.live)
+      e.add("{}: {} objects allocated by state, {} by counter", c.name, live[s], c.live);
+    if (cached[s] != cached_objects(s))
+      e.add("{}: {} objects per-CPU by state, {} in per-CPU structures", c.name,
+            cached[s], cached_objects(s));
+    for (NodeId nid = 0; nid < cfg_.nr_nodes; ++nid) {
+      const KmemCache::Node& n = c.node[nid];
+      if (n.nr_slabs != slabs_per_node[s][nid])
+        e.add("{} node {}: nr_slabs {} but {} slabs exist", c.name, nid,
+              n.nr_slabs, slabs_per_node[s][nid]);
+      uint32_t count = 0;
+      int32_t prev = -1;
+      for (int32_t id = n.partial_head; id >= 0; id = slabs_[id].next) {
+        const Slab& sl = slabs_[id];
+        if (sl.where != SlabWhere::kNodePartial || sl.cache != s || sl.prev != prev)
+          e.add("{} node {}: partial list broken at slab {}", c.name, nid, id);
+        if (sl.freelist.empty())
+          e.add("{} node {}: full slab {} on the partial list", c.name, nid, id);
+        prev = id;
+        if (++count > slabs_.size()) break;
+      }
+      if (count != n.nr_partial || prev != n.partial_tail)
+        e.add("{} node {}: nr_partial {} but list has {}", c.name, nid,
+              n.nr_partial, count);
+    }
+    for (const KmemCache::Cpu& cpu : c.cpu) {
+      for (uint16_t j : cpu.freelist)
+        if (cpu.slab < 0 || ObjState(slabs_[cpu.slab].state[j]) != ObjState::kCpuFreelist)
+          e.add("{}: CPU freelist entry {} not a per-CPU object", c.name, j);
+    }
+  }
+  if (e.n > 8) e.text += fmt::format("... and {} more\n", e.n - 8);
+  return e.text;
+}
+
+}  // namespace simcache

@@ -1,0 +1,226 @@
+// Ring set-up, request cache and teardown against the counting fake:
+// everything allocated is freed (every profile x policy), every
+// allocation failure leaves the model consistent, and the model's KASAN
+// catches the seeded bugs.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "test_io_uring_util.h"
+
+using namespace simcache;
+using namespace simcache::iou;
+using namespace simcache::testing;
+
+namespace {
+
+// A scenario touching every operation. Errors are tolerated (the fault
+// sweep makes any allocation fail); it must never corrupt the model.
+void mixed_scenario(Sim& s) {
+  const int src = s.io->ring_create(kApp);
+  const int dst = s.io->ring_create(kOtherCpu, RingParams{64, 0, true});
+  s.io->files_register(src, 2);
+  s.io->files_register_sparse(dst, 300, true);
+  send_fill(s, src, dst, 150);
+  s.io->files_update_remove(dst, 0, 100);
+  send_fill(s, src, dst, 40, true);
+  s.io->files_update_set(dst, 200, 20);
+  s.io->fixed_fd_install(dst, 7);
+  for (int i = 0; i < 50; i++) s.io->futex_wait(src, i % 3 != 0);
+  s.io->futex_wake(src, 20);
+  s.io->futex_waitv(src, 8);
+  s.io->futex_waitv(src, 60);
+  s.io->futex_waitv(src, 3, false);
+  s.io->futex_wake(src, 1);
+  s.io->poll_add(dst);
+  s.io->io_uring_enter(dst, 20);
+  s.io->files_unregister(dst);
+  s.io->files_register_sparse(dst, 5000);
+  send_fill(s, src, dst, 10);
+  s.io->ring_exit(src, kKworker);
+  s.io->ring_exit(dst, kKworker);
+}
+
+std::vector<std::string> specs_for(const KernelProfile& p) {
+  const char* all[] = {
+      "unpatched",
+      "futex-return-to-cache",
+      "node-slab",
+      "node-slab-account",
+      "node-slab+bulk-refill",
+      "node-slab+bulk-refill+prefill",
+      "node-slab-account+bulk-refill+prefill-optin",
+      "slab-prime",
+      "node-slab+bulk-refill+prefill+slab-prime",
+      "waitv-account",
+      "waitv-noaccount",
+      "memcg-batch-charge+slab-nomerge",
+      "futex-return-to-cache+node-slab+bulk-refill+prefill+waitv-noaccount",
+  };
+  std::vector<std::string> out;
+  for (const char* spec : all) {
+    PolicySet ps;
+    MmConfig mm;
+    if (parse_policies(spec, &p, &ps, &mm, nullptr)) out.push_back(spec);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ring: create allocates ctx, cancel table and cache arrays; exit frees all",
+          "[io_uring][ring]") {
+  SECTION("v6.18") {
+    Sim s("v6.18");
+    const int r = s.io->ring_create(kApp);  // 256 SQ, 512 CQ entries
+    REQUIRE(r == 0);
+    // ctx: kzalloc(1472) (kmalloc-2k); cancel table: ilog2(512) - 5 = 4
+    // bits -> 16 * 64 B; entries arrays: apoll 32, futex 32 (256 B each),
+    // netmsg, rw, cmd, msg, node, imu 128 (1024 B each).
+    CHECK(s.mm.count_if([](const Call& c) {
+      return c.op == Op::kmalloc && c.size == 1472 && c.gfp == (GFP_KERNEL | __GFP_ZERO);
+    }) == 1);
+    CHECK(s.mm.count(Op::kvmalloc) == 9);
+    CHECK(s.mm.count(Op::kvmalloc, 256) == 2);
+    CHECK(s.mm.count(Op::kvmalloc, 1024) == 7);  // 6 arrays + the cancel table
+    CHECK(s.mm.count_if([](const Call& c) {
+      return c.op == Op::kvmalloc && c.gfp == GFP_KERNEL_ACCOUNT;
+    }) == 1);
+    s.mm.clear_calls();
+    REQUIRE(s.io->ring_exit(r, kKworker) == 0);
+    CHECK(s.mm.count(Op::kvfree) == 9);
+    CHECK(s.mm.count(Op::kfree) == 1);
+    CHECK(s.mm.live_objects() == 0);
+    CHECK(s.io->ring_exit(r, kKworker) == kEBADF);
+    CHECK(s.io->futex_wait(r, true) == kEBADF);
+  }
+  SECTION("v6.13 has no node/imu cache arrays") {
+    Sim s("v6.13");
+    s.io->ring_create(kApp, RingParams{8, 0, false});  // 16 CQ: hash bits clamp to 1
+    CHECK(s.mm.count(Op::kvmalloc) == 7);
+    CHECK(s.mm.count(Op::kvmalloc, 2 * 64) == 1);
+  }
+  SECTION("the kernel instance creates io_kiocb (and io_rsrc_node with node-slab)") {
+    Sim s("v6.18", "node-slab");
+    const auto& req = s.mm.cache(s.io->req_cachep());
+    CHECK(req.name == "io_kiocb");
+    CHECK(req.object_size == 248);
+    CHECK(req.flags == (SLAB_HWCACHE_ALIGN | SLAB_PANIC | SLAB_ACCOUNT | SLAB_TYPESAFE_BY_RCU));
+    CHECK(s.mm.cache(s.io->rsrc_node_cachep()).object_size == 24);
+    Sim u("v6.18");
+    CHECK(u.io->rsrc_node_cachep() == kNoCache);
+  }
+}
+
+TEST_CASE("ring: request cache refills in bulks of 8 and returns requests on completion",
+          "[io_uring][ring][req]") {
+  Sim s("v6.18");
+  const int r = s.io->ring_create(kApp);
+  const CacheId rc = s.io->req_cachep();
+  s.mm.clear_calls();
+  // 20 NOPs in one enter: completions are flushed only at the end, so the
+  // free list runs dry after 8 and 16: 3 bulk refills, 24 requests.
+  CHECK(s.io->io_uring_enter(r, 20) == 20);
+  CHECK(s.bulk_calls(rc) == 3);
+  CHECK(s.bulk_objs(rc) == 24);
+  REQUIRE(s.mm.calls().back().op == Op::kmem_cache_alloc_bulk);
+  CHECK(s.mm.calls().back().gfp == (GFP_KERNEL | __GFP_NOWARN | __GFP_ZERO));
+  CHECK(s.io->ring(r).req_free.size() == 24);
+  CHECK(s.io->ring(r).nr_req_allocated == 24);
+  CHECK(s.io->io_uring_enter(r, 24) == 24);
+  CHECK(s.bulk_calls(rc) == 3);  // all from the free list
+  CHECK(s.ev(Event::cqe_reap) == 44);
+  // Bulk failure: one kmem_cache_alloc per refill instead.
+  s.mm.fail_if = [rc](const Call& c) { return c.op == Op::kmem_cache_alloc_bulk && c.cache == rc; };
+  CHECK(s.io->io_uring_enter(r, 27) == 27);
+  CHECK(s.cache_calls(Op::kmem_cache_alloc, rc) == 3);
+  // Nothing at all: the enter submits what it could.
+  s.mm.fail_if = [rc](const Call& c) { return c.cache == rc; };
+  CHECK(s.io->io_uring_enter(r, 30) == 27);
+  s.mm.fail_if = nullptr;
+  s.mm.clear_calls();
+  s.io->ring_exit(r, kKworker);
+  CHECK(s.cache_calls(Op::kmem_cache_free, rc) == 27);
+  CHECK(s.ev(Event::req_cache_free) == 27);
+  CHECK(s.mm.live_objects() == 0);
+}
+
+TEST_CASE("ring: teardown frees everything under every profile and policy",
+          "[io_uring][ring][teardown]") {
+  for (const KernelProfile& p : kernel_profiles()) {
+    for (const std::string& spec : specs_for(p)) {
+      DYNAMIC_SECTION(p.name << " " << spec) {
+        Sim s(p.name, spec);
+        mixed_scenario(s);
+        CHECK(s.mm.live_objects() == 0);
+        CHECK(s.mm.reports().empty());
+        CHECK(s.ev(Event::ring_teardown) == 2);
+      }
+    }
+  }
+}
+
+TEST_CASE("ring: every allocation failure leaves the model consistent",
+          "[io_uring][ring][faults]") {
+  const char* specs[] = {"unpatched", "futex-return-to-cache+node-slab+bulk-refill+prefill+slab-prime"};
+  for (const char* spec : specs) {
+    // Count the allocation calls of a clean run, then fail each in turn.
+    Sim clean("v6.18", spec);
+    mixed_scenario(clean);
+    const uint64_t n = clean.mm.count(Op::kmalloc) + clean.mm.count(Op::kvmalloc) +
+                       clean.mm.count(Op::kmem_cache_alloc) +
+                       clean.mm.count(Op::kmem_cache_alloc_bulk);
+    REQUIRE(n > 100);
+    uint64_t bad = 0;
+    for (uint64_t k = 1; k <= n; k++) {
+      Sim s("v6.18", spec);
+      s.mm.fail_nth_alloc(k);
+      mixed_scenario(s);
+      if (s.mm.live_objects() != 0 || !s.mm.reports().empty()) {
+        if (bad++ < 3) {
+          UNSCOPED_INFO(spec << ": failing allocation " << k << " leaves "
+                             << s.mm.live_objects() << " live, " << s.mm.reports().size()
+                             << " reports");
+        }
+      }
+    }
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("ring: the model's KASAN catches the seeded bugs", "[io_uring][ring][kasan]") {
+  auto run = [](DebugBug bug, uint32_t installs) {
+    auto s = std::make_unique<Sim>("v6.18", "unpatched", bug);
+    const int src = make_source(*s);
+    const int dst = s->io->ring_create(kApp);
+    s->io->files_register_sparse(dst, 256);
+    send_fill(*s, src, dst, installs);
+    s->io->files_update_remove(dst, 0, installs);
+    s->io->exit_all(kKworker);
+    return s;
+  };
+  SECTION("control: no bug, no report, no leak") {
+    auto s = run(DebugBug::none, 200);
+    CHECK(s->mm.reports().empty());
+    CHECK(s->mm.check_leaks() == 0);
+  }
+  SECTION("double put while the cache has room: the second poison is refused") {
+    auto s = run(DebugBug::double_put_node, 4);
+    CHECK(s->mm.has_report("double-put"));
+  }
+  SECTION("double put with the cache full: the second free is a double free") {
+    auto s = run(DebugBug::double_put_node, 200);
+    CHECK(s->mm.has_report("double-free"));
+  }
+  SECTION("leaked node: found at teardown") {
+    auto s = run(DebugBug::leak_node, 10);
+    CHECK(s->mm.reports().empty());
+    CHECK(s->mm.check_leaks() == 10);
+    CHECK(s->mm.has_report("leak"));
+  }
+  SECTION("use after put") {
+    auto s = run(DebugBug::use_after_put_node, 4);
+    CHECK(s->mm.has_report("use-after-put"));
+  }
+}

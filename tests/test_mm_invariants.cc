@@ -1,0 +1,119 @@
+// Randomised operation sequences over the whole mm model, both SLUB
+// generations, with and without injected failures: after every step the
+// structures agree with each other; after freeing everything, no leaks,
+// no KASAN reports and memcg back to zero.
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "simcache/mm/mm.h"
+#include "simcache/mm/slub.h"
+
+using namespace simcache;
+
+namespace {
+struct Live {
+  Ptr p;
+  CacheId cache;  // kNoCache: kmalloc/kvmalloc
+  bool kv;
+};
+
+void run_sequence(SlubGen gen, bool faults, uint64_t seed, bool batch) {
+  MmConfig cfg;
+  cfg.gen = gen;
+  cfg.nr_cpus = 4;
+  cfg.nr_nodes = (seed & 1) ? 2 : 1;
+  cfg.memcg_batch_charge = batch;
+  Mm mm(cfg);
+  const MemcgId m1 = mm.memcg().create(kRootMemcg);
+  const MemcgId m2 = mm.memcg().create(m1);
+  const CacheId dedicated = mm.kmem_cache_create("node", 24, 0, SLAB_HWCACHE_ALIGN);
+  const CacheId accounted = mm.kmem_cache_create("acct", 256, 0, SLAB_ACCOUNT);
+  if (faults) {
+    mm.faults().fail_random(FaultPoint::page_alloc, 0.02, seed);
+    mm.faults().fail_random(FaultPoint::bulk_short, 0.05, seed + 1);
+    mm.faults().fail_random(FaultPoint::memcg_charge, 0.02, seed + 2);
+    mm.faults().fail_random(FaultPoint::kvmalloc, 0.05, seed + 3);
+  }
+  std::mt19937_64 rng(seed);
+  std::vector<Live> live;
+  const uint32_t sizes[] = {8, 24, 96, 144, 192, 512, 1288, 2048, 9000, 40000};
+  for (int step = 0; step < 6000; ++step) {
+    Task t{static_cast<CpuId>(rng() % cfg.nr_cpus),
+           static_cast<MemcgId>(rng() % 3 == 0 ? kRootMemcg : (rng() & 1 ? m1 : m2)),
+           static_cast<SiteId>(rng() % 7)};
+    const unsigned op = rng() % 10;
+    if (op < 4 || live.empty()) {
+      const uint32_t size = sizes[rng() % 10];
+      const gfp_t gfp = (rng() & 1) ? GFP_KERNEL_ACCOUNT : GFP_KERNEL;
+      Ptr p = mm.kmalloc(size, gfp, t);
+      if (p) live.push_back({p, kNoCache, false});
+    } else if (op == 4) {
+      Ptr p = mm.kvmalloc(1 + rng() % 40000, GFP_KERNEL_ACCOUNT, t);
+      if (p) live.push_back({p, kNoCache, true});
+    } else if (op == 5) {
+      const CacheId s = (rng() & 1) ? dedicated : accounted;
+      Ptr p[40];
+      const int n = 1 + rng() % 40;
+      const int got = mm.kmem_cache_alloc_bulk(s, GFP_KERNEL, n, p, t);
+      REQUIRE((got == 0 || got == n));
+      for (int i = 0; i < got; ++i) live.push_back({p[i], s, false});
+    } else if (op == 6 && live.size() > 8) {
+      // bulk free of up to 16 objects of one dedicated cache
+      const CacheId s = (rng() & 1) ? dedicated : accounted;
+      Ptr p[16];
+      int n = 0;
+      for (size_t i = 0; i < live.size() && n < 16;) {
+        if (live[i].cache == s) {
+          p[n++] = live[i].p;
+          live[i] = live.back();
+          live.pop_back();
+        } else {
+          ++i;
+        }
+      }
+      mm.kmem_cache_free_bulk(s, n, p, t);
+    } else {
+      const size_t i = rng() % live.size();
+      const Live l = live[i];
+      live[i] = live.back();
+      live.pop_back();
+      if (l.kv) mm.kvfree(l.p, t);
+      else if (l.cache != kNoCache) mm.kmem_cache_free(l.cache, l.p, t);
+      else mm.kfree(l.p, t);
+    }
+    if (step % 500 == 0) {
+      INFO("step " << step);
+      REQUIRE(mm.slub().check_invariants() == "");
+    }
+  }
+  mm.faults().clear();
+  Task t{0, kRootMemcg, 0};
+  for (const Live& l : live) {
+    if (l.kv) mm.kvfree(l.p, t);
+    else if (l.cache != kNoCache) mm.kmem_cache_free(l.cache, l.p, t);
+    else mm.kfree(l.p, t);
+  }
+  REQUIRE(mm.slub().check_invariants() == "");
+  CHECK(mm.kasan_reports().empty());
+  mm.shrink_all();
+  CHECK(mm.check_leaks() == 0);
+  CHECK(mm.memcg().usage_pages(m1) == 0);
+  CHECK(mm.memcg().usage_pages(m2) == 0);
+  CHECK(mm.memcg().kmem_pages(m1) == 0);
+  CHECK(mm.memcg().live_obj_bytes(m1) == 0);
+  // Only empty slabs were left, and shrinking discards every one of them.
+  CHECK(mm.slab_bytes_total() == 0);
+  CHECK(mm.large_bytes_total() == 0);
+}
+}  // namespace
+
+TEST_CASE("mm invariants over random sequences", "[mm][invariants]") {
+  for (SlubGen gen : {SlubGen::v6_18, SlubGen::v7}) {
+    for (bool faults : {false, true}) {
+      for (uint64_t seed : {1ull, 2ull, 3ull}) {
+        INFO("gen " << int(gen) << " faults " << faults << " seed " << seed);
+        run_sequence(gen, faults, seed, seed == 3);
+      }
+    }
+  }
+}
