@@ -56,7 +56,8 @@ std::vector<CacheStats> cache_stats(const Mm& mm) {
   return out;
 }
 
-void run_job(const Job& j, const iou::KernelProfile& profile, uint64_t seed) {
+void run_job(const Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
+  const uint64_t seed = req.seed;
   MmConfig mc;
   iou::apply_profile(profile, mc);
   mc.nr_cpus = static_cast<uint16_t>(j.params.at("cpus"));
@@ -67,6 +68,8 @@ void run_job(const Job& j, const iou::KernelProfile& profile, uint64_t seed) {
   Mm mm(mc);
   const MemcgId user = j.params.at("cgroup") ? mm.memcg().create(kRootMemcg) : kRootMemcg;
   iou::MmIoUring io(mm, profile, ps);
+  for (size_t i = 0; i < req.faults.size(); ++i)
+    mm.faults().fail_random(req.faults[i].first, req.faults[i].second, seed * 1000003 + i);
   Env env{mm, io,
           Task{static_cast<CpuId>(j.params.at("cpu")), user, 0},
           Task{static_cast<CpuId>(j.params.at("kworker_cpu")), kRootMemcg, 0}, seed};
@@ -76,9 +79,12 @@ void run_job(const Job& j, const iou::KernelProfile& profile, uint64_t seed) {
   r.policy = j.policy;
   rec.finish(&r);
   r.caches = cache_stats(mm);
+  mm.faults().clear();
   io.exit_all(env.kworker);
   mm.check_leaks();
-  r.kasan = mm.kasan_reports();
+  if (std::string bad = mm.slub().check_invariants(); !bad.empty())
+    r.kasan.push_back({"model-invariant", kNull, "", bad});
+  r.kasan.insert(r.kasan.begin(), mm.kasan_reports().begin(), mm.kasan_reports().end());
 }
 
 bool check_machine(const Params& p, std::string* error) {
@@ -156,7 +162,7 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
   std::vector<std::thread> pool;
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) run_job(jobs[i], *profile, req.seed);
+    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) run_job(jobs[i], *profile, req);
   };
   for (int t = 1; t < nthreads; ++t) pool.emplace_back(worker);
   worker();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "result.h"
+#include "simcache/mm/fault.h"
 
 namespace simcache::sim {
 
@@ -18,6 +19,9 @@ struct RunRequest {
   std::string kernel = "v6.18";
   uint64_t seed = 1;
   int jobs = 1;  // worker threads (results do not depend on it)
+  // Allocation failures injected at random at each point with the given
+  // probability (seeded from `seed`), for robustness runs.
+  std::vector<std::pair<FaultPoint, double>> faults;
 };
 
 // Parameters every scenario accepts (the machine and its tasks).

@@ -210,6 +210,7 @@ class FakeMm {
   }
 
   Counters& events() { return events_; }
+  const Counters& events() const { return events_; }
 
   CacheInfo info(CacheId s) const {
     CacheInfo ci;

@@ -41,7 +41,7 @@ struct Sim {
     io = std::make_unique<iou::IoUring<FakeMm>>(mm, profile, policy);
   }
 
-  uint64_t ev(Event e) const { return const_cast<FakeMm&>(mm).events()[e]; }
+  uint64_t ev(Event e) const { return mm.events()[e]; }
   Counters snap() { return mm.events(); }
   uint64_t since(const Counters& before, Event e) { return mm.events()[e] - before[e]; }
 

@@ -133,7 +133,7 @@ void Slub::discard_slab(CacheId s, int32_t id, const Task& t) {
   slabs_[id].obj_exts = kNull;
   free_slab_slots_.push_back(id);
   ev_->add(Event::free_slab);
-  if (ext != kNull) mm_->kfree(ext, t);  // may recurse into another cache
+  if (ext != kNull) free(kNoCache, ext, t);  // may recurse into another cache
 }
 
 // mirrors add_partial(): head, or tail for DEACTIVATE_TO_TAIL.

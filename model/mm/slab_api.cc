@@ -118,7 +118,10 @@ bool Slub::ensure_obj_exts(int32_t id, const Task& t) {
       mm_->kmalloc_cache(bytes, GFP_KERNEL, 0) == owner)
     bytes += 1;
   const uint16_t epoch = slabs_[id].epoch;
-  Ptr v = mm_->kmalloc(bytes, GFP_KERNEL | __GFP_ZERO | __GFP_NO_OBJ_EXT, t);
+  // An internal kmalloc: counted as obj_exts_alloc, not as a caller's
+  // kmalloc (bpftrace by call site would put it under the slab code).
+  const gfp_t gfp = GFP_KERNEL | __GFP_ZERO | __GFP_NO_OBJ_EXT;
+  Ptr v = alloc(mm_->kmalloc_cache(bytes, gfp, 0), gfp, t);
   // The recursive kmalloc may have grown slabs_; re-index, and make sure
   // the slab was not discarded meanwhile (it cannot be: it holds objects
   // or is being created).

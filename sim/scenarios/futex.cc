@@ -13,6 +13,7 @@ namespace {
 void run_waitv(Env& e, const Params& p, Recorder& rec) {
   const int64_t vectors = p.at("vectors"), width = p.at("width");
   const RingId r = e.io.ring_create(e.submitter, {64, 128, false});
+  if (r < 0) return;
   auto round = [&](bool measured, bool) {
     rec.begin_round(measured);
     for (int64_t c = 0; c < p.at("cycles"); ++c) {
@@ -46,6 +47,7 @@ void run_waitv(Env& e, const Params& p, Recorder& rec) {
 void run_arm_fail(Env& e, const Params& p, Recorder& rec) {
   const int64_t waits = p.at("waits"), permille = p.at("fail_permille");
   const RingId r = e.io.ring_create(e.submitter, {256, 0, false});
+  if (r < 0) return;
   int64_t seq = 0;
   auto round = [&](bool measured, bool) {
     rec.begin_round(measured);

@@ -12,11 +12,13 @@ void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
   const bool warm = p.at("warm") != 0;
   const int64_t slots = p.at("slots");
   const RingId src = e.io.ring_create(e.submitter, {256, 0, false});
+  if (src < 0) return;
   e.io.files_register(src, 1);
   auto round = [&](bool measured, bool smoke) {
     (void)smoke;
     rec.begin_round(measured);
     const RingId dst = e.io.ring_create(e.submitter, {256, 0, false});
+    if (dst < 0) return rec.end_round(0);
     e.io.files_register_sparse(dst, static_cast<uint32_t>(slots));
     if (warm) {
       send_fd_fill(e, src, dst, slots, p.at("qd"), false);
@@ -46,10 +48,12 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
   const int64_t span = p.at("span") ? p.at("span") : std::max<int64_t>(installs, 1);
   const bool optin = p.at("prefill_flag") != 0;
   const RingId src = e.io.ring_create(e.submitter, {256, 0, false});
+  if (src < 0) return;
   e.io.files_register(src, 1);
   RingId reuse_ring = -1, pending = -1;
   if (mode == kReuse) {
     reuse_ring = e.io.ring_create(e.submitter, {256, 0, false});
+    if (reuse_ring < 0) return e.io.exit_all(e.kworker);
     e.io.files_register_sparse(reuse_ring, static_cast<uint32_t>(slots), optin);
     send_fd_fill(e, src, reuse_ring, installs, p.at("qd"), false);
   }
@@ -64,6 +68,7 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
                                  static_cast<uint32_t>(std::min(span, installs - off)));
     } else {
       dst = e.io.ring_create(e.submitter, {256, 0, false});
+      if (dst < 0) return rec.end_round(0);
       rec.timed_begin();
       e.io.files_register_sparse(dst, static_cast<uint32_t>(slots), optin);
       rec.timed_end();

@@ -11,6 +11,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
   const bool optin = p.at("prefill_flag") != 0;
   // Set-up: the source ring with the memfd as its only fixed file.
   const RingId src = e.io.ring_create(e.submitter, {256, 0, false});
+  if (src < 0) return;  // -ENOMEM (injected failures): nothing to measure
   e.io.files_register(src, 1);
   RingId pending = -1;  // a closed ring whose kworker teardown has not run
   auto round = [&](bool measured, bool smoke) {
@@ -19,6 +20,10 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
     rec.begin_round(measured);
     const Counters start = e.mm.events();
     const RingId dst = e.io.ring_create(e.submitter, {256, 0, defer});
+    if (dst < 0) {
+      rec.end_round(0);
+      return;
+    }
     e.io.files_register_sparse(dst, static_cast<uint32_t>(slots), optin);
     if (pending >= 0) {  // the previous ring's teardown overlaps this set-up
       e.io.ring_exit(pending, e.kworker);
