@@ -50,6 +50,11 @@ Mm::Mm(const MmConfig& cfg) : cfg_(cfg) {
           0, true, kt, usersize);
     }
   }
+  for (uint32_t size = 8; size <= KMALLOC_MAX_CACHE_SIZE; size += 8) {
+    const uint32_t idx = kmalloc_index(size);
+    by_size_normal_.push_back(kmalloc_caches_[uint32_t(KmallocType::NORMAL)][idx]);
+    by_size_cg_.push_back(kmalloc_caches_[uint32_t(KmallocType::CGROUP)][idx]);
+  }
 }
 
 Mm::~Mm() = default;
@@ -83,7 +88,7 @@ CacheId Mm::kmem_cache_create(std::string_view name, uint32_t size,
                        KmallocType::NORMAL, 0);
 }
 
-CacheId Mm::kmalloc_cache(uint32_t size, gfp_t gfp, SiteId site) {
+CacheId Mm::kmalloc_cache_slow(uint32_t size, gfp_t gfp, SiteId site) const {
   if (size == 0 || size > KMALLOC_MAX_CACHE_SIZE) return kNoCache;
   const KmallocType kt = kmalloc_type(gfp, site, cfg_.random_kmalloc_caches,
                                       cfg_.random_kmalloc_seed);

@@ -9,17 +9,13 @@
 #include "simcache/mm/slub.h"
 
 namespace simcache {
-namespace {
-constexpr int kIdxBits = 15;
-constexpr int kSlotBits = 32;
-constexpr Ptr kIdxMask = (1ull << kIdxBits) - 1;
-constexpr Ptr kSlotMask = (1ull << kSlotBits) - 1;
-}  // namespace
-
 Slub::Slub(Mm* mm, const MmConfig& cfg, Counters* ev, PageAllocator* pages,
            FaultInjector* faults, Memcg* memcg)
     : mm_(mm), cfg_(cfg), ev_(ev), pages_(pages), faults_(faults),
-      memcg_(memcg) {}
+      memcg_(memcg) {
+  for (uint32_t c = 0; c < cfg_.nr_cpus; ++c)
+    cpu_node_.push_back(static_cast<NodeId>(c * cfg_.nr_nodes / cfg_.nr_cpus));
+}
 
 // mirrors do_kmem_cache_create() for the state the model keeps.
 CacheId Slub::create(std::string_view name, uint32_t size, uint32_t align,
@@ -40,24 +36,6 @@ CacheId Slub::create(std::string_view name, uint32_t size, uint32_t align,
   c.stats.assign(size_t(cfg_.nr_cpus) * kNumSlubStats, 0);
   caches_.push_back(std::move(c));
   return static_cast<CacheId>(caches_.size() - 1);
-}
-
-Ptr Slub::make_ptr(int32_t slab, uint32_t idx) const {
-  return (Ptr(slabs_[slab].epoch) << (kIdxBits + kSlotBits)) |
-         (Ptr(uint32_t(slab)) << kIdxBits) | idx;
-}
-
-bool Slub::decode(Ptr p, int32_t* slab, uint32_t* idx) const {
-  if (p == kNull || (p & (kLargeBit | kVmallocBit))) return false;
-  const uint64_t slot = (p >> kIdxBits) & kSlotMask;
-  const uint16_t epoch = static_cast<uint16_t>(p >> (kIdxBits + kSlotBits));
-  if (slot >= slabs_.size()) return false;
-  const Slab& sl = slabs_[slot];
-  if (sl.where == SlabWhere::kUnused || sl.epoch != epoch) return false;
-  if ((p & kIdxMask) >= sl.objects) return false;
-  *slab = static_cast<int32_t>(slot);
-  *idx = static_cast<uint32_t>(p & kIdxMask);
-  return true;
 }
 
 ObjState Slub::state(Ptr p) const {
@@ -213,29 +191,6 @@ void Slub::slab_free_slow(CacheId s, int32_t id, const uint16_t* idx, int cnt,
     add_partial(n, id, /*tail=*/true);
     stat(c, t.cpu, SlubStat::FREE_ADD_PARTIAL);
   }
-}
-
-void Slub::on_alloc(int32_t id, uint32_t idx, const Task& t) {
-  Slab& sl = slabs_[id];
-  sl.state[idx] = static_cast<uint8_t>(ObjState::kAllocated);
-  if (cfg_.track_history) {
-    ObjHist& h = sl.hist[idx];
-    h.alloc_seq = ++seq_;
-    h.alloc_site = t.site;
-    h.alloc_cpu = t.cpu;
-  }
-  ++caches_[sl.cache].live;
-}
-
-void Slub::on_free(int32_t id, uint32_t idx, const Task& t) {
-  Slab& sl = slabs_[id];
-  if (cfg_.track_history) {
-    ObjHist& h = sl.hist[idx];
-    h.free_seq = ++seq_;
-    h.free_site = t.site;
-    h.free_cpu = t.cpu;
-  }
-  --caches_[sl.cache].live;
 }
 
 std::string Slub::history(Ptr p) const {

@@ -12,6 +12,8 @@ Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
   if (faults_->should_fail(FaultPoint::slab_alloc)) return kNull;
   Ptr p = cfg_.gen == SlubGen::v6_18 ? alloc_618(s, gfp, t) : alloc_7x(s, gfp, t);
   if (p == kNull) return kNull;
+  if (!(gfp & (__GFP_ZERO | __GFP_ACCOUNT)) && !(caches_[s].flags & SLAB_ACCOUNT))
+    return p;  // no hook has work to do
   if (!post_alloc_hook(s, gfp, 1, &p, t)) return kNull;
   return p;
 }
@@ -21,13 +23,28 @@ Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
 void Slub::free(CacheId s, Ptr p, const Task& t) {
   int32_t id;
   uint32_t idx;
-  if (!check_free(s, p, &id, &idx)) return;
+  const bool ok = decode(p, &id, &idx) &&
+                  (s == kNoCache || slabs_[id].cache == s) &&
+                  slabs_[id].state[idx] == static_cast<uint8_t>(ObjState::kAllocated);
+  if (!ok) [[unlikely]] {
+    check_free(s, p, &id, &idx);  // reports
+    return;
+  }
   const CacheId owner = slabs_[id].cache;
-  free_hook(owner, id, idx, t);
+  if (slabs_[id].obj_exts != kNull) free_hook(owner, id, idx, t);
   on_free(id, idx, t);
   if (cfg_.gen == SlubGen::v6_18) {
+    KmemCache& c = caches_[owner];
+    KmemCache::Cpu& cpu = c.cpu[t.cpu];
+    if (cpu.slab == id) {  // do_slab_free() fast path, one object
+      cpu.freelist.push_back(static_cast<uint16_t>(idx));
+      slabs_[id].state[idx] = static_cast<uint8_t>(ObjState::kCpuFreelist);
+      stat(c, t.cpu, SlubStat::FREE_FASTPATH);
+      ev_->add(Event::slab_free_fast);
+      return;
+    }
     const uint16_t i16 = static_cast<uint16_t>(idx);
-    free_618(owner, id, &i16, 1, t);
+    slab_free_slow(owner, id, &i16, 1, t);
   } else {
     free_7x(owner, p, id, idx, t);
   }

@@ -69,10 +69,7 @@ Ptr Slub::alloc_7x(CacheId s, gfp_t gfp, const Task& t) {
   Sheaf& m = sheaves_[c.cpu[t.cpu].main];
   const Ptr p = m.objects.back();
   m.objects.pop_back();
-  int32_t id;
-  uint32_t idx;
-  decode(p, &id, &idx);
-  on_alloc(id, idx, t);
+  on_alloc(slot_of(p), idx_of(p), t);
   stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
   ev_->add(Event::slab_alloc_fast);
   return p;

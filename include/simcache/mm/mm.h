@@ -86,7 +86,13 @@ class Mm {
                             uint32_t sheaf_capacity = 0);
   // The kmalloc cache kmalloc(size, gfp) from `site` would use
   // (kNoCache above KMALLOC_MAX_CACHE_SIZE).
-  CacheId kmalloc_cache(uint32_t size, gfp_t gfp, SiteId site);
+  CacheId kmalloc_cache(uint32_t size, gfp_t gfp, SiteId site) const {
+    // kmalloc_slab() fast path: plain or __GFP_ACCOUNT-only, no random copies.
+    if (size - 1 < 8192u && !cfg_.random_kmalloc_caches &&
+        !(gfp & (__GFP_RECLAIMABLE | __GFP_DMA)))
+      return ((gfp & __GFP_ACCOUNT) ? by_size_cg_ : by_size_normal_)[(size - 1) / 8];
+    return kmalloc_cache_slow(size, gfp, site);
+  }
 
   Ptr kmalloc(uint32_t size, gfp_t gfp, const Task& t);
   void kfree(Ptr p, const Task& t);
@@ -148,6 +154,7 @@ class Mm {
     SiteId site = 0;
     std::vector<uint32_t> vpages;  // vmalloc: one order-0 page each
   };
+  CacheId kmalloc_cache_slow(uint32_t size, gfp_t gfp, SiteId site) const;
   Ptr alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc);
   void free_large(Ptr p, const Task& t, bool via_kvfree);
   Large* large(Ptr p);
@@ -161,6 +168,9 @@ class Mm {
   std::unique_ptr<Slub> slub_;
   // kmalloc_caches[type][index], created at boot (create_kmalloc_caches).
   std::vector<std::vector<CacheId>> kmalloc_caches_;
+  // kmalloc_slab() fast path: by (size - 1) / 8 for the plain and the
+  // __GFP_ACCOUNT-only cases (no random copies).
+  std::vector<CacheId> by_size_normal_, by_size_cg_;
   std::vector<Large> large_;
   std::vector<uint32_t> free_large_ids_;
   uint64_t large_bytes_ = 0;

@@ -199,9 +199,67 @@ class Slub {
   std::vector<uint16_t> scratch_idx_;
   uint64_t seq_ = 0;
   uint64_t slab_bytes_ = 0;
-  NodeId cpu_node(CpuId cpu) const {
-    return static_cast<NodeId>(uint32_t(cpu) * cfg_.nr_nodes / cfg_.nr_cpus);
+  std::vector<NodeId> cpu_node_;  // cpu_to_node(): contiguous blocks of CPUs
+  NodeId cpu_node(CpuId cpu) const { return cpu_node_[cpu]; }
+  // Slab slot and index of a pointer the model itself handed out (no
+  // validation: for objects taken from the model's own structures).
+  static int32_t slot_of(Ptr p) {
+    return static_cast<int32_t>((p >> slub_ptr_idx_bits) & 0xffffffffu);
   }
+  static uint32_t idx_of(Ptr p) { return static_cast<uint32_t>(p & 0x7fff); }
+  static constexpr int slub_ptr_idx_bits = 15;
 };
+
+// ---- Hot helpers, inline: every simulated allocation and free uses them.
+
+namespace slub_ptr {
+inline constexpr int kIdxBits = 15;
+inline constexpr int kSlotBits = 32;
+inline constexpr Ptr kIdxMask = (1ull << kIdxBits) - 1;
+inline constexpr Ptr kSlotMask = (1ull << kSlotBits) - 1;
+}  // namespace slub_ptr
+
+inline Ptr Slub::make_ptr(int32_t slab, uint32_t idx) const {
+  using namespace slub_ptr;
+  return (Ptr(slabs_[slab].epoch) << (kIdxBits + kSlotBits)) |
+         (Ptr(uint32_t(slab)) << kIdxBits) | idx;
+}
+
+inline bool Slub::decode(Ptr p, int32_t* slab, uint32_t* idx) const {
+  using namespace slub_ptr;
+  if (p == kNull || (p & (kLargeBit | kVmallocBit))) return false;
+  const uint64_t slot = (p >> kIdxBits) & kSlotMask;
+  if (slot >= slabs_.size()) return false;
+  const Slab& sl = slabs_[slot];
+  const uint16_t epoch = static_cast<uint16_t>(p >> (kIdxBits + kSlotBits));
+  if (sl.where == SlabWhere::kUnused || sl.epoch != epoch) return false;
+  if ((p & kIdxMask) >= sl.objects) return false;
+  *slab = static_cast<int32_t>(slot);
+  *idx = static_cast<uint32_t>(p & kIdxMask);
+  return true;
+}
+
+inline void Slub::on_alloc(int32_t id, uint32_t idx, const Task& t) {
+  Slab& sl = slabs_[id];
+  sl.state[idx] = static_cast<uint8_t>(ObjState::kAllocated);
+  if (cfg_.track_history) {
+    ObjHist& h = sl.hist[idx];
+    h.alloc_seq = ++seq_;
+    h.alloc_site = t.site;
+    h.alloc_cpu = t.cpu;
+  }
+  ++caches_[sl.cache].live;
+}
+
+inline void Slub::on_free(int32_t id, uint32_t idx, const Task& t) {
+  Slab& sl = slabs_[id];
+  if (cfg_.track_history) {
+    ObjHist& h = sl.hist[idx];
+    h.free_seq = ++seq_;
+    h.free_site = t.site;
+    h.free_cpu = t.cpu;
+  }
+  --caches_[sl.cache].live;
+}
 
 }  // namespace simcache
