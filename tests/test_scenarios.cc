@@ -253,3 +253,14 @@ TEST_CASE("results do not depend on the number of worker threads", "[scenario]")
       CHECK(a.workloads[i].policies[k].rounds == b.workloads[i].policies[k].rounds);
     }
 }
+
+TEST_CASE("docs/stats.md documents every counter", "[docs]") {
+  std::FILE* f = std::fopen(SIMCACHE_SOURCE_DIR "/docs/stats.md", "r");
+  REQUIRE(f);
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  for (const auto& e : kEventInfo) CHECK(text.find("`" + std::string(e.name) + "`") != std::string::npos);
+  for (const auto& s : kSlubStatInfo) CHECK(text.find("`" + std::string(s.sysfs) + "`") != std::string::npos);
+}
