@@ -19,17 +19,21 @@ void take_freelist(Slab& sl, KmemCache::Cpu& c) {
 
 // mirrors slab_alloc_node() fast path: pop c->freelist (this_cpu_cmpxchg).
 Ptr Slub::alloc_618(CacheId s, gfp_t gfp, const Task& t) {
+  const Ptr p = pop_cpu_freelist(s, t);
+  return p != kNull ? p : slab_alloc_slow_618(s, gfp, t);
+}
+
+// The lockless fast path: one object off c->freelist, or kNull.
+Ptr Slub::pop_cpu_freelist(CacheId s, const Task& t) {
   KmemCache& c = caches_[s];
   KmemCache::Cpu& cpu = c.cpu[t.cpu];
-  if (cpu.slab >= 0 && !cpu.freelist.empty()) {
-    const uint16_t idx = cpu.freelist.back();
-    cpu.freelist.pop_back();
-    stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
-    ev_->add(Event::slab_alloc_fast);
-    on_alloc(cpu.slab, idx, t);
-    return make_ptr(cpu.slab, idx);
-  }
-  return slab_alloc_slow_618(s, gfp, t);
+  if (cpu.slab < 0 || cpu.freelist.empty()) return kNull;
+  const uint16_t idx = cpu.freelist.back();
+  cpu.freelist.pop_back();
+  stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
+  ev_->add(Event::slab_alloc_fast);
+  on_alloc(cpu.slab, idx, t);
+  return make_ptr(cpu.slab, idx);
 }
 
 // mirrors ___slab_alloc(), v6.18: CPU slab refill, CPU partial list, node
@@ -224,18 +228,8 @@ void Slub::flush_cpu_618(CacheId s, CpuId cpu_id, const Task& t) {
 // ___slab_alloc() for one object whenever it runs dry.
 int Slub::alloc_bulk_618(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   for (int i = 0; i < n; ++i) {
-    KmemCache& c = caches_[s];
-    KmemCache::Cpu& cpu = c.cpu[t.cpu];
-    if (cpu.slab >= 0 && !cpu.freelist.empty()) {
-      const uint16_t idx = cpu.freelist.back();
-      cpu.freelist.pop_back();
-      stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
-      ev_->add(Event::slab_alloc_fast);
-      on_alloc(cpu.slab, idx, t);
-      p[i] = make_ptr(cpu.slab, idx);
-      continue;
-    }
-    p[i] = slab_alloc_slow_618(s, gfp, t);
+    p[i] = pop_cpu_freelist(s, t);
+    if (p[i] == kNull) p[i] = slab_alloc_slow_618(s, gfp, t);
     if (p[i] == kNull) return i;
   }
   return n;

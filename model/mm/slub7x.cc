@@ -54,16 +54,22 @@ namespace {
 KmemCache::Cpu& pcs_of(KmemCache& c, CpuId cpu) { return c.cpu[cpu]; }
 }  // namespace
 
+// init_percpu_sheaves(): every CPU has an (empty) main sheaf from boot;
+// the model creates it on first use and does not count it as SHEAF_ALLOC.
+void Slub::ensure_main(CacheId s, const Task& t) {
+  KmemCache& c = caches_[s];
+  if (c.cpu[t.cpu].main >= 0) return;
+  c.cpu[t.cpu].main = alloc_sheaf(s, t);
+  c.stats[t.cpu * kNumSlubStats + size_t(SlubStat::SHEAF_ALLOC)]--;
+  ev_->v[size_t(Event::sheaf_alloc)]--;
+}
+
 // mirrors alloc_from_pcs(): pop the main sheaf, replacing it when empty.
 Ptr Slub::alloc_7x(CacheId s, gfp_t gfp, const Task& t) {
   KmemCache& c = caches_[s];
   if (!c.g.sheaf_capacity) return alloc_single_7x(s, gfp, t);
   KmemCache::Cpu& pcs = pcs_of(c, t.cpu);
-  if (pcs.main < 0) {  // boot-time main sheaf (init_percpu_sheaves)
-    pcs.main = alloc_sheaf(s, t);
-    c.stats[t.cpu * kNumSlubStats + size_t(SlubStat::SHEAF_ALLOC)]--;
-    ev_->v[size_t(Event::sheaf_alloc)]--;
-  }
+  ensure_main(s, t);
   if (sheaves_[pcs.main].objects.empty() && !replace_empty_main(s, gfp, t))
     return alloc_single_7x(s, gfp, t);
   Sheaf& m = sheaves_[c.cpu[t.cpu].main];
@@ -258,11 +264,7 @@ void Slub::free_7x(CacheId s, Ptr p, int32_t id, uint32_t idx, const Task& t) {
   KmemCache& c = caches_[s];
   if (c.g.sheaf_capacity && slabs_[id].node == cpu_node(t.cpu)) {
     KmemCache::Cpu& pcs = c.cpu[t.cpu];
-    if (pcs.main < 0) {  // boot-time main sheaf
-      pcs.main = alloc_sheaf(s, t);
-      c.stats[t.cpu * kNumSlubStats + size_t(SlubStat::SHEAF_ALLOC)]--;
-      ev_->v[size_t(Event::sheaf_alloc)]--;
-    }
+    ensure_main(s, t);
     if (sheaves_[pcs.main].objects.size() < c.g.sheaf_capacity ||
         replace_full_main(s, t)) {
       Sheaf& m = sheaves_[caches_[s].cpu[t.cpu].main];
@@ -404,11 +406,7 @@ void Slub::free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t) {
   }
   KmemCache& c = caches_[s];
   const size_t cap = c.g.sheaf_capacity;
-  if (c.cpu[t.cpu].main < 0) {
-    c.cpu[t.cpu].main = alloc_sheaf(s, t);
-    c.stats[t.cpu * kNumSlubStats + size_t(SlubStat::SHEAF_ALLOC)]--;
-    ev_->v[size_t(Event::sheaf_alloc)]--;
-  }
+  ensure_main(s, t);
   int done = 0;
   while (done < size) {
     KmemCache::Cpu& pcs = c.cpu[t.cpu];

@@ -155,6 +155,7 @@ class Slub {
 
   // slub618.cc
   Ptr alloc_618(CacheId s, gfp_t gfp, const Task& t);
+  Ptr pop_cpu_freelist(CacheId s, const Task& t);
   Ptr slab_alloc_slow_618(CacheId s, gfp_t gfp, const Task& t);
   void free_618(CacheId s, int32_t slab, const uint16_t* idx, int cnt,
                 const Task& t);
@@ -178,6 +179,7 @@ class Slub {
   void free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t);
   void free_ptrs_to_slabs(CacheId s, int n, Ptr* p, const Task& t);
   int32_t alloc_sheaf(CacheId s, const Task& t);
+  void ensure_main(CacheId s, const Task& t);
   void free_sheaf(int32_t sh, const Task& t);
   void flush_sheaf(int32_t sh, const Task& t);
   void flush_cpu_7x(CacheId s, CpuId cpu, const Task& t);
