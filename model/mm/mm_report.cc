@@ -46,16 +46,13 @@ CacheInfo Mm::info(CacheId s) const {
 // kmemleak-style end-of-run check: every object still allocated (or
 // parked in a caller's cache) and every live large allocation is a leak;
 // memcg charges must come back to zero once stocks are drained.
+// Objects the allocator itself holds (obj_exts vectors of live slabs,
+// sheaves still in use) are not leaks.
 size_t Mm::check_leaks() {
   const size_t before = slub_->reports.size();
-  // Empty slabs go first, with their obj_exts vectors; a vector still
-  // owned by a live slab is the allocator's, not a leak of its own.
+  // Empty slabs go first, with their obj_exts vectors.
   shrink_all();
-  std::vector<Ptr> vectors;
-  for (size_t i = 0; i < slub_->nr_slab_slots(); ++i) {
-    const Slab& sl = slub_->slab(static_cast<int32_t>(i));
-    if (sl.where != SlabWhere::kUnused && sl.obj_exts != kNull) vectors.push_back(sl.obj_exts);
-  }
+  std::vector<Ptr> vectors = slub_->internal_objects();
   std::sort(vectors.begin(), vectors.end());
   for (Ptr p : slub_->live_objects()) {
     if (std::binary_search(vectors.begin(), vectors.end(), p)) continue;

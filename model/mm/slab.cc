@@ -244,6 +244,15 @@ bool Slub::check_free(CacheId s, Ptr p, int32_t* id, uint32_t* idx) {
   return true;
 }
 
+std::vector<Ptr> Slub::internal_objects() const {
+  std::vector<Ptr> out;
+  for (const Slab& sl : slabs_)
+    if (sl.where != SlabWhere::kUnused && sl.obj_exts != kNull) out.push_back(sl.obj_exts);
+  for (const Sheaf& sh : sheaves_)
+    if (sh.cache != kNoCache && sh.self != kNull) out.push_back(sh.self);
+  return out;
+}
+
 std::vector<Ptr> Slub::live_objects() const {
   std::vector<Ptr> out;
   for (size_t i = 0; i < slabs_.size(); ++i) {

@@ -8,8 +8,25 @@
 
 namespace simcache {
 
-// mirrors alloc_empty_sheaf(): the model keeps sheaves in its own pool.
-int32_t Slub::alloc_sheaf(CacheId s, const Task& t) {
+// mirrors __alloc_empty_sheaf(): a kzalloc of the sheaf header plus
+// `capacity` pointers (kmalloc-512 for capacity 60), with __GFP_NO_OBJ_EXT
+// for kmalloc caches. A caller already allocating without obj_exts gets
+// no sheaf (that is what stops the recursion). Returns -1 on failure.
+int32_t Slub::alloc_sheaf(CacheId s, gfp_t gfp, const Task& t) {
+  if (gfp & __GFP_NO_OBJ_EXT) return -1;
+  const uint32_t cap = caches_[s].g.sheaf_capacity;
+  gfp_t sgfp = (gfp & ~__GFP_ACCOUNT) | __GFP_ZERO;
+  if (caches_[s].is_kmalloc) sgfp |= __GFP_NO_OBJ_EXT;
+  const Ptr mem = alloc(mm_->kmalloc_cache(32 + 8 * cap, sgfp, 0), sgfp, t);
+  if (mem == kNull) return -1;
+  const int32_t id = new_sheaf(s);
+  sheaves_[id].self = mem;
+  stat(caches_[s], t.cpu, SlubStat::SHEAF_ALLOC);
+  ev_->add(Event::sheaf_alloc);
+  return id;
+}
+
+int32_t Slub::new_sheaf(CacheId s) {
   int32_t id;
   if (!free_sheaf_slots_.empty()) {
     id = free_sheaf_slots_.back();
@@ -21,18 +38,20 @@ int32_t Slub::alloc_sheaf(CacheId s, const Task& t) {
   Sheaf& sh = sheaves_[id];
   sh.cache = s;
   sh.capacity = caches_[s].g.sheaf_capacity;
+  sh.self = kNull;
   sh.objects.clear();
   sh.objects.reserve(sh.capacity);
-  stat(caches_[s], t.cpu, SlubStat::SHEAF_ALLOC);
-  ev_->add(Event::sheaf_alloc);
   return id;
 }
 
-// mirrors free_empty_sheaf().
+// mirrors free_empty_sheaf(): kfree the sheaf.
 void Slub::free_sheaf(int32_t id, const Task& t) {
   stat(caches_[sheaves_[id].cache], t.cpu, SlubStat::SHEAF_FREE);
+  const Ptr mem = sheaves_[id].self;
   sheaves_[id].cache = kNoCache;
+  sheaves_[id].self = kNull;
   free_sheaf_slots_.push_back(id);
+  if (mem != kNull) free(kNoCache, mem, t);
 }
 
 // mirrors sheaf_flush_unused(): every object back to its slab.
@@ -54,14 +73,12 @@ namespace {
 KmemCache::Cpu& pcs_of(KmemCache& c, CpuId cpu) { return c.cpu[cpu]; }
 }  // namespace
 
-// init_percpu_sheaves(): every CPU has an (empty) main sheaf from boot;
-// the model creates it on first use and does not count it as SHEAF_ALLOC.
+// init_percpu_sheaves() / bootstrap_kmalloc_sheaves(): every CPU has an
+// (empty) main sheaf from boot. The model creates it on first use, not
+// counted and not backed by a kmalloc object (it predates any run).
 void Slub::ensure_main(CacheId s, const Task& t) {
-  KmemCache& c = caches_[s];
-  if (c.cpu[t.cpu].main >= 0) return;
-  c.cpu[t.cpu].main = alloc_sheaf(s, t);
-  c.stats[t.cpu * kNumSlubStats + size_t(SlubStat::SHEAF_ALLOC)]--;
-  ev_->v[size_t(Event::sheaf_alloc)]--;
+  (void)t;
+  if (caches_[s].cpu[t.cpu].main < 0) caches_[s].cpu[t.cpu].main = new_sheaf(s);
 }
 
 // mirrors alloc_from_pcs(): pop the main sheaf, replacing it when empty.
@@ -101,6 +118,7 @@ bool Slub::replace_empty_main(CacheId s, gfp_t gfp, const Task& t) {
     return true;
   }
   stat(c, t.cpu, SlubStat::BARN_GET_FAIL);
+  if (!(gfp & __GFP_DIRECT_RECLAIM)) return false;  // may not block: one object
   int32_t empty = -1;
   if (pcs.spare >= 0) {
     empty = pcs.spare;
@@ -112,7 +130,8 @@ bool Slub::replace_empty_main(CacheId s, gfp_t gfp, const Task& t) {
       n.barn_empty.pop_back();
     }
   }
-  if (empty < 0) empty = alloc_sheaf(s, t);  // alloc_full_sheaf()
+  if (empty < 0) empty = alloc_sheaf(s, gfp, t);  // alloc_full_sheaf()
+  if (empty < 0) return false;
   const int want = static_cast<int>(c.g.sheaf_capacity);
   Sheaf& sh = sheaves_[empty];
   sh.objects.resize(want);
@@ -194,33 +213,38 @@ int Slub::refill_from_node(CacheId s, NodeId nid, int min, int max, Ptr* out,
     if (total >= max) break;
     id = next;
   }
+  // The isolated slabs sit on a private list in reverse order of
+  // isolation, and are drained from its head: last isolated first.
   int got = 0;
-  size_t k = 0;
-  for (; k < iso.size(); ++k) {
-    Slab& sl = slabs_[iso[k]];
-    sl.inuse = sl.objects;  // get_freelist_nofreeze()
-    std::vector<uint16_t> fl;
-    fl.swap(sl.freelist);
-    while (!fl.empty() && got < max) {
-      const uint16_t idx = fl.back();
-      fl.pop_back();
-      sl.state[idx] = static_cast<uint8_t>(ObjState::kInSheaf);
-      out[got++] = make_ptr(iso[k], idx);
+  size_t left = iso.size();  // iso[0, left) not yet drained
+  while (left > 0 && got < max) {
+    const int32_t id = iso[--left];
+    slabs_[id].inuse = slabs_[id].objects;  // get_freelist_nofreeze()
+    scratch_idx_.clear();
+    scratch_idx_.swap(slabs_[id].freelist);  // the slab's freelist is now empty
+    size_t i = scratch_idx_.size();
+    while (i > 0 && got < max) {
+      const uint16_t idx = scratch_idx_[--i];
+      slabs_[id].state[idx] = static_cast<uint8_t>(ObjState::kInSheaf);
+      out[got++] = make_ptr(id, idx);
     }
-    sl.where = SlabWhere::kFull;
-    if (!fl.empty()) slab_free_slow(s, iso[k], fl.data(), int(fl.size()), t);
-    fl.clear();
-    if (slabs_[iso[k]].freelist.capacity() == 0) slabs_[iso[k]].freelist.swap(fl);
-    if (got >= max) { ++k; break; }
+    slabs_[id].where = SlabWhere::kFull;
+    scratch_idx_.resize(i);  // the surplus, as a detached freelist
+    std::vector<uint16_t> surplus;
+    surplus.swap(scratch_idx_);
+    if (!surplus.empty()) slab_free_slow(s, id, surplus.data(), int(surplus.size()), t);
+    surplus.clear();
+    scratch_idx_.swap(surplus);
   }
-  if (k < iso.size()) {  // isolated but unused: back to the list
+  if (left > 0) {  // isolated but not needed: back to the head, in list order
     lock(n);
     std::vector<int32_t> discard;
-    for (; k < iso.size(); ++k) {
-      if (slabs_[iso[k]].inuse == 0 && n.nr_partial >= c.g.min_partial)
-        discard.push_back(iso[k]);
+    while (left > 0) {
+      const int32_t id = iso[--left];
+      if (slabs_[id].inuse == 0 && n.nr_partial >= c.g.min_partial)
+        discard.push_back(id);
       else
-        add_partial(n, iso[k], /*tail=*/false);
+        add_partial(n, id, /*tail=*/false);
     }
     for (int32_t id : discard) discard_slab(s, id, t);
   }
@@ -311,24 +335,64 @@ bool Slub::replace_full_main(CacheId s, const Task& t) {
       const int32_t to_flush = pcs.spare;
       pcs.spare = -1;
       flush_sheaf(to_flush, t);
-      KmemCache::Cpu& p2 = caches_[s].cpu[t.cpu];
-      p2.spare = p2.main;
-      p2.main = to_flush;
+      install_empty_sheaf(s, to_flush, t);
       return true;
     }
   }
-  // No empty sheaf anywhere: allocate one and install it.
-  const int32_t empty = alloc_sheaf(s, t);
-  KmemCache::Cpu& p2 = caches_[s].cpu[t.cpu];
-  if (p2.spare < 0) {
-    p2.spare = p2.main;
-  } else {  // spare and main both full: main goes to the barn
-    ev_->add(Event::barn_lock);
-    caches_[s].node[cpu_node(t.cpu)].barn_full.push_back(p2.main);
-    stat(caches_[s], t.cpu, SlubStat::BARN_PUT);
+  // No empty sheaf to be had: allocate one (GFP_NOWAIT) and install it;
+  // if even that fails, flush the main sheaf to slabs.
+  const bool put_fail = pcs.spare >= 0;
+  const int32_t empty = alloc_sheaf(s, GFP_NOWAIT, t);
+  if (empty < 0) {
+    if (put_fail) stat(caches_[s], t.cpu, SlubStat::BARN_PUT_FAIL);
+    flush_main(s, t);
+    return true;
   }
-  p2.main = empty;
+  install_empty_sheaf(s, empty, t);
   return true;
+}
+
+// mirrors __pcs_install_empty_sheaf(): normally the full main becomes the
+// spare; if a nested allocation changed things meanwhile, the kernel's
+// fallbacks (extra sheaves to the barn, ignoring its limits).
+void Slub::install_empty_sheaf(CacheId s, int32_t empty, const Task& t) {
+  KmemCache::Cpu& pcs = caches_[s].cpu[t.cpu];
+  KmemCache::Node& n = caches_[s].node[cpu_node(t.cpu)];
+  const size_t cap = caches_[s].g.sheaf_capacity;
+  if (pcs.spare < 0) {
+    pcs.spare = pcs.main;
+    pcs.main = empty;
+    return;
+  }
+  ev_->add(Event::barn_lock);
+  if (sheaves_[pcs.main].objects.size() < cap) {
+    n.barn_empty.push_back(empty);
+    return;
+  }
+  if (sheaves_[pcs.spare].objects.size() < cap) {
+    std::swap(pcs.main, pcs.spare);
+    n.barn_empty.push_back(empty);
+    return;
+  }
+  n.barn_full.push_back(pcs.main);
+  stat(caches_[s], t.cpu, SlubStat::BARN_PUT);
+  pcs.main = empty;
+}
+
+// mirrors sheaf_flush_main(): the main sheaf back to slabs, PCS_BATCH_MAX
+// objects per __kmem_cache_free_bulk().
+void Slub::flush_main(CacheId s, const Task& t) {
+  const int32_t id = caches_[s].cpu[t.cpu].main;
+  while (id >= 0 && !sheaves_[id].objects.empty()) {
+    std::vector<Ptr>& objs = sheaves_[id].objects;
+    const int batch = std::min<int>(PCS_BATCH_MAX, static_cast<int>(objs.size()));
+    Ptr buf[PCS_BATCH_MAX];
+    std::copy(objs.end() - batch, objs.end(), buf);
+    objs.resize(objs.size() - batch);
+    stat(caches_[s], t.cpu, SlubStat::SHEAF_FLUSH, batch);
+    ev_->add(Event::sheaf_flush_objects, batch);
+    free_detached(s, batch, buf, t);
+  }
 }
 
 // mirrors kmem_cache_alloc_bulk() 7.x: alloc_from_pcs_bulk() (no refill
@@ -336,7 +400,8 @@ bool Slub::replace_full_main(CacheId s, const Task& t) {
 int Slub::alloc_bulk_7x(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   KmemCache& c = caches_[s];
   int i = 0;
-  if (c.g.sheaf_capacity && c.cpu[t.cpu].main >= 0) {
+  if (c.g.sheaf_capacity) {
+    ensure_main(s, t);
     while (i < n) {
       KmemCache::Cpu& pcs = caches_[s].cpu[t.cpu];
       if (sheaves_[pcs.main].objects.empty()) {
@@ -444,9 +509,11 @@ void Slub::free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t) {
     stat(c, t.cpu, SlubStat::FREE_SLOWPATH, size - done);
     free_detached(s, size - done, p + done, t);
   }
-  if (remote) {
-    stat(caches_[s], t.cpu, SlubStat::FREE_SLOWPATH, remote);
-    free_detached(s, remote, remote_objs.data(), t);
+  for (int done_remote = 0; done_remote < remote;) {  // PCS_BATCH_MAX at a time
+    const int batch = std::min<int>(PCS_BATCH_MAX, remote - done_remote);
+    stat(caches_[s], t.cpu, SlubStat::FREE_SLOWPATH, batch);
+    free_detached(s, batch, remote_objs.data() + done_remote, t);
+    done_remote += batch;
   }
 }
 
@@ -459,11 +526,9 @@ void Slub::flush_cpu_7x(CacheId s, CpuId cpu, const Task& t) {
     flush_sheaf(spare, t);
     free_sheaf(spare, t);
   }
-  if (main >= 0) flush_sheaf(main, t);  // main stays, now empty
+  (void)cpu;  // flush_all() runs this on `cpu` itself: t.cpu == cpu
+  if (main >= 0) flush_main(s, t);  // main stays, now empty
 }
 
-void Slub::free_ptrs_to_slabs(CacheId s, int n, Ptr* p, const Task& t) {
-  free_detached(s, n, p, t);
-}
 
 }  // namespace simcache

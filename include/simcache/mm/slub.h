@@ -121,6 +121,9 @@ class Slub {
   uint64_t next_seq() { return ++seq_; }
   uint64_t slab_bytes() const { return slab_bytes_; }
   std::vector<Ptr> live_objects() const;
+  // Allocations the allocator owns: obj_exts vectors of live slabs and
+  // the kmalloc'ed sheaves in use.
+  std::vector<Ptr> internal_objects() const;
 
   void stat(const KmemCache& c, CpuId cpu, SlubStat item, uint64_t n = 1) {
     const_cast<KmemCache&>(c).stats[cpu * kNumSlubStats +
@@ -177,8 +180,10 @@ class Slub {
                        const Task& t);
   int alloc_bulk_7x(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t);
-  void free_ptrs_to_slabs(CacheId s, int n, Ptr* p, const Task& t);
-  int32_t alloc_sheaf(CacheId s, const Task& t);
+  int32_t alloc_sheaf(CacheId s, gfp_t gfp, const Task& t);
+  int32_t new_sheaf(CacheId s);
+  void install_empty_sheaf(CacheId s, int32_t empty, const Task& t);
+  void flush_main(CacheId s, const Task& t);
   void ensure_main(CacheId s, const Task& t);
   void free_sheaf(int32_t sh, const Task& t);
   void flush_sheaf(int32_t sh, const Task& t);
