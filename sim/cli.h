@@ -1,9 +1,17 @@
 // Command-line front end shared by the simcache binary and the tests:
 // parses arguments, runs, writes the report. Errors are one line naming
 // the bad flag, value or name, and the exit status is 2.
+//
+//   simcache --scenario NAME ...          run and report (counts and times)
+//   simcache calibrate --measurements F   fit a cost profile (calibrate_cli.cc)
+//   simcache validate --measurements F    predicted vs measured (validate_cli.cc)
 #pragma once
 
+#include <map>
+#include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace simcache::sim {
@@ -19,7 +27,28 @@ CliOutcome run_cli(const std::vector<std::string>& args);
 
 // Writes `data` to `path` atomically (temp file + rename): never a
 // half-written file. Returns false with a message on failure.
-bool write_file_atomic(const std::string& path, const std::string& data,
-                       std::string* error);
+bool write_file_atomic(const std::string& path, const std::string& data, std::string* error);
+
+// Shared by the subcommands.
+struct Flag {
+  std::string_view name;
+  bool takes_value;
+  std::string_view help;
+};
+struct ParsedFlags {
+  std::map<std::string, std::string> v;                   // last value of each flag
+  std::vector<std::pair<std::string, std::string>> sets;  // every --set key=value
+};
+// Parses args[start..] as --flag, --flag value or --flag=value. A flag
+// given twice keeps its last value; every --set is kept.
+bool parse_flags(const std::vector<std::string>& args, size_t start, std::span<const Flag> flags,
+                 std::string_view usage, ParsedFlags* out, std::string* error);
+CliOutcome cli_fail(const std::string& msg);
+// "--jobs" value (1..256), default 1.
+bool parse_jobs(const ParsedFlags& f, int* jobs, std::string* error);
+
+// Subcommands.
+CliOutcome run_calibrate_cli(const std::vector<std::string>& args);
+CliOutcome run_validate_cli(const std::vector<std::string>& args);
 
 }  // namespace simcache::sim

@@ -1,7 +1,5 @@
 #include "cost.h"
 
-#include <absl/strings/str_split.h>
-
 #include <cmath>
 #include <set>
 
@@ -30,6 +28,18 @@ std::span<const UnpricedSpec> unpriced_events() {
 #undef COST_UNPRICED
   };
   return specs;
+}
+
+std::vector<std::string> split_words(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string_view::npos) end = s.size();
+    if (end > start || sep != ' ') out.emplace_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
 }
 
 bool find_event(std::string_view name, Event* out) {
@@ -119,7 +129,7 @@ CostModel prior_model() {
     p.name = std::string(s.name);
     p.group = std::string(s.group);
     p.unit = std::string(s.unit);
-    for (std::string_view ev : absl::StrSplit(s.events, ' ', absl::SkipEmpty())) {
+    for (const std::string& ev : split_words(s.events)) {
       Event e;
       if (find_event(ev, &e)) p.events.push_back(e);
     }
@@ -160,9 +170,17 @@ PolicyTime policy_time(const CostModel& m, const WorkloadResult& w, const Policy
     cv = ne.round_cv;
     t.drift = ne.drift;
   }
-  const double rounds = static_cast<double>(std::max<size_t>(n, 1));
+  const double rounds = noise_rounds(w.params, static_cast<double>(std::max<size_t>(n, 1)));
   t.stderr_rel = std::sqrt((cv * cv + model_cv * model_cv) / rounds);
   return t;
+}
+
+double noise_rounds(const std::map<std::string, int64_t>& params, double fallback) {
+  for (const char* k : {"rounds", "groups"}) {
+    auto it = params.find(k);
+    if (it != params.end() && it->second > 0) return static_cast<double>(it->second);
+  }
+  return fallback;
 }
 
 double delta_noise(const PolicyTime& a, const PolicyTime& b) {

@@ -61,8 +61,8 @@ struct NoiseEntry {
 };
 
 struct NoiseModel {
-  NoiseEntry fallback;               // scenario-independent
-  std::vector<NoiseEntry> entries;   // narrower ones
+  NoiseEntry fallback;              // scenario-independent
+  std::vector<NoiseEntry> entries;  // narrower ones
   // The entry with the same scenario and the most matching parameters;
   // the fallback if none matches.
   const NoiseEntry& lookup(const std::string& scenario,
@@ -71,9 +71,9 @@ struct NoiseModel {
 
 class CostModel {
  public:
-  std::string name;         // "i7-12700KF"
+  std::string name;  // "i7-12700KF"
   std::string description;
-  std::string path;         // file it was loaded from ("" if built in memory)
+  std::string path;  // file it was loaded from ("" if built in memory)
   std::vector<CostParam> params;
   std::optional<NoiseModel> noise;
 
@@ -91,6 +91,9 @@ class CostModel {
   std::vector<int> param_of_event_;  // per event: index into params, -1 if unpriced
 };
 
+// Splits on `sep`; with ' ' empty pieces are dropped.
+std::vector<std::string> split_words(std::string_view s, char sep = ' ');
+
 // Looks an event up by its table-of-record name.
 bool find_event(std::string_view name, Event* out);
 
@@ -106,6 +109,11 @@ struct PolicyTime {
   std::vector<double> breakdown;        // ns per op of each parameter
 };
 PolicyTime policy_time(const CostModel& m, const WorkloadResult& w, const PolicyResult& p);
+
+// The number of repeats a per-round CV averages over in a workload: its
+// `rounds` parameter, else `groups` (lifecycle: CV is over groups of
+// operations), else `fallback`.
+double noise_rounds(const std::map<std::string, int64_t>& params, double fallback);
 
 // Relative noise of the delta between two columns measured on separate
 // boots: sqrt(se_a^2 + se_b^2 + drift^2). A delta below it is not

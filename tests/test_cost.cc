@@ -1,0 +1,234 @@
+// The cost layer: time is linear in the counts, costs never change a
+// count, the parameter table of record covers every event, and profiles
+// are read strictly.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cost.h"
+#include "engine.h"
+#include "test_cost_util.h"
+
+using namespace simcache;
+using namespace simcache::sim;
+using simcache::testing::TempFile;
+
+namespace {
+
+Counters some_counts(uint64_t seed) {
+  Counters c;
+  for (size_t i = 0; i < kNumEvents; ++i) c.v[i] = (seed * 2654435761u + i * 40503u) % 1000;
+  return c;
+}
+
+CostModel two_params() {
+  CostModel m;
+  m.name = "t";
+  CostParam a;
+  a.name = "a";
+  a.unit = "ns/call";
+  a.events = {Event::kmalloc, Event::kfree};
+  a.value = 3;
+  a.source = "test";
+  CostParam b = a;
+  b.name = "b";
+  b.events = {Event::zero_bytes};
+  b.value = 0.25;
+  m.params = {a, b};
+  std::string err;
+  REQUIRE(m.validate(&err));
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("time is count x cost, summed over events", "[cost]") {
+  const CostModel m = two_params();
+  Counters c;
+  c.add(Event::kmalloc, 10);
+  c.add(Event::kfree, 4);
+  c.add(Event::zero_bytes, 64);
+  c.add(Event::list_lock, 1000);  // unpriced in this model
+  CHECK(m.time_ns(c) == Approx(14 * 3 + 64 * 0.25));
+  const std::vector<double> parts = m.contributions(c);
+  CHECK(parts[0] == Approx(42));
+  CHECK(parts[1] == Approx(16));
+}
+
+TEST_CASE("costs scale counts linearly", "[cost]") {
+  const CostModel& m = simcache::testing::default_profile();
+  const Counters a = some_counts(1), b = some_counts(2);
+  Counters a3;
+  for (size_t i = 0; i < kNumEvents; ++i) a3.v[i] = 3 * a.v[i];
+  Counters ab = a;
+  ab += b;
+  CHECK(m.time_ns(a3) == Approx(3 * m.time_ns(a)).epsilon(1e-12));
+  CHECK(m.time_ns(ab) == Approx(m.time_ns(a) + m.time_ns(b)).epsilon(1e-12));
+  CHECK(m.time_ns(Counters{}) == 0.0);
+  double sum = 0;
+  for (double v : m.contributions(ab)) sum += v;
+  CHECK(sum == Approx(m.time_ns(ab)).epsilon(1e-12));
+}
+
+TEST_CASE("changing a cost changes no count", "[cost]") {
+  // Two profiles whose costs differ: the counts of the same run must be
+  // identical, the times must not.
+  CostModel m = simcache::testing::default_profile();
+  for (CostParam& p : m.params) p.value = p.value * 3 + 1;
+  const TempFile alt("alt_profile.toml", profile_toml(m, "test profile"));
+  const std::vector<std::string> base = {
+      "--scenario", "waitv",    "--set", "rounds=2", "--set",
+      "cycles=16",  "--format", "json",  "--policy", "unpatched,waitv-account"};
+  std::vector<std::string> a1 = base, a2 = base, a0 = base;
+  a2.insert(a2.end(), {"--profile", alt.path()});
+  a0.insert(a0.end(), {"--profile", "none"});
+  const CliOutcome r1 = run_cli(a1), r2 = run_cli(a2), r0 = run_cli(a0);
+  REQUIRE(r1.status == 0);
+  REQUIRE(r2.status == 0);
+  REQUIRE(r0.status == 0);
+  const auto j1 = nlohmann::json::parse(r1.out), j2 = nlohmann::json::parse(r2.out),
+             j0 = nlohmann::json::parse(r0.out);
+  for (size_t k = 0; k < 2; ++k) {
+    const auto& p1 = j1["workloads"][0]["policies"][k];
+    const auto& p2 = j2["workloads"][0]["policies"][k];
+    const auto& p0 = j0["workloads"][0]["policies"][k];
+    for (const char* scope : {"total", "timed", "rounds"}) {
+      CHECK(p1[scope] == p2[scope]);
+      CHECK(p1[scope] == p0[scope]);
+    }
+    CHECK(p1["time"]["per_op_ns"] != p2["time"]["per_op_ns"]);
+    CHECK_FALSE(p0.contains("time"));
+  }
+}
+
+TEST_CASE("every event is priced by exactly one parameter or listed unpriced", "[cost]") {
+  const CostModel m = prior_model();
+  std::vector<int> owners(kNumEvents, 0);
+  for (const CostParamSpec& s : default_param_specs()) {
+    for (const std::string& ev : split_words(s.events)) {
+      Event e;
+      INFO("parameter " << s.name << " prices unknown event " << ev);
+      REQUIRE(find_event(ev, &e));
+      ++owners[static_cast<size_t>(e)];
+    }
+    CHECK(std::string(s.unit).rfind("ns/", 0) == 0);
+    CHECK(s.prior >= 0);
+    CHECK_FALSE(std::string(s.prior_source).empty());
+  }
+  for (const UnpricedSpec& u : unpriced_events()) {
+    Event e;
+    INFO("unpriced entry names unknown event " << u.event);
+    REQUIRE(find_event(u.event, &e));
+    owners[static_cast<size_t>(e)] += 100;
+  }
+  for (size_t i = 0; i < kNumEvents; ++i) {
+    INFO("event " << kEventInfo[i].name);
+    CHECK((owners[i] == 1 || owners[i] == 100));
+  }
+  CHECK(m.params.size() == default_param_specs().size());
+}
+
+TEST_CASE("a profile survives a write and a read", "[cost][profile]") {
+  CostModel m = simcache::testing::default_profile();
+  std::string err;
+  CostModel back;
+  REQUIRE(parse_profile(profile_toml(m, "header\nline two"), "rt.toml", &back, &err));
+  REQUIRE(back.params.size() == m.params.size());
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    CHECK(back.params[i].name == m.params[i].name);
+    CHECK(back.params[i].value == Approx(m.params[i].value).epsilon(1e-5));
+    CHECK(back.params[i].events == m.params[i].events);
+    CHECK(back.params[i].pinned == m.params[i].pinned);
+    CHECK(back.params[i].source == m.params[i].source);
+  }
+  REQUIRE(back.noise.has_value());
+  CHECK(back.noise->entries.size() == m.noise->entries.size());
+}
+
+TEST_CASE("the noise model picks the most specific entry", "[cost]") {
+  NoiseModel n;
+  n.fallback = {"", {}, 0.02, 0.03, "f"};
+  n.entries.push_back({"lifecycle", {}, 0.01, 0.01, "s"});
+  n.entries.push_back({"lifecycle", {{"mode", 2}}, 0.001, 0.005, "m"});
+  CHECK(n.lookup("lifecycle", {{"mode", 2}, {"slots", 1}}).source == "m");
+  CHECK(n.lookup("lifecycle", {{"mode", 1}}).source == "s");
+  CHECK(n.lookup("waitv", {{"mode", 2}}).source == "f");
+}
+
+TEST_CASE("malformed profiles are one-line errors naming file, line and field", "[cost][profile]") {
+  const std::string good_param =
+      "[[param]]\nname = \"a\"\nvalue = 1.5\nunit = \"ns/call\"\nevents = [\"kmalloc\"]\n"
+      "source = \"test\"\n";
+  struct Case {
+    std::string text, expect;
+  };
+  const std::vector<Case> cases = {
+      {"name = \"x\"\n" + good_param + "value2 = [\n", ":8: syntax"},
+      {good_param, ":1: name: missing"},
+      {"name = \"x\"\n[[param]]\nname = \"a\"\nvalue = -1\nunit = \"ns/call\"\n"
+       "events = [\"kmalloc\"]\nsource = \"s\"\n",
+       ":4: param 'a': value: -1 is outside"},
+      {"name = \"x\"\n[[param]]\nname = \"a\"\nvalue = 1\nunit = \"ns/call\"\n"
+       "events = [\"no_such_event\"]\nsource = \"s\"\n",
+       ":6: param 'a': events: 'no_such_event'"},
+      {"name = \"x\"\n[[param]]\nname = \"a\"\nvalue = 1\nunit = \"ns/call\"\n"
+       "events = [\"kmalloc\"]\n",
+       ":2: param 'a': source: missing"},
+      {"name = \"x\"\n" + good_param + "valeu = 3\n", ":8: param 'a': valeu: unknown field"},
+      {"name = \"x\"\n" + good_param + good_param, "param: parameter 'a' is defined twice"},
+      {"name = \"x\"\n" + good_param + "[noise]\nround_cv = 2\ndrift = 0.01\nsource = \"s\"\n",
+       ":9: noise.round_cv: 2 is outside"},
+  };
+  for (const Case& c : cases) {
+    const TempFile f("bad_profile.toml", c.text);
+    const CliOutcome r = run_cli({"--scenario", "waitv", "--profile", f.path()});
+    INFO(c.text << "\n-> " << r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(simcache::testing::lines(r.err) == 1);
+    CHECK(r.err.find(f.path()) != std::string::npos);
+    CHECK(r.err.find(c.expect) != std::string::npos);
+  }
+  const CliOutcome missing = run_cli({"--scenario", "waitv", "--profile", "/nonexistent/p.toml"});
+  CHECK(missing.status == 2);
+  const CliOutcome unknown = run_cli({"--scenario", "waitv", "--profile", "no-such-machine"});
+  CHECK(unknown.status == 2);
+  CHECK(unknown.err.find("no-such-machine") != std::string::npos);
+}
+
+TEST_CASE("every shipped parameter records its origin", "[cost][profile]") {
+  const CostModel& m = simcache::testing::default_profile();
+  CHECK(m.name == "i7-12700KF");
+  size_t pinned = 0;
+  for (const CostParam& p : m.params) {
+    INFO(p.name);
+    CHECK_FALSE(p.source.empty());
+    if (p.pinned) {
+      ++pinned;
+      CHECK(p.source.rfind("fit: ", 0) == 0);
+      CHECK(p.stderr_ns >= 0);
+    } else {
+      CHECK(p.source.rfind("prior: ", 0) == 0);
+      CHECK(p.source.find("not pinned") != std::string::npos);
+    }
+  }
+  CHECK(pinned >= 5);
+  REQUIRE(m.noise.has_value());
+}
+
+TEST_CASE("docs/calibration.md names every cost parameter", "[cost][docs]") {
+  const std::string doc =
+      simcache::testing::read_text(simcache::testing::repo_file("docs/calibration.md"));
+  REQUIRE_FALSE(doc.empty());
+  for (const CostParamSpec& s : default_param_specs()) {
+    INFO(s.name);
+    CHECK(doc.find("`" + std::string(s.name) + "`") != std::string::npos);
+  }
+  const std::string out =
+      simcache::testing::read_text(simcache::testing::repo_file("docs/output.md"));
+  for (const char* key : {"per_op", "per_op_ns", "rounds_per_op_ns", "stderr_pct", "drift_pct",
+                          "delta_pct", "significant", "breakdown_ns", "measured", "error_pct",
+                          "time_unit", "profile", "measurements"}) {
+    INFO(key);
+    CHECK(out.find(std::string("`") + key + "`") != std::string::npos);
+  }
+}

@@ -1,0 +1,66 @@
+// Helpers shared by the cost, calibration, validation and golden tests.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cli.h"
+#include "cost.h"
+
+namespace simcache::testing {
+
+inline std::string repo_file(const std::string& rel) {
+  return (std::filesystem::path(SIMCACHE_TEST_DATA) / ".." / ".." / rel)
+      .lexically_normal()
+      .string();
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A file under the temp directory, removed when the object goes away.
+class TempFile {
+ public:
+  TempFile(const std::string& name, const std::string& text) {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("simcache_test_" + std::to_string(getpid()) + "_" + name))
+                .string();
+    std::ofstream(path_, std::ios::binary) << text;
+  }
+  ~TempFile() {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The default profile, loaded once.
+inline const sim::CostModel& default_profile() {
+  static const sim::CostModel m = [] {
+    sim::CostModel p;
+    std::string err;
+    if (!sim::resolve_profile(std::string(sim::kDefaultCostProfile), &p, &err)) throw err;
+    return p;
+  }();
+  return m;
+}
+
+// Counts lines of `s` ("one-line error" checks).
+inline size_t lines(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace simcache::testing

@@ -1,0 +1,217 @@
+// calibrate and validate through the CLI: malformed and unmappable rows
+// are one-line errors with file, line and column and exit status 2, no
+// half-written profile is left behind; validate's effects follow the A/B/A
+// convention of ../shared/workloads.md.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "test_cost_util.h"
+#include "validate.h"
+
+using namespace simcache;
+using namespace simcache::sim;
+using simcache::testing::repo_file;
+using simcache::testing::TempFile;
+
+namespace {
+
+const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
+const char kShapeF0[] =
+    "F0: slots=4096 sparse, 4096 MSG_RING SEND_FD installs/round as 64 batches of QD=64, "
+    "new target ring per round, 3 warmup + 15 measured rounds";
+
+std::string row(const std::string& id, const std::string& workload, const std::string& shape,
+                const std::string& variant, const std::string& value,
+                const std::string& unit = "ns/install") {
+  return id + "\t" + workload + "\t" + shape + "\t" + variant + "\tmean ns/install\t" + value +
+         "\t" + unit + "\ttiming\tsrc\t\n";
+}
+
+// 1-based character column of field `k` (0-based) of a TSV line.
+int column_of(const std::string& line, int k) {
+  size_t pos = 0;
+  for (int i = 0; i < k; ++i) pos = line.find('\t', pos) + 1;
+  return static_cast<int>(pos) + 1;
+}
+
+struct Bad {
+  std::string name, text, where;  // where: ":LINE:COL"
+  std::string expect;
+};
+
+std::vector<Bad> bad_inputs() {
+  const std::string good = row("X-1", "sparse-fill", kShapeF0, "U unpatched v6.18-rc4", "119.4");
+  std::vector<Bad> b;
+  const std::string bad_value = row("X-2", "sparse-fill", kShapeF0, "U unpatched", "12x.5");
+  b.push_back({"value", kHeader + good + bad_value, ":3:" + std::to_string(column_of(bad_value, 5)),
+               "value: '12x.5' is not a positive number"});
+  const std::string bad_wl = row("X-2", "no-such-workload", kShapeF0, "U unpatched", "1");
+  b.push_back({"workload", kHeader + good + bad_wl, ":3:" + std::to_string(column_of(bad_wl, 1)),
+               "workload: no [[shape]] rule"});
+  const std::string bad_shape = row("X-2", "sparse-fill", "F9: something else", "U unpatched", "1");
+  b.push_back({"shape", kHeader + good + bad_shape, ":3:" + std::to_string(column_of(bad_shape, 2)),
+               "shape: no [[shape]] rule"});
+  const std::string bad_var = row("X-2", "sparse-fill", kShapeF0, "Z some other kernel", "1");
+  b.push_back({"variant", kHeader + good + bad_var, ":3:" + std::to_string(column_of(bad_var, 3)),
+               "variant: no [[variant]] rule"});
+  const std::string bad_kernel = row("X-2", "sparse-fill", kShapeF0, "parent x v9.9 (boot A)", "1");
+  b.push_back({"kernel", kHeader + good + bad_kernel,
+               ":3:" + std::to_string(column_of(bad_kernel, 3)), "v9.9"});
+  const std::string bad_unit = row("X-2", "sparse-fill", kShapeF0, "U unpatched", "1", "furlongs");
+  b.push_back({"unit", kHeader + good + bad_unit, ":3:" + std::to_string(column_of(bad_unit, 6)),
+               "unit: 'furlongs'"});
+  const std::string wrong_op = row("X-2", "sparse-fill", kShapeF0, "U unpatched", "1", "ns/pair");
+  b.push_back({"op", kHeader + good + wrong_op, ":3:" + std::to_string(column_of(wrong_op, 6)),
+               "is per pair"});
+  b.push_back({"duplicate id", kHeader + good + good, ":3:1", "id: 'X-1' already used on line 2"});
+  const std::string extra = good.substr(0, good.size() - 1) + "\textra";
+  b.push_back({"extra field", kHeader + extra + "\n", ":2:" + std::to_string(column_of(extra, 10)),
+               "row has 11 fields"});
+  b.push_back({"missing column", "id\tworkload\tshape\tvariant\tmetric\tvalue\n" + good, ":1:1",
+               "required column 'unit' is missing"});
+  b.push_back({"unknown column", "id\twork\n", ":1:4", "unknown column 'work'"});
+  b.push_back({"empty", "", ":1:1", "no header line"});
+  const std::string empty_shape = row("X-2", "sparse-fill", "", "U unpatched", "1");
+  b.push_back({"empty field", kHeader + empty_shape,
+               ":2:" + std::to_string(column_of(empty_shape, 2)), "shape: empty"});
+  const std::string too_big = row("X-2", "sparse-fill",
+                                  "F0: slots=99999999 sparse, 64 MSG_RING SEND_FD installs/round "
+                                  "as 1 batches of QD=64",
+                                  "U unpatched", "1");
+  b.push_back({"param range", kHeader + too_big, ":2:" + std::to_string(column_of(too_big, 2)),
+               "out of range"});
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("calibrate and validate reject bad rows with file, line and column", "[validate]") {
+  for (const Bad& b : bad_inputs()) {
+    const TempFile tsv("bad.tsv", b.text);
+    const std::string out = tsv.path() + ".profile.toml";
+    for (bool calibrate : {true, false}) {
+      std::vector<std::string> args = {calibrate ? "calibrate" : "validate", "--measurements",
+                                       tsv.path()};
+      if (calibrate) args.insert(args.end(), {"--out", out});
+      const CliOutcome r = run_cli(args);
+      INFO(b.name << (calibrate ? " (calibrate)" : " (validate)") << ": " << r.err);
+      CHECK(r.status == 2);
+      CHECK(r.out.empty());
+      CHECK(simcache::testing::lines(r.err) == 1);
+      CHECK(r.err.find(tsv.path() + b.where + ":") != std::string::npos);
+      CHECK(r.err.find(b.expect) != std::string::npos);
+      CHECK_FALSE(std::filesystem::exists(out));
+      CHECK_FALSE(std::filesystem::exists(out + ".tmp~"));
+    }
+  }
+}
+
+TEST_CASE("validate can skip unmappable rows on request", "[validate]") {
+  const std::string good = row("X-1", "sparse-fill", kShapeF0, "U unpatched v6.18-rc4", "119.4");
+  const std::string odd = row("X-2", "sparse-fill", kShapeF0, "Z unknown", "1");
+  const TempFile tsv("skip.tsv", kHeader + good + odd);
+  const CliOutcome r = run_cli({"validate", "--measurements", tsv.path(), "--skip-unmapped"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("skipped: " + tsv.path() + ":3:") != std::string::npos);
+  CHECK(r.out.find("summary: 1 rows") != std::string::npos);
+}
+
+TEST_CASE("bad command lines of the subcommands exit 2", "[validate]") {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"calibrate"},
+           {"validate"},
+           {"calibrate", "--measurements"},
+           {"calibrate", "--measurements", "/no/such.tsv"},
+           {"validate", "--measurements", "x", "--bogus"},
+           {"validate", "--measurements", repo_file("data/measurements/calibration.tsv"),
+            "--profile", "no-such-profile"},
+           {"calibrate", "--measurements", repo_file("data/measurements/calibration.tsv"),
+            "--mapping", "/no/such/mapping.toml"},
+           {"calibrate", "--measurements", repo_file("data/measurements/calibration.tsv"), "--jobs",
+            "0"}}) {
+    const CliOutcome r = run_cli(args);
+    INFO(args.size() << " args: " << r.err);
+    CHECK(r.status == 2);
+    CHECK(simcache::testing::lines(r.err) >= 1);
+  }
+}
+
+TEST_CASE("a malformed mapping file names its line and field", "[validate]") {
+  const TempFile m("bad_mapping.toml",
+                   "[[shape]]\nname = \"x\"\nworkload = 'a'\nshape = '(\\d+'\ncaptures = []\n"
+                   "scenario = \"sparse-fill\"\n[[variant]]\nmatch = 'x'\nkernel = \"v6.18\"\n"
+                   "policy = \"unpatched\"\n");
+  const CliOutcome r =
+      run_cli({"validate", "--measurements", repo_file("data/measurements/calibration.tsv"),
+               "--mapping", m.path()});
+  INFO(r.err);
+  CHECK(r.status == 2);
+  CHECK(r.err.find(m.path() + ":4: shape[0].shape: bad regular expression") != std::string::npos);
+}
+
+TEST_CASE("validate on the calibration rows reports every row and effect", "[validate]") {
+  const CliOutcome r = run_cli({"validate", "--measurements",
+                                repo_file("data/measurements/calibration.tsv"), "--jobs", "2"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  for (const char* id : {"SF-001", "SF-199", "SF-289", "WV-002", "WV-021"})
+    CHECK(r.out.find(std::string("\n") + id + " ") != std::string::npos);
+  CHECK(r.out.find("summary: 21 rows, mean abs error") != std::string::npos);
+  CHECK(r.out.find("11 effects") != std::string::npos);
+  // seed 000's formal result, child vs the midpoint of the parents: +8.091%.
+  CHECK(r.out.find("WV-002   WV-001, WV-003     +8.09%") != std::string::npos);
+}
+
+TEST_CASE("effects compare a child with the midpoint of its parents", "[validate]") {
+  CostModel m;
+  m.name = "t";
+  CostParam p;
+  p.name = "k";
+  p.unit = "ns/call";
+  p.events = {Event::kmalloc};
+  p.value = 1;
+  p.source = "t";
+  m.params = {p};
+  std::string err;
+  REQUIRE(m.validate(&err));
+  std::vector<MappedRow> rows(3);
+  std::vector<PerOpCounts> per_op(3, PerOpCounts{});
+  const double meas[] = {100, 110, 102}, model[] = {50, 60, 50};
+  for (size_t i = 0; i < 3; ++i) {
+    rows[i].row.id = "R-" + std::to_string(i);
+    rows[i].value_ns = meas[i];
+    rows[i].base = i != 1;
+    rows[i].group = "g";
+    per_op[i][static_cast<size_t>(Event::kmalloc)] = model[i];
+  }
+  const Validation v = validate_rows(m, rows, per_op);
+  REQUIRE(v.effects.size() == 1);
+  CHECK(v.effects[0].measured == Approx(110.0 / 101.0 - 1));
+  CHECK(v.effects[0].model == Approx(0.2));
+  CHECK(v.effects[0].bases == std::vector<size_t>{0, 2});
+  CHECK(v.effects[0].agrees);
+  CHECK(v.mean_abs_err == Approx((0.5 + (1 - 60.0 / 110) + (1 - 50.0 / 102)) / 3));
+}
+
+TEST_CASE("calibrate writes a profile that loads and reproduces its fit", "[validate]") {
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           ("simcache_test_" + std::to_string(getpid()) + "_fit.toml"))
+                              .string();
+  const CliOutcome r =
+      run_cli({"calibrate", "--measurements", repo_file("data/measurements/calibration.tsv"),
+               "--out", out, "--name", "test-machine", "--jobs", "2"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("NOT PINNED") != std::string::npos);
+  CHECK(r.out.find("rms relative residual") != std::string::npos);
+  CostModel m;
+  std::string err;
+  REQUIRE(load_profile(out, &m, &err));
+  CHECK(m.name == "test-machine");
+  const CliOutcome v = run_cli({"validate", "--measurements",
+                                repo_file("data/measurements/calibration.tsv"), "--profile", out,
+                                "--jobs", "2"});
+  REQUIRE(v.status == 0);
+  std::filesystem::remove(out);
+}
