@@ -53,19 +53,22 @@ std::string list_text() {
   const auto& reg = ScenarioRegistry::get();
   for (const auto& p : reg.presets())
     out += fmt::format("  {:<20} preset: {}\n", p.name, p.summary);
+  // One line per scenario: name, what it replays, parameters = defaults.
   for (const auto& s : reg.all()) {
-    out += fmt::format("  {:<20} {}\n", s.name, s.summary);
     std::string params;
     for (const auto& p : s.params) params += fmt::format(" {}={}", p.name, p.def);
-    out += fmt::format("  {:<20}  params:{}\n", "", params);
+    out += fmt::format("  {:<20} {} [per {}; {}]\n", s.name, s.summary, s.op_unit,
+                       params.empty() ? "no parameters" : params.substr(1));
   }
-  out += fmt::format(
-      "  {:<20}  machine params (all scenarios): cpus=20 nodes=1 cpu=2 "
-      "kworker_cpu=3 cgroup=1\n",
-      "");
-  out += "policies:\n";
-  for (const auto& p : iou::PolicyRegistry::get().all())
-    out += fmt::format("  {:<20} {}\n", p.name, p.summary);
+  out += "  (every scenario also takes cpus=20 nodes=1 cpu=2 kworker_cpu=3 cgroup=1)\n";
+  out += "policies (combine with +):\n";
+  std::vector<const iou::PolicyInfo*> pols;
+  for (const auto& p : iou::PolicyRegistry::get().all()) pols.push_back(&p);
+  std::sort(pols.begin(), pols.end(), [](auto* a, auto* b) {  // baseline first
+    const bool ua = a->name == "unpatched", ub = b->name == "unpatched";
+    return ua != ub ? ua : a->name < b->name;
+  });
+  for (const auto* p : pols) out += fmt::format("  {:<22} {}\n", p->name, p->summary);
   out += "kernels:\n";
   for (const auto& k : iou::kernel_profiles())
     out += fmt::format("  {:<20} {}{}\n", k.name, k.summary,

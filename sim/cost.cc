@@ -42,16 +42,6 @@ std::vector<std::string> split_words(std::string_view s, char sep) {
   return out;
 }
 
-bool find_event(std::string_view name, Event* out) {
-  for (size_t i = 0; i < kNumEvents; ++i) {
-    if (kEventInfo[i].name == name) {
-      *out = static_cast<Event>(i);
-      return true;
-    }
-  }
-  return false;
-}
-
 const NoiseEntry& NoiseModel::lookup(const std::string& scenario,
                                      const std::map<std::string, int64_t>& params) const {
   const NoiseEntry* best = &fallback;
@@ -131,7 +121,7 @@ CostModel prior_model() {
     p.unit = std::string(s.unit);
     for (const std::string& ev : split_words(s.events)) {
       Event e;
-      if (find_event(ev, &e)) p.events.push_back(e);
+      if (event_by_name(ev, &e)) p.events.push_back(e);
     }
     p.value = s.prior;
     p.source = std::string(s.prior_source);

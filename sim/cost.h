@@ -94,8 +94,6 @@ class CostModel {
 // Splits on `sep`; with ' ' empty pieces are dropped.
 std::vector<std::string> split_words(std::string_view s, char sep = ' ');
 
-// Looks an event up by its table-of-record name.
-bool find_event(std::string_view name, Event* out);
 
 // The default parameter set with every value at its prior (no fit).
 CostModel prior_model();

@@ -92,7 +92,7 @@ bool read_param(const Reader& r, const toml::table& t, size_t idx, CostParam* p)
   for (const toml::node& e : *arr) {
     Event out;
     const std::string name = e.value<std::string>().value_or("");
-    if (!e.is_string() || !find_event(name, &out))
+    if (!e.is_string() || !event_by_name(name, &out))
       return r.fail(&e, where + "events",
                     fmt::format("'{}' is not an event of the tables of record", name));
     p->events.push_back(out);

@@ -107,7 +107,7 @@ TEST_CASE("every event is priced by exactly one parameter or listed unpriced", "
     for (const std::string& ev : split_words(s.events)) {
       Event e;
       INFO("parameter " << s.name << " prices unknown event " << ev);
-      REQUIRE(find_event(ev, &e));
+      REQUIRE(event_by_name(ev, &e));
       ++owners[static_cast<size_t>(e)];
     }
     CHECK(std::string(s.unit).rfind("ns/", 0) == 0);
@@ -117,7 +117,7 @@ TEST_CASE("every event is priced by exactly one parameter or listed unpriced", "
   for (const UnpricedSpec& u : unpriced_events()) {
     Event e;
     INFO("unpriced entry names unknown event " << u.event);
-    REQUIRE(find_event(u.event, &e));
+    REQUIRE(event_by_name(u.event, &e));
     owners[static_cast<size_t>(e)] += 100;
   }
   for (size_t i = 0; i < kNumEvents; ++i) {

@@ -62,3 +62,7 @@ TEST_CASE("golden tables stay within 80 columns", "[golden]") {
     }
   }
 }
+
+TEST_CASE("golden: sparse4096 JSON", "[golden]") {
+  check_golden("sparse4096.json", {"--scenario", "sparse4096", "--format", "json", "--jobs", "2"});
+}
