@@ -73,14 +73,6 @@ namespace {
 KmemCache::Cpu& pcs_of(KmemCache& c, CpuId cpu) { return c.cpu[cpu]; }
 }  // namespace
 
-// init_percpu_sheaves() / bootstrap_kmalloc_sheaves(): every CPU has an
-// (empty) main sheaf from boot. The model creates it on first use, not
-// counted and not backed by a kmalloc object (it predates any run).
-void Slub::ensure_main(CacheId s, const Task& t) {
-  (void)t;
-  if (caches_[s].cpu[t.cpu].main < 0) caches_[s].cpu[t.cpu].main = new_sheaf(s);
-}
-
 // mirrors alloc_from_pcs(): pop the main sheaf, replacing it when empty.
 Ptr Slub::alloc_7x(CacheId s, gfp_t gfp, const Task& t) {
   KmemCache& c = caches_[s];

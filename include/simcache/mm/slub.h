@@ -258,6 +258,14 @@ inline void Slub::on_alloc(int32_t id, uint32_t idx, const Task& t) {
   ++caches_[sl.cache].live;
 }
 
+// init_percpu_sheaves() / bootstrap_kmalloc_sheaves(): every CPU has an
+// (empty) main sheaf from boot. The model creates it on first use, not
+// counted and not backed by a kmalloc object (it predates any run).
+inline void Slub::ensure_main(CacheId s, const Task& t) {
+  KmemCache::Cpu& pcs = caches_[s].cpu[t.cpu];
+  if (pcs.main < 0) [[unlikely]] pcs.main = new_sheaf(s);
+}
+
 inline void Slub::on_free(int32_t id, uint32_t idx, const Task& t) {
   Slab& sl = slabs_[id];
   if (cfg_.track_history) {
