@@ -10,58 +10,17 @@
 #include <sstream>
 
 #include "cost.h"
+#include "toml_reader.h"
 #include "fmt/format.h"
 
 namespace simcache::sim {
 namespace {
 
-std::string one_line(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c == '\n' || c == '\r') c = ' ';
-  return out;
-}
-
 namespace fs = std::filesystem;
 
-// Error reporting against one file.
-struct Reader {
-  std::string path;
-  std::string* error;
-
-  bool fail(const toml::node* n, const std::string& field, const std::string& msg) const {
-    const auto line = n ? n->source().begin.line : 0;
-    *error = fmt::format("{}:{}: {}: {}", path, line, field, msg);
-    return false;
-  }
-  bool keys(const toml::table& t, const std::set<std::string>& allowed,
-            const std::string& where) const {
-    for (const auto& [k, v] : t) {
-      if (!allowed.count(std::string(k.str())))
-        return fail(&v, where + std::string(k.str()), "unknown field");
-    }
-    return true;
-  }
-  bool str(const toml::table& t, const char* key, const std::string& where, bool required,
-           std::string* out) const {
-    const toml::node* n = t.get(key);
-    if (!n) return required ? fail(&t, where + key, "missing") : true;
-    if (!n->is_string()) return fail(n, where + key, "expected a string");
-    *out = n->value<std::string>().value_or("");
-    if (required && out->empty()) return fail(n, where + key, "must not be empty");
-    return true;
-  }
-  bool num(const toml::table& t, const char* key, const std::string& where, bool required,
-           double lo, double hi, double* out) const {
-    const toml::node* n = t.get(key);
-    if (!n) return required ? fail(&t, where + key, "missing") : true;
-    if (!n->is_number()) return fail(n, where + key, "expected a number");
-    const double v = n->value<double>().value_or(NAN);
-    if (!std::isfinite(v) || v < lo || v > hi)
-      return fail(n, where + key, fmt::format("{} is outside [{}, {}]", v, lo, hi));
-    *out = v;
-    return true;
-  }
+// Error reporting against one file; a required string may not be empty.
+struct Reader : TomlReader {
+  Reader(std::string p, std::string* e) : TomlReader{std::move(p), e, true} {}
 };
 
 bool read_param(const Reader& r, const toml::table& t, size_t idx, CostParam* p) {
@@ -179,13 +138,7 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
                    std::string* error) {
   Reader r{path, error};
   toml::table tbl;
-  try {
-    tbl = toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    *error =
-        fmt::format("{}:{}: syntax: {}", path, e.source().begin.line, one_line(e.description()));
-    return false;
-  }
+  if (!r.parse(text, &tbl)) return false;
   CostModel m;
   m.path = path;
   if (!r.keys(tbl, {"name", "description", "generated_by", "param", "noise"}, "")) return false;

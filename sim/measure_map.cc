@@ -8,6 +8,7 @@
 
 #include "fmt/format.h"
 #include "measure.h"
+#include "toml_reader.h"
 #include "scenario.h"
 #include "simcache/io_uring/policy.h"
 #include "simcache/io_uring/profile.h"
@@ -16,28 +17,7 @@
 namespace simcache::sim {
 namespace {
 
-std::string one_line(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c == '\n' || c == '\r') c = ' ';
-  return out;
-}
-
-struct MapReader {
-  std::string path;
-  std::string* error;
-  bool fail(const toml::node* n, const std::string& field, const std::string& msg) const {
-    *error = fmt::format("{}:{}: {}: {}", path, n ? n->source().begin.line : 0, field, msg);
-    return false;
-  }
-  bool str(const toml::table& t, const char* key, const std::string& where, bool required,
-           std::string* out) const {
-    const toml::node* n = t.get(key);
-    if (!n) return required ? fail(&t, where + key, "missing") : true;
-    if (!n->is_string()) return fail(n, where + key, "expected a string");
-    *out = n->value<std::string>().value_or("");
-    return true;
-  }
+struct MapReader : TomlReader {
   bool regex(const toml::table& t, const char* key, const std::string& where, bool required,
              std::optional<std::regex>* out, std::string* text = nullptr) const {
     std::string s;
@@ -49,13 +29,6 @@ struct MapReader {
       return fail(t.get(key), where + key, fmt::format("bad regular expression: {}", e.what()));
     }
     if (text) *text = s;
-    return true;
-  }
-  bool keys(const toml::table& t, const std::set<std::string>& allowed,
-            const std::string& where) const {
-    for (const auto& [k, v] : t)
-      if (!allowed.count(std::string(k.str())))
-        return fail(&v, where + std::string(k.str()), "unknown field");
     return true;
   }
 };
@@ -199,15 +172,9 @@ bool read_fit(const MapReader& r, const toml::node* n, FitSettings* f) {
 
 bool parse_mapping(std::string_view text, const std::string& path, Mapping* out,
                    std::string* error) {
-  MapReader r{path, error};
+  MapReader r{{path, error}};
   toml::table tbl;
-  try {
-    tbl = toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    *error =
-        fmt::format("{}:{}: syntax: {}", path, e.source().begin.line, one_line(e.description()));
-    return false;
-  }
+  if (!r.parse(text, &tbl)) return false;
   Mapping m;
   m.path = path;
   if (!r.keys(tbl, {"fit", "shape", "variant"}, "")) return false;
