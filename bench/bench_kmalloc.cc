@@ -9,9 +9,12 @@
 namespace {
 using namespace simcache;
 
-void BM_SimKmallocPair(benchmark::State& state, SlubGen gen) {
+// `history`: the per-object KASAN history (on by default; off shows what
+// the bookkeeping costs).
+void BM_SimKmallocPair(benchmark::State& state, SlubGen gen, bool history) {
   MmConfig cfg;
   cfg.gen = gen;
+  cfg.track_history = history;
   Mm mm(cfg);
   Task t;
   t.cpu = 2;
@@ -24,23 +27,9 @@ void BM_SimKmallocPair(benchmark::State& state, SlubGen gen) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK_CAPTURE(BM_SimKmallocPair, v6_18, SlubGen::v6_18);
-BENCHMARK_CAPTURE(BM_SimKmallocPair, v7, SlubGen::v7);
-
-void BM_SimKmallocPairNoHistory(benchmark::State& state) {
-  MmConfig cfg;
-  cfg.track_history = false;
-  Mm mm(cfg);
-  Task t;
-  mm.kfree(mm.kmalloc(32, GFP_KERNEL, t), t);
-  for (auto _ : state) {
-    Ptr p = mm.kmalloc(32, GFP_KERNEL, t);
-    benchmark::DoNotOptimize(p);
-    mm.kfree(p, t);
-  }
-  state.SetItemsProcessed(state.iterations());
-}
-BENCHMARK(BM_SimKmallocPairNoHistory);
+BENCHMARK_CAPTURE(BM_SimKmallocPair, v6_18, SlubGen::v6_18, true);
+BENCHMARK_CAPTURE(BM_SimKmallocPair, v7, SlubGen::v7, true);
+BENCHMARK_CAPTURE(BM_SimKmallocPair, v6_18_no_history, SlubGen::v6_18, false);
 
 void BM_JemallocPair(benchmark::State& state) {
   for (auto _ : state) {

@@ -1,5 +1,7 @@
 #include "simcache/mm/page_alloc.h"
 
+#include "simcache/mm/id_pool.h"
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -23,17 +25,8 @@ uint32_t PageAllocator::alloc_pages(uint32_t order, NodeId node, gfp_t gfp) {
   ev_->add(kByOrder[order < 3 ? order : 3]);
   if (order < by_order_.size()) ++by_order_[order];
   in_use_[node] += n;
-  uint32_t id;
-  if (!free_ids_.empty()) {
-    id = free_ids_.back();
-    free_ids_.pop_back();
-  } else {
-    id = static_cast<uint32_t>(live_.size());
-    live_.push_back(0);
-  }
-  // The node is packed in the high byte of the live marker's companion;
-  // a single node id per page is enough for accounting.
-  live_[id] = static_cast<uint8_t>(node + 1);
+  const uint32_t id = take_id<uint32_t>(live_, free_ids_);
+  live_[id] = static_cast<uint8_t>(node + 1);  // 0 = free, else node + 1
   return id;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "fmt/format.h"
+#include "simcache/mm/id_pool.h"
 #include "simcache/mm/slub.h"
 
 namespace simcache {
@@ -63,14 +64,7 @@ int32_t Slub::new_slab(CacheId s, gfp_t gfp, NodeId node, const Task& t) {
     if (page) stat(caches_[s], t.cpu, SlubStat::ORDER_FALLBACK);
   }
   if (!page) return -1;
-  int32_t id;
-  if (!free_slab_slots_.empty()) {
-    id = free_slab_slots_.back();
-    free_slab_slots_.pop_back();
-  } else {
-    id = static_cast<int32_t>(slabs_.size());
-    slabs_.emplace_back();
-  }
+  const int32_t id = take_id<int32_t>(slabs_, free_slab_slots_);
   Slab& sl = slabs_[id];
   sl.cache = s;
   sl.node = node;

@@ -34,17 +34,8 @@ void Slub::free(CacheId s, Ptr p, const Task& t) {
   if (slabs_[id].obj_exts != kNull) free_hook(owner, id, idx, t);
   on_free(id, idx, t);
   if (cfg_.gen == SlubGen::v6_18) {
-    KmemCache& c = caches_[owner];
-    KmemCache::Cpu& cpu = c.cpu[t.cpu];
-    if (cpu.slab == id) {  // do_slab_free() fast path, one object
-      cpu.freelist.push_back(static_cast<uint16_t>(idx));
-      slabs_[id].state[idx] = static_cast<uint8_t>(ObjState::kCpuFreelist);
-      stat(c, t.cpu, SlubStat::FREE_FASTPATH);
-      ev_->add(Event::slab_free_fast);
-      return;
-    }
     const uint16_t i16 = static_cast<uint16_t>(idx);
-    slab_free_slow(owner, id, &i16, 1, t);
+    free_618(owner, id, &i16, 1, t);
   } else {
     free_7x(owner, p, id, idx, t);
   }

@@ -104,25 +104,6 @@ Ptr Slub::slab_alloc_slow_618(CacheId s, gfp_t gfp, const Task& t) {
   return make_ptr(got, idx);
 }
 
-// mirrors do_slab_free(): own CPU slab -> push onto c->freelist, else
-// __slab_free().
-void Slub::free_618(CacheId s, int32_t id, const uint16_t* idx, int cnt,
-                    const Task& t) {
-  KmemCache& c = caches_[s];
-  KmemCache::Cpu& cpu = c.cpu[t.cpu];
-  if (cpu.slab == id) {
-    Slab& sl = slabs_[id];
-    for (int i = 0; i < cnt; ++i) {
-      cpu.freelist.push_back(idx[i]);
-      sl.state[idx[i]] = static_cast<uint8_t>(ObjState::kCpuFreelist);
-    }
-    stat(c, t.cpu, SlubStat::FREE_FASTPATH, cnt);
-    ev_->add(Event::slab_free_fast, cnt);
-    return;
-  }
-  slab_free_slow(s, id, idx, cnt, t);
-}
-
 // mirrors put_cpu_partial(): push a slab on this CPU's partial list; with
 // `drain`, a list already at cpu_partial_slabs goes to the node first.
 void Slub::put_cpu_partial(CacheId s, int32_t id, bool drain, const Task& t) {

@@ -4,6 +4,7 @@
 // slabs with sheaves" (7.0; read at the 7.1/7.2-era blktests tree).
 #include <algorithm>
 
+#include "simcache/mm/id_pool.h"
 #include "simcache/mm/slub.h"
 
 namespace simcache {
@@ -27,14 +28,7 @@ int32_t Slub::alloc_sheaf(CacheId s, gfp_t gfp, const Task& t) {
 }
 
 int32_t Slub::new_sheaf(CacheId s) {
-  int32_t id;
-  if (!free_sheaf_slots_.empty()) {
-    id = free_sheaf_slots_.back();
-    free_sheaf_slots_.pop_back();
-  } else {
-    id = static_cast<int32_t>(sheaves_.size());
-    sheaves_.emplace_back();
-  }
+  const int32_t id = take_id<int32_t>(sheaves_, free_sheaf_slots_);
   Sheaf& sh = sheaves_[id];
   sh.cache = s;
   sh.capacity = caches_[s].g.sheaf_capacity;

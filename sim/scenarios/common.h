@@ -61,11 +61,10 @@ inline int64_t unused_nodes(const Counters& round) {
 
 // Runs `smoke` + `warmup` unmeasured rounds and `rounds` measured ones.
 template <class F>
-void run_rounds(Recorder& rec, const Params& p, F&& round) {
+void run_rounds(const Params& p, F&& round) {
   for (int64_t i = 0; i < p.at("smoke"); ++i) round(/*measured=*/false, /*smoke=*/true);
   for (int64_t i = 0; i < p.at("warmup"); ++i) round(false, false);
   for (int64_t i = 0; i < p.at("rounds"); ++i) round(true, false);
-  (void)rec;
 }
 
 }  // namespace simcache::sim

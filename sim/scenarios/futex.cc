@@ -36,7 +36,7 @@ void run_waitv(Env& e, const Params& p, Recorder& rec) {
     }
     rec.end_round(static_cast<uint64_t>(p.at("cycles") * vectors));
   };
-  run_rounds(rec, p, round);
+  run_rounds(p, round);
   e.io.ring_exit(r, e.kworker);
 }
 
@@ -69,7 +69,7 @@ void run_arm_fail(Env& e, const Params& p, Recorder& rec) {
     rec.timed_end();
     rec.end_round(static_cast<uint64_t>(p.at("cycles") * waits));
   };
-  run_rounds(rec, p, round);
+  run_rounds(p, round);
   e.io.ring_exit(r, e.kworker);
 }
 

@@ -32,7 +32,7 @@ void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
     e.io.ring_exit(dst, e.kworker);
     rec.end_round(static_cast<uint64_t>(slots));
   };
-  run_rounds(rec, p, round);
+  run_rounds(p, round);
   e.io.ring_exit(src, e.kworker);
 }
 

@@ -44,7 +44,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
     }
     rec.end_round(static_cast<uint64_t>(installs));
   };
-  run_rounds(rec, p, round);
+  run_rounds(p, round);
   if (pending >= 0) e.io.ring_exit(pending, e.kworker);
   e.io.ring_exit(src, e.kworker);
 }

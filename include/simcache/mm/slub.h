@@ -258,6 +258,22 @@ inline void Slub::on_alloc(int32_t id, uint32_t idx, const Task& t) {
   ++caches_[sl.cache].live;
 }
 
+// mirrors do_slab_free(), v6.18: objects of this CPU's slab go onto
+// c->freelist (the lockless fast path), anything else to __slab_free().
+inline void Slub::free_618(CacheId s, int32_t id, const uint16_t* idx, int cnt,
+                           const Task& t) {
+  KmemCache& c = caches_[s];
+  KmemCache::Cpu& cpu = c.cpu[t.cpu];
+  if (cpu.slab != id) return slab_free_slow(s, id, idx, cnt, t);
+  Slab& sl = slabs_[id];
+  for (int i = 0; i < cnt; ++i) {
+    cpu.freelist.push_back(idx[i]);
+    sl.state[idx[i]] = static_cast<uint8_t>(ObjState::kCpuFreelist);
+  }
+  stat(c, t.cpu, SlubStat::FREE_FASTPATH, cnt);
+  ev_->add(Event::slab_free_fast, cnt);
+}
+
 // init_percpu_sheaves() / bootstrap_kmalloc_sheaves(): every CPU has an
 // (empty) main sheaf from boot. The model creates it on first use, not
 // counted and not backed by a kmalloc object (it predates any run).
