@@ -4,7 +4,7 @@
 #include <benchmark/benchmark.h>
 #include <jemalloc/jemalloc.h>
 
-#include "simcache/mm/mm.h"
+#include "model/mm/mm.h"
 
 namespace {
 using namespace simcache;

@@ -18,9 +18,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "simcache/counters.h"
-#include "simcache/mm/mm.h"
-#include "simcache/types.h"
+#include "model/counters.h"
+#include "model/mm/mm.h"
+#include "model/types.h"
 
 namespace simcache::testing {
 

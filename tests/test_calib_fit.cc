@@ -5,8 +5,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "calibrate.h"
-#include "measure.h"
+#include "sim/calibrate/calibrate.h"
+#include "sim/calibrate/measure.h"
 #include "test_cost_util.h"
 
 using namespace simcache;
@@ -127,7 +127,7 @@ TEST_CASE("the shipped default profile is a fresh fit of the calibration rows", 
   const CostModel& shipped = simcache::testing::default_profile();
   INFO(
       "stale data/profiles/i7-12700KF.toml? regenerate: simcache calibrate "
-      "--measurements ../shared/calibration.tsv --out data/profiles/i7-12700KF.toml");
+      "--measurements data/measurements/calibration.tsv --out data/profiles/i7-12700KF.toml");
   REQUIRE(shipped.params.size() == r.model.params.size());
   for (size_t j = 0; j < shipped.params.size(); ++j) {
     INFO(shipped.params[j].name);
@@ -141,13 +141,6 @@ TEST_CASE("the shipped default profile is a fresh fit of the calibration rows", 
   // The residuals docs/validation.md states.
   CHECK(r.rms_rel < 0.02);
   CHECK(r.max_rel < 0.05);
-}
-
-TEST_CASE("the shipped measurements are the calibration rows", "[calib]") {
-  const std::string shared = std::string(SIMCACHE_SHARED_DIR) + "/calibration.tsv";
-  if (!std::filesystem::exists(shared)) return;  // outside the workspace
-  CHECK(simcache::testing::read_text(shared) ==
-        simcache::testing::read_text(repo_file("data/measurements/calibration.tsv")));
 }
 
 TEST_CASE("id ranges compress consecutive ids", "[calib]") {

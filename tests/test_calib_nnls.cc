@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "calibrate_linalg.h"
+#include "sim/calibrate/calibrate_linalg.h"
 
 using namespace simcache::sim;
 

@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cost.h"
-#include "engine.h"
+#include "sim/cost/cost.h"
+#include "sim/run/engine.h"
 #include "test_cost_util.h"
 
 using namespace simcache;

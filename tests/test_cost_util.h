@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
-#include "cli.h"
-#include "cost.h"
+#include "sim/cli/cli.h"
+#include "sim/cost/cost.h"
 
 namespace simcache::testing {
 

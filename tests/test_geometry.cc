@@ -1,11 +1,11 @@
 // Geometry, kmalloc routing and merging against the tables in
-// /work/shared/kernel-model-notes.md sections 5 and 6.
+// docs/sources.md (kmalloc routing, SLUB geometry).
 #include <catch2/catch.hpp>
 
 #include <set>
 #include <vector>
 
-#include "simcache/mm/geometry.h"
+#include "model/mm/geometry.h"
 
 using namespace simcache;
 

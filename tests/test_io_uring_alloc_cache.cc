@@ -3,7 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "fake_mm.h"
-#include "simcache/io_uring/alloc_cache.h"
+#include "model/io_uring/alloc_cache.h"
+#include "model/kernel/policy.h"
 
 using namespace simcache;
 using namespace simcache::iou;

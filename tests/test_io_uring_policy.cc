@@ -5,9 +5,9 @@
 #include <set>
 #include <string>
 
-#include "simcache/io_uring/policy.h"
-#include "simcache/io_uring/profile.h"
-#include "simcache/mm/mm.h"
+#include "model/kernel/policy.h"
+#include "model/kernel/profile.h"
+#include "model/mm/mm.h"
 
 using namespace simcache;
 using namespace simcache::iou;
@@ -72,7 +72,7 @@ TEST_CASE("policies: every policy file is registered once", "[io_uring][policy]"
         "bulk-refill, futex-return-to-cache, memcg-batch-charge, node-slab, "
         "node-slab-account, prefill, prefill-optin, slab-nomerge, slab-prime, "
         "unpatched, waitv-account, waitv-noaccount");
-  // One .cc per policy in model/io_uring/policies/: none forgotten in
+  // One .cc per policy in model/kernel/policies/: none forgotten in
   // policies.def (which keeps them linked from the static library).
   const std::filesystem::path dir =
       std::filesystem::path(__FILE__).parent_path() / ".." / "model" / "io_uring" / "policies";

@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "fake_mm.h"
-#include "simcache/io_uring/ring.h"
-#include "simcache/mm/mm.h"
+#include "model/io_uring/ring.h"
+#include "model/mm/mm.h"
 
 namespace simcache::testing {
 

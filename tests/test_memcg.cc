@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "simcache/mm/memcg.h"
+#include "model/mm/memcg.h"
 
 using namespace simcache;
 

@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 #include <random>
 
-#include "simcache/mm/mm.h"
-#include "simcache/mm/slub.h"
+#include "model/mm/mm.h"
+#include "model/mm/slub.h"
 
 using namespace simcache;
 

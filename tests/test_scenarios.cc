@@ -2,9 +2,9 @@
 // exact counts, derived by hand in the comments.
 #include <catch2/catch.hpp>
 
-#include "engine.h"
-#include "scenario.h"
-#include "simcache/io_uring/policy.h"
+#include "sim/run/engine.h"
+#include "sim/run/scenario.h"
+#include "model/kernel/policy.h"
 
 using namespace simcache;
 using namespace simcache::sim;

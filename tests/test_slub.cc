@@ -2,8 +2,8 @@
 // generations. Derivations are in the comments.
 #include <catch2/catch.hpp>
 
-#include "simcache/mm/mm.h"
-#include "simcache/mm/slub.h"
+#include "model/mm/mm.h"
+#include "model/mm/slub.h"
 
 using namespace simcache;
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "test_cost_util.h"
-#include "validate.h"
+#include "sim/calibrate/validate.h"
 
 using namespace simcache;
 using namespace simcache::sim;

@@ -1,6 +1,6 @@
 // The io_uring layer instantiated over the real mm model (header-only
-// templates; see include/simcache/io_uring/ring.h).
-#include "simcache/io_uring/io_uring_mm.h"
+// templates; see model/io_uring/ring.h).
+#include "model/io_uring/io_uring_mm.h"
 
 namespace simcache::iou {
 

@@ -1,4 +1,4 @@
-#include "simcache/mm/fault.h"
+#include "model/mm/fault.h"
 
 #include <array>
 

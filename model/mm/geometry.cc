@@ -1,8 +1,8 @@
 // SLUB geometry, kmalloc routing and cache merging as pure functions.
 // Modelled after mm/slub.c, mm/slab_common.c and include/linux/slab.h of
 // v6.18 (per-CPU slab + partial) and v7.x (sheaves); see
-// /work/shared/kernel-model-notes.md sections 5 and 6.
-#include "simcache/mm/geometry.h"
+// docs/sources.md (kmalloc routing, SLUB geometry).
+#include "model/mm/geometry.h"
 
 #include <algorithm>
 #include <array>

@@ -2,7 +2,7 @@
 // (MemcgShape::v6_18) and of the 7.1+/next tree with per-node objcg and
 // the 5-slot obj stock (MemcgShape::v7_1). docs/model-memcg.md lists the
 // simplifications and every event bumped here.
-#include "simcache/mm/memcg.h"
+#include "model/mm/memcg.h"
 
 #include <cassert>
 #include <cstdlib>

@@ -1,15 +1,15 @@
 // The Mm facade: kmalloc routing over the kmalloc caches created at boot,
 // large kmalloc and kvmalloc over the page allocator, kmem_cache_create()
 // with merging, and the model-level KASAN entry points.
-#include "simcache/mm/mm.h"
+#include "model/mm/mm.h"
 
 #include <cstdio>
 #include <cstdlib>
 
-#include "fmt/format.h"
-#include "simcache/mm/geometry.h"
-#include "simcache/mm/page_alloc.h"
-#include "simcache/mm/slub.h"
+#include <fmt/format.h>
+#include "model/mm/geometry.h"
+#include "model/mm/page_alloc.h"
+#include "model/mm/slub.h"
 
 namespace simcache {
 

@@ -2,9 +2,9 @@
 // end-of-run leak check.
 #include <algorithm>
 
-#include "fmt/format.h"
-#include "simcache/mm/mm.h"
-#include "simcache/mm/slub.h"
+#include <fmt/format.h>
+#include "model/mm/mm.h"
+#include "model/mm/slub.h"
 
 namespace simcache {
 

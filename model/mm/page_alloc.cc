@@ -1,6 +1,6 @@
-#include "simcache/mm/page_alloc.h"
+#include "model/mm/page_alloc.h"
 
-#include "simcache/mm/id_pool.h"
+#include "model/mm/id_pool.h"
 
 #include <cstdio>
 #include <cstdlib>

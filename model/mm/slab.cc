@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "fmt/format.h"
-#include "simcache/mm/id_pool.h"
-#include "simcache/mm/slub.h"
+#include <fmt/format.h>
+#include "model/mm/id_pool.h"
+#include "model/mm/slub.h"
 
 namespace simcache {
 Slub::Slub(Mm* mm, const MmConfig& cfg, Counters* ev, PageAllocator* pages,

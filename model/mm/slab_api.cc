@@ -2,8 +2,8 @@
 // slab_free() around the generation-specific per-CPU layer, the bulk
 // API's all-or-nothing contract, and the hooks that run per object
 // (zeroing, memcg charge/uncharge, obj_exts vectors).
-#include "fmt/format.h"
-#include "simcache/mm/slub.h"
+#include <fmt/format.h>
+#include "model/mm/slub.h"
 
 namespace simcache {
 

@@ -1,7 +1,7 @@
 // SLUB, v6.18 generation: the per-CPU slab with its lockless freelist and
 // the per-CPU partial list over the node partial list. Mirrors mm/slub.c
 // as of v6.18-rc4 (kmem_cache_cpu; no sheaves for kmalloc caches).
-#include "simcache/mm/slub.h"
+#include "model/mm/slub.h"
 
 namespace simcache {
 

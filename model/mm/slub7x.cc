@@ -4,8 +4,8 @@
 // slabs with sheaves" (7.0; read at the 7.1/7.2-era blktests tree).
 #include <algorithm>
 
-#include "simcache/mm/id_pool.h"
-#include "simcache/mm/slub.h"
+#include "model/mm/id_pool.h"
+#include "model/mm/slub.h"
 
 namespace simcache {
 

@@ -3,8 +3,8 @@
 // maintain the structures, so a bookkeeping slip shows up here.
 #include <array>
 
-#include "fmt/format.h"
-#include "simcache/mm/slub.h"
+#include <fmt/format.h>
+#include "model/mm/slub.h"
 
 namespace simcache {
 

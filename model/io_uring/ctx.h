@@ -1,0 +1,81 @@
+// Per-ring state: the parts of struct io_ring_ctx the model needs. Plain
+// data (not a template); the operations live in req.h, rsrc.h,
+// filetable.h, msg_ring.h, futex.h and io_uring.h.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/io_uring/alloc_cache.h"
+#include "model/types.h"
+
+namespace simcache::iou {
+
+using RingId = int32_t;
+
+inline constexpr uint32_t IORING_FILE_INDEX_ALLOC = 0xffffffffu;  // ~0U
+inline constexpr uint32_t IORING_MAX_FIXED_FILES = 1u << 20;
+inline constexpr uint32_t FUTEX_WAITV_MAX = 128;
+inline constexpr int IO_REQ_ALLOC_BATCH = 8;
+
+struct RingParams {
+  uint32_t sq_entries = 256;
+  uint32_t cq_entries = 0;     // 0: 2 * sq_entries, as io_uring_setup() defaults
+  bool defer_taskrun = false;  // SINGLE_ISSUER|DEFER_TASKRUN: ctx->task_complete
+};
+
+// struct io_file_table + struct io_rsrc_data (6.16+ layout) and the
+// allocation range (ctx->file_alloc_start/end).
+struct IoFileTable {
+  bool registered = false;
+  uint32_t nr = 0;
+  Ptr nodes_mem = kNull;        // kvmalloc_array(nr, 8): data.nodes
+  Ptr bitmap_mem = kNull;       // bitmap_zalloc(nr)
+  std::vector<Ptr> nodes;       // model copy of data.nodes
+  std::vector<uint64_t> bitmap; // model copy of the bitmap; bit set = slot used
+  uint32_t alloc_hint = 0;
+  uint32_t alloc_start = 0;
+  uint32_t alloc_end = 0;
+  std::vector<Ptr> anchors;     // slab-prime anchor objects, freed at unregister
+
+  bool test_bit(uint32_t i) const { return (bitmap[i >> 6] >> (i & 63)) & 1; }
+};
+
+enum class FutexKind : uint8_t { wait, waitv };
+
+// A request parked on ctx->futex_list: FUTEX_WAIT (data = io_futex_data)
+// or FUTEX_WAITV (data = the vector allocation).
+struct ArmedFutex {
+  Ptr req = kNull;
+  Ptr data = kNull;
+  FutexKind kind = FutexKind::wait;
+  uint32_t nr = 0;
+};
+
+struct IoRingCtx {
+  bool live = false;
+  Task submitter;              // the task that set the ring up (task_work CPU)
+  RingParams params;
+  Ptr ctx_mem = kNull;         // kzalloc(sizeof(struct io_ring_ctx))
+  Ptr cancel_hbs = kNull;      // cancel_table.hbs
+
+  // The per-ring io_alloc_caches, in io_ring_ctx_alloc()'s order.
+  IoAllocCache apoll_cache, netmsg_cache, rw_cache, cmd_cache, msg_cache;
+  IoAllocCache futex_cache;
+  IoAllocCache node_cache, imu_cache;  // profiles with a node cache only
+
+  // Request cache: submit_state.free_list (a stack) and the completed
+  // requests not yet flushed back to it (submit_state.compl_reqs).
+  std::vector<Ptr> req_free;
+  std::vector<Ptr> compl_reqs;
+  uint32_t nr_req_allocated = 0;
+
+  uint32_t batch_depth = 0;    // > 0 inside enter_begin()/enter_end()
+  uint64_t cq_pending = 0;     // CQEs posted and not yet reaped
+
+  IoFileTable files;
+  std::vector<ArmedFutex> futex_list;
+  std::vector<Ptr> poll_list;  // armed IORING_OP_POLL_ADD requests
+};
+
+}  // namespace simcache::iou

@@ -1,0 +1,49 @@
+// The global io_uring state of one simulated kernel: the allocator, the
+// version facts, the policies, and the kmem_caches io_uring_init()
+// creates. Every operation in this layer takes an IoKernel<A>&.
+#pragma once
+
+#include "model/io_uring/allocator.h"
+#include "model/kernel/policy.h"
+#include "model/kernel/profile.h"
+
+namespace simcache::iou {
+
+// sizeof(struct io_mapped_ubuf) + 32 bvecs (IO_CACHED_BVECS_SEGS), derived
+// in kernel-model-notes §2; only the imu_cache array is allocated.
+inline constexpr uint32_t kImuCacheElemSize = 568;
+
+template <IoAllocator A>
+struct IoKernel {
+  A& mm;
+  KernelProfile profile;
+  PolicySet policy;
+  CacheId req_cachep = kNoCache;        // "io_kiocb"
+  CacheId rsrc_node_cachep = kNoCache;  // "io_rsrc_node" (node-slab policies)
+
+  // Mirrors io_uring_init(), 6.18: the io_kiocb cache (SLAB_HWCACHE_ALIGN |
+  // SLAB_PANIC | SLAB_ACCOUNT | SLAB_TYPESAFE_BY_RCU; its usercopy window
+  // and freeptr offset are not expressible here and change nothing: the
+  // cache is unmergeable anyway), plus seed 004 patch 1/3's node cache.
+  IoKernel(A& a, const KernelProfile& p, const PolicySet& pol)
+      : mm(a), profile(p), policy(pol) {
+    req_cachep = mm.kmem_cache_create(
+        "io_kiocb", profile.io_kiocb_size, 0,
+        SLAB_HWCACHE_ALIGN | SLAB_PANIC | SLAB_ACCOUNT | SLAB_TYPESAFE_BY_RCU);
+    if (policy.node_alloc != NodeAlloc::kmalloc && profile.has_node_cache) {
+      slab_flags_t f = SLAB_HWCACHE_ALIGN | SLAB_PANIC;
+      if (policy.node_alloc == NodeAlloc::slab_account) f |= SLAB_ACCOUNT;
+      rsrc_node_cachep =
+          mm.kmem_cache_create("io_rsrc_node", profile.rsrc_node_size, 0, f);
+    }
+  }
+};
+
+// A request or an armed op posts a CQE to `ctx`.
+template <IoAllocator A, class Ctx>
+inline void io_post_cqe(IoKernel<A>& k, Ctx& ctx) {
+  ev(k.mm, Event::cqe_post);
+  ctx.cq_pending++;
+}
+
+}  // namespace simcache::iou

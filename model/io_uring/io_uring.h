@@ -1,0 +1,119 @@
+// Ring set-up and teardown (io_uring/io_uring.c): io_ring_ctx_alloc(),
+// the cancellation io_ring_exit_work() does, and io_ring_ctx_free().
+#pragma once
+
+#include <algorithm>
+#include <bit>
+
+#include "model/io_uring/futex.h"
+#include "model/io_uring/rsrc.h"
+
+namespace simcache::iou {
+
+// Mirrors io_alloc_hash_table(): kvmalloc_array(1 << bits, 64,
+// GFP_KERNEL_ACCOUNT) (struct io_hash_bucket is cacheline aligned),
+// retrying with one bit less down to 1 bit.
+template <IoAllocator A>
+int io_alloc_hash_table(IoKernel<A>& k, IoRingCtx& ctx, uint32_t bits, const Task& t) {
+  for (;; bits--) {
+    ctx.cancel_hbs = k.mm.kvmalloc((uint64_t{1} << bits) * 64, GFP_KERNEL_ACCOUNT,
+                                   at_site(t, kSiteCancelTable));
+    if (ctx.cancel_hbs != kNull) return 0;
+    if (bits == 1) return kENOMEM;
+  }
+}
+
+// Mirrors io_rsrc_cache_init(), 6.15+ (+ seed 004 patch 1/3: the node
+// cache takes io_rsrc_node_cachep; patch 2/3: bulk refill batch).
+template <IoAllocator A>
+int io_rsrc_cache_init(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  if (!k.profile.has_node_cache) return 0;
+  int ret = io_alloc_cache_init(k.mm, ctx.node_cache, k.profile.node_cache_max,
+                                k.profile.rsrc_node_size, 0, t);
+  ret |= io_alloc_cache_init(k.mm, ctx.imu_cache, IO_ALLOC_CACHE_MAX,
+                             kImuCacheElemSize, 0, t);
+  if (ret == 0 && k.rsrc_node_cachep != kNoCache) {
+    ctx.node_cache.slab = k.rsrc_node_cachep;
+    ctx.node_cache.refill = k.policy.bulk_refill;
+  }
+  return ret;
+}
+
+// Mirrors io_free_alloc_caches(), 6.16+: apoll, netmsg, rw, cmd, msg,
+// futex, rsrc. Every cached object goes to its destructor; the model never
+// fills the first five, so only their entries arrays are freed.
+template <IoAllocator A>
+void io_free_alloc_caches(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  IoAllocCache* caches[] = {&ctx.apoll_cache, &ctx.netmsg_cache, &ctx.rw_cache,
+                            &ctx.cmd_cache,   &ctx.msg_cache,    &ctx.futex_cache,
+                            &ctx.node_cache,  &ctx.imu_cache};
+  for (IoAllocCache* c : caches) io_alloc_cache_free(k.mm, *c, t);
+}
+
+// Mirrors io_ring_ctx_alloc(), 6.16-6.18: kzalloc the ctx, the cancel hash
+// table (clamp(ilog2(cq_entries) - 5, 1, 8) bits), then every per-ring
+// cache (all are attempted, as the kernel ORs the results); any failure
+// frees what was built. Element sizes of apoll/netmsg/rw/cmd are not
+// derived: the model issues no operation that allocates from them.
+template <IoAllocator A>
+int io_ring_ctx_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  ctx.ctx_mem = k.mm.kmalloc(k.profile.io_ring_ctx_size, GFP_KERNEL | __GFP_ZERO,
+                             at_site(t, kSiteCtx));
+  if (ctx.ctx_mem == kNull) return kENOMEM;
+  const uint32_t cq = std::max<uint32_t>(ctx.params.cq_entries, 1);
+  const int bits = std::clamp(static_cast<int>(std::bit_width(cq)) - 1 - 5, 1, 8);
+  int ret = io_alloc_hash_table(k, ctx, static_cast<uint32_t>(bits), t);
+  if (ret == 0) {
+    ret |= io_alloc_cache_init(k.mm, ctx.apoll_cache, IO_POLL_ALLOC_CACHE_MAX, 0, 0, t);
+    ret |= io_alloc_cache_init(k.mm, ctx.netmsg_cache, IO_ALLOC_CACHE_MAX, 0, 0, t);
+    ret |= io_alloc_cache_init(k.mm, ctx.rw_cache, IO_ALLOC_CACHE_MAX, 0, 0, t);
+    ret |= io_alloc_cache_init(k.mm, ctx.cmd_cache, IO_ALLOC_CACHE_MAX, 0, 0, t);
+    ret |= io_alloc_cache_init(k.mm, ctx.msg_cache, IO_ALLOC_CACHE_MAX,
+                               k.profile.io_kiocb_size, 0, t);
+    ret |= io_futex_cache_init(k, ctx, t);
+    ret |= io_rsrc_cache_init(k, ctx, t);
+  }
+  if (ret != 0) {
+    io_free_alloc_caches(k, ctx, t);
+    k.mm.kvfree(ctx.cancel_hbs, t);
+    k.mm.kfree(ctx.ctx_mem, t);
+    ctx.cancel_hbs = ctx.ctx_mem = kNull;
+    return kENOMEM;
+  }
+  ctx.live = true;
+  return 0;
+}
+
+// The cancellation io_ring_exit_work() performs before freeing: armed
+// futex waits (io_futex_remove_all) and polls complete with -ECANCELED on
+// the exiting kworker, and the completions are flushed to the free list.
+template <IoAllocator A>
+void io_ring_exit_cancel(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
+  io_futex_remove_all(k, ctx, kworker);
+  for (Ptr req : ctx.poll_list) {
+    ev(k.mm, Event::req_cancel);
+    io_post_cqe(k, ctx);
+    io_req_complete_defer(ctx, req);
+  }
+  ctx.poll_list.clear();
+  io_submit_flush_completions(ctx);
+}
+
+// Mirrors io_ring_ctx_free(), 6.16-6.18, run on the kworker: files
+// unregister (nodes -> node_cache up to its size, the rest freed), every
+// per-ring cache freed, cached requests kmem_cache_free'd, the cancel
+// table and the ctx freed.
+template <IoAllocator A>
+void io_ring_ctx_free(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
+  io_ring_exit_cancel(k, ctx, kworker);
+  if (ctx.files.registered) io_sqe_files_unregister(k, ctx, kworker);
+  io_free_alloc_caches(k, ctx, kworker);
+  io_req_caches_free(k, ctx, kworker);
+  k.mm.kvfree(ctx.cancel_hbs, kworker);
+  k.mm.kfree(ctx.ctx_mem, kworker);
+  ctx.cancel_hbs = ctx.ctx_mem = kNull;
+  ctx.live = false;
+  ev(k.mm, Event::ring_teardown);
+}
+
+}  // namespace simcache::iou

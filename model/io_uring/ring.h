@@ -1,0 +1,217 @@
+// IoUring<A>: one simulated kernel's io_uring, the public face of this
+// layer. Holds the allocator, the kernel profile, the policies, the global
+// kmem_caches and the rings (a flat vector indexed by RingId; ids are
+// never reused). Each operation names the kernel path it mirrors in the
+// header that implements it:
+//   ring_create / ring_exit       io_uring.h  (io_ring_ctx_alloc / _free)
+//   files_*                       rsrc.h      (io_sqe_files_*, FILES_UPDATE)
+//   fixed_fd_install              filetable.h (__io_fixed_fd_install)
+//   msg_ring_send_fd              msg_ring.h  (io_msg_send_fd)
+//   futex_*                       futex.h     (io_futex_wait/waitv/wake)
+//   io_uring_enter / enter_*      req.h       (request cache, flush)
+//
+// SQE operations called outside enter_begin()/enter_end() count as one
+// io_uring_enter() each and flush their completions at once. Results are
+// ints: >= 0 on success, a negative errno (allocator.h) on failure.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "model/io_uring/io_uring.h"
+#include "model/io_uring/msg_ring.h"
+
+namespace simcache::iou {
+
+template <IoAllocator A>
+class IoUring {
+ public:
+  // Mirrors io_uring_init(). `policy` must pass validate_policies() for
+  // `profile` (parse_policies() guarantees that).
+  IoUring(A& mm, const KernelProfile& profile, const PolicySet& policy)
+      : k_(mm, profile, policy) {}
+
+  // io_uring_setup(): returns the new RingId, or kENOMEM.
+  int ring_create(const Task& submitter, const RingParams& params = {}) {
+    IoRingCtx ctx;
+    ctx.submitter = submitter;
+    ctx.params = params;
+    if (ctx.params.cq_entries == 0) ctx.params.cq_entries = 2 * params.sq_entries;
+    if (io_ring_ctx_alloc(k_, ctx, submitter) != 0) return kENOMEM;
+    ev(k_.mm, Event::ring_create);
+    rings_.push_back(std::move(ctx));
+    return static_cast<int>(rings_.size() - 1);
+  }
+
+  // Last close of the ring: cancel, then io_ring_ctx_free() on `kworker`.
+  int ring_exit(RingId r, const Task& kworker) {
+    IoRingCtx* c = live(r);
+    if (c == nullptr) return kEBADF;
+    io_ring_ctx_free(k_, *c, kworker);
+    return 0;
+  }
+
+  // Tears down every live ring (end-of-run leak checks).
+  void exit_all(const Task& kworker) {
+    for (IoRingCtx& c : rings_)
+      if (c.live) io_ring_ctx_free(k_, c, kworker);
+  }
+
+  // One io_uring_enter(): the SQE operations between begin and end are its
+  // submissions; end flushes completions to the free list and reaps CQEs.
+  int enter_begin(RingId r) {
+    IoRingCtx* c = live(r);
+    if (c == nullptr) return kEBADF;
+    if (c->batch_depth++ == 0) ev(k_.mm, Event::io_uring_enter);
+    return 0;
+  }
+  int enter_end(RingId r) {
+    IoRingCtx* c = live(r);
+    if (c == nullptr || c->batch_depth == 0) return kEINVAL;
+    if (--c->batch_depth == 0) finish_enter(*c);
+    return 0;
+  }
+  // Convenience: one io_uring_enter() submitting `nr_nops` IORING_OP_NOPs.
+  // Returns the number submitted (fewer if the request cache ran dry).
+  int io_uring_enter(RingId r, uint32_t nr_nops) {
+    return sqe(r, [&](IoRingCtx& c) {
+      uint32_t i = 0;
+      for (; i < nr_nops; i++) {
+        const Ptr req = io_alloc_req(k_, c, c.submitter);
+        if (req == kNull) break;
+        ev(k_.mm, Event::sqe_submit);
+        io_post_cqe(k_, c);
+        io_req_complete_defer(c, req);
+      }
+      return i == 0 && nr_nops > 0 ? kEAGAIN : static_cast<int>(i);
+    });
+  }
+
+  // io_uring_register(IORING_REGISTER_FILES2, IORING_RSRC_REGISTER_SPARSE):
+  // `optin` is the registration flag the prefill-optin policy honours.
+  int files_register_sparse(RingId r, uint32_t nr, bool optin = false) {
+    return reg(r, [&](IoRingCtx& c) { return io_sqe_files_register(k_, c, nr, true, optin, c.submitter); });
+  }
+  // io_uring_register(IORING_REGISTER_FILES) with `nr` real files.
+  int files_register(RingId r, uint32_t nr) {
+    return reg(r, [&](IoRingCtx& c) { return io_sqe_files_register(k_, c, nr, false, false, c.submitter); });
+  }
+  int files_unregister(RingId r) {
+    return reg(r, [&](IoRingCtx& c) { return io_sqe_files_unregister(k_, c, c.submitter); });
+  }
+  // IORING_REGISTER_FILES_UPDATE with fd -1 for [offset, offset+count).
+  int files_update_remove(RingId r, uint32_t offset, uint32_t count) {
+    return reg(r, [&](IoRingCtx& c) { return io_files_update_remove(k_, c, offset, count, c.submitter); });
+  }
+  // IORING_REGISTER_FILES_UPDATE with a real fd for [offset, offset+count).
+  int files_update_set(RingId r, uint32_t offset, uint32_t count) {
+    return reg(r, [&](IoRingCtx& c) { return io_files_update_set(k_, c, offset, count, c.submitter); });
+  }
+
+  // __io_fixed_fd_install() alone (a direct-descriptor install with a file
+  // the caller already holds), on the ring's submitter. `slot` is 0-based
+  // or IORING_FILE_INDEX_ALLOC. No request is accounted.
+  int fixed_fd_install(RingId r, uint32_t slot) {
+    IoRingCtx* c = live(r);
+    if (c == nullptr) return kEBADF;
+    ev(k_.mm, Event::fget);
+    const int ret = io_fixed_fd_install_locked(k_, *c, slot, c->submitter);
+    if (ret < 0) ev(k_.mm, Event::fput);
+    return ret;
+  }
+
+  // IORING_OP_MSG_RING / IORING_MSG_SEND_FD on `src`: send src's fixed
+  // file `src_slot` into `dst` at `dst_slot` (0-based, or
+  // IORING_FILE_INDEX_ALLOC). `defer_taskrun`: the target has
+  // task_complete, so the install runs on the target's submitter task.
+  int msg_ring_send_fd(RingId src, RingId dst, uint32_t src_slot, uint32_t dst_slot,
+                       bool defer_taskrun = false) {
+    IoRingCtx* d = (dst >= 0 && static_cast<size_t>(dst) < rings_.size())
+                       ? &rings_[static_cast<size_t>(dst)] : nullptr;
+    return sqe(src, [&](IoRingCtx& c) {
+      return io_msg_send_fd(k_, c, d, src_slot, dst_slot, defer_taskrun);
+    });
+  }
+
+  // IORING_OP_FUTEX_WAIT: 0 = armed, kEAGAIN = arm failed (word changed).
+  int futex_wait(RingId r, bool word_matches) {
+    return sqe(r, [&](IoRingCtx& c) { return io_futex_wait(k_, c, word_matches); });
+  }
+  // IORING_OP_FUTEX_WAITV with `nr` entries: 0 = armed.
+  int futex_waitv(RingId r, uint32_t nr, bool words_match = true) {
+    return sqe(r, [&](IoRingCtx& c) { return io_futex_waitv(k_, c, nr, words_match); });
+  }
+  // IORING_OP_FUTEX_WAKE waking up to `n` armed waiters (WAIT or WAITV) of
+  // the ring, oldest first. Returns the number woken.
+  int futex_wake(RingId r, uint32_t n) {
+    return sqe(r, [&](IoRingCtx& c) { return io_futex_wake(k_, c, n); });
+  }
+  // IORING_OP_POLL_ADD on a file that never becomes ready: the request
+  // stays armed until ring exit cancels it.
+  int poll_add(RingId r) {
+    return sqe(r, [&](IoRingCtx& c) {
+      const Ptr req = io_alloc_req(k_, c, c.submitter);
+      if (req == kNull) return kEAGAIN;
+      ev(k_.mm, Event::sqe_submit);
+      ev(k_.mm, Event::poll_add);
+      c.poll_list.push_back(req);
+      return 0;
+    });
+  }
+
+  // The application consumes every CQE posted to ring `r` (no syscall).
+  // Returns how many it reaped.
+  uint64_t reap_cq(RingId r) {
+    IoRingCtx* c = live(r);
+    if (c == nullptr) return 0;
+    const uint64_t n = c->cq_pending;
+    ev(k_.mm, Event::cqe_reap, n);
+    c->cq_pending = 0;
+    return n;
+  }
+
+  // Introspection.
+  const IoRingCtx& ring(RingId r) const { return rings_.at(static_cast<size_t>(r)); }
+  size_t nr_rings() const { return rings_.size(); }
+  const KernelProfile& profile() const { return k_.profile; }
+  const PolicySet& policy() const { return k_.policy; }
+  CacheId req_cachep() const { return k_.req_cachep; }
+  CacheId rsrc_node_cachep() const { return k_.rsrc_node_cachep; }
+  A& mm() { return k_.mm; }
+
+ private:
+  IoRingCtx* live(RingId r) {
+    if (r < 0 || static_cast<size_t>(r) >= rings_.size()) return nullptr;
+    IoRingCtx& c = rings_[static_cast<size_t>(r)];
+    return c.live ? &c : nullptr;
+  }
+  void finish_enter(IoRingCtx& c) {
+    io_submit_flush_completions(c);
+    ev(k_.mm, Event::cqe_reap, c.cq_pending);
+    c.cq_pending = 0;
+  }
+  // An SQE-driven operation: its own io_uring_enter() unless inside one.
+  template <class F>
+  int sqe(RingId r, F&& f) {
+    IoRingCtx* c = live(r);
+    if (c == nullptr) return kEBADF;
+    const bool implicit = c->batch_depth == 0;
+    if (implicit) ev(k_.mm, Event::io_uring_enter);
+    const int ret = f(*c);
+    if (implicit) finish_enter(*c);
+    return ret;
+  }
+  // An io_uring_register() operation (runs under uring_lock, no request).
+  template <class F>
+  int reg(RingId r, F&& f) {
+    IoRingCtx* c = live(r);
+    if (c == nullptr) return kEBADF;
+    ev(k_.mm, Event::io_uring_register);
+    return f(*c);
+  }
+
+  IoKernel<A> k_;
+  std::vector<IoRingCtx> rings_;
+};
+
+}  // namespace simcache::iou

@@ -1,0 +1,268 @@
+// rsrc nodes and fixed-file registration (io_uring/rsrc.c): node
+// allocation through ctx->node_cache, node free back to it, register
+// (sparse or not), unregister, FILES_UPDATE, and the seed 004 hooks that
+// run at sparse registration (prefill, slab-prime).
+//
+// Node references: the model issues no request that holds a fixed-file
+// node beyond its own step, so the table's reference is the only one and
+// io_put_rsrc_node() always frees (documented in docs/model-io_uring.md).
+// Tags are never set, so no tag CQE is posted on free.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "model/io_uring/filetable.h"
+
+namespace simcache::iou {
+
+// Mirrors io_rsrc_node_alloc(): 6.15+ io_cache_alloc(&ctx->node_cache,
+// GFP_KERNEL) (kmalloc(24) from kmalloc-32 on a miss, or the RFC's slab);
+// 6.13/6.14 kzalloc(32, GFP_KERNEL) with no cache.
+template <IoAllocator A>
+Ptr io_rsrc_node_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  ev(k.mm, Event::io_rsrc_node_alloc);
+  Ptr node;
+  if (!k.profile.has_node_cache) {
+    const gfp_t gfp = k.profile.node_kzalloc ? GFP_KERNEL | __GFP_ZERO : GFP_KERNEL;
+    node = k.mm.kmalloc(k.profile.rsrc_node_size, gfp, at_site(t, kSiteNodeKzalloc));
+  } else {
+    node = io_alloc_cache_get(k.mm, ctx.node_cache, t);
+    if (node != kNull)
+      ev(k.mm, Event::node_cache_hit);
+    else
+      node = io_cache_alloc_new(k.mm, ctx.node_cache, GFP_KERNEL, t);
+  }
+  // type, refs, tag and file_ptr are written: a poisoned object is caught.
+  if (node != kNull) k.mm.kasan_check_access(node, "io_rsrc_node_alloc");
+  return node;
+}
+
+// Mirrors io_free_rsrc_node() reached from io_put_rsrc_node() when the
+// last reference drops: fput the file, then io_cache_free(&node_cache)
+// (6.15+) or kfree (6.13/6.14).
+template <IoAllocator A>
+void io_free_rsrc_node(IoKernel<A>& k, IoRingCtx& ctx, Ptr node, const Task& t) {
+  ev(k.mm, Event::io_free_rsrc_node);
+  ev(k.mm, Event::fput);
+  if (!k.profile.has_node_cache) {
+    k.mm.kfree(node, t);
+    ev(k.mm, Event::node_slab_free);
+    return;
+  }
+  switch (io_alloc_cache_put_r(k.mm, ctx.node_cache, node, t)) {
+    case PutResult::kept:
+      ev(k.mm, Event::node_cache_put);
+      break;
+    case PutResult::full:
+      io_cache_destroy_obj(k.mm, ctx.node_cache, node, t);
+      ev(k.mm, Event::node_slab_free);
+      break;
+    case PutResult::refused:
+      break;  // KASAN reported it; see io_cache_free()
+  }
+}
+
+// Mirrors io_reset_rsrc_node(): put the slot's node (or, before 6.13,
+// drop the slot's file) and empty the slot. Returns whether the slot was
+// in use. The caller owns the bitmap bit.
+template <IoAllocator A>
+bool io_reset_rsrc_node(IoKernel<A>& k, IoRingCtx& ctx, uint32_t idx, const Task& t) {
+  IoFileTable& ft = ctx.files;
+  if (!ft.test_bit(idx)) return false;
+  const Ptr node = ft.nodes[idx];
+  ft.nodes[idx] = kNull;
+  if (node != kNull)
+    io_free_rsrc_node(k, ctx, node, t);
+  else
+    ev(k.mm, Event::fput);
+  return true;
+}
+
+// The seeded bugs (PolicySet::debug_bug) on the FILES_UPDATE removal path;
+// they exist only so tests can show the model's KASAN catches them.
+template <IoAllocator A>
+bool io_reset_rsrc_node_seeded_bug(IoKernel<A>& k, IoRingCtx& ctx, uint32_t idx,
+                                   const Task& t) {
+  IoFileTable& ft = ctx.files;
+  const Ptr node = ft.test_bit(idx) ? ft.nodes[idx] : kNull;
+  switch (k.policy.debug_bug) {
+    case DebugBug::leak_node:
+      if (!ft.test_bit(idx)) return false;
+      ft.nodes[idx] = kNull;  // forgotten: never put
+      return true;
+    case DebugBug::double_put_node: {
+      const bool was = io_reset_rsrc_node(k, ctx, idx, t);
+      if (node != kNull) io_free_rsrc_node(k, ctx, node, t);
+      return was;
+    }
+    case DebugBug::use_after_put_node: {
+      const bool was = io_reset_rsrc_node(k, ctx, idx, t);
+      if (node != kNull) k.mm.kasan_check_access(node, "io_rsrc_node (seeded use-after-put)");
+      return was;
+    }
+    case DebugBug::none:
+      break;
+  }
+  return io_reset_rsrc_node(k, ctx, idx, t);
+}
+
+// Seed 004 diagnostic "slab primed, 0 new pages" (policy slab-prime). The
+// model's reading: with M = min(nr, prefill_max) and P = objs_per_slab of
+// the cache node misses come from, allocate ceil(M/P)*P objects one at a
+// time exactly as a miss would (same cache, gfp and call site), keep every
+// P-th one (positions 0, P, 2P, ...) as an anchor so its slab page cannot
+// be discarded, and free the others in reverse order. Anchors are freed
+// at unregister. Best effort: an allocation failure stops the priming.
+template <IoAllocator A>
+void io_rsrc_slab_prime(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, const Task& t) {
+  const IoAllocCache& nc = ctx.node_cache;
+  const bool slab = k.profile.has_node_cache && nc.slab != kNoCache;
+  const uint32_t size = k.profile.has_node_cache ? nc.elem_size : k.profile.rsrc_node_size;
+  const gfp_t gfp = (!k.profile.has_node_cache && k.profile.node_kzalloc)
+                        ? GFP_KERNEL | __GFP_ZERO : GFP_KERNEL;
+  const Task site = at_site(t, k.profile.has_node_cache ? kSiteIoCacheAllocNew
+                                                        : kSiteNodeKzalloc);
+  const CacheId c = slab ? nc.slab : k.mm.kmalloc_cache(size, gfp, site.site);
+  const uint32_t per = k.mm.info(c).objs_per_slab;
+  if (per == 0) return;
+  const uint32_t want = std::min(nr, k.policy.prefill_max);
+  const uint32_t total = (want + per - 1) / per * per;
+  std::vector<Ptr> objs;  // registration time, not a hot path
+  objs.reserve(total);
+  for (uint32_t i = 0; i < total; i++) {
+    const Ptr p = slab ? k.mm.kmem_cache_alloc(c, gfp, site) : k.mm.kmalloc(size, gfp, site);
+    if (p == kNull) break;
+    objs.push_back(p);
+  }
+  ev(k.mm, Event::slab_prime_alloc, objs.size());
+  for (size_t i = objs.size(); i-- > 0;) {
+    if (i % per == 0) {
+      ctx.files.anchors.push_back(objs[i]);
+    } else if (slab) {
+      k.mm.kmem_cache_free(c, objs[i], t);
+    } else {
+      k.mm.kfree(objs[i], t);
+    }
+  }
+  ev(k.mm, Event::slab_prime_anchor, ctx.files.anchors.size());
+}
+
+// Frees the slab-prime anchors (at unregister).
+template <IoAllocator A>
+void io_rsrc_free_anchors(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  const CacheId slab = k.profile.has_node_cache ? ctx.node_cache.slab : kNoCache;
+  for (Ptr p : ctx.files.anchors) {
+    if (slab != kNoCache)
+      k.mm.kmem_cache_free(slab, p, t);
+    else
+      k.mm.kfree(p, t);
+  }
+  ctx.files.anchors.clear();
+}
+
+// The seed 004 hooks of a sparse registration: slab-prime, then prefill
+// (patch 3/3: `if (!fds) io_alloc_cache_prefill(&ctx->node_cache, nr)`).
+template <IoAllocator A>
+void io_rsrc_sparse_register_hooks(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr,
+                                   bool optin, const Task& t) {
+  if (k.policy.slab_prime) io_rsrc_slab_prime(k, ctx, nr, t);
+  const bool prefill = k.policy.prefill == Prefill::always ||
+                       (k.policy.prefill == Prefill::optin && optin);
+  if (prefill && k.profile.has_node_cache)
+    io_alloc_cache_prefill(k.mm, ctx.node_cache, nr, k.policy.prefill_max, t);
+}
+
+// Mirrors io_sqe_files_unregister() / io_rsrc_data_free(), 6.16+: put
+// every node from the top index down (each may land in node_cache), free
+// the table arrays, reset the allocation range.
+template <IoAllocator A>
+int io_sqe_files_unregister(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  IoFileTable& ft = ctx.files;
+  if (!ft.registered) return kENXIO;
+  for (uint32_t i = ft.nr; i-- > 0;) io_reset_rsrc_node(k, ctx, i, t);
+  io_free_file_tables(k, ctx, t);
+  io_rsrc_free_anchors(k, ctx, t);
+  io_file_table_set_alloc_range(ft, 0, 0);
+  ev(k.mm, Event::io_sqe_files_unregister);
+  return 0;
+}
+
+// Mirrors io_sqe_files_register(), 6.16+. Sparse (IORING_RSRC_REGISTER_SPARSE):
+// no node per slot, then the seed 004 hooks. Otherwise one fget and one
+// node per slot; a failed node allocation unregisters what was built.
+template <IoAllocator A>
+int io_sqe_files_register(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, bool sparse,
+                          bool optin, const Task& t) {
+  IoFileTable& ft = ctx.files;
+  if (ft.registered) return kEBUSY;
+  if (nr == 0) return kEINVAL;
+  if (nr > IORING_MAX_FIXED_FILES) return kEMFILE;
+  if (!io_alloc_file_tables(k, ctx, nr, t)) return kENOMEM;
+  ev(k.mm, Event::io_sqe_files_register);
+  if (sparse) io_rsrc_sparse_register_hooks(k, ctx, nr, optin, t);
+  for (uint32_t i = 0; !sparse && i < nr; i++) {
+    ev(k.mm, Event::fget);
+    if (k.profile.install_allocates_node) {
+      const Ptr node = io_rsrc_node_alloc(k, ctx, t);
+      if (node == kNull) {
+        ev(k.mm, Event::fput);
+        io_sqe_files_unregister(k, ctx, t);
+        return kENOMEM;
+      }
+      ft.nodes[i] = node;
+    }
+    io_file_bitmap_set(ft, i);
+  }
+  io_file_table_set_alloc_range(ft, 0, nr);
+  return 0;
+}
+
+// Mirrors __io_sqe_files_update() with every fd = -1 (FILES_UPDATE
+// removal): reset each slot of [offset, offset+count) and clear its bit.
+template <IoAllocator A>
+int io_files_update_remove(IoKernel<A>& k, IoRingCtx& ctx, uint32_t offset,
+                           uint32_t count, const Task& t) {
+  IoFileTable& ft = ctx.files;
+  if (!ft.registered) return kENXIO;
+  if (count == 0 || uint64_t{offset} + count > ft.nr) return kEINVAL;
+  for (uint32_t i = offset; i < offset + count; i++) {
+    ev(k.mm, Event::files_update_entry);
+    const bool was = k.policy.debug_bug == DebugBug::none
+                         ? io_reset_rsrc_node(k, ctx, i, t)
+                         : io_reset_rsrc_node_seeded_bug(k, ctx, i, t);
+    if (was) io_file_bitmap_clear(ft, i);
+  }
+  return static_cast<int>(count);
+}
+
+// Mirrors __io_sqe_files_update() with a real fd per entry: reset the slot
+// FIRST, then fget and allocate a node (the opposite order to install).
+// Returns the number done, or the error if none was.
+template <IoAllocator A>
+int io_files_update_set(IoKernel<A>& k, IoRingCtx& ctx, uint32_t offset,
+                        uint32_t count, const Task& t) {
+  IoFileTable& ft = ctx.files;
+  if (!ft.registered) return kENXIO;
+  if (count == 0 || uint64_t{offset} + count > ft.nr) return kEINVAL;
+  uint32_t done = 0;
+  for (; done < count; done++) {
+    const uint32_t i = offset + done;
+    ev(k.mm, Event::files_update_entry);
+    if (io_reset_rsrc_node(k, ctx, i, t)) io_file_bitmap_clear(ft, i);
+    ev(k.mm, Event::fget);
+    Ptr node = kNull;
+    if (k.profile.install_allocates_node) {
+      node = io_rsrc_node_alloc(k, ctx, t);
+      if (node == kNull) {
+        ev(k.mm, Event::fput);
+        break;
+      }
+    }
+    ft.nodes[i] = node;
+    io_file_bitmap_set(ft, i);
+  }
+  return done ? static_cast<int>(done) : kENOMEM;
+}
+
+}  // namespace simcache::iou

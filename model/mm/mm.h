@@ -1,0 +1,179 @@
+// The mm model's facade: the slab API (kmalloc, kmem_cache_*, bulk,
+// kvmalloc) over SLUB (v6.18 or v7.x), the page allocator and memcg.
+// Every call names the CPU and task it runs for (Task), so remote frees,
+// per-CPU caches and memcg stocks behave as in the kernel.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/counters.h"
+#include "model/mm/fault.h"
+#include "model/mm/memcg.h"
+#include "model/types.h"
+
+namespace simcache {
+
+struct MmConfig {
+  SlubGen gen = SlubGen::v6_18;
+  // num_present_cpus() at boot: drives calculate_order(). The seeds'
+  // i7-12700KF has 8 P-cores with SMT + 4 E-cores = 20 CPUs.
+  uint16_t nr_cpus = 20;
+  uint8_t nr_nodes = 1;
+  bool random_kmalloc_caches = false;  // CONFIG_RANDOM_KMALLOC_CACHES
+  uint64_t random_kmalloc_seed = 0;    // random_kmalloc_seed (per boot)
+  bool slab_nomerge = false;           // boot parameter
+  bool hardened_usercopy = false;      // kmalloc caches get usersize
+  bool preempt_rt = false;             // PREEMPT_RT: no lockless fast path (6.18)
+  bool memcg_batch_charge = false;     // seed 002's batched post-alloc hook
+  bool track_history = true;           // KASAN-style per-object history
+  MemcgConfig memcg;
+};
+
+enum class ObjState : uint8_t {
+  kFree = 0,        // on a slab freelist
+  kCpuFreelist,     // 6.18: on a kmem_cache_cpu lockless freelist
+  kInSheaf,         // 7.x: in a per-CPU or barn sheaf
+  kAllocated,       // owned by a caller
+  kMempool,         // allocated but parked in a caller's cache (poisoned)
+};
+std::string_view obj_state_name(ObjState s);
+
+struct KasanReport {
+  std::string kind;     // "double-free", "invalid-free", "wrong-cache-free",
+                        // "use-after-put", "leak", "memcg-imbalance"
+  Ptr ptr = kNull;
+  std::string cache;
+  std::string detail;   // the object's history in kernel-report style
+};
+
+// The /sys/kernel/slab/<cache>/ files that are not stat items.
+struct CacheInfo {
+  std::string name;
+  std::vector<std::string> aliases;  // names merged into this cache
+  uint32_t object_size = 0, slab_size = 0, align = 0;
+  uint32_t order = 0, objs_per_slab = 0, min_partial = 0;
+  uint32_t cpu_partial = 0, cpu_partial_slabs = 0, sheaf_capacity = 0;
+  slab_flags_t flags = 0;
+  uint64_t slabs = 0, partial = 0, objects = 0, total_objects = 0;
+  uint64_t objects_partial = 0;     // free objects on node partial slabs
+  uint64_t live_objects = 0;        // allocated or parked in a mempool
+  uint64_t cached_objects = 0;      // in per-CPU freelists, CPU slabs or sheaves
+  uint64_t bytes = 0;               // PAGE_SIZE << order per slab
+};
+
+class Slub;  // model/mm/slub.h: the allocator proper
+class PageAllocator;
+
+// ZERO_SIZE_PTR: what kmalloc(0) returns; kfree() ignores it.
+inline constexpr Ptr kZeroSizePtr = 0x10;
+
+class Mm {
+ public:
+  explicit Mm(const MmConfig& cfg);
+  ~Mm();
+  Mm(const Mm&) = delete;
+  Mm& operator=(const Mm&) = delete;
+
+  const MmConfig& config() const { return cfg_; }
+
+  // kmem_cache_create(): may return an existing cache it merged with.
+  CacheId kmem_cache_create(std::string_view name, uint32_t size,
+                            uint32_t align, slab_flags_t flags,
+                            uint32_t sheaf_capacity = 0);
+  // The kmalloc cache kmalloc(size, gfp) from `site` would use
+  // (kNoCache above KMALLOC_MAX_CACHE_SIZE).
+  CacheId kmalloc_cache(uint32_t size, gfp_t gfp, SiteId site) const {
+    // kmalloc_slab() fast path: plain or __GFP_ACCOUNT-only, no random copies.
+    if (size - 1 < 8192u && !cfg_.random_kmalloc_caches &&
+        !(gfp & (__GFP_RECLAIMABLE | __GFP_DMA)))
+      return ((gfp & __GFP_ACCOUNT) ? by_size_cg_ : by_size_normal_)[(size - 1) / 8];
+    return kmalloc_cache_slow(size, gfp, site);
+  }
+
+  Ptr kmalloc(uint32_t size, gfp_t gfp, const Task& t);
+  void kfree(Ptr p, const Task& t);
+  Ptr kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t);
+  void kmem_cache_free(CacheId s, Ptr p, const Task& t);
+  // All-or-nothing: returns n or 0.
+  int kmem_cache_alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
+  void kmem_cache_free_bulk(CacheId s, int n, Ptr* p, const Task& t);
+  Ptr kvmalloc(uint64_t size, gfp_t gfp, const Task& t);
+  void kvfree(Ptr p, const Task& t);
+
+  // Size the object's cache hands out (ksize()); 0 for an invalid pointer.
+  uint32_t ksize(Ptr p) const;
+  CacheId cache_of(Ptr p) const;
+
+  // kasan_mempool_poison_object()/unpoison: a caller parks an allocated
+  // object in its own cache. Poison returns false (and reports) if the
+  // object is not allocated.
+  bool kasan_mempool_poison_object(Ptr p, const Task& t);
+  void kasan_mempool_unpoison_object(Ptr p, const Task& t);
+  // A model access to an object: reports use-after-free / use-after-put.
+  void kasan_check_access(Ptr p, std::string_view who);
+  ObjState obj_state(Ptr p) const;
+
+  // Flushes per-CPU slabs/sheaves and barns, as kmem_cache_shrink() on
+  // every cache, so only live objects keep slabs.
+  void shrink_all();
+
+  Counters& events() { return events_; }
+  const Counters& events() const { return events_; }
+  uint64_t stat(CacheId s, SlubStat item) const;              // all CPUs
+  uint64_t stat_cpu(CacheId s, SlubStat item, CpuId cpu) const;
+  CacheInfo info(CacheId s) const;
+  std::vector<CacheId> caches() const;  // every cache created so far
+  CacheId find_cache(std::string_view name) const;  // by name or alias
+  uint64_t slab_bytes_total() const;    // NR_SLAB_UNRECLAIMABLE_B + _RECLAIMABLE_B
+  uint64_t large_bytes_total() const;   // large kmalloc + vmalloc bytes live
+
+  FaultInjector& faults() { return faults_; }
+  Memcg& memcg() { return *memcg_; }
+  const Memcg& memcg() const { return *memcg_; }
+
+  const std::vector<KasanReport>& kasan_reports() const;
+  // End-of-run check: every live object is a leak; memcg balance is
+  // checked after draining stocks. Appends to kasan_reports(); returns the
+  // number of new reports.
+  size_t check_leaks();
+
+  Slub& slub() { return *slub_; }
+  const Slub& slub() const { return *slub_; }
+  PageAllocator& pages() { return *pages_; }
+
+ private:
+  struct Large {  // a large kmalloc or a vmalloc area
+    uint64_t bytes = 0;
+    uint32_t page = 0, order = 0, nr_pages = 0;
+    MemcgId memcg = kRootMemcg;
+    bool live = false, vmalloc = false, mempool = false;
+    SiteId site = 0;
+    std::vector<uint32_t> vpages;  // vmalloc: one order-0 page each
+  };
+  CacheId kmalloc_cache_slow(uint32_t size, gfp_t gfp, SiteId site) const;
+  Ptr alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc);
+  void free_large(Ptr p, const Task& t, bool via_kvfree);
+  Large* large(Ptr p);
+  const Large* large(Ptr p) const;
+
+  MmConfig cfg_;
+  Counters events_;
+  FaultInjector faults_;
+  std::unique_ptr<PageAllocator> pages_;
+  std::unique_ptr<Memcg> memcg_;
+  std::unique_ptr<Slub> slub_;
+  // kmalloc_caches[type][index], created at boot (create_kmalloc_caches).
+  std::vector<std::vector<CacheId>> kmalloc_caches_;
+  // kmalloc_slab() fast path: by (size - 1) / 8 for the plain and the
+  // __GFP_ACCOUNT-only cases (no random copies).
+  std::vector<CacheId> by_size_normal_, by_size_cg_;
+  std::vector<Large> large_;
+  std::vector<uint32_t> free_large_ids_;
+  uint64_t large_bytes_ = 0;
+};
+
+}  // namespace simcache

@@ -1,0 +1,64 @@
+// Calibration: simulate every mapped measurement, build the design matrix
+// (per-op event counts priced by each parameter), decide which parameters
+// the rows pin down, fit those with non-negative least squares on the
+// relative error, and write a profile. docs/calibration.md has the method.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "sim/cost/cost.h"
+#include "sim/calibrate/measure.h"
+
+namespace simcache::sim {
+
+using PerOpCounts = std::array<double, kNumEvents>;
+
+// Simulates each distinct (scenario, parameters, kernel) once with all
+// the policies its rows need; `per_op[i]` is row i's timed counts divided
+// by its timed operations.
+bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<PerOpCounts>* per_op,
+                   std::string* error);
+
+// ns per op that `m` predicts from per-op counts.
+double predict_ns(const CostModel& m, const PerOpCounts& c);
+
+enum class PinStatus { pinned, no_data, collinear, weak };
+
+struct ParamFit {
+  PinStatus status = PinStatus::no_data;
+  std::string reason;             // why it is not pinned (empty if pinned)
+  double fitted = 0;              // NNLS value when it was last free
+  double stderr_ns = -1;          // standard error under the fit's noise, if free
+  std::vector<std::string> rows;  // ids of the rows that count its events
+};
+
+struct FitReport {
+  CostModel model;                // the fitted profile
+  std::vector<ParamFit> params;   // same order as model.params
+  std::vector<double> predicted;  // ns per op, per row
+  double rms_rel = 0, max_rel = 0;
+  size_t max_row = 0;
+  bool converged = true;
+};
+
+// Fits the parameters of `structure` (names, events, priors) to `rows`.
+// The model's name is `name`; its noise model is derived from the rows.
+FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
+                      const std::vector<MappedRow>& rows, const std::vector<PerOpCounts>& per_op,
+                      const std::string& name);
+
+// Per-round CV and drift per workload shape, from the rows' notes ("max
+// group CV x%", "max role drift y%") and repeated base rows (A/B/A).
+NoiseModel derive_noise(const std::vector<MappedRow>& rows, const FitSettings& fit);
+
+// The calibrate command's report: residual per row, then every parameter
+// with its status.
+std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
+                       const std::string& measurements, const Mapping& m);
+
+// Short description of a row's simulation: "sparse-fill slots=4096 ...".
+std::string describe_sim(const MappedRow& r, const FitSettings& fit);
+
+}  // namespace simcache::sim

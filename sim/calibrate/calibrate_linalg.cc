@@ -1,0 +1,179 @@
+#include "sim/calibrate/calibrate_linalg.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace simcache::sim {
+namespace {
+
+// Householder QR of A (m x n, m >= n not required): R in the upper
+// triangle of `qr`, the reflectors applied to `b` as they are built.
+// Column j is treated as dependent (skipped) when its remaining norm is
+// below tol x its original norm.
+struct Qr {
+  Matrix r;
+  std::vector<double> qtb;
+  std::vector<bool> dependent;
+};
+
+Qr householder(const Matrix& A, const std::vector<double>& b) {
+  Qr q{A, b, std::vector<bool>(A.cols, false)};
+  Matrix& r = q.r;
+  size_t k = 0;  // next pivot row
+  for (size_t j = 0; j < A.cols; ++j) {
+    double orig = 0, rest = 0;
+    for (size_t i = 0; i < A.rows; ++i) orig += A(i, j) * A(i, j);
+    for (size_t i = k; i < A.rows; ++i) rest += r(i, j) * r(i, j);
+    if (k >= A.rows || rest <= 1e-24 * std::max(orig, 1e-300) || orig == 0) {
+      q.dependent[j] = true;
+      continue;
+    }
+    const double alpha = r(k, j) > 0 ? -std::sqrt(rest) : std::sqrt(rest);
+    std::vector<double> v(A.rows, 0.0);
+    for (size_t i = k; i < A.rows; ++i) v[i] = r(i, j);
+    v[k] -= alpha;
+    const double vv = norm(v);
+    if (vv == 0) {
+      q.dependent[j] = true;
+      continue;
+    }
+    for (double& x : v) x /= vv;
+    for (size_t c = j; c < A.cols; ++c) {
+      double d = 0;
+      for (size_t i = k; i < A.rows; ++i) d += v[i] * r(i, c);
+      for (size_t i = k; i < A.rows; ++i) r(i, c) -= 2 * d * v[i];
+    }
+    double d = 0;
+    for (size_t i = k; i < A.rows; ++i) d += v[i] * q.qtb[i];
+    for (size_t i = k; i < A.rows; ++i) q.qtb[i] -= 2 * d * v[i];
+    ++k;
+  }
+  return q;
+}
+
+// The pivot row of each independent column, in order.
+std::vector<size_t> pivots(const Qr& q, std::vector<size_t>* cols) {
+  std::vector<size_t> rows;
+  for (size_t j = 0, k = 0; j < q.dependent.size(); ++j) {
+    if (q.dependent[j]) continue;
+    rows.push_back(k++);
+    cols->push_back(j);
+  }
+  return rows;
+}
+
+}  // namespace
+
+Matrix Matrix::columns(const std::vector<size_t>& idx) const {
+  Matrix m(rows, idx.size());
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < idx.size(); ++j) m(i, j) = (*this)(i, idx[j]);
+  return m;
+}
+
+double norm(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x * x;
+  return std::sqrt(s);
+}
+
+size_t least_squares(const Matrix& A, const std::vector<double>& b, std::vector<double>* x) {
+  const Qr q = householder(A, b);
+  std::vector<size_t> cols;
+  const std::vector<size_t> rows = pivots(q, &cols);
+  x->assign(A.cols, 0.0);
+  for (size_t t = rows.size(); t-- > 0;) {
+    double s = q.qtb[rows[t]];
+    for (size_t u = t + 1; u < rows.size(); ++u) s -= q.r(rows[t], cols[u]) * (*x)[cols[u]];
+    (*x)[cols[t]] = s / q.r(rows[t], cols[t]);
+  }
+  return rows.size();
+}
+
+bool inverse_gram_diagonal(const Matrix& A, std::vector<double>* d) {
+  const Qr q = householder(A, std::vector<double>(A.rows, 0.0));
+  std::vector<size_t> cols;
+  const std::vector<size_t> rows = pivots(q, &cols);
+  const size_t n = A.cols;
+  if (rows.size() != n) return false;
+  // (A^T A)^-1 = R^-1 R^-T: diag = squared row norms of R^-1.
+  Matrix rinv(n, n);
+  for (size_t c = 0; c < n; ++c) {
+    for (size_t t = c + 1; t-- > 0;) {
+      double s = t == c ? 1.0 : 0.0;
+      for (size_t u = t + 1; u <= c; ++u) s -= q.r(rows[t], u) * rinv(u, c);
+      rinv(t, c) = s / q.r(rows[t], t);
+    }
+  }
+  d->assign(n, 0.0);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t c = 0; c < n; ++c) (*d)[i] += rinv(i, c) * rinv(i, c);
+  return true;
+}
+
+bool nnls(const Matrix& A, const std::vector<double>& b, std::vector<double>* xout) {
+  const size_t n = A.cols;
+  std::vector<double> x(n, 0.0);
+  std::vector<bool> passive(n, false);
+  auto gradient = [&] {
+    std::vector<double> r(b);
+    for (size_t i = 0; i < A.rows; ++i)
+      for (size_t j = 0; j < n; ++j) r[i] -= A(i, j) * x[j];
+    std::vector<double> w(n, 0.0);
+    for (size_t j = 0; j < n; ++j)
+      for (size_t i = 0; i < A.rows; ++i) w[j] += A(i, j) * r[i];
+    return w;
+  };
+  double scale = 0;
+  for (double v : A.a) scale = std::max(scale, std::fabs(v));
+  for (double v : b) scale = std::max(scale, std::fabs(v));
+  const double tol = 1e-12 * std::max(scale * scale, 1e-300) * static_cast<double>(A.rows + n);
+  bool converged = false;
+  for (size_t outer = 0; outer < 3 * n + 3; ++outer) {
+    const std::vector<double> w = gradient();
+    size_t t = n;
+    for (size_t j = 0; j < n; ++j)
+      if (!passive[j] && w[j] > tol && (t == n || w[j] > w[t])) t = j;
+    if (t == n) {
+      converged = true;
+      break;
+    }
+    passive[t] = true;
+    for (size_t inner = 0; inner <= n; ++inner) {
+      std::vector<size_t> p;
+      for (size_t j = 0; j < n; ++j)
+        if (passive[j]) p.push_back(j);
+      std::vector<double> z;
+      least_squares(A.columns(p), b, &z);
+      bool feasible = true;
+      for (double v : z) feasible &= v > 0;
+      if (feasible) {
+        std::fill(x.begin(), x.end(), 0.0);
+        for (size_t k = 0; k < p.size(); ++k) x[p[k]] = z[k];
+        break;
+      }
+      double alpha = 1;
+      for (size_t k = 0; k < p.size(); ++k)
+        if (z[k] <= 0) alpha = std::min(alpha, x[p[k]] / (x[p[k]] - z[k]));
+      for (size_t k = 0; k < p.size(); ++k) x[p[k]] += alpha * (z[k] - x[p[k]]);
+      for (size_t k = 0; k < p.size(); ++k)
+        if (x[p[k]] <= 1e-15 * std::max(1.0, std::fabs(z[k]))) x[p[k]] = 0, passive[p[k]] = false;
+    }
+  }
+  *xout = x;
+  return converged;
+}
+
+std::vector<double> orthogonal_part(const std::vector<std::vector<double>>& basis,
+                                    std::vector<double> v) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const std::vector<double>& q : basis) {
+      double d = 0;
+      for (size_t i = 0; i < v.size(); ++i) d += q[i] * v[i];
+      for (size_t i = 0; i < v.size(); ++i) v[i] -= d * q[i];
+    }
+  }
+  return v;
+}
+
+}  // namespace simcache::sim

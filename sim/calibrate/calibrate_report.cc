@@ -1,0 +1,147 @@
+// The calibrate command's text, and the noise model derived from the rows.
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "sim/calibrate/calibrate.h"
+#include <fmt/format.h>
+
+namespace simcache::sim {
+namespace {
+
+double note_percent(const std::string& note, const std::regex& re) {
+  std::smatch m;
+  if (!std::regex_search(note, m, re)) return -1;
+  return std::stod(m[1].str()) / 100.0;
+}
+
+std::string params_text(const Params& p) {
+  std::string s;
+  for (const auto& [k, v] : p) s += fmt::format(" {}={}", k, v);
+  return s;
+}
+
+const char* status_text(PinStatus s) {
+  switch (s) {
+    case PinStatus::pinned:
+      return "pinned";
+    case PinStatus::no_data:
+      return "NOT PINNED";
+    case PinStatus::collinear:
+      return "NOT PINNED";
+    case PinStatus::weak:
+      return "NOT PINNED";
+  }
+  return "";
+}
+
+struct NoiseGroup {
+  NoiseEntry e;
+  std::vector<std::string> ids;
+  double cv = -1, note_drift = -1, pair_drift = -1;
+  std::vector<std::string> pair_ids;
+};
+
+}  // namespace
+
+std::string describe_sim(const MappedRow& r, const FitSettings& fit) {
+  return fmt::format("{}{} on {}, {}", r.scenario, params_text(shape_params(r, fit)), r.kernel,
+                     r.policy);
+}
+
+NoiseModel derive_noise(const std::vector<MappedRow>& rows, const FitSettings& fit) {
+  static const std::regex cv_re(R"(max group CV ([0-9.]+)%)", std::regex::icase);
+  static const std::regex drift_re(R"(max role drift ([0-9.]+)%)", std::regex::icase);
+  std::vector<NoiseGroup> groups;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const MappedRow& r = rows[i];
+    const Params sp = shape_params(r, fit);
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const NoiseGroup& ng) {
+      return ng.e.scenario == r.scenario && ng.e.params == sp;
+    });
+    if (g == groups.end())
+      g = groups.insert(groups.end(), NoiseGroup{{r.scenario, sp, 0, 0, ""}, {}, -1, -1, -1, {}});
+    g->ids.push_back(r.row.id);
+    g->cv = std::max(g->cv, note_percent(r.row.note, cv_re));
+    g->note_drift = std::max(g->note_drift, note_percent(r.row.note, drift_re));
+    for (size_t k = 0; k < i; ++k) {  // a repeated base point: boot-to-boot drift
+      const MappedRow& o = rows[k];
+      if (!r.base || !o.base || o.group != r.group || o.kernel != r.kernel || o.policy != r.policy)
+        continue;
+      g->pair_drift = std::max(g->pair_drift, std::fabs(r.value_ns - o.value_ns) / o.value_ns);
+      g->pair_ids.push_back(o.row.id);
+      g->pair_ids.push_back(r.row.id);
+    }
+  }
+  NoiseModel nm;
+  std::vector<std::string> cv_ids, drift_ids;
+  for (const NoiseGroup& g : groups) {
+    if (g.cv > nm.fallback.round_cv) nm.fallback.round_cv = g.cv, cv_ids = g.ids;
+    const double d = std::max(g.note_drift, g.pair_drift);
+    if (d > nm.fallback.drift) nm.fallback.drift = d, drift_ids = g.ids;
+  }
+  nm.fallback.source = fmt::format("largest over the rows: CV from {}, drift from {}",
+                                   id_ranges(cv_ids), id_ranges(drift_ids));
+  for (NoiseGroup& g : groups) {
+    const double d = std::max(g.note_drift, g.pair_drift);
+    if (g.cv < 0 && d < 0) continue;
+    g.e.round_cv = g.cv >= 0 ? g.cv : nm.fallback.round_cv;
+    g.e.drift = d >= 0 ? d : nm.fallback.drift;
+    std::string src = id_ranges(g.ids) + ": ";
+    src += g.cv >= 0 ? fmt::format("max group CV {:.4g}% (notes)", g.cv * 100)
+                     : "no CV recorded (the largest CV of the rows is used)";
+    if (g.note_drift >= 0)
+      src += fmt::format("; max role drift {:.4g}% (notes)", g.note_drift * 100);
+    if (g.pair_drift >= 0)
+      src += fmt::format("; {:.4g}% between repeated base rows {}", g.pair_drift * 100,
+                         id_ranges(g.pair_ids));
+    g.e.source = src;
+    nm.entries.push_back(g.e);
+  }
+  return nm;
+}
+
+std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
+                       const std::string& measurements, const Mapping& m) {
+  std::string out = fmt::format(
+      "simcache calibrate: {} rows of {}, mapping {}\n"
+      "fit: non-negative least squares (Lawson-Hanson) on relative error; a parameter is\n"
+      "pinned if the rows give it a direction of its own and, at {:.3g}% noise per row,\n"
+      "a standard error of at most {:.0f}% of its value\n\n",
+      rows.size(), measurements, m.path, m.fit.noise_cv * 100, m.fit.pin_threshold * 100);
+  out += fmt::format("{:<8} {:>12} {:>12} {:>7}  {}\n", "row", "measured", "model", "resid",
+                     "simulation");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const MappedRow& row = rows[i];
+    const double s = row.time_unit == "us" ? 1e3 : row.time_unit == "ms" ? 1e6 : 1;
+    out += fmt::format("{:<8} {:>9.3f} {:<2} {:>9.3f} {:<2} {:>+6.2f}%  {}\n", row.row.id,
+                       row.value_ns / s, row.time_unit, r.predicted[i] / s, row.time_unit,
+                       (r.predicted[i] / row.value_ns - 1) * 100, describe_sim(row, m.fit));
+  }
+  out += fmt::format(
+      "rms relative residual {:.2f}%, largest {:+.2f}% ({})\n", r.rms_rel * 100,
+      rows.empty() ? 0.0 : (r.predicted[r.max_row] / rows[r.max_row].value_ns - 1) * 100,
+      rows.empty() ? "" : rows[r.max_row].row.id);
+  if (!r.converged)
+    out += "warning: NNLS did not converge; the values are its last feasible point\n";
+  out += fmt::format("\n{:<24} {:>11} {:>10} {:<12} {}\n", "parameter", "value", "stderr", "unit",
+                     "status");
+  size_t pinned = 0;
+  for (size_t j = 0; j < r.params.size(); ++j) {
+    const CostParam& p = r.model.params[j];
+    const ParamFit& f = r.params[j];
+    pinned += f.status == PinStatus::pinned;
+    const std::string se = f.status == PinStatus::pinned ? fmt::format("{:.3g}", f.stderr_ns) : "-";
+    out += fmt::format("{:<24} {:>11.5g} {:>10} {:<12} {}\n", p.name, p.value, se, p.unit,
+                       status_text(f.status));
+    if (f.status != PinStatus::pinned)
+      out += fmt::format("    {}; kept at its prior ({})\n", f.reason, p.value);
+  }
+  out += fmt::format(
+      "\n{} of {} parameters pinned by the rows; the others keep the prior "
+      "of sim/cost_params.def\n",
+      pinned, r.params.size());
+  return out;
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,112 @@
+// Measured rows (the columns of ../shared/calibration.tsv) and the mapping
+// file that turns each row into a simulation: scenario and parameters,
+// kernel profile, policy, and the metric. Errors are one line naming the
+// file, line and column ("FILE:LINE:COL: field: problem").
+#pragma once
+
+#include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "sim/run/engine.h"
+#include "sim/report/report.h"
+#include "sim/run/result.h"
+#include "sim/run/scenario.h"
+
+namespace simcache::sim {
+
+struct MeasuredRow {
+  std::string file;
+  int line = 0;
+  std::string id, workload, shape, variant, metric, unit, kind, source, note;
+  double value = 0;
+  std::map<std::string, int> col;                      // column name -> 1-based character column
+  std::string where(const std::string& column) const;  // "FILE:LINE:COL"
+};
+
+// Reads a TSV with a header line naming at least id, workload, shape,
+// variant, metric, value and unit (kind, source, note optional). Blank
+// lines and lines starting with '#' are skipped.
+bool parse_measurements(std::string_view text, const std::string& file,
+                        std::vector<MeasuredRow>* out, std::string* error);
+bool read_measurements(const std::string& path, std::vector<MeasuredRow>* out, std::string* error);
+
+// data/profiles/mapping.toml, see the comments in that file.
+struct FitSettings {
+  double noise_cv = 0.01;                  // relative noise per row assumed for pinning
+  double pin_threshold = 0.5;              // pinned iff standard error <= this x value
+  std::vector<std::string> repeat_params;  // do not change a per-op mean
+};
+
+struct ShapeRule {
+  struct Pattern {
+    std::string text;
+    std::regex re;
+    std::vector<std::string> captures;  // parameter per group ("" skips one)
+  };
+  std::string name;
+  int line = 0;
+  std::regex workload;
+  Pattern shape;                                                 // must match
+  std::vector<Pattern> extra;                                    // optional further captures
+  std::map<std::string, std::map<std::string, int64_t>> values;  // word -> int
+  std::string scenario;
+  Params set;
+  std::string kind = "timing";
+  std::string op;  // expected "/op" of the unit column ("" any)
+};
+
+struct VariantRule {
+  int line = 0;
+  std::regex match;
+  std::optional<std::regex> workload;
+  std::string kernel, policy;  // kernel may use $1..$9 from `match`
+  bool base = false;           // role = "base": the reference of its group
+};
+
+struct Mapping {
+  std::string path;
+  FitSettings fit;
+  std::vector<ShapeRule> shapes;
+  std::vector<VariantRule> variants;
+};
+
+bool load_mapping(const std::string& path, Mapping* out, std::string* error);
+bool parse_mapping(std::string_view text, const std::string& path, Mapping* out,
+                   std::string* error);
+
+// A row resolved to a simulation.
+struct MappedRow {
+  MeasuredRow row;
+  std::string scenario;
+  Params params;  // every parameter the mapping sets
+  std::string kernel, policy;
+  bool base = false;
+  double value_ns = 0;    // the measurement in ns per op
+  std::string time_unit;  // unit of the value ("ns", "us")
+  std::string group;      // rows of the same program and shape
+};
+
+// Resolves a row; an unmappable row is an error naming the column that
+// no rule accepts.
+bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string* error);
+// Maps every row; stops at the first error unless `skipped` is given, in
+// which case unmappable rows are reported there and left out.
+bool map_rows(const Mapping& m, const std::vector<MeasuredRow>& rows, std::vector<MappedRow>* out,
+              std::vector<std::string>* skipped, std::string* error);
+
+// The row's parameters without the repeat parameters (what identifies the
+// workload's shape).
+Params shape_params(const MappedRow& r, const FitSettings& fit);
+
+// Rows grouped by (scenario, shape parameters, kernel, policy), values
+// averaged: what report tables show beside the model.
+std::vector<MeasuredPoint> measured_points(const std::vector<MappedRow>& rows,
+                                           const FitSettings& fit);
+
+// Compact id list: "SF-001..SF-003, SF-197".
+std::string id_ranges(const std::vector<std::string>& ids);
+
+}  // namespace simcache::sim

@@ -1,0 +1,226 @@
+// Resolving one measured row through the mapping rules.
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+#include "sim/calibrate/measure.h"
+#include "sim/run/scenario.h"
+#include "model/kernel/policy.h"
+#include "model/kernel/profile.h"
+#include "model/mm/mm.h"
+
+namespace simcache::sim {
+namespace {
+
+// "ns/install" -> (1, "install"); "us" -> (1000, ""). False if unknown.
+bool parse_unit(const std::string& u, double* scale, std::string* op, std::string* unit) {
+  const size_t slash = u.find('/');
+  *unit = u.substr(0, slash);
+  *op = slash == std::string::npos ? "" : u.substr(slash + 1);
+  if (*unit == "ns")
+    *scale = 1;
+  else if (*unit == "us")
+    *scale = 1e3;
+  else if (*unit == "ms")
+    *scale = 1e6;
+  else
+    return false;
+  return slash == std::string::npos || !op->empty();
+}
+
+bool apply_pattern(const ShapeRule& s, const ShapeRule::Pattern& p, const std::smatch& m,
+                   const MeasuredRow& r, Params* out, std::string* error) {
+  for (size_t i = 0; i < p.captures.size(); ++i) {
+    const std::string& name = p.captures[i];
+    if (name.empty() || !m[i + 1].matched) continue;
+    const std::string text = m[i + 1].str();
+    auto vit = s.values.find(name);
+    if (vit != s.values.end()) {
+      auto w = vit->second.find(text);
+      if (w == vit->second.end()) {
+        *error = fmt::format("{}: shape: '{}' is not a known word for parameter '{}' (rule '{}')",
+                             r.where("shape"), text, name, s.name);
+        return false;
+      }
+      (*out)[name] = w->second;
+      continue;
+    }
+    int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || ptr != text.data() + text.size()) {
+      *error = fmt::format("{}: shape: '{}' captured for '{}' is not an integer (rule '{}')",
+                           r.where("shape"), text, name, s.name);
+      return false;
+    }
+    (*out)[name] = v;
+  }
+  return true;
+}
+
+const ShapeRule* find_shape(const Mapping& m, const MeasuredRow& r, std::smatch* match,
+                            std::string* error) {
+  bool workload_known = false, kind_known = false;
+  for (const ShapeRule& s : m.shapes) {
+    if (!std::regex_search(r.workload, s.workload)) continue;
+    workload_known = true;
+    if (s.kind != r.kind) continue;
+    kind_known = true;
+    if (std::regex_search(r.shape, *match, s.shape.re)) return &s;
+  }
+  if (!workload_known)
+    *error = fmt::format("{}: workload: no [[shape]] rule of {} covers workload '{}'",
+                         r.where("workload"), m.path, r.workload);
+  else if (!kind_known)
+    *error = fmt::format("{}: kind: no [[shape]] rule of {} covers kind '{}' of workload '{}'",
+                         r.where("kind"), m.path, r.kind, r.workload);
+  else
+    *error = fmt::format("{}: shape: no [[shape]] rule of {} matches this shape of '{}'",
+                         r.where("shape"), m.path, r.workload);
+  return nullptr;
+}
+
+const VariantRule* find_variant(const Mapping& m, const MeasuredRow& r, std::smatch* match,
+                                std::string* error) {
+  for (const VariantRule& v : m.variants) {
+    if (v.workload && !std::regex_search(r.workload, *v.workload)) continue;
+    if (std::regex_search(r.variant, *match, v.match)) return &v;
+  }
+  *error = fmt::format("{}: variant: no [[variant]] rule of {} matches '{}'", r.where("variant"),
+                       m.path, r.variant);
+  return nullptr;
+}
+
+// "v$1" with match "v6.18" -> "v6.18".
+std::string substitute(const std::string& tmpl, const std::smatch& m) {
+  std::string out;
+  for (size_t i = 0; i < tmpl.size(); ++i) {
+    if (tmpl[i] == '$' && i + 1 < tmpl.size() &&
+        std::isdigit(static_cast<unsigned char>(tmpl[i + 1]))) {
+      const size_t g = static_cast<size_t>(tmpl[++i] - '0');
+      if (g < m.size()) out += m[g].str();
+    } else {
+      out += tmpl[i];
+    }
+  }
+  return out;
+}
+
+bool resolve_variant(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string* error) {
+  std::smatch vm;
+  const VariantRule* v = find_variant(m, r, &vm, error);
+  if (!v) return false;
+  out->kernel = substitute(v->kernel, vm);
+  out->policy = v->policy;
+  out->base = v->base;
+  std::string err;
+  const iou::KernelProfile* prof = iou::profile_by_name(out->kernel, &err);
+  if (!prof) {
+    *error = fmt::format("{}: variant: rule on line {} of {}: {}", r.where("variant"), v->line,
+                         m.path, err);
+    return false;
+  }
+  iou::PolicySet ps;
+  MmConfig mc;
+  if (!iou::parse_policies(out->policy, prof, &ps, &mc, &err)) {
+    *error = fmt::format("{}: variant: policy '{}' on kernel {}: {}", r.where("variant"),
+                         out->policy, out->kernel, err);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string* error) {
+  std::smatch sm;
+  const ShapeRule* s = find_shape(m, r, &sm, error);
+  if (!s) return false;
+  MappedRow mr;
+  mr.row = r;
+  mr.scenario = s->scenario;
+  if (!apply_pattern(*s, s->shape, sm, r, &mr.params, error)) return false;
+  for (const ShapeRule::Pattern& p : s->extra) {
+    std::smatch em;
+    if (std::regex_search(r.shape, em, p.re) && !apply_pattern(*s, p, em, r, &mr.params, error))
+      return false;
+  }
+  for (const auto& [k, v] : s->set) mr.params[k] = v;
+  double scale = 1;
+  std::string op;
+  if (!parse_unit(r.unit, &scale, &op, &mr.time_unit)) {
+    *error = fmt::format("{}: unit: '{}' is not ns, us or ms (optionally /<operation>)",
+                         r.where("unit"), r.unit);
+    return false;
+  }
+  if (!s->op.empty() && !op.empty() && op != s->op) {
+    *error = fmt::format("{}: unit: '{}' is per {}, rule '{}' measures per {}", r.where("unit"),
+                         r.unit, op, s->name, s->op);
+    return false;
+  }
+  mr.value_ns = r.value * scale;
+  std::vector<std::pair<std::string, std::string>> sets;
+  for (const auto& [k, v] : mr.params) sets.emplace_back(k, std::to_string(v));
+  Params resolved;
+  std::string err;
+  if (!resolve_params(*ScenarioRegistry::get().find(s->scenario), {}, sets, &resolved, &err)) {
+    *error = fmt::format("{}: shape: rule '{}': {}", r.where("shape"), s->name, err);
+    return false;
+  }
+  if (!resolve_variant(m, r, &mr, error)) return false;
+  mr.group = r.workload + '\x1f' + r.shape + '\x1f' + r.metric + '\x1f' + r.unit;
+  *out = std::move(mr);
+  return true;
+}
+
+bool map_rows(const Mapping& m, const std::vector<MeasuredRow>& rows, std::vector<MappedRow>* out,
+              std::vector<std::string>* skipped, std::string* error) {
+  out->clear();
+  for (const MeasuredRow& r : rows) {
+    MappedRow mr;
+    std::string err;
+    if (map_row(m, r, &mr, &err)) {
+      out->push_back(std::move(mr));
+    } else if (skipped) {
+      skipped->push_back(err);
+    } else {
+      *error = err;
+      return false;
+    }
+  }
+  if (out->empty()) {
+    *error =
+        rows.empty() ? "no measured rows" : fmt::format("{}: no row could be mapped", rows[0].file);
+    return false;
+  }
+  return true;
+}
+
+Params shape_params(const MappedRow& r, const FitSettings& fit) {
+  Params p = r.params;
+  for (const std::string& k : fit.repeat_params) p.erase(k);
+  return p;
+}
+
+std::vector<MeasuredPoint> measured_points(const std::vector<MappedRow>& rows,
+                                           const FitSettings& fit) {
+  std::vector<MeasuredPoint> out;
+  std::vector<size_t> n;
+  for (const MappedRow& r : rows) {
+    const Params sp = shape_params(r, fit);
+    size_t i = 0;
+    while (i < out.size() && !(out[i].scenario == r.scenario && out[i].params == sp &&
+                               out[i].kernel == r.kernel && out[i].policy == r.policy))
+      ++i;
+    if (i == out.size()) {
+      out.push_back({r.scenario, sp, r.kernel, r.policy, 0, {}});
+      n.push_back(0);
+    }
+    out[i].value_ns += r.value_ns;
+    out[i].ids.push_back(r.row.id);
+    ++n[i];
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i].value_ns /= static_cast<double>(n[i]);
+  return out;
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,141 @@
+#include "sim/calibrate/validate.h"
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include <fmt/format.h>
+
+namespace simcache::sim {
+namespace {
+
+int sign(double v) { return v > 1e-9 ? 1 : v < -1e-9 ? -1 : 0; }
+
+// Relative noise of a measured delta between two boots of this row's
+// workload: sqrt(2 cv^2 / rounds + drift^2) from the profile's noise model.
+double row_noise(const CostModel& m, const MappedRow& r) {
+  if (!m.noise) return 0;
+  const NoiseEntry& e = m.noise->lookup(r.scenario, r.params);
+  // The repeats of the real measurement, as its shape states them ("15
+  // measured rounds", "15 groups x 32 ops"); the simulation may use fewer.
+  static const std::regex repeats(R"((\d+) (?:measured rounds|groups))");
+  std::smatch mt;
+  const double rounds = std::regex_search(r.row.shape, mt, repeats) ? std::stod(mt[1].str())
+                                                                    : noise_rounds(r.params, 15.0);
+  return std::sqrt(2 * e.round_cv * e.round_cv / rounds + e.drift * e.drift);
+}
+
+const char* dir_text(int d) { return d > 0 ? "up" : d < 0 ? "down" : "n.s."; }
+
+std::string unit_value(double ns, const std::string& unit) {
+  return fmt::format("{:.3f} {}", ns / unit_scale(unit), unit);
+}
+
+std::string ids_of(const std::vector<MappedRow>& rows, const std::vector<size_t>& idx) {
+  std::vector<std::string> ids;
+  for (size_t i : idx) ids.push_back(rows[i].row.id);
+  return id_ranges(ids);
+}
+
+}  // namespace
+
+Validation validate_rows(const CostModel& m, const std::vector<MappedRow>& rows,
+                         const std::vector<PerOpCounts>& per_op) {
+  Validation v;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    v.predicted.push_back(predict_ns(m, per_op[i]));
+    const double err = std::fabs(v.predicted[i] / rows[i].value_ns - 1);
+    v.mean_abs_err += err;
+    if (err > v.max_abs_err) v.max_abs_err = err, v.max_row = i;
+  }
+  if (!rows.empty()) v.mean_abs_err /= static_cast<double>(rows.size());
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<size_t>> groups;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!groups.count(rows[i].group)) order.push_back(rows[i].group);
+    groups[rows[i].group].push_back(i);
+  }
+  for (const std::string& g : order) {
+    std::vector<size_t> bases;
+    for (size_t i : groups[g])
+      if (rows[i].base) bases.push_back(i);
+    if (bases.empty()) continue;
+    double bm = 0, bp = 0;
+    for (size_t b : bases) bm += rows[b].value_ns, bp += v.predicted[b];
+    bm /= static_cast<double>(bases.size());
+    bp /= static_cast<double>(bases.size());
+    for (size_t i : groups[g]) {
+      if (rows[i].base) continue;
+      Effect e;
+      e.row = i;
+      e.bases = bases;
+      e.measured = rows[i].value_ns / bm - 1;
+      e.model = v.predicted[i] / bp - 1;
+      e.noise = row_noise(m, rows[i]);
+      e.dir_measured = std::fabs(e.measured) < e.noise ? 0 : sign(e.measured);
+      e.dir_model = std::fabs(e.model) < e.noise ? 0 : sign(e.model);
+      e.agrees = e.dir_measured == e.dir_model;
+      e.same_sign = sign(e.measured) == sign(e.model);
+      v.agree += e.agrees;
+      v.same_sign += e.same_sign;
+      v.mean_abs_effect_err += std::fabs(e.model - e.measured) * 100;
+      v.effects.push_back(std::move(e));
+    }
+  }
+  if (!v.effects.empty()) v.mean_abs_effect_err /= static_cast<double>(v.effects.size());
+  return v;
+}
+
+std::string format_validation(const Validation& v, const CostModel& m,
+                              const std::vector<MappedRow>& rows, const Mapping& map,
+                              const std::string& measurements,
+                              const std::vector<std::string>& skipped) {
+  namespace fs = std::filesystem;
+  std::string out = fmt::format("simcache validate: {} rows of {}, profile {} ({})\n", rows.size(),
+                                fs::path(measurements).filename().string(), m.name,
+                                fs::path(m.path).filename().string());
+  for (const std::string& s : skipped) out += "skipped: " + s + "\n";
+  std::vector<std::string> confs;
+  std::vector<size_t> conf_of;
+  for (const MappedRow& r : rows) {
+    const std::string d = describe_sim(r, map.fit);
+    size_t k = 0;
+    while (k < confs.size() && confs[k] != d) ++k;
+    if (k == confs.size()) confs.push_back(d);
+    conf_of.push_back(k + 1);
+  }
+  out += "\nsimulations\n";
+  for (size_t k = 0; k < confs.size(); ++k) out += fmt::format("  [{}] {}\n", k + 1, confs[k]);
+  out +=
+      fmt::format("\n{:<8} {:>14} {:>14} {:>8}  {}\n", "row", "measured", "model", "error", "sim");
+  for (size_t i = 0; i < rows.size(); ++i)
+    out += fmt::format("{:<8} {:>14} {:>14} {:>+7.2f}%  [{}]\n", rows[i].row.id,
+                       unit_value(rows[i].value_ns, rows[i].time_unit),
+                       unit_value(v.predicted[i], rows[i].time_unit),
+                       (v.predicted[i] / rows[i].value_ns - 1) * 100, conf_of[i]);
+  if (!v.effects.empty()) {
+    out +=
+        "\neffects: each variant against the base rows of its group (A/B/A: child vs\n"
+        "the midpoint of the parents); error in percentage points. Direction: up,\n"
+        "down, or n.s. when the effect is within the noise of the profile's [noise]\n"
+        "model (noise column); it agrees when model and measurement say the same\n";
+    out += fmt::format("{:<8} {:<15} {:>9} {:>9} {:>8} {:>6}  {}\n", "row", "base", "measured",
+                       "model", "error", "noise", "direction (measured/model)");
+    for (const Effect& e : v.effects)
+      out += fmt::format("{:<8} {:<15} {:>+8.2f}% {:>+8.2f}% {:>+6.2f}pp {:>5.2f}%  {} ({}/{})\n",
+                         rows[e.row].row.id, ids_of(rows, e.bases), e.measured * 100, e.model * 100,
+                         (e.model - e.measured) * 100, e.noise * 100,
+                         e.agrees ? "agrees" : "DISAGREES", dir_text(e.dir_measured),
+                         dir_text(e.dir_model));
+  }
+  out += fmt::format(
+      "\nsummary: {} rows, mean abs error {:.2f}% (max {:.2f}% {}); {} effects, mean abs "
+      "error {:.2f} pp, direction agrees {}/{} (raw sign {}/{})\n",
+      rows.size(), v.mean_abs_err * 100, v.max_abs_err * 100,
+      rows.empty() ? "" : rows[v.max_row].row.id, v.effects.size(), v.mean_abs_effect_err, v.agree,
+      v.effects.size(), v.same_sign, v.effects.size());
+  return out;
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,48 @@
+// Validation: the model's prediction for every mapped measurement, as
+// absolute values and as effects between the variants of a group (the
+// A/B(/A) comparisons the measurements were made for).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/calibrate/calibrate.h"
+#include "sim/cost/cost.h"
+#include "sim/calibrate/measure.h"
+
+namespace simcache::sim {
+
+struct Effect {
+  size_t row = 0;             // the variant row
+  std::vector<size_t> bases;  // the rows it is compared with (their mean)
+  double measured = 0;        // variant / mean(bases) - 1
+  double model = 0;
+  double noise = 0;  // relative noise of a measured delta
+  // Direction: +1 / -1, or 0 when the effect is within `noise` (no
+  // significant change). `agrees`: the model's direction is the measured
+  // one; `same_sign`: the raw signs agree, ignoring the noise.
+  int dir_measured = 0, dir_model = 0;
+  bool agrees = false, same_sign = false;
+};
+
+struct Validation {
+  std::vector<double> predicted;  // ns per op, per row
+  std::vector<Effect> effects;
+  double mean_abs_err = 0, max_abs_err = 0;  // relative, over rows
+  size_t max_row = 0;
+  double mean_abs_effect_err = 0;  // percentage points
+  size_t agree = 0, same_sign = 0;
+};
+
+// Group effects follow ../shared/workloads.md: a group is the rows of one
+// program and shape (workload, shape, metric and unit columns); base rows
+// are the reference (their midpoint); each other row is one effect.
+Validation validate_rows(const CostModel& m, const std::vector<MappedRow>& rows,
+                         const std::vector<PerOpCounts>& per_op);
+
+std::string format_validation(const Validation& v, const CostModel& m,
+                              const std::vector<MappedRow>& rows, const Mapping& map,
+                              const std::string& measurements,
+                              const std::vector<std::string>& skipped);
+
+}  // namespace simcache::sim

@@ -1,0 +1,119 @@
+// simcache calibrate and simcache validate: reading the inputs shared by
+// both, then the command itself.
+#include <filesystem>
+
+#include "sim/calibrate/calibrate.h"
+#include "sim/cli/cli.h"
+#include <fmt/format.h>
+#include "sim/calibrate/validate.h"
+
+namespace simcache::sim {
+namespace {
+
+constexpr const char* kCalibrateUsage =
+    "usage: simcache calibrate --measurements FILE.tsv [--out profile.toml]\n"
+    "                          [--name NAME] [--mapping FILE] [--jobs N]\n";
+constexpr const char* kValidateUsage =
+    "usage: simcache validate --measurements FILE.tsv [--profile NAME|FILE]\n"
+    "                         [--mapping FILE] [--skip-unmapped] [--jobs N]\n";
+
+constexpr Flag kCalibrateFlags[] = {
+    {"measurements", true, "measured rows (TSV with the columns of calibration.tsv)"},
+    {"out", true, "write the fitted profile here (atomically)"},
+    {"name", true, "profile name (default: the --out file's stem, else 'calibrated')"},
+    {"mapping", true, "row -> simulation rules (default data/profiles/mapping.toml)"},
+    {"jobs", true, "worker threads (results do not depend on it)"},
+    {"help", false, "this text"},
+};
+constexpr Flag kValidateFlags[] = {
+    {"measurements", true, "measured rows (TSV with the columns of calibration.tsv)"},
+    {"profile", true, "cost profile: a name in data/profiles or a .toml file"},
+    {"mapping", true, "row -> simulation rules (default data/profiles/mapping.toml)"},
+    {"skip-unmapped", false, "report rows no rule maps instead of failing"},
+    {"jobs", true, "worker threads (results do not depend on it)"},
+    {"help", false, "this text"},
+};
+
+struct Inputs {
+  Mapping map;
+  std::vector<MappedRow> rows;
+  std::vector<std::string> skipped;
+  std::vector<PerOpCounts> per_op;
+  std::string measurements;
+};
+
+// Mapping, measured rows, their mapping and simulation.
+bool read_inputs(const ParsedFlags& f, bool skip_unmapped, Inputs* in, std::string* error) {
+  auto it = f.v.find("measurements");
+  if (it == f.v.end()) return *error = "--measurements FILE.tsv is required", false;
+  in->measurements = it->second;
+  auto mit = f.v.find("mapping");
+  const std::string mpath =
+      mit == f.v.end() ? find_data_file("profiles/mapping.toml") : mit->second;
+  if (mpath.empty())
+    return *error = "no data/profiles/mapping.toml found (pass --mapping FILE)", false;
+  std::vector<MeasuredRow> rows;
+  int jobs = 1;
+  if (!parse_jobs(f, &jobs, error) || !load_mapping(mpath, &in->map, error) ||
+      !read_measurements(in->measurements, &rows, error) ||
+      !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error))
+    return false;
+  return simulate_rows(in->rows, jobs, &in->per_op, error);
+}
+
+std::string profile_header(const FitReport& r, const Inputs& in, const std::string& out) {
+  return fmt::format(
+      "simcache cost profile '{}': fitted by simcache calibrate. Do not edit by hand;\n"
+      "regenerate with\n"
+      "  simcache calibrate --measurements {} --out {}\n"
+      "({} rows, rms relative residual {:.2f}%; method and every parameter:\n"
+      "docs/calibration.md). Values are ns per event unit.",
+      r.model.name, in.measurements, out, in.rows.size(), r.rms_rel * 100);
+}
+
+}  // namespace
+
+CliOutcome run_calibrate_cli(const std::vector<std::string>& args) {
+  ParsedFlags f;
+  std::string error;
+  if (!parse_flags(args, 1, kCalibrateFlags, kCalibrateUsage, &f, &error)) return cli_fail(error);
+  if (f.v.count("help")) return {0, kCalibrateUsage, ""};
+  Inputs in;
+  if (!read_inputs(f, false, &in, &error)) return cli_fail(error);
+  std::string name = "calibrated";
+  if (f.v.count("out")) name = std::filesystem::path(f.v["out"]).stem().string();
+  if (f.v.count("name")) name = f.v["name"];
+  FitReport rep = fit_profile(prior_model(), in.map.fit, in.rows, in.per_op, name);
+  rep.model.description =
+      fmt::format("fitted to {} ({} rows) by simcache calibrate",
+                  std::filesystem::path(in.measurements).filename().string(), in.rows.size());
+  std::string text = format_fit(rep, in.rows, in.measurements, in.map);
+  if (f.v.count("out")) {
+    const std::string& out = f.v["out"];
+    if (!write_file_atomic(out, profile_toml(rep.model, profile_header(rep, in, out)), &error))
+      return cli_fail(error);
+    text += fmt::format("wrote {}\n", out);
+  }
+  return {0, text, ""};
+}
+
+CliOutcome run_validate_cli(const std::vector<std::string>& args) {
+  ParsedFlags f;
+  std::string error;
+  if (!parse_flags(args, 1, kValidateFlags, kValidateUsage, &f, &error)) return cli_fail(error);
+  if (f.v.count("help")) return {0, kValidateUsage, ""};
+  CostModel m;
+  const std::string spec = f.v.count("profile") ? f.v["profile"] : std::string(kDefaultCostProfile);
+  if (!resolve_profile(spec, &m, &error)) return cli_fail(error);
+  Inputs in;
+  const bool skip = f.v.count("skip-unmapped") > 0;
+  if (!read_inputs(f, skip, &in, &error)) {
+    if (!skip && error.find(": no [[") != std::string::npos)
+      error += " (--skip-unmapped validates the rows that map)";
+    return cli_fail(error);
+  }
+  const Validation v = validate_rows(m, in.rows, in.per_op);
+  return {0, format_validation(v, m, in.rows, in.map, in.measurements, in.skipped), ""};
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,187 @@
+#include "sim/cost/cost.h"
+
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace simcache::sim {
+
+std::span<const CostParamSpec> default_param_specs() {
+  static const CostParamSpec specs[] = {
+#define COST_PARAM(name, group, unit, events, prior, prior_source, meaning) \
+  {#name, group, unit, events, prior, prior_source, meaning},
+#define COST_UNPRICED(event, reason)
+#include "sim/cost/cost_params.def"
+#undef COST_PARAM
+#undef COST_UNPRICED
+  };
+  return specs;
+}
+
+std::span<const UnpricedSpec> unpriced_events() {
+  static const UnpricedSpec specs[] = {
+#define COST_PARAM(name, group, unit, events, prior, prior_source, meaning)
+#define COST_UNPRICED(event, reason) {#event, reason},
+#include "sim/cost/cost_params.def"
+#undef COST_PARAM
+#undef COST_UNPRICED
+  };
+  return specs;
+}
+
+std::vector<std::string> split_words(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string_view::npos) end = s.size();
+    if (end > start || sep != ' ') out.emplace_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+const NoiseEntry& NoiseModel::lookup(const std::string& scenario,
+                                     const std::map<std::string, int64_t>& params) const {
+  const NoiseEntry* best = &fallback;
+  size_t best_n = 0;
+  bool found = false;
+  for (const NoiseEntry& e : entries) {
+    if (e.scenario != scenario) continue;
+    bool ok = true;
+    for (const auto& [k, v] : e.params) {
+      auto it = params.find(k);
+      ok &= it != params.end() && it->second == v;
+    }
+    if (ok && (!found || e.params.size() > best_n)) {
+      best = &e;
+      best_n = e.params.size();
+      found = true;
+    }
+  }
+  return *best;
+}
+
+bool CostModel::validate(std::string* error) {
+  param_of_event_.assign(kNumEvents, -1);
+  std::set<std::string> names;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const CostParam& p = params[i];
+    if (!names.insert(p.name).second) {
+      *error = fmt::format("parameter '{}' is defined twice", p.name);
+      return false;
+    }
+    if (!std::isfinite(p.value) || p.value < 0) {
+      *error = fmt::format("parameter '{}': value {} is not a finite number >= 0", p.name, p.value);
+      return false;
+    }
+    for (Event e : p.events) {
+      int& owner = param_of_event_[static_cast<size_t>(e)];
+      if (owner >= 0) {
+        *error = fmt::format("event '{}' is priced by both '{}' and '{}'",
+                             kEventInfo[static_cast<size_t>(e)].name,
+                             params[static_cast<size_t>(owner)].name, p.name);
+        return false;
+      }
+      owner = static_cast<int>(i);
+    }
+  }
+  return true;
+}
+
+double CostModel::time_ns(const Counters& c) const {
+  double t = 0;
+  for (const CostParam& p : params)
+    for (Event e : p.events) t += static_cast<double>(c[e]) * p.value;
+  return t;
+}
+
+std::vector<double> CostModel::contributions(const Counters& c) const {
+  std::vector<double> out(params.size(), 0.0);
+  for (size_t i = 0; i < params.size(); ++i)
+    for (Event e : params[i].events) out[i] += static_cast<double>(c[e]) * params[i].value;
+  return out;
+}
+
+const CostParam* CostModel::find(std::string_view n) const {
+  for (const CostParam& p : params)
+    if (p.name == n) return &p;
+  return nullptr;
+}
+
+CostModel prior_model() {
+  CostModel m;
+  m.name = "prior";
+  m.description = "sim/cost_params.def priors, no fit";
+  for (const CostParamSpec& s : default_param_specs()) {
+    CostParam p;
+    p.name = std::string(s.name);
+    p.group = std::string(s.group);
+    p.unit = std::string(s.unit);
+    for (const std::string& ev : split_words(s.events)) {
+      Event e;
+      if (event_by_name(ev, &e)) p.events.push_back(e);
+    }
+    p.value = s.prior;
+    p.source = std::string(s.prior_source);
+    p.pinned = false;
+    p.meaning = std::string(s.meaning);
+    m.params.push_back(std::move(p));
+  }
+  std::string err;
+  m.validate(&err);
+  return m;
+}
+
+PolicyTime policy_time(const CostModel& m, const WorkloadResult& w, const PolicyResult& p) {
+  PolicyTime t;
+  const double ops = static_cast<double>(p.timed_ops);
+  if (ops > 0) t.per_op_ns = m.time_ns(p.timed) / ops;
+  t.breakdown = m.contributions(p.timed);
+  for (double& b : t.breakdown) b = ops > 0 ? b / ops : 0.0;
+  const double per_round = static_cast<double>(p.ops_per_round);
+  for (const Counters& c : p.rounds)
+    t.round_per_op_ns.push_back(per_round > 0 ? m.time_ns(c) / per_round : 0.0);
+  // The model's own spread over rounds (deterministic, usually ~0) plus
+  // the measured per-round CV, as the standard error of the mean.
+  const size_t n = t.round_per_op_ns.size();
+  double model_cv = 0;
+  if (n > 1 && t.per_op_ns > 0) {
+    double mean = 0, ss = 0;
+    for (double v : t.round_per_op_ns) mean += v;
+    mean /= static_cast<double>(n);
+    for (double v : t.round_per_op_ns) ss += (v - mean) * (v - mean);
+    model_cv = std::sqrt(ss / static_cast<double>(n - 1)) / t.per_op_ns;
+  }
+  double cv = 0;
+  if (m.noise) {
+    const NoiseEntry& ne = m.noise->lookup(w.scenario, w.params);
+    cv = ne.round_cv;
+    t.drift = ne.drift;
+  }
+  const double rounds = noise_rounds(w.params, static_cast<double>(std::max<size_t>(n, 1)));
+  t.stderr_rel = std::sqrt((cv * cv + model_cv * model_cv) / rounds);
+  return t;
+}
+
+double noise_rounds(const std::map<std::string, int64_t>& params, double fallback) {
+  for (const char* k : {"rounds", "groups"}) {
+    auto it = params.find(k);
+    if (it != params.end() && it->second > 0) return static_cast<double>(it->second);
+  }
+  return fallback;
+}
+
+double delta_noise(const PolicyTime& a, const PolicyTime& b) {
+  const double d = std::max(a.drift, b.drift);
+  return std::sqrt(a.stderr_rel * a.stderr_rel + b.stderr_rel * b.stderr_rel + d * d);
+}
+
+double unit_scale(std::string_view time_unit) {
+  if (time_unit == "us") return 1e3;
+  if (time_unit == "ms") return 1e6;
+  return 1.0;
+}
+
+}  // namespace simcache::sim

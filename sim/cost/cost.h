@@ -1,0 +1,140 @@
+// The cost layer: time as a separate layer over the exact event counts.
+// A cost profile names parameters, each a cost per event of one or more
+// events of the tables of record; the time of a region is the sum over
+// events of count x cost. The layer only reads Counters, so a cost change
+// can never change a count. Profiles are TOML files (docs/calibration.md);
+// the default parameter set is the table of record sim/cost_params.def.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/run/result.h"
+#include "model/counters.h"
+
+namespace simcache::sim {
+
+// One row of sim/cost_params.def.
+struct CostParamSpec {
+  std::string_view name;
+  std::string_view group;
+  std::string_view unit;
+  std::string_view events;  // space-separated event names
+  double prior;             // ns per event unit when not pinned
+  std::string_view prior_source;
+  std::string_view meaning;
+};
+std::span<const CostParamSpec> default_param_specs();
+
+// Events no parameter prices, and why (sim/cost_params.def).
+struct UnpricedSpec {
+  std::string_view event;
+  std::string_view reason;
+};
+std::span<const UnpricedSpec> unpriced_events();
+
+struct CostParam {
+  std::string name;
+  std::string group = "other";
+  std::string unit;           // "ns/<event unit>"
+  std::vector<Event> events;  // the events it prices
+  double value = 0;           // ns per event unit
+  std::string source;         // where the value comes from
+  bool pinned = true;         // false: a prior the calibration rows do not determine
+  double stderr_ns = -1;      // standard error of a fitted value; < 0: none
+  std::string meaning;
+};
+
+// Per-round CV and boot-to-boot drift of real measurements of one workload
+// (scenario, optionally narrowed by parameter values), as fractions.
+struct NoiseEntry {
+  std::string scenario;                   // empty: every scenario
+  std::map<std::string, int64_t> params;  // must all match
+  double round_cv = 0;
+  double drift = 0;
+  std::string source;
+};
+
+struct NoiseModel {
+  NoiseEntry fallback;              // scenario-independent
+  std::vector<NoiseEntry> entries;  // narrower ones
+  // The entry with the same scenario and the most matching parameters;
+  // the fallback if none matches.
+  const NoiseEntry& lookup(const std::string& scenario,
+                           const std::map<std::string, int64_t>& params) const;
+};
+
+class CostModel {
+ public:
+  std::string name;  // "i7-12700KF"
+  std::string description;
+  std::string path;  // file it was loaded from ("" if built in memory)
+  std::vector<CostParam> params;
+  std::optional<NoiseModel> noise;
+
+  // Rejects duplicate names, an event priced twice and negative or
+  // non-finite values. Call after building or loading; the time functions
+  // assume a valid model.
+  bool validate(std::string* error);
+
+  double time_ns(const Counters& c) const;
+  // ns of each parameter (same order as `params`).
+  std::vector<double> contributions(const Counters& c) const;
+  const CostParam* find(std::string_view name) const;
+
+ private:
+  std::vector<int> param_of_event_;  // per event: index into params, -1 if unpriced
+};
+
+// Splits on `sep`; with ' ' empty pieces are dropped.
+std::vector<std::string> split_words(std::string_view s, char sep = ' ');
+
+
+// The default parameter set with every value at its prior (no fit).
+CostModel prior_model();
+
+// The time figures of one policy column of a workload.
+struct PolicyTime {
+  double per_op_ns = 0;                 // timed time / timed_ops
+  std::vector<double> round_per_op_ns;  // each measured round / ops_per_round
+  double stderr_rel = 0;                // standard error of the mean, relative
+  double drift = 0;                     // boot-to-boot drift, relative
+  std::vector<double> breakdown;        // ns per op of each parameter
+};
+PolicyTime policy_time(const CostModel& m, const WorkloadResult& w, const PolicyResult& p);
+
+// The number of repeats a per-round CV averages over in a workload: its
+// `rounds` parameter, else `groups` (lifecycle: CV is over groups of
+// operations), else `fallback`.
+double noise_rounds(const std::map<std::string, int64_t>& params, double fallback);
+
+// Relative noise of the delta between two columns measured on separate
+// boots: sqrt(se_a^2 + se_b^2 + drift^2). A delta below it is not
+// significant.
+double delta_noise(const PolicyTime& a, const PolicyTime& b);
+
+// ns per `unit` ("ns" or "us").
+double unit_scale(std::string_view time_unit);
+
+// Profiles (sim/cost_profile.cc). The built-in default profile is a file
+// in the data directory: $SIMCACHE_DATA_DIR, else the source tree's data/
+// (compiled in), else ../data or ../share/simcache beside the binary.
+inline constexpr std::string_view kDefaultCostProfile = "i7-12700KF";
+// Path of `rel` (e.g. "profiles/mapping.toml") in the data directory, or
+// "" if no candidate directory has it.
+std::string find_data_file(std::string_view rel);
+// Parses a profile. Errors are one line: "FILE:LINE: field: problem".
+bool parse_profile(std::string_view text, const std::string& path, CostModel* out,
+                   std::string* error);
+bool load_profile(const std::string& path, CostModel* out, std::string* error);
+// `spec` is a file path, or the name of a profile in data/profiles/.
+bool resolve_profile(const std::string& spec, CostModel* out, std::string* error);
+// The TOML text of a profile; `header` is emitted as leading # comments.
+std::string profile_toml(const CostModel& m, const std::string& header);
+
+}  // namespace simcache::sim

@@ -1,0 +1,237 @@
+// Cost profiles as TOML: reading (strict, one-line errors naming file,
+// line and field), writing, and finding the built-in ones.
+#include <toml++/toml.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "sim/cost/cost.h"
+#include "sim/cost/toml_reader.h"
+#include <fmt/format.h>
+
+namespace simcache::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Error reporting against one file; a required string may not be empty.
+struct Reader : TomlReader {
+  Reader(std::string p, std::string* e) : TomlReader{std::move(p), e, true} {}
+};
+
+bool read_param(const Reader& r, const toml::table& t, size_t idx, CostParam* p) {
+  std::string where = fmt::format("param[{}].", idx);
+  if (!r.str(t, "name", where, true, &p->name)) return false;
+  where = fmt::format("param '{}': ", p->name);
+  if (!r.keys(t,
+              {"name", "value", "unit", "events", "source", "group", "pinned", "stderr", "meaning"},
+              where))
+    return false;
+  if (!r.num(t, "value", where, true, 0, 1e12, &p->value)) return false;
+  if (!r.str(t, "unit", where, true, &p->unit)) return false;
+  if (p->unit.rfind("ns/", 0) != 0)
+    return r.fail(t.get("unit"), where + "unit", "expected 'ns/<event unit>'");
+  if (!r.str(t, "source", where, true, &p->source)) return false;
+  if (!r.str(t, "group", where, false, &p->group)) return false;
+  if (!r.str(t, "meaning", where, false, &p->meaning)) return false;
+  if (!r.num(t, "stderr", where, false, 0, 1e12, &p->stderr_ns)) return false;
+  if (const toml::node* n = t.get("pinned")) {
+    if (!n->is_boolean()) return r.fail(n, where + "pinned", "expected true or false");
+    p->pinned = n->value<bool>().value_or(true);
+  }
+  const toml::node* ev = t.get("events");
+  if (!ev) return r.fail(&t, where + "events", "missing");
+  const toml::array* arr = ev->as_array();
+  if (!arr || arr->empty())
+    return r.fail(ev, where + "events", "expected a non-empty array of event names");
+  for (const toml::node& e : *arr) {
+    Event out;
+    const std::string name = e.value<std::string>().value_or("");
+    if (!e.is_string() || !event_by_name(name, &out))
+      return r.fail(&e, where + "events",
+                    fmt::format("'{}' is not an event of the tables of record", name));
+    p->events.push_back(out);
+  }
+  return true;
+}
+
+bool read_noise_entry(const Reader& r, const toml::table& t, const std::string& where,
+                      NoiseEntry* e) {
+  if (!r.keys(t, {"scenario", "params", "round_cv", "drift", "source", "entry"}, where))
+    return false;
+  if (!r.num(t, "round_cv", where, true, 0, 1, &e->round_cv)) return false;
+  if (!r.num(t, "drift", where, true, 0, 1, &e->drift)) return false;
+  if (!r.str(t, "source", where, true, &e->source)) return false;
+  if (!r.str(t, "scenario", where, false, &e->scenario)) return false;
+  if (const toml::node* n = t.get("params")) {
+    const toml::table* pt = n->as_table();
+    if (!pt) return r.fail(n, where + "params", "expected a table of integers");
+    for (const auto& [k, v] : *pt) {
+      if (!v.is_integer())
+        return r.fail(&v, where + "params." + std::string(k.str()), "expected an integer");
+      e->params[std::string(k.str())] = v.value<int64_t>().value_or(0);
+    }
+  }
+  return true;
+}
+
+bool read_noise(const Reader& r, const toml::node& n, NoiseModel* out) {
+  const toml::table* t = n.as_table();
+  if (!t) return r.fail(&n, "noise", "expected a table");
+  if (!read_noise_entry(r, *t, "noise.", &out->fallback)) return false;
+  if (!out->fallback.scenario.empty() || !out->fallback.params.empty())
+    return r.fail(t, "noise", "the [noise] table itself applies to every scenario");
+  const toml::node* en = t->get("entry");
+  if (!en) return true;
+  const toml::array* arr = en->as_array();
+  if (!arr) return r.fail(en, "noise.entry", "expected [[noise.entry]] tables");
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const toml::table* et = (*arr)[i].as_table();
+    const std::string where = fmt::format("noise.entry[{}].", i);
+    if (!et) return r.fail(&(*arr)[i], where, "expected a table");
+    NoiseEntry e;
+    if (!read_noise_entry(r, *et, where, &e)) return false;
+    if (e.scenario.empty()) return r.fail(et, where + "scenario", "missing");
+    out->entries.push_back(std::move(e));
+  }
+  return true;
+}
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\', out += c;
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += fmt::format("\\u{:04x}", int(c));
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
+std::string number(double v) { return fmt::format("{:.6g}", v); }
+
+std::string noise_toml(const NoiseEntry& e, bool fallback) {
+  std::string out = fallback ? "\n[noise]\n" : "\n[[noise.entry]]\n";
+  if (!fallback) {
+    out += fmt::format("scenario = {}\n", quote(e.scenario));
+    if (!e.params.empty()) {
+      std::string ps;
+      for (const auto& [k, v] : e.params)
+        ps += fmt::format("{}{} = {}", ps.empty() ? "" : ", ", k, v);
+      out += fmt::format("params = {{ {} }}\n", ps);
+    }
+  }
+  out += fmt::format("round_cv = {}\ndrift = {}\nsource = {}\n", number(e.round_cv),
+                     number(e.drift), quote(e.source));
+  return out;
+}
+
+}  // namespace
+
+bool parse_profile(std::string_view text, const std::string& path, CostModel* out,
+                   std::string* error) {
+  Reader r{path, error};
+  toml::table tbl;
+  if (!r.parse(text, &tbl)) return false;
+  CostModel m;
+  m.path = path;
+  if (!r.keys(tbl, {"name", "description", "generated_by", "param", "noise"}, "")) return false;
+  if (!r.str(tbl, "name", "", true, &m.name)) return false;
+  if (!r.str(tbl, "description", "", false, &m.description)) return false;
+  const toml::node* pn = tbl.get("param");
+  const toml::array* arr = pn ? pn->as_array() : nullptr;
+  if (!arr || arr->empty()) return r.fail(pn ? pn : &tbl, "param", "expected [[param]] tables");
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const toml::table* t = (*arr)[i].as_table();
+    if (!t) return r.fail(&(*arr)[i], fmt::format("param[{}]", i), "expected a table");
+    CostParam p;
+    if (!read_param(r, *t, i, &p)) return false;
+    m.params.push_back(std::move(p));
+  }
+  if (const toml::node* nn = tbl.get("noise")) {
+    NoiseModel nm;
+    if (!read_noise(r, *nn, &nm)) return false;
+    m.noise = std::move(nm);
+  }
+  std::string verr;
+  if (!m.validate(&verr)) return r.fail(pn, "param", verr);
+  *out = std::move(m);
+  return true;
+}
+
+bool load_profile(const std::string& path, CostModel* out, std::string* error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    *error = fmt::format("{}: cannot read the profile", path);
+    return false;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_profile(ss.str(), path, out, error);
+}
+
+std::string find_data_file(std::string_view rel) {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("SIMCACHE_DATA_DIR"); env && *env) dirs.emplace_back(env);
+#ifdef SIMCACHE_DATA_DIR
+  dirs.emplace_back(SIMCACHE_DATA_DIR);
+#endif
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    dirs.push_back(exe.parent_path().parent_path() / "data");
+    dirs.push_back(exe.parent_path().parent_path() / "share" / "simcache");
+  }
+  for (const fs::path& d : dirs) {
+    const fs::path p = d / rel;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  return "";
+}
+
+bool resolve_profile(const std::string& spec, CostModel* out, std::string* error) {
+  std::error_code ec;
+  if (spec.find('/') != std::string::npos || spec.ends_with(".toml") ||
+      fs::is_regular_file(spec, ec))
+    return load_profile(spec, out, error);
+  const std::string path = find_data_file("profiles/" + spec + ".toml");
+  if (path.empty()) {
+    *error = fmt::format(
+        "profile '{}': no file {}.toml in the data directory "
+        "(set SIMCACHE_DATA_DIR, or pass --profile FILE)",
+        spec, spec);
+    return false;
+  }
+  return load_profile(path, out, error);
+}
+
+std::string profile_toml(const CostModel& m, const std::string& header) {
+  std::string out;
+  for (const std::string& line : split_words(header, '\n'))
+    out += line.empty() ? "#\n" : fmt::format("# {}\n", line);
+  out += fmt::format("\nname = {}\n", quote(m.name));
+  if (!m.description.empty()) out += fmt::format("description = {}\n", quote(m.description));
+  for (const CostParam& p : m.params) {
+    out += fmt::format("\n[[param]]\nname = {}\nvalue = {}\nunit = {}\nevents = [", quote(p.name),
+                       number(p.value), quote(p.unit));
+    for (size_t i = 0; i < p.events.size(); ++i)
+      out += (i ? ", " : "") + quote(kEventInfo[static_cast<size_t>(p.events[i])].name);
+    out += fmt::format("]\ngroup = {}\npinned = {}\n", quote(p.group), p.pinned ? "true" : "false");
+    if (p.stderr_ns >= 0) out += fmt::format("stderr = {}\n", number(p.stderr_ns));
+    out += fmt::format("source = {}\n", quote(p.source));
+    if (!p.meaning.empty()) out += fmt::format("meaning = {}\n", quote(p.meaning));
+  }
+  if (m.noise) {
+    out += noise_toml(m.noise->fallback, true);
+    for (const NoiseEntry& e : m.noise->entries) out += noise_toml(e, false);
+  }
+  return out;
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,73 @@
+// Strict reading of simcache's TOML files (cost profiles, the measurement
+// mapping): every error is one line naming the file, the line and the
+// field.
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace simcache::sim {
+
+struct TomlReader {
+  std::string path;
+  std::string* error;
+  bool required_nonempty = false;  // a required string may not be ""
+
+  static std::string one_line(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+      if (c == '\n' || c == '\r') c = ' ';
+    return out;
+  }
+  // toml::parse() with the syntax error turned into file:line: message.
+  bool parse(std::string_view text, toml::table* out) const {
+    try {
+      *out = toml::parse(text, path);
+    } catch (const toml::parse_error& e) {
+      *error = fmt::format("{}:{}: syntax: {}", path, e.source().begin.line,
+                           one_line(e.description()));
+      return false;
+    }
+    return true;
+  }
+  bool fail(const toml::node* n, const std::string& field, const std::string& msg) const {
+    *error = fmt::format("{}:{}: {}: {}", path, n ? n->source().begin.line : 0, field, msg);
+    return false;
+  }
+  bool keys(const toml::table& t, const std::set<std::string>& allowed,
+            const std::string& where) const {
+    for (const auto& [k, v] : t)
+      if (!allowed.count(std::string(k.str())))
+        return fail(&v, where + std::string(k.str()), "unknown field");
+    return true;
+  }
+  bool str(const toml::table& t, const char* key, const std::string& where, bool required,
+           std::string* out) const {
+    const toml::node* n = t.get(key);
+    if (!n) return required ? fail(&t, where + key, "missing") : true;
+    if (!n->is_string()) return fail(n, where + key, "expected a string");
+    *out = n->value<std::string>().value_or("");
+    if (required && required_nonempty && out->empty())
+      return fail(n, where + key, "must not be empty");
+    return true;
+  }
+  bool num(const toml::table& t, const char* key, const std::string& where, bool required,
+           double lo, double hi, double* out) const {
+    const toml::node* n = t.get(key);
+    if (!n) return required ? fail(&t, where + key, "missing") : true;
+    if (!n->is_number()) return fail(n, where + key, "expected a number");
+    const double v = n->value<double>().value_or(NAN);
+    if (!std::isfinite(v) || v < lo || v > hi)
+      return fail(n, where + key, fmt::format("{} is outside [{}, {}]", v, lo, hi));
+    *out = v;
+    return true;
+  }
+};
+
+}  // namespace simcache::sim

@@ -1,0 +1,50 @@
+// Report formats: an LKML-ready plain-text table (<= 80 columns), a
+// stable JSON document (docs/output.md) and a long-format CSV. With a
+// cost model, every workload gains time rows (docs/calibration.md), and
+// measured values are shown beside the model where a row maps to the
+// workload, kernel and policy.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/run/result.h"
+
+namespace simcache::sim {
+
+class CostModel;  // cost.h: optional time rows
+
+// Measured rows that map to one (workload shape, kernel, policy); several
+// rows (boots A and B of a parent) are averaged.
+struct MeasuredPoint {
+  std::string scenario;
+  std::map<std::string, int64_t> params;  // shape parameters; all must match
+  std::string kernel, policy;
+  double value_ns = 0;  // mean of the rows, ns per op
+  std::vector<std::string> ids;
+};
+
+struct ReportOptions {
+  const CostModel* cost = nullptr;  // null: counts only
+  const std::vector<MeasuredPoint>* measured = nullptr;
+  std::string measured_file;  // named under each block
+  bool all_counters = false;  // table: every non-zero counter
+  bool explain = false;       // table: --explain sections
+};
+
+std::string format_table(const RunResult& r, const ReportOptions& o = {});
+std::string format_json(const RunResult& r, const ReportOptions& o = {});
+std::string format_csv(const RunResult& r, const ReportOptions& o = {});
+// The --explain sections: each policy's ns per op split by parameter.
+std::string format_explain(const RunResult& r, const ReportOptions& o);
+
+// The counters a table shows by default, in order (shown when non-zero).
+const std::vector<Event>& headline_events();
+
+// The measured point for one policy column of a workload, or null.
+const MeasuredPoint* find_measured(const ReportOptions& o, const RunResult& r,
+                                   const WorkloadResult& w, const PolicyResult& p);
+
+}  // namespace simcache::sim

@@ -1,0 +1,237 @@
+// The plain-text table: one block per workload, one column per policy,
+// exact per-round counts of the timed region with the delta against the
+// first column, then the memory a policy leaves behind.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "sim/cost/cost.h"
+#include <fmt/format.h>
+#include "sim/report/report.h"
+
+namespace simcache::sim {
+namespace {
+
+const char kNames[] = "ABCDEFGH";
+
+// Mean per measured round; exact integers print without decimals.
+std::string fmt_mean(double v) {
+  if (std::fabs(v - std::round(v)) < 1e-9)
+    return fmt::format("{}", static_cast<int64_t>(std::llround(v)));
+  return fmt::format("{:.1f}", v);
+}
+
+std::string cell(double v, double base, bool first) {
+  std::string s = fmt_mean(v);
+  if (first || v == base) return s;
+  const double d = v - base;
+  return s + " (" + (d > 0 ? "+" : "") + fmt_mean(d) + ")";
+}
+
+double per_round(const PolicyResult& p, Event e) {
+  return p.rounds.empty() ? 0.0 : double(p.timed[e]) / double(p.rounds.size());
+}
+
+struct Row {
+  std::string label;
+  std::vector<double> v;
+  std::vector<std::string> text;  // preformatted cells (time rows) instead of v
+};
+
+std::string row_cell(const Row& r, size_t i, bool deltas) {
+  if (!r.text.empty()) return r.text[i];
+  return deltas ? cell(r.v[i], r.v[0], i == 0) : fmt_mean(r.v[i]);
+}
+
+// Renders rows so the table stays within 80 columns: columns as wide as
+// their widest cell; deltas dropped only if even that does not fit.
+void render(std::string* out, const std::vector<Row>& rows, size_t ncols) {
+  for (bool deltas : {true, false}) {
+    size_t w = 10, label = 8;
+    for (const Row& r : rows) {
+      label = std::max(label, r.label.size() + 1);
+      for (size_t i = 0; i < std::max(r.v.size(), r.text.size()); ++i)
+        w = std::max(w, row_cell(r, i, deltas).size() + 2);
+    }
+    if (deltas && label + ncols * w > 80) continue;
+    std::string head = fmt::format("{:<{}}", "", label);
+    for (size_t i = 0; i < ncols; ++i) head += fmt::format("{:>{}}", kNames[i], w);
+    *out += head + "\n";
+    for (const Row& r : rows) {
+      std::string line = fmt::format("{:<{}}", r.label, label);
+      for (size_t i = 0; i < std::max(r.v.size(), r.text.size()); ++i)
+        line += fmt::format("{:>{}}", row_cell(r, i, deltas), w);
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      *out += line + "\n";
+    }
+    return;
+  }
+}
+
+std::string fmt_time(double ns, const std::string& unit) {
+  const double v = ns / unit_scale(unit);
+  return unit == "ns" ? fmt::format("{:.1f}", v) : fmt::format("{:.2f}", v);
+}
+
+std::string fmt_delta(double d, double noise) {
+  return fmt::format("{:+.2f}%{}", d * 100, std::fabs(d) < noise ? " (n.s.)" : "");
+}
+
+// Model time per op with its interval and delta against column A; the
+// measured value beside it where a row maps to the column.
+void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions& o,
+               std::vector<Row>* rows, std::string* foot) {
+  const auto& ps = w.policies;
+  const std::string unit = w.time_unit.empty() ? "ns" : w.time_unit;
+  const std::string per = unit + "/" + w.op_unit;
+  std::vector<PolicyTime> t;
+  for (const auto& p : ps) t.push_back(policy_time(*o.cost, w, p));
+  const double sim_rounds = ps.empty() ? 0.0 : static_cast<double>(ps[0].rounds.size());
+  const auto nr = static_cast<int64_t>(noise_rounds(w.params, sim_rounds));
+  const bool groups = !w.params.count("rounds") && w.params.count("groups");
+  Row model{"model " + per, {}, {}},
+      se{fmt::format("  +- ({} {})", nr, groups ? "groups" : "rounds"), {}, {}};
+  Row delta{"  vs A", {}, {}}, meas{"measured " + per, {}, {}}, mdelta{"  vs A", {}, {}};
+  std::string ids;
+  bool any = false;
+  std::vector<const MeasuredPoint*> mp;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    model.text.push_back(fmt_time(t[i].per_op_ns, unit));
+    se.text.push_back(fmt::format("+-{:.2f}%", t[i].stderr_rel * 100));
+    const double noise = delta_noise(t[0], t[i]);
+    delta.text.push_back(
+        i == 0 || t[0].per_op_ns <= 0 ? "" : fmt_delta(t[i].per_op_ns / t[0].per_op_ns - 1, noise));
+    mp.push_back(find_measured(o, r, w, ps[i]));
+    meas.text.push_back(mp[i] ? fmt_time(mp[i]->value_ns, unit) : "-");
+    mdelta.text.push_back(
+        i == 0 || !mp[0] || !mp[i] ? "" : fmt_delta(mp[i]->value_ns / mp[0]->value_ns - 1, noise));
+    if (mp[i]) {
+      any = true;
+      std::string list;
+      for (const std::string& id : mp[i]->ids) list += (list.empty() ? "" : ",") + id;
+      ids += fmt::format("{}{} {}", ids.empty() ? "" : "; ", kNames[i], list);
+    }
+  }
+  rows->push_back(
+      {fmt::format("time, profile {}", o.cost->name), {}, std::vector<std::string>(ps.size())});
+  rows->push_back(model);
+  if (o.cost->noise) rows->push_back(se);
+  if (ps.size() > 1) rows->push_back(delta);
+  if (!any) return;
+  rows->push_back(meas);
+  bool any_delta = false;
+  for (const std::string& c : mdelta.text) any_delta |= !c.empty();
+  if (any_delta) rows->push_back(mdelta);
+  const std::string file = std::filesystem::path(o.measured_file).filename().string();
+  *foot += fmt::format("  measured ({}): {}\n", file, ids);
+}
+
+void block(std::string* out, const RunResult& r, const WorkloadResult& w, const ReportOptions& o) {
+  const auto& ps = w.policies;
+  const uint64_t ops = ps.empty() ? 0 : ps[0].ops_per_round;
+  const std::string what =
+      fmt::format("timed region per round ({} {}{})", ops, w.op_unit, ops == 1 ? "" : "s");
+  if (w.label.size() + 2 + what.size() <= 80)
+    *out += fmt::format("\n{}: {}\n", w.label, what);
+  else
+    *out += fmt::format("\n{}:\n  {}\n", w.label, what);
+  bool same = ps.size() == r.policies.size();
+  for (size_t i = 0; same && i < ps.size(); ++i) same = ps[i].policy == r.policies[i];
+  if (!same)
+    for (size_t i = 0; i < ps.size(); ++i)
+      *out += fmt::format("  {} = {}\n", kNames[i], ps[i].policy);
+  std::vector<Event> evs = headline_events();
+  if (o.all_counters) {
+    evs.clear();
+    for (size_t i = 0; i < kNumEvents; ++i) evs.push_back(static_cast<Event>(i));
+  }
+  std::vector<Row> rows;
+  for (Event e : evs) {
+    Row row{std::string(kEventInfo[static_cast<size_t>(e)].name), {}, {}};
+    bool any = false;
+    for (const auto& p : ps) {
+      row.v.push_back(per_round(p, e));
+      any |= p.timed[e] != 0;
+    }
+    if (any) rows.push_back(std::move(row));
+  }
+  for (const char* m : {"bytes_retained", "nodes_unused"}) {
+    Row row{m, {}, {}};
+    bool any = false;
+    for (const auto& p : ps) {
+      auto it = p.metrics.find(m);
+      row.v.push_back(it == p.metrics.end() ? 0.0 : double(it->second));
+      any |= it != p.metrics.end();
+    }
+    if (any) rows.push_back(std::move(row));
+  }
+  std::string foot;
+  if (o.cost) time_rows(r, w, o, &rows, &foot);
+  render(out, rows, ps.size());
+  *out += foot;
+  size_t kasan = 0;
+  for (const auto& p : ps) kasan += p.kasan.size();
+  if (kasan) *out += fmt::format("  KASAN: {} report(s); see --format json\n", kasan);
+  if (!w.note.empty()) *out += "  " + w.note + "\n";
+}
+
+}  // namespace
+
+const std::vector<Event>& headline_events() {
+  static const std::vector<Event> ev = {Event::io_rsrc_node_alloc,
+                                        Event::node_cache_hit,
+                                        Event::io_cache_alloc_new,
+                                        Event::io_cache_put_full,
+                                        Event::futex_wait_arm_fail,
+                                        Event::kmalloc,
+                                        Event::kfree,
+                                        Event::kmem_cache_alloc,
+                                        Event::kmem_cache_free,
+                                        Event::kmem_cache_alloc_bulk,
+                                        Event::bulk_objects,
+                                        Event::kvmalloc,
+                                        Event::slab_alloc_fast,
+                                        Event::slab_alloc_slow,
+                                        Event::slab_free_fast,
+                                        Event::slab_free_slow,
+                                        Event::allocate_slab,
+                                        Event::free_slab,
+                                        Event::list_lock,
+                                        Event::memcg_post_alloc_hook,
+                                        Event::memcg_charge,
+                                        Event::page_counter_charge};
+  return ev;
+}
+
+const MeasuredPoint* find_measured(const ReportOptions& o, const RunResult& r,
+                                   const WorkloadResult& w, const PolicyResult& p) {
+  if (!o.measured) return nullptr;
+  for (const MeasuredPoint& m : *o.measured) {
+    if (m.scenario != w.scenario || m.kernel != r.kernel || m.policy != p.policy) continue;
+    bool ok = true;
+    for (const auto& [k, v] : m.params) {
+      auto it = w.params.find(k);
+      ok &= it != w.params.end() && it->second == v;
+    }
+    if (ok) return &m;
+  }
+  return nullptr;
+}
+
+std::string format_table(const RunResult& r, const ReportOptions& o) {
+  std::string out = fmt::format("simcache {}: {} (kernel {}, seed {})\n", r.version, r.scenario,
+                                r.kernel, r.seed);
+  for (size_t i = 0; i < r.policies.size(); ++i)
+    out += fmt::format("  {} = {}\n", kNames[i], r.policies[i]);
+  if (o.cost) {
+    out += fmt::format("  time = counted events x costs of profile {} (docs/calibration.md)\n",
+                       o.cost->name);
+    if (o.cost->noise)
+      out += "  +-: standard error over the rounds; (n.s.): delta within the noise\n";
+  }
+  for (const auto& w : r.workloads) block(&out, r, w, o);
+  if (o.explain && o.cost) out += format_explain(r, o);
+  return out;
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,173 @@
+#include "sim/run/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include <fmt/format.h>
+#include "sim/run/scenario.h"
+#include "model/kernel/policy.h"
+#include "model/kernel/profile.h"
+#include "model/mm/slub.h"
+
+namespace simcache::sim {
+namespace {
+
+// The machine parameters every scenario takes (see engine.h).
+const std::vector<ParamSpec>& machine_params() {
+  static const std::vector<ParamSpec> p = {
+      {"cpus", 20, 1, 1024, "present CPUs (i7-12700KF: 20)"},
+      {"nodes", 1, 1, 8, "NUMA nodes"},
+      {"cpu", 2, 0, 1023, "CPU the benchmark task is pinned to"},
+      {"kworker_cpu", 3, 0, 1023, "CPU the iou_exit kworker runs ring teardown on"},
+      {"cgroup", 1, 0, 1, "1: the task runs in a non-root memcg (kmem charged)"},
+  };
+  return p;
+}
+
+ScenarioInfo with_machine(const ScenarioInfo& s) {
+  ScenarioInfo out = s;
+  for (const ParamSpec& p : machine_params()) out.params.push_back(p);
+  return out;
+}
+
+struct Job {
+  const ScenarioInfo* info;
+  Params params;
+  std::string policy;
+  PolicyResult* out;
+};
+
+std::vector<CacheStats> cache_stats(const Mm& mm) {
+  std::vector<CacheStats> out;
+  for (CacheId s : mm.caches()) {
+    CacheStats cs;
+    cs.stat.resize(kNumSlubStats);
+    uint64_t any = 0;
+    for (size_t i = 0; i < kNumSlubStats; ++i) {
+      cs.stat[i] = mm.stat(s, static_cast<SlubStat>(i));
+      any |= cs.stat[i];
+    }
+    if (!any) continue;
+    cs.info = mm.info(s);
+    cs.name = cs.info.name;
+    out.push_back(std::move(cs));
+  }
+  return out;
+}
+
+void run_job(const Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
+  const uint64_t seed = req.seed;
+  MmConfig mc;
+  iou::apply_profile(profile, mc);
+  mc.nr_cpus = static_cast<uint16_t>(j.params.at("cpus"));
+  mc.nr_nodes = static_cast<uint8_t>(j.params.at("nodes"));
+  iou::PolicySet ps;
+  std::string err;
+  iou::parse_policies(j.policy, &profile, &ps, &mc, &err);  // validated earlier
+  Mm mm(mc);
+  const MemcgId user = j.params.at("cgroup") ? mm.memcg().create(kRootMemcg) : kRootMemcg;
+  iou::MmIoUring io(mm, profile, ps);
+  for (size_t i = 0; i < req.faults.size(); ++i)
+    mm.faults().fail_random(req.faults[i].first, req.faults[i].second, seed * 1000003 + i);
+  Env env{mm, io,
+          Task{static_cast<CpuId>(j.params.at("cpu")), user, 0},
+          Task{static_cast<CpuId>(j.params.at("kworker_cpu")), kRootMemcg, 0}, seed};
+  Recorder rec(mm);
+  j.info->run(env, j.params, rec);
+  PolicyResult& r = *j.out;
+  r.policy = j.policy;
+  rec.finish(&r);
+  r.caches = cache_stats(mm);
+  mm.faults().clear();
+  io.exit_all(env.kworker);
+  mm.check_leaks();
+  if (std::string bad = mm.slub().check_invariants(); !bad.empty())
+    r.kasan.push_back({"model-invariant", kNull, "", bad});
+  r.kasan.insert(r.kasan.begin(), mm.kasan_reports().begin(), mm.kasan_reports().end());
+}
+
+bool check_machine(const Params& p, std::string* error) {
+  const int64_t cpus = p.at("cpus");
+  for (const char* k : {"cpu", "kworker_cpu"}) {
+    if (p.at(k) >= cpus) {
+      *error = fmt::format("parameter '{}' = {} must be below cpus = {}", k, p.at(k), cpus);
+      return false;
+    }
+  }
+  if (p.at("nodes") > cpus) {
+    *error = fmt::format("parameter 'nodes' = {} exceeds cpus = {}", p.at("nodes"), cpus);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool run(const RunRequest& req, RunResult* out, std::string* error) {
+  const ScenarioRegistry& reg = ScenarioRegistry::get();
+  const iou::KernelProfile* profile = iou::profile_by_name(req.kernel, error);
+  if (!profile) return false;
+  std::vector<PresetItem> items;
+  std::vector<std::string> policies = req.policies;
+  if (const PresetInfo* p = reg.find_preset(req.scenario)) {
+    items = p->items;
+    if (policies.empty()) policies = p->policies;
+  } else if (reg.find(req.scenario)) {
+    items.push_back({std::string(req.scenario), std::string(req.scenario), {}, {}, ""});
+  } else {
+    *error = fmt::format("unknown scenario '{}' (valid: {})", req.scenario, reg.names());
+    return false;
+  }
+  if (policies.empty()) policies.push_back("unpatched");
+  for (PresetItem& item : items)
+    if (item.policies.empty() || !req.policies.empty()) item.policies = policies;
+  for (const PresetItem& item : items) {  // validate before running anything
+    for (const std::string& pol : item.policies) {
+      iou::PolicySet ps;
+      MmConfig mc;
+      if (!iou::parse_policies(pol, profile, &ps, &mc, error)) return false;
+    }
+  }
+  out->scenario = req.scenario;
+  out->kernel = std::string(profile->name);
+  out->seed = req.seed;
+  out->version = SIMCACHE_VERSION;
+  out->policies = policies;
+  out->workloads.clear();
+  std::vector<Job> jobs;
+  out->workloads.reserve(items.size());
+  for (const PresetItem& item : items) {
+    const ScenarioInfo full = with_machine(*reg.find(item.scenario));
+    WorkloadResult w;
+    w.scenario = item.scenario;
+    w.label = item.label;
+    Params params;
+    if (!resolve_params(full, item.set, req.sets, &params, error)) return false;
+    if (!check_machine(params, error)) return false;
+    w.params = params;
+    w.op_unit = std::string(full.op_unit);
+    w.time_unit = std::string(full.time_unit);
+    w.note = item.note;
+    w.policies.resize(item.policies.size());
+    out->workloads.push_back(std::move(w));
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    const ScenarioInfo* info = reg.find(items[i].scenario);
+    for (size_t k = 0; k < items[i].policies.size(); ++k)
+      jobs.push_back({info, out->workloads[i].params, items[i].policies[k],
+                      &out->workloads[i].policies[k]});
+  }
+  const int nthreads = std::max(1, std::min<int>(req.jobs, static_cast<int>(jobs.size())));
+  std::vector<std::thread> pool;
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) run_job(jobs[i], *profile, req);
+  };
+  for (int t = 1; t < nthreads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  return true;
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,33 @@
+// Runs a scenario or preset for each policy column on a fresh simulated
+// kernel and collects the results. Deterministic: the same request gives
+// the same RunResult, whatever --jobs is.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/run/result.h"
+#include "model/mm/fault.h"
+
+namespace simcache::sim {
+
+struct RunRequest {
+  std::string scenario;
+  std::vector<std::pair<std::string, std::string>> sets;  // --set key=value
+  std::vector<std::string> policies;  // empty: the preset's, or "unpatched"
+  std::string kernel = "v6.18";
+  uint64_t seed = 1;
+  int jobs = 1;  // worker threads (results do not depend on it)
+  // Allocation failures injected at random at each point with the given
+  // probability (seeded from `seed`), for robustness runs.
+  std::vector<std::pair<FaultPoint, double>> faults;
+};
+
+// Parameters every scenario accepts (the machine and its tasks).
+// cpus: present CPUs (geometry); cpu: the benchmark's CPU; kworker_cpu:
+// where ring teardown runs; cgroup: 1 = the task is in a non-root memcg;
+// nodes: NUMA nodes.
+bool run(const RunRequest& req, RunResult* out, std::string* error);
+
+}  // namespace simcache::sim

@@ -1,0 +1,116 @@
+// Scenario drivers and presets, registered by name. A driver replays one
+// measurement program of ../shared/workloads.md on a simulated kernel; a
+// preset is a list of drivers with fixed parameters (sparse4096).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/run/result.h"
+#include "model/io_uring/io_uring_mm.h"
+#include "model/mm/mm.h"
+
+namespace simcache::sim {
+
+struct ParamSpec {
+  std::string_view name;
+  int64_t def;
+  int64_t min, max;
+  std::string_view help;
+};
+using Params = std::map<std::string, int64_t>;
+
+// Marks rounds and timed regions as the real program does, snapshotting
+// the event counters at each boundary. Counting never stops: `total`
+// covers set-up, untimed work and teardown.
+class Recorder {
+ public:
+  explicit Recorder(Mm& mm) : mm_(mm) {}
+  void begin_round(bool measured);
+  void timed_begin();
+  void timed_end();
+  void end_round(uint64_t ops);  // `ops` operations were timed this round
+  void metric(const std::string& name, int64_t value) { metrics_[name] = value; }
+  bool measured() const { return measured_; }
+  void finish(PolicyResult* out) const;
+
+ private:
+  Mm& mm_;
+  bool measured_ = false, in_timed_ = false;
+  Counters round_, mark_, timed_sum_;
+  std::vector<Counters> rounds_;
+  uint64_t ops_per_round_ = 0, total_ops_ = 0;
+  std::map<std::string, int64_t> metrics_;
+};
+
+// The simulated machine a driver runs on: the mm model, the io_uring
+// layer over it, and the tasks of the measurement program.
+struct Env {
+  Mm& mm;
+  iou::MmIoUring& io;
+  Task submitter;  // the pinned benchmark task (CPU, memcg)
+  Task kworker;    // where ring teardown runs (iou_exit, root cgroup)
+  uint64_t seed;
+};
+
+using DriverFn = void (*)(Env&, const Params&, Recorder&);
+
+struct ScenarioInfo {
+  std::string_view name;
+  std::string_view summary;
+  std::string_view op_unit;    // what one timed operation is
+  std::string_view time_unit;  // "ns" or "us" per operation in reports
+  std::vector<ParamSpec> params;
+  DriverFn run;
+};
+
+// One row group of a preset: a driver with parameter overrides.
+struct PresetItem {
+  std::string label;
+  std::string scenario;
+  Params set;
+  std::vector<std::string> policies;  // empty: the preset's columns
+  std::string note;                   // one line under the block
+};
+struct PresetInfo {
+  std::string_view name;
+  std::string_view summary;
+  std::vector<std::string> policies;  // default policy columns
+  std::vector<PresetItem> items;
+};
+
+class ScenarioRegistry {
+ public:
+  static ScenarioRegistry& get();
+  void add(ScenarioInfo info);
+  void add_preset(PresetInfo info);
+  const ScenarioInfo* find(std::string_view name) const;
+  const PresetInfo* find_preset(std::string_view name) const;
+  std::span<const ScenarioInfo> all() const { return scenarios_; }
+  std::span<const PresetInfo> presets() const { return presets_; }
+  std::string names() const;  // every scenario and preset, comma-separated
+
+ private:
+  std::vector<ScenarioInfo> scenarios_;
+  std::vector<PresetInfo> presets_;
+};
+
+// Each driver file defines one of these; ScenarioRegistry::get() calls
+// every function listed in scenarios/scenarios.def once. (Explicit calls,
+// not static registrars: the drivers live in a static library.)
+#define SIMCACHE_SCENARIO(fn) void fn(ScenarioRegistry& r);
+#include "sim/run/scenarios/scenarios.def"
+#undef SIMCACHE_SCENARIO
+
+// Resolves defaults, preset overrides and user `key=value` settings.
+// Unknown keys and out-of-range values are errors naming the key and the
+// valid choices.
+bool resolve_params(const ScenarioInfo& s, const Params& preset,
+                    const std::vector<std::pair<std::string, std::string>>& user,
+                    Params* out, std::string* error);
+
+}  // namespace simcache::sim

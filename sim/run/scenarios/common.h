@@ -1,0 +1,70 @@
+// Building blocks the drivers share: the MSG_RING SEND_FD fill loop of
+// the sparse-fill programs, the rounds structure, and the memory metrics.
+#pragma once
+
+#include <algorithm>
+
+#include "sim/run/scenario.h"
+#include "model/mm/geometry.h"
+
+namespace simcache::sim {
+
+using iou::RingId;
+
+// Queue `installs` IORING_OP_MSG_RING SEND_FDs of the source ring's slot 0
+// into `dst` ("allocate any free slot") in batches of `qd`: one
+// io_uring_enter() submits a batch and waits for it; the program then
+// drains the source and target CQEs. Returns the installs that succeeded.
+inline int64_t send_fd_fill(Env& e, RingId src, RingId dst, int64_t installs,
+                            int64_t qd, bool defer_taskrun) {
+  int64_t ok = 0;
+  for (int64_t done = 0; done < installs;) {
+    const int64_t batch = std::min(qd, installs - done);
+    e.io.enter_begin(src);
+    for (int64_t i = 0; i < batch; ++i)
+      ok += e.io.msg_ring_send_fd(src, dst, 0, iou::IORING_FILE_INDEX_ALLOC,
+                                  defer_taskrun) >= 0;
+    e.io.enter_end(src);
+    e.io.reap_cq(dst);
+    done += batch;
+  }
+  return ok;
+}
+
+// Slot size of the objects a per-ring cache holds.
+inline uint64_t cache_slot_size(Env& e, const iou::IoAllocCache& c) {
+  if (c.slab != kNoCache) return e.mm.info(c.slab).slab_size;
+  if (c.elem_size == 0) return 0;
+  if (c.elem_size > KMALLOC_MAX_CACHE_SIZE) return c.elem_size;
+  return kmalloc_size(kmalloc_index(c.elem_size));
+}
+
+// Bytes a ring's node and futex caches hold: parked objects plus the
+// pointer arrays (the RFC's "4096 x 32 bytes plus a 32 KiB pointer array").
+inline int64_t ring_cache_bytes(Env& e, RingId r) {
+  const iou::IoRingCtx& c = e.io.ring(r);
+  int64_t b = 0;
+  for (const iou::IoAllocCache* ac : {&c.node_cache, &c.futex_cache}) {
+    b += static_cast<int64_t>(ac->nr_cached * cache_slot_size(e, *ac));
+    b += static_cast<int64_t>(ac->max_cached) * 8;
+  }
+  return b;
+}
+
+// Nodes a round put into a cache ahead of need (prefill, bulk-refill
+// stash) that no install took out again: stashed - hits, floored at 0.
+inline int64_t unused_nodes(const Counters& round) {
+  const int64_t stashed = static_cast<int64_t>(round[Event::io_cache_prefill] +
+                                               round[Event::io_cache_refill_stash]);
+  return std::max<int64_t>(0, stashed - static_cast<int64_t>(round[Event::io_cache_get]));
+}
+
+// Runs `smoke` + `warmup` unmeasured rounds and `rounds` measured ones.
+template <class F>
+void run_rounds(const Params& p, F&& round) {
+  for (int64_t i = 0; i < p.at("smoke"); ++i) round(/*measured=*/false, /*smoke=*/true);
+  for (int64_t i = 0; i < p.at("warmup"); ++i) round(false, false);
+  for (int64_t i = 0; i < p.at("rounds"); ++i) round(true, false);
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,136 @@
+// node-cache cold/warm (workloads.md §2) and the lifecycle family (§3):
+// registration cost, fill cost, and same-ring remove + refill.
+#include "sim/run/scenarios/common.h"
+
+namespace simcache::sim {
+namespace {
+
+// cold: time the first fill of a fresh 128-slot table. warm: fill,
+// unregister (the nodes go back to the ring's node cache), register a
+// fresh table on the same ring and time the second fill.
+void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
+  const bool warm = p.at("warm") != 0;
+  const int64_t slots = p.at("slots");
+  const RingId src = e.io.ring_create(e.submitter, {256, 0, false});
+  if (src < 0) return;
+  e.io.files_register(src, 1);
+  auto round = [&](bool measured, bool smoke) {
+    (void)smoke;
+    rec.begin_round(measured);
+    const RingId dst = e.io.ring_create(e.submitter, {256, 0, false});
+    if (dst < 0) return rec.end_round(0);
+    e.io.files_register_sparse(dst, static_cast<uint32_t>(slots));
+    if (warm) {
+      send_fd_fill(e, src, dst, slots, p.at("qd"), false);
+      e.io.files_unregister(dst);
+      e.io.files_register_sparse(dst, static_cast<uint32_t>(slots));
+    }
+    rec.timed_begin();
+    send_fd_fill(e, src, dst, slots, p.at("qd"), false);
+    rec.timed_end();
+    e.io.files_unregister(dst);
+    e.io.ring_exit(dst, e.kworker);
+    rec.end_round(static_cast<uint64_t>(slots));
+  };
+  run_rounds(p, round);
+  e.io.ring_exit(src, e.kworker);
+}
+
+enum Mode : int64_t { kSerial = 0, kPaced = 1, kReuse = 2 };
+
+// One operation of serial-S-N / paced-S-N: a new ring, timed sparse
+// registration and fill ("interval"), untimed unregister and close.
+// reuse-S-N: on one ring, timed FILES_UPDATE(-1) removal of every
+// installed file over contiguous spans, then the SEND_FD refill.
+void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
+  const auto mode = static_cast<Mode>(p.at("mode"));
+  const int64_t slots = p.at("slots"), installs = p.at("installs");
+  const int64_t span = p.at("span") ? p.at("span") : std::max<int64_t>(installs, 1);
+  const bool optin = p.at("prefill_flag") != 0;
+  const RingId src = e.io.ring_create(e.submitter, {256, 0, false});
+  if (src < 0) return;
+  e.io.files_register(src, 1);
+  RingId reuse_ring = -1, pending = -1;
+  if (mode == kReuse) {
+    reuse_ring = e.io.ring_create(e.submitter, {256, 0, false});
+    if (reuse_ring < 0) return e.io.exit_all(e.kworker);
+    e.io.files_register_sparse(reuse_ring, static_cast<uint32_t>(slots), optin);
+    send_fd_fill(e, src, reuse_ring, installs, p.at("qd"), false);
+  }
+  auto op = [&](bool measured) {
+    rec.begin_round(measured);
+    const Counters start = e.mm.events();
+    RingId dst = reuse_ring;
+    if (mode == kReuse) {
+      rec.timed_begin();
+      for (int64_t off = 0; off < installs; off += span)
+        e.io.files_update_remove(dst, static_cast<uint32_t>(off),
+                                 static_cast<uint32_t>(std::min(span, installs - off)));
+    } else {
+      dst = e.io.ring_create(e.submitter, {256, 0, false});
+      if (dst < 0) return rec.end_round(0);
+      rec.timed_begin();
+      e.io.files_register_sparse(dst, static_cast<uint32_t>(slots), optin);
+      rec.timed_end();
+      // serial: the previous ring's teardown overlaps this operation.
+      if (pending >= 0) e.io.ring_exit(pending, e.kworker), pending = -1;
+      rec.timed_begin();
+    }
+    send_fd_fill(e, src, dst, installs, p.at("qd"), false);
+    rec.timed_end();
+    if (measured) {
+      rec.metric("bytes_retained", ring_cache_bytes(e, dst));
+      rec.metric("nodes_unused", unused_nodes(e.mm.events() - start));
+    }
+    if (mode != kReuse) {
+      e.io.files_unregister(dst);
+      pending = dst;
+      if (mode == kPaced) e.io.ring_exit(pending, e.kworker), pending = -1;
+    }
+    rec.end_round(1);
+  };
+  for (int64_t i = 0; i < p.at("warmup"); ++i) op(false);
+  for (int64_t i = 0; i < p.at("groups") * p.at("ops"); ++i) op(true);
+  if (pending >= 0) e.io.ring_exit(pending, e.kworker);
+  if (reuse_ring >= 0) e.io.ring_exit(reuse_ring, e.kworker);
+  e.io.ring_exit(src, e.kworker);
+}
+
+}  // namespace
+
+void register_node_cache_coldwarm(ScenarioRegistry& r) {
+  r.add({"node-cache-coldwarm",
+         "128-slot fill on a new ring (cold) or after unregister+re-register (warm)",
+         "install",
+         "ns",
+         {
+             {"warm", 0, 0, 1, "0: cold first fill; 1: second fill on the same ring"},
+             {"slots", 128, 1, 1 << 20, "table size (= installs)"},
+             {"qd", 64, 1, 4096, "SQEs per io_uring_enter"},
+             {"rounds", 15, 1, 10000, "measured rounds"},
+             {"warmup", 3, 0, 10000, "untimed warm-up rounds"},
+             {"smoke", 0, 0, 1, "untimed smoke round"},
+         },
+         run_coldwarm});
+}
+
+void register_lifecycle(ScenarioRegistry& r) {
+  r.add({"lifecycle",
+         "register/fill per operation: mode 0 serial, 1 paced (50 ms gap), 2 reuse",
+         "op",
+         "us",
+         {
+             {"mode", 0, 0, 2, "0 serial-S-N, 1 paced-S-N, 2 reuse-S-N"},
+             {"slots", 4096, 1, 1 << 20, "sparse table size S"},
+             {"installs", 4096, 0, 1 << 20, "installs per operation N"},
+             {"qd", 64, 1, 4096, "SQEs per io_uring_enter"},
+             {"span", 0, 0, 1 << 20, "reuse: slots per FILES_UPDATE call (0: all N at once)"},
+             {"ops", 32, 1, 10000, "operations per group"},
+             {"groups", 15, 1, 10000, "measured groups"},
+             {"warmup", 3, 0, 10000, "untimed warm-up operations"},
+             {"prefill_flag", 0, 0, 1, "registration passes the prefill opt-in flag"},
+         },
+         run_lifecycle});
+}
+
+}  // namespace simcache::sim

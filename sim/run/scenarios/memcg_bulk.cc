@@ -1,0 +1,86 @@
+// memcg bulk charging (workloads.md §6, seed 002): the module benchmark
+// on a SLAB_ACCOUNT kmem_cache, and the io_uring request refill under
+// POLL_ADD that never completes.
+#include <vector>
+
+#include "sim/run/scenarios/common.h"
+
+namespace simcache::sim {
+namespace {
+
+// kmem_cache_create("bench_memcg_cache", size, 0, SLAB_ACCOUNT); one
+// warm-up bulk, then `iterations` x (alloc_bulk(bulk) + free_bulk).
+void run_memcg_bulk(Env& e, const Params& p, Recorder& rec) {
+  const int bulk = static_cast<int>(p.at("bulk"));
+  const CacheId s = e.mm.kmem_cache_create("bench_memcg_cache",
+                                           static_cast<uint32_t>(p.at("size")), 0,
+                                           SLAB_ACCOUNT);
+  std::vector<Ptr> objs(static_cast<size_t>(bulk));
+  const Ptr arr = e.mm.kmalloc(static_cast<uint32_t>(bulk * 8), GFP_KERNEL, e.submitter);
+  rec.begin_round(false);
+  if (e.mm.kmem_cache_alloc_bulk(s, GFP_KERNEL, bulk, objs.data(), e.submitter))
+    e.mm.kmem_cache_free_bulk(s, bulk, objs.data(), e.submitter);
+  rec.end_round(0);
+  rec.begin_round(true);
+  rec.timed_begin();
+  for (int64_t i = 0; i < p.at("iterations"); ++i) {
+    const int got = e.mm.kmem_cache_alloc_bulk(s, GFP_KERNEL, bulk, objs.data(), e.submitter);
+    if (!got) break;
+    e.mm.kmem_cache_free_bulk(s, got, objs.data(), e.submitter);
+  }
+  rec.timed_end();
+  rec.end_round(static_cast<uint64_t>(p.at("iterations") * bulk));
+  e.mm.kfree(arr, e.submitter);
+}
+
+// POLL_ADD on a pipe that never becomes readable: bursts of `burst` SQEs
+// (one io_uring_enter each), requests from the io_kiocb cache in bulk
+// refills of 8, the ring recycled every `recycle` bursts; `total` SQEs.
+void run_poll_refill(Env& e, const Params& p, Recorder& rec) {
+  const int64_t total = p.at("total"), burst = p.at("burst");
+  rec.begin_round(true);
+  rec.timed_begin();
+  int64_t submitted = 0;
+  while (submitted < total) {
+    const RingId r = e.io.ring_create(
+        e.submitter, {static_cast<uint32_t>(p.at("qd")), 0, false});
+    if (r < 0) break;
+    for (int64_t round = 0; round < p.at("recycle") && submitted < total; ++round) {
+      e.io.enter_begin(r);
+      const int64_t n = std::min(burst, total - submitted);
+      for (int64_t i = 0; i < n; ++i) submitted += e.io.poll_add(r) == 0;
+      e.io.enter_end(r);
+    }
+    e.io.ring_exit(r, e.kworker);  // io_uring_queue_exit(): async teardown
+  }
+  rec.timed_end();
+  rec.end_round(static_cast<uint64_t>(submitted));
+}
+
+}  // namespace
+
+void register_memcg_bulk(ScenarioRegistry& r) {
+  r.add({"memcg-bulk",
+         "seed 002 module benchmark: kmem_cache_alloc_bulk + free_bulk, SLAB_ACCOUNT",
+         "object",
+         "ns",
+         {
+             {"size", 256, 8, 8192, "object size (OBJ_SIZE)"},
+             {"bulk", 32, 1, 1024, "objects per bulk call"},
+             {"iterations", 100000, 1, 100000000, "timed iterations"},
+         },
+         run_memcg_bulk});
+  r.add({"poll-refill",
+         "seed 002 io_uring test: POLL_ADD bursts force __io_alloc_req_refill",
+         "sqe",
+         "ns",
+         {
+             {"qd", 4096, 1, 32768, "SQ entries per ring"},
+             {"burst", 2048, 1, 32768, "SQEs per io_uring_enter"},
+             {"recycle", 32, 1, 100000, "bursts before the ring is recycled"},
+             {"total", 1 << 18, 1, 1 << 26, "SQEs submitted in all (the seed uses 1 << 24)"},
+         },
+         run_poll_refill});
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,74 @@
+// sparse-fill "F0" (workloads.md §1): MSG_RING SEND_FD first fill of a
+// fresh sparse fixed-file table, a new target ring every round.
+#include "sim/run/scenarios/common.h"
+
+namespace simcache::sim {
+namespace {
+
+void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
+  const bool defer = p.at("defer_taskrun") != 0;
+  const bool lag = p.at("teardown_lag") != 0;
+  const bool optin = p.at("prefill_flag") != 0;
+  // Set-up: the source ring with the memfd as its only fixed file.
+  const RingId src = e.io.ring_create(e.submitter, {256, 0, false});
+  if (src < 0) return;  // -ENOMEM (injected failures): nothing to measure
+  e.io.files_register(src, 1);
+  RingId pending = -1;  // a closed ring whose kworker teardown has not run
+  auto round = [&](bool measured, bool smoke) {
+    const int64_t slots = smoke ? 256 : p.at("slots");
+    const int64_t installs = smoke ? 256 : p.at("installs");
+    rec.begin_round(measured);
+    const Counters start = e.mm.events();
+    const RingId dst = e.io.ring_create(e.submitter, {256, 0, defer});
+    if (dst < 0) {
+      rec.end_round(0);
+      return;
+    }
+    e.io.files_register_sparse(dst, static_cast<uint32_t>(slots), optin);
+    if (pending >= 0) {  // the previous ring's teardown overlaps this set-up
+      e.io.ring_exit(pending, e.kworker);
+      pending = -1;
+    }
+    rec.timed_begin();
+    send_fd_fill(e, src, dst, installs, p.at("qd"), defer);
+    rec.timed_end();
+    if (measured) {
+      rec.metric("bytes_retained", ring_cache_bytes(e, dst));
+      rec.metric("nodes_unused", unused_nodes(e.mm.events() - start));
+    }
+    e.io.files_unregister(dst);  // untimed, on the benchmark's CPU
+    pending = dst;
+    if (!lag) {
+      e.io.ring_exit(pending, e.kworker);
+      pending = -1;
+    }
+    rec.end_round(static_cast<uint64_t>(installs));
+  };
+  run_rounds(p, round);
+  if (pending >= 0) e.io.ring_exit(pending, e.kworker);
+  e.io.ring_exit(src, e.kworker);
+}
+
+}  // namespace
+
+void register_sparse_fill(ScenarioRegistry& r) {
+  r.add({"sparse-fill",
+         "F0: MSG_RING SEND_FD first fill of a sparse table on a new target ring per round",
+         "install",
+         "ns",
+         {
+             {"slots", 4096, 1, 1 << 20, "sparse table size S"},
+             {"installs", 4096, 0, 1 << 20, "SEND_FD installs per round N (<= slots)"},
+             {"qd", 64, 1, 4096, "SQEs per io_uring_enter (batch)"},
+             {"rounds", 15, 1, 10000, "measured rounds"},
+             {"warmup", 3, 0, 10000, "untimed warm-up rounds"},
+             {"smoke", 1, 0, 1, "one untimed 256-slot smoke round first"},
+             {"teardown_lag", 1, 0, 1,
+              "1: a closed ring's kworker teardown runs after the next ring's set-up"},
+             {"defer_taskrun", 0, 0, 1, "target ring uses SINGLE_ISSUER|DEFER_TASKRUN"},
+             {"prefill_flag", 0, 0, 1, "registration passes the prefill opt-in flag"},
+         },
+         run_sparse_fill});
+}
+
+}  // namespace simcache::sim
