@@ -32,27 +32,27 @@ const OrderRow kOrderTable[] = {
     {3, 2, 0, 512, 0}, {3, 16, 0, 512, 0}, {3, 128, 0, 512, 0},
     // kmalloc-16: 36 * 16 = 576 B -> order 0, 256 objects.
     {4, 2, 0, 256, 0}, {4, 16, 0, 256, 0}, {4, 128, 0, 256, 0},
-    // kmalloc-32 (notes: any CPUs -> 0 / 128).
+    // kmalloc-32 (sources.md §6: any CPUs -> 0 / 128).
     {5, 2, 0, 128, 0}, {5, 16, 0, 128, 0}, {5, 128, 0, 128, 0},
-    // kmalloc-64 (notes: any -> 0 / 64); 36 * 64 = 2304 B -> order 0.
+    // kmalloc-64 (sources.md §6: any -> 0 / 64); 36 * 64 = 2304 B -> order 0.
     {6, 2, 0, 64, 0}, {6, 16, 0, 64, 0}, {6, 128, 0, 64, 0},
     // kmalloc-96: 36 * 96 = 3456 B -> order 0; 4096 = 42 * 96 + 64 and
     // 64 <= 4096 / 16 -> order 0, 42 objects at every CPU count.
     {1, 2, 0, 42, 64}, {1, 16, 0, 42, 64}, {1, 128, 0, 42, 64},
-    // kmalloc-128 (notes: < 128 CPUs 0 / 32, >= 128 -> 1 / 64).
+    // kmalloc-128 (sources.md §6: < 128 CPUs 0 / 32, >= 128 -> 1 / 64).
     {7, 2, 0, 32, 0}, {7, 16, 0, 32, 0}, {7, 128, 1, 64, 0},
-    // kmalloc-192 (notes: 2-15 -> 0 / 21; 16-511 -> 1 / 42; 512+ -> 2 / 85).
+    // kmalloc-192 (sources.md §6: 2-15 -> 0 / 21; 16-511 -> 1 / 42; 512+ -> 2 / 85).
     {2, 2, 0, 21, 64}, {2, 16, 1, 42, 128}, {2, 128, 1, 42, 128},
     {2, 512, 2, 85, 64},
     // kmalloc-256: 12 * 256 = 3072 -> order 0, 16 objects; 24 * 256 = 6144
     // -> order 1, 32; 36 * 256 = 9216 -> order 2, 64. No leftover.
     {8, 2, 0, 16, 0}, {8, 16, 1, 32, 0}, {8, 128, 2, 64, 0},
-    // kmalloc-512 (notes: 2-7 -> 1 / 16; 8-127 -> 2 / 32; >= 128 -> 3 / 64).
+    // kmalloc-512 (sources.md §6: 2-7 -> 1 / 16; 8-127 -> 2 / 32; >= 128 -> 3 / 64).
     {9, 2, 1, 16, 0}, {9, 8, 2, 32, 0}, {9, 16, 2, 32, 0}, {9, 128, 3, 64, 0},
-    // kmalloc-1k (notes: 2-7 -> 2 / 16; >= 8 -> 3 / 32).
+    // kmalloc-1k (sources.md §6: 2-7 -> 2 / 16; >= 8 -> 3 / 32).
     {10, 2, 2, 16, 0}, {10, 8, 3, 32, 0}, {10, 16, 3, 32, 0},
     {10, 128, 3, 32, 0},
-    // kmalloc-2k (notes: any -> 3 / 16): max_objects 16 caps min_objects.
+    // kmalloc-2k (sources.md §6: any -> 3 / 16): max_objects 16 caps min_objects.
     {11, 2, 3, 16, 0}, {11, 16, 3, 16, 0}, {11, 128, 3, 16, 0},
     // kmalloc-4k: max_objects = 32768 / 4096 = 8 caps min_objects at 8;
     // get_order(8 * 4096) = 3 -> order 3, 8 objects, at every CPU count.
@@ -255,7 +255,7 @@ TEST_CASE("order and objects per slab for every kmalloc cache",
 
 TEST_CASE("min_partial", "[geometry]") {
   // ilog2(size) / 2 is at most 5 up to 2k; kmalloc-4k and -8k get
-  // ilog2 12 / 2 = ilog2 13 / 2 = 6 (the notes' "5 below 1 MiB" is off).
+  // ilog2 12 / 2 = ilog2 13 / 2 = 6 (docs/sources.md §6).
   for (uint32_t i = 1; i < kNumKmallocIndex; ++i) {
     if (kmalloc_size(i) == 0) continue;
     const uint32_t want = kmalloc_size(i) >= 4096 ? 6 : 5;

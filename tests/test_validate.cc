@@ -1,7 +1,7 @@
 // calibrate and validate through the CLI: malformed and unmappable rows
 // are one-line errors with file, line and column and exit status 2, no
 // half-written profile is left behind; validate's effects follow the A/B/A
-// convention of ../shared/workloads.md.
+// convention of docs/workloads.md.
 #include <catch2/catch.hpp>
 #include <filesystem>
 

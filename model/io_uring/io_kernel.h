@@ -10,7 +10,7 @@
 namespace simcache::iou {
 
 // sizeof(struct io_mapped_ubuf) + 32 bvecs (IO_CACHED_BVECS_SEGS), derived
-// in kernel-model-notes §2; only the imu_cache array is allocated.
+// in docs/sources.md §2; only the imu_cache array is allocated.
 inline constexpr uint32_t kImuCacheElemSize = 568;
 
 template <IoAllocator A>

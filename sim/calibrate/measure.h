@@ -1,4 +1,4 @@
-// Measured rows (the columns of ../shared/calibration.tsv) and the mapping
+// Measured rows (the columns of data/measurements/calibration.tsv) and the mapping
 // file that turns each row into a simulation: scenario and parameters,
 // kernel profile, policy, and the metric. Errors are one line naming the
 // file, line and column ("FILE:LINE:COL: field: problem").

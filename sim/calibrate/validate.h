@@ -34,7 +34,7 @@ struct Validation {
   size_t agree = 0, same_sign = 0;
 };
 
-// Group effects follow ../shared/workloads.md: a group is the rows of one
+// Group effects follow docs/workloads.md: a group is the rows of one
 // program and shape (workload, shape, metric and unit columns); base rows
 // are the reference (their midpoint); each other row is one effect.
 Validation validate_rows(const CostModel& m, const std::vector<MappedRow>& rows,

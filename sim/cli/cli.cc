@@ -125,7 +125,7 @@ bool load_cost(const ParsedFlags& f, CostModel* m, bool* have, std::string* warn
 }
 
 // Measured rows shown beside the model: --measurements, or the shipped
-// copy of ../shared/calibration.tsv. Rows no rule maps are left out.
+// rows, data/measurements/calibration.tsv. Rows no rule maps are left out.
 bool load_measured(const ParsedFlags& f, std::vector<MeasuredPoint>* pts, std::string* file,
                    std::string* error) {
   auto it = f.v.find("measurements");

@@ -4,7 +4,7 @@
 //
 //   simcache --scenario NAME ...          run and report (counts and times)
 //   simcache calibrate --measurements F   fit a cost profile (calibrate_cli.cc)
-//   simcache validate --measurements F    predicted vs measured (validate_cli.cc)
+//   simcache validate --measurements F    predicted vs measured (calibrate_cli.cc)
 #pragma once
 
 #include <map>

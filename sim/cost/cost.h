@@ -3,7 +3,7 @@
 // events of the tables of record; the time of a region is the sum over
 // events of count x cost. The layer only reads Counters, so a cost change
 // can never change a count. Profiles are TOML files (docs/calibration.md);
-// the default parameter set is the table of record sim/cost_params.def.
+// the default parameter set is the table of record sim/cost/cost_params.def.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@
 
 namespace simcache::sim {
 
-// One row of sim/cost_params.def.
+// One row of sim/cost/cost_params.def.
 struct CostParamSpec {
   std::string_view name;
   std::string_view group;
@@ -31,7 +31,7 @@ struct CostParamSpec {
 };
 std::span<const CostParamSpec> default_param_specs();
 
-// Events no parameter prices, and why (sim/cost_params.def).
+// Events no parameter prices, and why (sim/cost/cost_params.def).
 struct UnpricedSpec {
   std::string_view event;
   std::string_view reason;
@@ -121,7 +121,7 @@ double delta_noise(const PolicyTime& a, const PolicyTime& b);
 // ns per `unit` ("ns" or "us").
 double unit_scale(std::string_view time_unit);
 
-// Profiles (sim/cost_profile.cc). The built-in default profile is a file
+// Profiles (sim/cost/cost_profile.cc). The built-in default profile is a file
 // in the data directory: $SIMCACHE_DATA_DIR, else the source tree's data/
 // (compiled in), else ../data or ../share/simcache beside the binary.
 inline constexpr std::string_view kDefaultCostProfile = "i7-12700KF";

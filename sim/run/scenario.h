@@ -1,5 +1,5 @@
 // Scenario drivers and presets, registered by name. A driver replays one
-// measurement program of ../shared/workloads.md on a simulated kernel; a
+// measurement program of docs/workloads.md on a simulated kernel; a
 // preset is a list of drivers with fixed parameters (sparse4096).
 #pragma once
 

@@ -1,5 +1,5 @@
 // Futex programs: WAITV -> WAKE "v0" and its scalar control "s0"
-// (workloads.md §4), and the arm-fail loop "e0" (§5).
+// (docs/workloads.md §4), and the arm-fail loop "e0" (§5).
 #include "sim/run/scenarios/common.h"
 
 namespace simcache::sim {

@@ -1,4 +1,4 @@
-// node-cache cold/warm (workloads.md §2) and the lifecycle family (§3):
+// node-cache cold/warm (docs/workloads.md §2) and the lifecycle family (§3):
 // registration cost, fill cost, and same-ring remove + refill.
 #include "sim/run/scenarios/common.h"
 

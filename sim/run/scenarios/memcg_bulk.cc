@@ -1,4 +1,4 @@
-// memcg bulk charging (workloads.md §6, seed 002): the module benchmark
+// memcg bulk charging (docs/workloads.md §6, seed 002): the module benchmark
 // on a SLAB_ACCOUNT kmem_cache, and the io_uring request refill under
 // POLL_ADD that never completes.
 #include <vector>

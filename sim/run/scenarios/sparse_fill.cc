@@ -1,4 +1,4 @@
-// sparse-fill "F0" (workloads.md §1): MSG_RING SEND_FD first fill of a
+// sparse-fill "F0" (docs/workloads.md §1): MSG_RING SEND_FD first fill of a
 // fresh sparse fixed-file table, a new target ring every round.
 #include "sim/run/scenarios/common.h"
 
