@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "sim/cli/cli.h"
@@ -13,16 +14,19 @@
 
 namespace simcache::testing {
 
+// A file of the source tree, by its path from the top directory.
 inline std::string repo_file(const std::string& rel) {
-  return (std::filesystem::path(SIMCACHE_TEST_DATA) / ".." / ".." / rel)
-      .lexically_normal()
-      .string();
+  return (std::filesystem::path(SIMCACHE_SOURCE_DIR) / rel).lexically_normal().string();
 }
 
+// The whole file; a missing or unreadable file throws, so the test using
+// it fails (Catch reports the exception) instead of checking an empty text.
 inline std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + path);
   std::stringstream ss;
   ss << f.rdbuf();
+  if (f.bad()) throw std::runtime_error("error reading " + path);
   return ss.str();
 }
 

@@ -75,13 +75,12 @@ TEST_CASE("policies: every policy file is registered once", "[io_uring][policy]"
   // One .cc per policy in model/kernel/policies/: none forgotten in
   // policies.def (which keeps them linked from the static library).
   const std::filesystem::path dir =
-      std::filesystem::path(__FILE__).parent_path() / ".." / "model" / "io_uring" / "policies";
-  if (std::filesystem::exists(dir)) {
-    size_t files = 0;
-    for (const auto& e : std::filesystem::directory_iterator(dir))
-      files += e.path().extension() == ".cc";
-    CHECK(files == PolicyRegistry::get().all().size());
-  }
+      std::filesystem::path(SIMCACHE_SOURCE_DIR) / "model" / "kernel" / "policies";
+  REQUIRE(std::filesystem::is_directory(dir));
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    files += e.path().extension() == ".cc";
+  CHECK(files == PolicyRegistry::get().all().size());
 }
 
 TEST_CASE("policies: unpatched is the null baseline", "[io_uring][policy]") {

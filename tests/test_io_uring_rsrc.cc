@@ -324,7 +324,7 @@ TEST_CASE("rsrc: slot allocation, errors and the CPU doing the install",
   }
 }
 
-TEST_CASE("rsrc: non-sparse register allocates a node per slot; update sets reset first",
+TEST_CASE("rsrc: non-sparse register allocates a node per slot, update sets reset first",
           "[io_uring][rsrc]") {
   Sim s("v6.18");
   const int r = s.io->ring_create(kApp);
