@@ -2,7 +2,7 @@
 # level or a level below it. Levels, bottom first (docs/architecture.md):
 #   model (tables of record) < model/mm < model/kernel < model/io_uring
 #   < sim/run < sim/cost < sim/report < sim/calibrate < sim/cli
-# tests/, bench/ and measure/ sit above everything and are not checked.
+# tests/ and bench/ sit above everything and are not checked.
 # Usage: cmake -DROOT=<source dir> -P check_layering.cmake
 set(levels model model/mm model/kernel model/io_uring
            sim/run sim/cost sim/report sim/calibrate sim/cli)
