@@ -19,7 +19,7 @@ using simcache::testing::repo_file;
 
 namespace {
 
-constexpr size_t kMaxLines = 800;  // two JSON columns are ~750 lines
+constexpr size_t kMaxLines = 800;  // a JSON column is ~360 lines
 
 struct Golden {
   std::string file;
