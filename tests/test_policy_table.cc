@@ -4,6 +4,7 @@
 // at init, the docs' policy section and --list.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "model/kernel/profile.h"
 #include "model/mm/mm.h"
 #include "sim/cli/cli.h"
+#include "test_policy_util.h"
 
 using namespace simcache;
 using namespace simcache::iou;
@@ -106,7 +108,8 @@ void set_prefill_max_7(PolicySet& p, MmConfig& mm) {
 constexpr PolicyInfo kWithCode[] = {
     SIMCACHE_POLICY_ROW("base", none, "baseline", ),
     SIMCACHE_POLICY_ROW("coded", prefill_max, "sets a field, then runs code",
-                        SIMCACHE_POLICY_SET(prefill_max, 5) SIMCACHE_POLICY_CODE(set_prefill_max_7)),
+                        SIMCACHE_POLICY_SET(prefill_max, 5)
+                            SIMCACHE_POLICY_CODE(set_prefill_max_7)),
 };
 static_assert(check_policy_table(kWithCode).what.empty());
 
@@ -128,12 +131,14 @@ constexpr PolicyInfo kBadGroup[] = {
 };
 constexpr PolicyInfo kBadName[] = {
     SIMCACHE_POLICY_ROW("base", none, "baseline", ),
-    SIMCACHE_POLICY_ROW("a+b", slab_prime, "combines badly", SIMCACHE_POLICY_SET(slab_prime, true)),
+    SIMCACHE_POLICY_ROW("a+b", slab_prime, "combines badly",
+                        SIMCACHE_POLICY_SET(slab_prime, true)),
 };
 constexpr PolicyInfo kSetTwice[] = {
     SIMCACHE_POLICY_ROW("base", none, "baseline", ),
     SIMCACHE_POLICY_ROW("a", slab_prime, "twice",
-                        SIMCACHE_POLICY_SET(slab_prime, true) SIMCACHE_POLICY_SET(slab_prime, false)),
+                        SIMCACHE_POLICY_SET(slab_prime, true)
+                            SIMCACHE_POLICY_SET(slab_prime, false)),
 };
 constexpr PolicyInfo kSecondBaseline[] = {
     SIMCACHE_POLICY_ROW("base", none, "baseline", ),
@@ -162,6 +167,38 @@ TEST_CASE("policy table: every entry, alone and with every entry, on every profi
   CHECK(t.accepted >= 348);
   CHECK(t.rejected >= 342);
   CHECK(t.twice + t.conflicts + t.accepted + t.rejected == t.ran);
+}
+
+TEST_CASE("policy table: the generated sweeps cover every entry that can run",
+          "[policy][table]") {
+  const auto table = PolicyRegistry::get().all();
+  // Entries that no partner rescues: the node-slab family without a node
+  // cache (v6.12, v6.13), slab-prime without per-install nodes (v6.12).
+  const std::vector<std::pair<std::string_view, size_t>> want = {
+      {"v6.12", table.size() - 6}, {"v6.13", table.size() - 5},
+      {"v6.18", table.size()},     {"v7.1", table.size()},
+      {"v7.2", table.size()}};
+  for (const auto& [name, n] : want) {
+    const KernelProfile& k = *profile_by_name(name, nullptr);
+    INFO(name);
+    const std::vector<std::string> specs = testing::runnable_policies(k);
+    CHECK(specs.size() == n);
+    for (const std::string& s : specs) CHECK(testing::policy_ok(s, k));
+    // Both walks reach every group the profile allows: 4 of the 8 on
+    // v6.12, 5 on v6.13, all 8 elsewhere.
+    const size_t groups = name == "v6.12" ? 4 : name == "v6.13" ? 5 : 8;
+    for (bool backward : {false, true}) {
+      const std::string m = testing::maximal_policy(k, backward);
+      INFO(m);
+      CHECK(testing::policy_ok(m, k));
+      CHECK(static_cast<size_t>(std::count(m.begin(), m.end(), '+')) == groups);
+    }
+  }
+  const KernelProfile& v618 = *profile_by_name("v6.18", nullptr);
+  CHECK(testing::runnable_policies(v618)[4] == "bulk-refill+node-slab");
+  CHECK(testing::maximal_policy(v618, false) ==
+        "unpatched+futex-return-to-cache+node-slab+bulk-refill+prefill+slab-prime+"
+        "waitv-account+memcg-batch-charge+slab-nomerge");
 }
 
 TEST_CASE("policy table: an entry with code runs it after its SET()s", "[policy][table]") {
@@ -306,6 +343,27 @@ TEST_CASE("docs/scenarios.md's policy section is generated from the table", "[po
     CHECK_THAT(want, Contains("| `" + std::string(p.name) + "` |"));
 }
 
+TEST_CASE("docs/model-io_uring.md has one row per policy, naming its group's field",
+          "[policy][docs]") {
+  std::ifstream in(std::string(SIMCACHE_SOURCE_DIR) + "/docs/model-io_uring.md", std::ios::binary);
+  std::vector<std::string> rows;
+  bool inside = false;
+  for (std::string l; std::getline(in, l);) {
+    if (l == "| Name | Field(s) | Exactly what changes |") inside = true;
+    else if (inside && l.empty()) break;
+    else if (inside && l.rfind("| `", 0) == 0) rows.push_back(l);
+  }
+  const auto table = PolicyRegistry::get().all();
+  REQUIRE(rows.size() == table.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    const PolicyInfo& p = table[i];
+    INFO(rows[i]);
+    CHECK(rows[i].rfind("| `" + std::string(p.name) + "` | ", 0) == 0);
+    if (p.group != PolicyFieldId::none)
+      CHECK_THAT(rows[i], Contains("| `" + std::string(policy_field(p.group).name)));
+  }
+}
+
 TEST_CASE("cli: --list shows the baseline first, then one line per policy by name",
           "[policy][cli]") {
   const sim::CliOutcome r = sim::run_cli({"--list"});
@@ -324,7 +382,8 @@ TEST_CASE("cli: --list shows the baseline first, then one line per policy by nam
   for (const PolicyInfo& p : table) {
     size_t n = 0;
     for (const std::string& l : got)
-      n += l.rfind("  " + std::string(p.name) + " ", 0) == 0 && l.find(p.summary) != std::string::npos;
+      n += l.rfind("  " + std::string(p.name) + " ", 0) == 0 &&
+           l.find(p.summary) != std::string::npos;
     CHECK(n == 1);
   }
 }

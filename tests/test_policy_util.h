@@ -3,6 +3,7 @@
 // without editing any test.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,7 +53,7 @@ inline std::string maximal_policy(const iou::KernelProfile& profile, bool backwa
   const auto table = iou::PolicyRegistry::get().all();
   std::vector<const iou::PolicyInfo*> order;
   for (const iou::PolicyInfo& p : table.subspan(1)) order.push_back(&p);
-  if (backward) order.assign(order.rbegin(), order.rend());
+  if (backward) std::reverse(order.begin(), order.end());
   std::string spec(iou::PolicyRegistry::get().baseline().name);
   std::vector<iou::PolicyFieldId> taken;
   for (bool grew = true; grew;) {

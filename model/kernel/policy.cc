@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "model/mm/mm.h"
 
 namespace simcache::iou {
@@ -140,31 +142,36 @@ bool parse_policies(std::string_view spec, const KernelProfile* profile,
   return PolicyRegistry::get().parse(spec, profile, out, mm, error);
 }
 
+namespace {
+
+std::string sets_text(const PolicyInfo& p) {
+  std::string s;
+  for (const FieldAssign& a : p.sets())
+    s += fmt::format("{}`{} = {}`", s.empty() ? "" : ", ", policy_field(a.field).name,
+                     field_value_text(a.field, a.raw));
+  if (p.code) s += fmt::format("{}code `{}`", s.empty() ? "" : ", ", p.code_name);
+  return s.empty() ? "—" : s;
+}
+
+std::string type_text(const PolicyFieldInfo& f) {
+  if (f.kind != FieldKind::enumeration) return std::string(f.type);
+  std::string s;
+  for (const EnumValueInfo& v : f.values)
+    s += fmt::format("{}{}", s.empty() ? "" : " \\| ", v.name);
+  return s;
+}
+
+}  // namespace
+
 std::string policy_table_markdown() {
   std::string s = "| name | sets | summary |\n|---|---|---|\n";
-  for (const PolicyInfo& p : PolicyRegistry::get().all()) {
-    std::string sets;
-    for (const FieldAssign& a : p.sets()) {
-      if (!sets.empty()) sets += ", ";
-      sets += "`" + std::string(policy_field(a.field).name) + " = " +
-              field_value_text(a.field, a.raw) + "`";
-    }
-    if (p.code) sets += (sets.empty() ? "code `" : ", code `") + std::string(p.code_name) + "`";
-    s += "| `" + std::string(p.name) + "` | " + (sets.empty() ? "—" : sets) + " | " +
-         std::string(p.summary) + " |\n";
-  }
+  for (const PolicyInfo& p : PolicyRegistry::get().all())
+    s += fmt::format("| `{}` | {} | {} |\n", p.name, sets_text(p), p.summary);
   s += "\n| field | type | default | read by | meaning |\n|---|---|---|---|---|\n";
   const PolicySet d;
-  for (const PolicyFieldInfo& f : policy_fields()) {
-    std::string type(f.type);
-    if (f.kind == FieldKind::enumeration) {
-      type.clear();
-      for (const EnumValueInfo& v : f.values) type += (type.empty() ? "" : " \\| ") + std::string(v.name);
-    }
-    s += "| `" + std::string(f.name) + "` | " + type + " | `" +
-         field_value_text(f.id, field_raw(d, f.id)) + "` | " + std::string(f.layer) + " | " +
-         std::string(f.description) + " |\n";
-  }
+  for (const PolicyFieldInfo& f : policy_fields())
+    s += fmt::format("| `{}` | {} | `{}` | {} | {} |\n", f.name, type_text(f),
+                     field_value_text(f.id, field_raw(d, f.id)), f.layer, f.description);
   return s;
 }
 

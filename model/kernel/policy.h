@@ -16,7 +16,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 #include "model/kernel/profile.h"
@@ -127,8 +126,8 @@ struct PolicyInfo {
 
   constexpr PolicyInfo(std::string_view n, PolicyFieldId g, std::string_view s)
       : name(n), group(g), summary(s) {}
-  // More than kMaxPolicyAssigns SET()s fail to compile (constant
-  // evaluation rejects the out-of-bounds write).
+  // More than kMaxPolicyAssigns SET()s fail to compile: at() throws, and
+  // the table is a constant expression.
   constexpr PolicyInfo set(PolicyFieldId f, uint32_t raw) const {
     PolicyInfo r = *this;
     r.assigns.at(r.nr_assigns++) = FieldAssign{f, raw};

@@ -1,8 +1,10 @@
 // The PolicySet field table expanded: names, kinds, value texts, the run
 // record, describe() and the copy of mm-layer fields into MmConfig.
-#include <string>
-
 #include "model/kernel/policy.h"
+
+#include <string>
+#include <type_traits>
+
 #include "model/mm/mm.h"
 
 namespace simcache::iou {
