@@ -9,6 +9,7 @@
 
 using namespace simcache;
 using namespace simcache::sim;
+using simcache::testing::maximal_policy;
 using simcache::testing::runnable_policies;
 
 namespace {
@@ -217,7 +218,10 @@ TEST_CASE("every scenario under every policy ends clean", "[scenario][kasan]") {
 
 TEST_CASE("allocation failures injected anywhere leave scenarios consistent",
           "[scenario][faults]") {
-  for (const char* pol : {"unpatched", "node-slab+bulk-refill+prefill", "futex-return-to-cache"}) {
+  // The baseline and both maximal combinations of the policy table.
+  const iou::KernelProfile& v618 = *iou::profile_by_name("v6.18", nullptr);
+  const std::string base(iou::PolicyRegistry::get().baseline().name);
+  for (const std::string& pol : {base, maximal_policy(v618, false), maximal_policy(v618, true)}) {
     for (const char* name : {"sparse-fill", "lifecycle", "waitv", "arm-fail"}) {
       RunRequest req;
       req.scenario = name;
