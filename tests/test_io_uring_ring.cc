@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "test_io_uring_util.h"
+#include "test_policy_util.h"
 
 using namespace simcache;
 using namespace simcache::iou;
@@ -40,41 +41,6 @@ void mixed_scenario(Sim& s) {
   send_fill(s, src, dst, 10);
   s.io->ring_exit(src, kKworker);
   s.io->ring_exit(dst, kKworker);
-}
-
-std::vector<std::string> specs_for(const KernelProfile& p) {
-  const char* all[] = {
-      "unpatched",
-      "futex-return-to-cache",
-      "node-slab",
-      "node-slab-account",
-      "node-slab+bulk-refill",
-      "node-slab+bulk-refill+prefill",
-      "node-slab-account+bulk-refill+prefill-optin",
-      "slab-prime",
-      "node-slab+bulk-refill+prefill+slab-prime",
-      "waitv-account",
-      "waitv-noaccount",
-      "memcg-batch-charge+slab-nomerge",
-      "futex-return-to-cache+node-slab+bulk-refill+prefill+waitv-noaccount",
-  };
-  // A spec is left out only when the profile lacks what it needs (no node
-  // cache before 6.15, no node per install before 6.13); any other refusal
-  // fails the test instead of shrinking the sweep.
-  std::vector<std::string> out;
-  for (const char* spec : all) {
-    PolicySet ps;
-    MmConfig mm;
-    std::string err;
-    if (parse_policies(spec, &p, &ps, &mm, &err)) {
-      out.push_back(spec);
-    } else {
-      INFO(p.name << " " << spec << ": " << err);
-      CHECK(err.find(" a kernel profile ") != std::string::npos);
-      CHECK((p.name == "v6.12" || p.name == "v6.13"));
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -158,8 +124,13 @@ TEST_CASE("ring: request cache refills in bulks of 8 and returns requests on com
 
 TEST_CASE("ring: teardown frees everything under every profile and policy",
           "[io_uring][ring][teardown]") {
+  // Every table entry (with a prerequisite where it needs one) and two
+  // maximal combinations per profile: 59 runs for the 12 policies of today.
+  size_t runs = 0;
+  for (const KernelProfile& p : kernel_profiles()) runs += policy_specs(p).size();
+  CHECK(runs >= 59);
   for (const KernelProfile& p : kernel_profiles()) {
-    for (const std::string& spec : specs_for(p)) {
+    for (const std::string& spec : policy_specs(p)) {
       DYNAMIC_SECTION(p.name << " " << spec) {
         Sim s(p.name, spec);
         mixed_scenario(s);
@@ -173,8 +144,8 @@ TEST_CASE("ring: teardown frees everything under every profile and policy",
 
 TEST_CASE("ring: every allocation failure leaves the model consistent",
           "[io_uring][ring][faults]") {
-  const char* specs[] = {"unpatched", "futex-return-to-cache+node-slab+bulk-refill+prefill+slab-prime"};
-  for (const char* spec : specs) {
+  const KernelProfile& v618 = *profile_by_name("v6.18", nullptr);
+  for (const std::string& spec : {std::string("unpatched"), maximal_policy(v618, false)}) {
     // Count the allocation calls of a clean run, then fail each in turn.
     Sim clean("v6.18", spec);
     mixed_scenario(clean);

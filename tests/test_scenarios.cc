@@ -6,9 +6,12 @@
 #include "sim/run/scenario.h"
 #include "model/kernel/policy.h"
 #include "test_cost_util.h"
+#include "test_policy_util.h"
 
 using namespace simcache;
 using namespace simcache::sim;
+using simcache::testing::maximal_policy;
+using simcache::testing::runnable_policies;
 
 namespace {
 RunResult run_ok(const std::string& scenario, std::vector<std::string> policies,
@@ -178,11 +181,6 @@ TEST_CASE("WAITV: one allocation and one free per request, accounted when asked"
 }
 
 TEST_CASE("every scenario under every policy ends clean", "[scenario][kasan]") {
-  const std::vector<std::string> policies = {
-      "unpatched", "futex-return-to-cache", "node-slab", "node-slab-account",
-      "node-slab+bulk-refill", "node-slab+bulk-refill+prefill",
-      "node-slab+prefill-optin", "slab-prime", "waitv-account", "waitv-noaccount",
-      "memcg-batch-charge", "slab-nomerge"};
   const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>
       scenarios = {
           {"sparse-fill", {{"rounds", "2"}, {"warmup", "1"}, {"slots", "512"}, {"installs", "300"}}},
@@ -195,34 +193,36 @@ TEST_CASE("every scenario under every policy ends clean", "[scenario][kasan]") {
           {"memcg-bulk", {{"iterations", "50"}}},
           {"poll-refill", {{"total", "5000"}, {"burst", "512"}, {"recycle", "4"}}},
       };
-  for (const char* kernel : {"v6.12", "v6.13", "v6.18", "v7.1", "v7.2"}) {
+  // Every policy of the table that can run on the profile (with its
+  // prerequisite where it needs one): 49 per scenario today.
+  size_t runs = 0;
+  for (const iou::KernelProfile& kernel : iou::kernel_profiles()) {
     for (const auto& [name, sets] : scenarios) {
-      for (const auto& pol : policies) {
+      for (const auto& pol : runnable_policies(kernel)) {
         RunRequest req;
         req.scenario = name;
         req.policies = {pol};
         req.sets = sets;
-        req.kernel = kernel;
+        req.kernel = kernel.name;
         RunResult r;
         std::string err;
-        INFO(kernel << " " << name << " " << pol);
-        if (!run(req, &r, &err)) {
-          // Only a profile lacking what the policy needs may refuse it.
-          INFO(err);
-          CHECK(err.find(" a kernel profile ") != std::string::npos);
-          CHECK((std::string(kernel) == "v6.12" || std::string(kernel) == "v6.13"));
-          continue;
-        }
+        INFO(kernel.name << " " << name << " " << pol);
+        if (!run(req, &r, &err)) FAIL(err);
+        ++runs;
         for (const auto& k : r.workloads[0].policies[0].kasan)
           FAIL_CHECK(k.kind << " " << k.cache << ": " << k.detail);
       }
     }
   }
+  CHECK(runs >= 49 * scenarios.size());
 }
 
 TEST_CASE("allocation failures injected anywhere leave scenarios consistent",
           "[scenario][faults]") {
-  for (const char* pol : {"unpatched", "node-slab+bulk-refill+prefill", "futex-return-to-cache"}) {
+  // The baseline and both maximal combinations of the policy table.
+  const iou::KernelProfile& v618 = *iou::profile_by_name("v6.18", nullptr);
+  const std::string base(iou::PolicyRegistry::get().baseline().name);
+  for (const std::string& pol : {base, maximal_policy(v618, false), maximal_policy(v618, true)}) {
     for (const char* name : {"sparse-fill", "lifecycle", "waitv", "arm-fail"}) {
       RunRequest req;
       req.scenario = name;

@@ -172,7 +172,6 @@ class IoUring {
 
   // Introspection.
   const IoRingCtx& ring(RingId r) const { return rings_.at(static_cast<size_t>(r)); }
-  size_t nr_rings() const { return rings_.size(); }
   const KernelProfile& profile() const { return k_.profile; }
   const PolicySet& policy() const { return k_.policy; }
   CacheId req_cachep() const { return k_.req_cachep; }

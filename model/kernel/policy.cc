@@ -1,24 +1,36 @@
-// Policy registry, the '+' parser and combination checks.
+// The policy table expanded into the registry; the '+' parser, the
+// combination checks and the docs' policy section.
 #include "model/kernel/policy.h"
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "model/mm/mm.h"
 
-#define SC_POLICY(id) extern const int kSimcachePolicyAnchor_##id;
-#include "model/kernel/policies/policies.def"
-#undef SC_POLICY
-
-// Referencing every anchor keeps every policy object file linked.
-extern const int* const kSimcachePolicyAnchors[];
-const int* const kSimcachePolicyAnchors[] = {
-#define SC_POLICY(id) &kSimcachePolicyAnchor_##id,
-#include "model/kernel/policies/policies.def"
-#undef SC_POLICY
-};
-
 namespace simcache::iou {
+
+// A CODE(fn) entry's function, defined in model/kernel/policies/.
+#define SET(field, value)
+#define CODE(fn) void fn(PolicySet&, MmConfig&);
+#define POLICY(name, group, summary, effects) effects
+#include "model/kernel/policies.def"
+#undef SET
+#undef CODE
+
 namespace {
+
+#define SET SIMCACHE_POLICY_SET
+#define CODE SIMCACHE_POLICY_CODE
+#define POLICY(...) SIMCACHE_POLICY_ROW(__VA_ARGS__),
+constexpr PolicyInfo kPolicyTable[] = {
+#include "model/kernel/policies.def"
+};
+#undef SET
+#undef CODE
+
+static_assert(check_policy_table(kPolicyTable).what.empty(),
+              "model/kernel/policies.def: see check_policy_table() in policy.h");
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -31,57 +43,30 @@ bool fail(std::string* error, std::string msg) {
   return false;
 }
 
-std::string_view node_alloc_name(NodeAlloc n) {
-  switch (n) {
-    case NodeAlloc::kmalloc: return "kmalloc";
-    case NodeAlloc::slab: return "slab";
-    case NodeAlloc::slab_account: return "slab_account";
-  }
-  return "?";
-}
-
-std::string_view prefill_name(Prefill p) {
-  switch (p) {
-    case Prefill::off: return "off";
-    case Prefill::always: return "always";
-    case Prefill::optin: return "optin";
-  }
-  return "?";
-}
-
-std::string_view waitv_name(WaitvAccount w) {
-  switch (w) {
-    case WaitvAccount::profile: return "profile";
-    case WaitvAccount::account: return "account";
-    case WaitvAccount::noaccount: return "noaccount";
-  }
-  return "?";
-}
-
 }  // namespace
 
-PolicyRegistry& PolicyRegistry::get() {
-  static PolicyRegistry r;
+PolicyRegistry::PolicyRegistry(std::span<const PolicyInfo> table) : table_(table) {
+  const PolicyTableProblem pr = check_policy_table(table);
+  if (pr.what.empty()) return;
+  std::string where = "policy table entry " + std::to_string(pr.index + 1);
+  if (pr.index < table.size()) where += " ('" + std::string(table[pr.index].name) + "')";
+  errors_.push_back(where + ": " + std::string(pr.what));
+}
+
+const PolicyRegistry& PolicyRegistry::get() {
+  static const PolicyRegistry r(kPolicyTable);
   return r;
 }
 
-void PolicyRegistry::add(const PolicyInfo& info) {
-  if (find(info.name) != nullptr) {
-    errors_.push_back("policy '" + std::string(info.name) + "' registered twice");
-    return;
-  }
-  policies_.push_back(info);
-}
-
 const PolicyInfo* PolicyRegistry::find(std::string_view name) const {
-  for (const PolicyInfo& p : policies_)
+  for (const PolicyInfo& p : table_)
     if (p.name == name) return &p;
   return nullptr;
 }
 
-std::string policy_names() {
+std::string PolicyRegistry::names() const {
   std::vector<std::string_view> names;
-  for (const PolicyInfo& p : PolicyRegistry::get().all()) names.push_back(p.name);
+  for (const PolicyInfo& p : table_) names.push_back(p.name);
   std::sort(names.begin(), names.end());
   std::string s;
   for (std::string_view n : names) {
@@ -89,6 +74,14 @@ std::string policy_names() {
     s += n;
   }
   return s;
+}
+
+std::string policy_names() { return PolicyRegistry::get().names(); }
+
+void apply_policy(const PolicyInfo& info, PolicySet& p, MmConfig& mm) {
+  for (const FieldAssign& a : info.sets()) set_field_raw(p, a.field, a.raw);
+  if (info.code) info.code(p, mm);
+  export_to_mm(p, mm);
 }
 
 bool validate_policies(const PolicySet& p, const KernelProfile* profile,
@@ -114,56 +107,71 @@ bool validate_policies(const PolicySet& p, const KernelProfile* profile,
   return true;
 }
 
-bool parse_policies(std::string_view spec, const KernelProfile* profile,
-                    PolicySet* out, MmConfig* mm, std::string* error) {
-  const PolicyRegistry& reg = PolicyRegistry::get();
-  if (!reg.errors().empty()) return fail(error, reg.errors().front());
+bool PolicyRegistry::parse(std::string_view spec, const KernelProfile* profile,
+                           PolicySet* out, MmConfig* mm, std::string* error) const {
+  if (!errors_.empty()) return fail(error, errors_.front());
   std::vector<const PolicyInfo*> seen;
   std::string_view rest = spec;
   while (true) {
     const size_t plus = rest.find('+');
     const std::string_view tok = trim(rest.substr(0, plus));
-    const PolicyInfo* info = reg.find(tok);
+    const PolicyInfo* info = find(tok);
     if (info == nullptr)
       return fail(error, (tok.empty() ? std::string("empty policy name")
                                       : "unknown policy '" + std::string(tok) + "'") +
-                             " in '" + std::string(spec) +
-                             "'; valid policies: " + policy_names());
+                             " in '" + std::string(spec) + "'; valid policies: " + names());
     for (const PolicyInfo* s : seen) {
       if (s == info)
         return fail(error, "policy '" + std::string(tok) + "' given twice in '" +
                                std::string(spec) + "'");
-      if (!info->group.empty() && s->group == info->group)
+      if (info->group != PolicyFieldId::none && s->group == info->group)
         return fail(error, "policies '" + std::string(s->name) + "' and '" +
                                std::string(tok) + "' both set " +
-                               std::string(info->group) + "; choose one");
+                               std::string(policy_field(info->group).name) + "; choose one");
     }
     seen.push_back(info);
-    info->apply(*out, *mm);
+    apply_policy(*info, *out, *mm);
     if (plus == std::string_view::npos) break;
     rest.remove_prefix(plus + 1);
   }
   return validate_policies(*out, profile, error);
 }
 
-std::string describe(const PolicySet& p) {
+bool parse_policies(std::string_view spec, const KernelProfile* profile,
+                    PolicySet* out, MmConfig* mm, std::string* error) {
+  return PolicyRegistry::get().parse(spec, profile, out, mm, error);
+}
+
+namespace {
+
+std::string sets_text(const PolicyInfo& p) {
   std::string s;
-  auto line = [&s](std::string_view k, std::string_view v) {
-    s += k;
-    s += " = ";
-    s += v;
-    s += '\n';
-  };
-  line("futex_return_to_cache", p.futex_return_to_cache ? "true" : "false");
-  line("node_alloc", node_alloc_name(p.node_alloc));
-  line("bulk_refill", std::to_string(p.bulk_refill));
-  line("prefill", prefill_name(p.prefill));
-  line("prefill_max", std::to_string(p.prefill_max));
-  line("slab_prime", p.slab_prime ? "true" : "false");
-  line("waitv_account", waitv_name(p.waitv_account));
-  line("memcg_batch_charge", p.memcg_batch_charge ? "true" : "false");
-  line("slab_nomerge", p.slab_nomerge ? "true" : "false");
-  if (p.debug_bug != DebugBug::none) line("debug_bug", "set");
+  for (const FieldAssign& a : p.sets())
+    s += fmt::format("{}`{} = {}`", s.empty() ? "" : ", ", policy_field(a.field).name,
+                     field_value_text(a.field, a.raw));
+  if (p.code) s += fmt::format("{}code `{}`", s.empty() ? "" : ", ", p.code_name);
+  return s.empty() ? "—" : s;
+}
+
+std::string type_text(const PolicyFieldInfo& f) {
+  if (f.kind != FieldKind::enumeration) return std::string(f.type);
+  std::string s;
+  for (const EnumValueInfo& v : f.values)
+    s += fmt::format("{}{}", s.empty() ? "" : " \\| ", v.name);
+  return s;
+}
+
+}  // namespace
+
+std::string policy_table_markdown() {
+  std::string s = "| name | sets | summary |\n|---|---|---|\n";
+  for (const PolicyInfo& p : PolicyRegistry::get().all())
+    s += fmt::format("| `{}` | {} | {} |\n", p.name, sets_text(p), p.summary);
+  s += "\n| field | type | default | read by | meaning |\n|---|---|---|---|---|\n";
+  const PolicySet d;
+  for (const PolicyFieldInfo& f : policy_fields())
+    s += fmt::format("| `{}` | {} | `{}` | {} | {} |\n", f.name, type_text(f),
+                     field_value_text(f.id, field_raw(d, f.id)), f.layer, f.description);
   return s;
 }
 

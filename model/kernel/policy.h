@@ -1,11 +1,17 @@
 // Cache policies: plain data whose defaults are the unpatched kernel (the
-// null baseline). Each named policy is one small file in
-// model/kernel/policies/ that registers a `void apply(PolicySet&,
-// MmConfig&)` under its name; names combine with '+'
-// ("node-slab+bulk-refill+prefill"). The io_uring model reads the
-// PolicySet fields at its seams; no policy code runs per operation.
+// null baseline). Three tables of record, all expanded here and in
+// policy.cc / policy_fields.cc:
+//   policy_enums.def   the value sets of the enumerated fields
+//   policy_fields.def  the PolicySet fields (type, default, reader, meaning)
+//   policies.def       the named policies (name, group, summary, the
+//                      fields each sets, code only where one needs some)
+// Names combine with '+' ("node-slab+bulk-refill+prefill"). The io_uring
+// model reads the PolicySet fields at its seams; no policy code runs per
+// operation.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -25,28 +31,13 @@ namespace simcache::iou {
 inline constexpr uint32_t IO_ALLOC_CACHE_REFILL = 32;
 inline constexpr uint32_t IO_ALLOC_CACHE_PREFILL_MAX = 4096;
 
-// Where io_rsrc_node objects come from (seed 004 patch 1/3).
-enum class NodeAlloc : uint8_t {
-  kmalloc,       // unpatched: kmalloc(sizeof(io_rsrc_node)) via io_cache_alloc_new
-  slab,          // v2: kmem_cache "io_rsrc_node", SLAB_HWCACHE_ALIGN
-  slab_account,  // v1: the same with SLAB_ACCOUNT
-};
+#define ENUM_VALUE(ident, name, meaning) ident,
+#define POLICY_ENUM(Type, what, values) enum class Type : uint8_t { values };
+#include "model/kernel/policy_enums.def"
+#undef ENUM_VALUE
 
-// Registration-time prefill of the node cache (seed 004 patch 3/3).
-enum class Prefill : uint8_t {
-  off,     // unpatched
-  always,  // every sparse registration
-  optin,   // only registrations that pass the opt-in flag (the RFC's alternative)
-};
-
-// gfp of the FUTEX_WAITV allocation (seed 000).
-enum class WaitvAccount : uint8_t {
-  profile,    // as the kernel profile says (GFP_KERNEL <= 6.19, _ACCOUNT 7.0+)
-  account,    // force GFP_KERNEL_ACCOUNT
-  noaccount,  // force GFP_KERNEL
-};
-
-// Deliberate bugs for tests of the model's own KASAN; not a policy name.
+// Deliberate bugs for tests of the model's own KASAN; not configuration,
+// so neither a policy nor a field of the table.
 enum class DebugBug : uint8_t {
   none,
   double_put_node,     // FILES_UPDATE removal puts the old node twice
@@ -55,58 +46,180 @@ enum class DebugBug : uint8_t {
 };
 
 struct PolicySet {
-  bool futex_return_to_cache = false;          // seed 001
-  NodeAlloc node_alloc = NodeAlloc::kmalloc;   // seed 004 1/3
-  uint32_t bulk_refill = 0;                    // seed 004 2/3: refill batch, 0 = off
-  Prefill prefill = Prefill::off;              // seed 004 3/3
-  uint32_t prefill_max = IO_ALLOC_CACHE_PREFILL_MAX;
-  bool slab_prime = false;                     // seed 004 cover letter diagnostic
-  WaitvAccount waitv_account = WaitvAccount::profile;  // seed 000
-  bool memcg_batch_charge = false;             // seed 002 (sets MmConfig)
-  bool slab_nomerge = false;                   // boot option (sets MmConfig)
-  DebugBug debug_bug = DebugBug::none;         // tests only
+#define POLICY_FIELD(Type, name, def, layer, description) Type name = def;
+#include "model/kernel/policy_fields.def"
+  DebugBug debug_bug = DebugBug::none;  // tests only
 };
 
-using PolicyApplyFn = void (*)(PolicySet&, MmConfig&);
+// One id per row of policy_fields.def, in order; `none` is the baseline's
+// group.
+enum class PolicyFieldId : uint8_t {
+#define POLICY_FIELD(Type, name, ...) name,
+#include "model/kernel/policy_fields.def"
+  none,
+};
+inline constexpr size_t kNumPolicyFields = static_cast<size_t>(PolicyFieldId::none);
 
+enum class FieldKind : uint8_t { boolean, unsigned_int, enumeration };
+
+struct EnumValueInfo {
+  std::string_view name;     // printed, and what a parser accepts
+  std::string_view meaning;
+};
+
+struct PolicyFieldInfo {
+  PolicyFieldId id;
+  std::string_view name;         // "node_alloc"
+  std::string_view type;         // "bool", "uint32_t", "NodeAlloc"
+  std::string_view layer;        // "io_uring" or "mm"
+  std::string_view description;
+  FieldKind kind;
+  std::span<const EnumValueInfo> values;  // enumeration only, in enum order
+};
+
+// The rows of policy_fields.def, in order (index = PolicyFieldId).
+std::span<const PolicyFieldInfo> policy_fields();
+const PolicyFieldInfo& policy_field(PolicyFieldId id);
+const PolicyFieldInfo* policy_field_by_name(std::string_view name);
+
+// A field's value as an unsigned number (bool 0/1, enum index) and back.
+uint32_t field_raw(const PolicySet& p, PolicyFieldId id);
+void set_field_raw(PolicySet& p, PolicyFieldId id, uint32_t raw);
+// How a raw value prints: "true", "32", "slab".
+std::string field_value_text(PolicyFieldId id, uint32_t raw);
+
+// Copies every mm-layer field that differs from its default into the
+// MmConfig member of the same name.
+void export_to_mm(const PolicySet& p, MmConfig& mm);
+
+// One row of the run record: every field, in table order, with its value.
+struct PolicyFieldValue {
+  const PolicyFieldInfo* field;
+  uint32_t raw;
+  std::string text;
+};
+std::vector<PolicyFieldValue> policy_record(const PolicySet& p);
+
+// One line per field ("node_alloc = slab"), for printing the resolved
+// configuration.
+std::string describe(const PolicySet& p);
+
+// ---- The policy table ----
+
+struct FieldAssign {
+  PolicyFieldId field;
+  uint32_t raw;
+};
+
+using PolicyCodeFn = void (*)(PolicySet&, MmConfig&);
+inline constexpr size_t kMaxPolicyAssigns = 4;
+
+// One row of policies.def, built by SIMCACHE_POLICY_ROW below.
 struct PolicyInfo {
   std::string_view name;     // "node-slab"
-  std::string_view group;    // the PolicySet field it sets; two of a group conflict
-  std::string_view summary;  // one line for --help and docs
-  PolicyApplyFn apply;
+  PolicyFieldId group;       // two policies of one group conflict
+  std::string_view summary;  // one line for --list and docs
+  std::array<FieldAssign, kMaxPolicyAssigns> assigns{};
+  uint8_t nr_assigns = 0;
+  PolicyCodeFn code = nullptr;
+  std::string_view code_name;
+
+  constexpr PolicyInfo(std::string_view n, PolicyFieldId g, std::string_view s)
+      : name(n), group(g), summary(s) {}
+  // More than kMaxPolicyAssigns SET()s fail to compile: at() throws, and
+  // the table is a constant expression.
+  constexpr PolicyInfo set(PolicyFieldId f, uint32_t raw) const {
+    PolicyInfo r = *this;
+    r.assigns.at(r.nr_assigns++) = FieldAssign{f, raw};
+    return r;
+  }
+  constexpr PolicyInfo with_code(PolicyCodeFn fn, std::string_view fn_name) const {
+    PolicyInfo r = *this;
+    r.code = fn;
+    r.code_name = fn_name;
+    return r;
+  }
+  constexpr std::span<const FieldAssign> sets() const { return {assigns.data(), nr_assigns}; }
+  constexpr bool sets_field(PolicyFieldId f) const {
+    for (const FieldAssign& a : sets())
+      if (a.field == f) return true;
+    return false;
+  }
 };
 
-// Name -> policy. Registration happens during static initialisation, one
-// registrar per policy file; duplicates are rejected (kept as errors()).
+template <class T>
+constexpr uint32_t policy_raw(T v) {
+  return static_cast<uint32_t>(v);
+}
+
+// The expansion of one policies.def row. Brace-initialising the field's
+// own type rejects a value of the wrong enum or a narrowing one.
+#define SIMCACHE_POLICY_SET(field, value)                   \
+  .set(::simcache::iou::PolicyFieldId::field,               \
+       ::simcache::iou::policy_raw(decltype(::simcache::iou::PolicySet::field){value}))
+#define SIMCACHE_POLICY_CODE(fn) .with_code(&fn, #fn)
+#define SIMCACHE_POLICY_ROW(name, group, summary, effects) \
+  ::simcache::iou::PolicyInfo(name, ::simcache::iou::PolicyFieldId::group, summary) effects
+
+// The first problem of a table, or an empty `what`: the baseline (group
+// none, no effects) comes first and only there; names are unique, not
+// empty and free of '+', ',' and blanks; a policy's group is one of the
+// fields it sets; no field is set twice by one policy.
+struct PolicyTableProblem {
+  std::string_view what;
+  size_t index = 0;  // the offending entry
+};
+
+constexpr PolicyTableProblem check_policy_table(std::span<const PolicyInfo> t) {
+  if (t.empty()) return {"the table is empty", 0};
+  const PolicyInfo& b = t.front();
+  if (b.group != PolicyFieldId::none || b.nr_assigns != 0 || b.code != nullptr)
+    return {"the first entry must be the baseline: group none, no effects", 0};
+  for (size_t i = 0; i < t.size(); ++i) {
+    const PolicyInfo& p = t[i];
+    if (p.name.empty()) return {"empty name", i};
+    if (p.name.find_first_of("+, \t") != std::string_view::npos)
+      return {"a name may not contain '+', ',' or blanks", i};
+    for (size_t j = 0; j < i; ++j)
+      if (t[j].name == p.name) return {"declared twice", i};
+    if (i == 0) continue;
+    if (p.group == PolicyFieldId::none) return {"only the baseline has group none", i};
+    if (!p.sets_field(p.group)) return {"its group is not among the fields it SETs", i};
+    for (size_t a = 0; a < p.nr_assigns; ++a)
+      for (size_t c = 0; c < a; ++c)
+        if (p.assigns[a].field == p.assigns[c].field) return {"sets one field twice", i};
+  }
+  return {};
+}
+
+// Name -> policy, over one table; get() is the table of policies.def
+// (checked at compile time too). A table with a problem keeps it as
+// errors(), and parse() then fails with it.
 class PolicyRegistry {
  public:
-  static PolicyRegistry& get();
-  void add(const PolicyInfo& info);
+  explicit PolicyRegistry(std::span<const PolicyInfo> table);
+  static const PolicyRegistry& get();
+
   const PolicyInfo* find(std::string_view name) const;
-  std::span<const PolicyInfo> all() const { return policies_; }
+  std::span<const PolicyInfo> all() const { return table_; }  // baseline first
+  const PolicyInfo& baseline() const { return table_.front(); }
   const std::vector<std::string>& errors() const { return errors_; }
 
+  // Every name, sorted, comma-separated.
+  std::string names() const;
+  // See parse_policies().
+  bool parse(std::string_view spec, const KernelProfile* profile, PolicySet* out,
+             MmConfig* mm, std::string* error) const;
+
  private:
-  std::vector<PolicyInfo> policies_;
+  std::span<const PolicyInfo> table_;
   std::vector<std::string> errors_;
 };
 
-struct PolicyRegistrar {
-  explicit PolicyRegistrar(const PolicyInfo& info) { PolicyRegistry::get().add(info); }
-};
+// Applies one policy: its SET()s, then its code, then export_to_mm().
+void apply_policy(const PolicyInfo& info, PolicySet& p, MmConfig& mm);
 
-// Registers a policy from its own .cc file. `ident` must also be listed in
-// model/kernel/policies/policies.def: simcache_model is a static library,
-// and that list is what makes the linker keep every policy's object file.
-#define SIMCACHE_IOU_POLICY(ident, name, group, summary, fn)            \
-  extern const int kSimcachePolicyAnchor_##ident;                       \
-  const int kSimcachePolicyAnchor_##ident = 0;                          \
-  namespace {                                                           \
-  const ::simcache::iou::PolicyRegistrar simcache_policy_registrar_##ident( \
-      ::simcache::iou::PolicyInfo{name, group, summary, fn});           \
-  }
-
-// Every registered name, sorted, comma-separated.
+// PolicyRegistry::get().names().
 std::string policy_names();
 
 // Parses "a+b+c": applies each named policy to *out and *mm in order, then
@@ -121,7 +234,8 @@ bool parse_policies(std::string_view spec, const KernelProfile* profile,
 bool validate_policies(const PolicySet& p, const KernelProfile* profile,
                        std::string* error);
 
-// One line per field, for printing the resolved configuration.
-std::string describe(const PolicySet& p);
+// The docs' policy section (docs/scenarios.md, between its
+// policy-table markers): the policies, then the fields.
+std::string policy_table_markdown();
 
 }  // namespace simcache::iou

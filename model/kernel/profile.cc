@@ -55,7 +55,6 @@ constexpr KernelProfile v7(std::string_view name, std::string_view summary) {
   KernelProfile p;
   p.name = name;
   p.summary = summary;
-  p.waitv_layout = WaitvLayout::futexv_data;
   p.waitv_header = 8;
   p.waitv_gfp = GFP_KERNEL_ACCOUNT;
   p.slub_gen = SlubGen::v7;

@@ -18,12 +18,6 @@ struct MmConfig;
 
 namespace simcache::iou {
 
-// How FUTEX_WAITV lays out its per-request data.
-enum class WaitvLayout : uint8_t {
-  bare_array,   // <= v6.18-rc4: kcalloc(nr, sizeof(struct futex_vector))
-  futexv_data,  // v6.18-rc5+: struct io_futexv_data {owned; futexv[nr]}
-};
-
 struct KernelProfile {
   std::string_view name;
   std::string_view summary;
@@ -40,9 +34,10 @@ struct KernelProfile {
   uint32_t futex_data_size = 144;      // sizeof(struct io_futex_data)
   uint32_t futex_cache_max = 32;       // IO_FUTEX_ALLOC_CACHE_MAX
   gfp_t futex_gfp = GFP_NOWAIT;        // io_futex_wait()'s io_cache_alloc gfp
-  WaitvLayout waitv_layout = WaitvLayout::bare_array;
   uint32_t futex_vector_size = 160;    // sizeof(struct futex_vector)
-  uint32_t waitv_header = 0;           // offsetof(io_futexv_data, futexv)
+  // offsetof(io_futexv_data, futexv) in v6.18-rc5+; 0 = the bare
+  // kcalloc(nr, sizeof(struct futex_vector)) array of <= v6.18-rc4.
+  uint32_t waitv_header = 0;
   gfp_t waitv_gfp = GFP_KERNEL;        // without the __GFP_ZERO of kcalloc/kzalloc
 
   // Requests and the ring.

@@ -62,12 +62,12 @@ std::string list_text() {
   }
   out += "  (every scenario also takes cpus=20 nodes=1 cpu=2 kworker_cpu=3 cgroup=1)\n";
   out += "policies (combine with +):\n";
+  // The baseline (the table's first entry), then the others by name.
+  const auto& preg = iou::PolicyRegistry::get();
   std::vector<const iou::PolicyInfo*> pols;
-  for (const auto& p : iou::PolicyRegistry::get().all()) pols.push_back(&p);
-  std::sort(pols.begin(), pols.end(), [](auto* a, auto* b) {  // baseline first
-    const bool ua = a->name == "unpatched", ub = b->name == "unpatched";
-    return ua != ub ? ua : a->name < b->name;
-  });
+  for (const auto& p : preg.all().subspan(1)) pols.push_back(&p);
+  std::sort(pols.begin(), pols.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  pols.insert(pols.begin(), &preg.baseline());
   for (const auto* p : pols) out += fmt::format("  {:<22} {}\n", p->name, p->summary);
   out += "kernels:\n";
   for (const auto& k : iou::kernel_profiles())
