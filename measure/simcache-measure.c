@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     if (!strcmp(a, "header")) { header = 1; continue; }
     if (i + 1 >= argc) break;
     const char* v = argv[++i];
+    if (!strcmp(a, "id")) { o.id = v; continue; } /* any text */
     char* end;
     const double d = strtod(v, &end);
     if (*end || end == v) break;
@@ -46,7 +47,6 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "cpu") && d >= 0 && d < 4096) cpu = (int)d;
     else if (!strcmp(a, "max-cv") && d > 0) o.max_cv = d / 100;
     else if (!strcmp(a, "max-drift") && d > 0) o.max_drift = d / 100;
-    else if (!strcmp(a, "id")) o.id = v;
     else break;
   }
   if (i >= argc || !strncmp(argv[i], "--", 2)) {
@@ -54,8 +54,6 @@ int main(int argc, char** argv) {
             i < argc ? argv[i] : "(end)", kUsage);
     return 2;
   }
-  for (int k = i - 1; k > 0; --k) /* --id takes any text */
-    if (!strcmp(argv[k], "--id") && k + 1 < i) o.id = argv[k + 1];
   struct kit_host h;
   kit_host_init(&h, cpu);
   const char* prog = argv[i];
