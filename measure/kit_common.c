@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 
@@ -106,6 +107,12 @@ int kit_host_init(struct kit_host* h, int want_cpu) {
   if (read_line(path, h->governor, sizeof h->governor) || !h->governor[0])
     snprintf(h->governor, sizeof h->governor, "n/a");
   read_memcg(h);
+  /* io_uring caps a fixed-file table at RLIMIT_NOFILE: allow the hard limit */
+  struct rlimit nofile;
+  if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   snprintf(h->profile, sizeof h->profile, "%s", closest_profile(h->release));
   return 0;
 }

@@ -24,7 +24,8 @@ static const char kUsage[] =
     "  e0        --waits N --fail-permille P --cycles C   arm-fail\n"
     "  poll      --qd Q --burst B --recycle R --total T   POLL_ADD request refill\n"
     "  slabcount --slots S --installs N --caches a,b,...  slab deltas across fills\n"
-    "  host                                         print the host record\n";
+    "  host                                         print the host record\n"
+    "  probe                                        exit 0 if io_uring works, 77 if not\n";
 
 static const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
 
@@ -66,6 +67,15 @@ int main(int argc, char** argv) {
               {"lifecycle", kit_cmd_lifecycle}, {"waitv", kit_cmd_waitv},
               {"s0", kit_cmd_s0},     {"e0", kit_cmd_e0},
               {"poll", kit_cmd_poll}, {"slabcount", kit_cmd_slabcount}};
+  if (!strcmp(prog, "probe")) { /* exit 77 (a ctest skip) without io_uring */
+    struct io_uring r;
+    const int ret = io_uring_queue_init(8, &r, 0);
+    if (ret < 0) return fprintf(stderr, "simcache-measure: no io_uring here: %s\n", strerror(-ret)), 77;
+    const int sp = io_uring_register_files_sparse(&r, 8);
+    io_uring_queue_exit(&r);
+    if (sp < 0) return fprintf(stderr, "simcache-measure: no sparse file tables: %s\n", strerror(-sp)), 77;
+    return 0;
+  }
   if (!strcmp(prog, "host")) {
     char s[160];
     kit_host_shape(&h, s, sizeof s);
