@@ -1,6 +1,7 @@
 /* Sparse-table programs (workloads.md §1-3): the F0 first fill, node-cache
  * cold/warm and the lifecycle family (serial, paced, reuse). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@ enum { kMaxSlots = 1 << 20 };
 
 static int* slot_array(int n) {
   int* s = calloc((size_t)(n ? n : 1), sizeof(int));
-  if (!s) kit_die("calloc", 12);
+  if (!s) kit_die("calloc", ENOMEM);
   return s;
 }
 

@@ -3,6 +3,7 @@
  * idle intervals of the same length (background noise). Output: a TSV of
  * cache, field, mean/min/max delta per fill, largest idle |delta|. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,7 @@ int kit_cmd_slabcount(int argc, char** argv, const struct kit_opts* o, const str
   int* slot = calloc((size_t)installs, sizeof(int));
   double* d = calloc((size_t)(o->rounds * n * kFields), sizeof(double));
   double idle[kMaxCaches][kFields] = {{0}};
-  if (!slot || !d) kit_die("calloc", 12);
+  if (!slot || !d) kit_die("calloc", ENOMEM);
   double fill_ns = 0;
   struct snap a, b;
   for (int i = 0; i < o->warmup + o->rounds; ++i) {

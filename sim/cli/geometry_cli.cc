@@ -83,7 +83,8 @@ CliOutcome run_geometry_cli(const std::vector<std::string>& args) {
   int compared = 0, absent = 0, fields = 0, bad = 0;
   for (const CacheInfo& c : model_caches(*prof, cpus)) {
     HostCache h;
-    if (!read_host_cache(root, c.name, &h, &error)) return {77, out, "simcache geometry-check: SKIPPED: " + error + "\n"};
+    if (!read_host_cache(root, c.name, &h, &error))
+      return {77, out, "simcache geometry-check: SKIPPED: " + error + "\n"};
     if (!h.present) {
       ++absent;
       if (f.v.count("verbose")) out += fmt::format("  {:<22} absent on the host\n", c.name);
@@ -98,7 +99,8 @@ CliOutcome run_geometry_cli(const std::vector<std::string>& args) {
       const int64_t m = model_field(c, file);
       const bool ok = m == it->second;
       bad += !ok;
-      line += fmt::format(" {}={}{}", file, m, ok ? "" : fmt::format(" (host {}) MISMATCH", it->second));
+      line += fmt::format(" {}={}{}", file, m,
+                          ok ? "" : fmt::format(" (host {}) MISMATCH", it->second));
     }
     if (f.v.count("verbose") || line.find("MISMATCH") != std::string::npos)
       out += fmt::format("  {:<22}{}\n", c.name, line);
