@@ -62,13 +62,16 @@ NoiseModel derive_noise(const std::vector<MappedRow>& rows, const FitSettings& f
     if (g == groups.end())
       g = groups.insert(groups.end(), NoiseGroup{{r.scenario, sp, 0, 0, ""}, {}, -1, -1, -1, {}});
     g->ids.push_back(r.row.id);
-    g->cv = std::max(g->cv, note_percent(r.row.note, cv_re));
-    g->note_drift = std::max(g->note_drift, note_percent(r.row.note, drift_re));
+    // A profile's noise fractions are read back within [0, 1]; a noisier
+    // row (a CV above 100 % on a loaded machine) saturates there.
+    g->cv = std::max(g->cv, std::min(1.0, note_percent(r.row.note, cv_re)));
+    g->note_drift = std::max(g->note_drift, std::min(1.0, note_percent(r.row.note, drift_re)));
     for (size_t k = 0; k < i; ++k) {  // a repeated base point: boot-to-boot drift
       const MappedRow& o = rows[k];
       if (!r.base || !o.base || o.group != r.group || o.kernel != r.kernel || o.policy != r.policy)
         continue;
-      g->pair_drift = std::max(g->pair_drift, std::fabs(r.value_ns - o.value_ns) / o.value_ns);
+      g->pair_drift =
+          std::max(g->pair_drift, std::min(1.0, std::fabs(r.value_ns - o.value_ns) / o.value_ns));
       g->pair_ids.push_back(o.row.id);
       g->pair_ids.push_back(r.row.id);
     }

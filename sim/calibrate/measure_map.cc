@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include "sim/calibrate/measure.h"
 #include "sim/cost/toml_reader.h"
+#include "sim/run/engine.h"
 #include "sim/run/scenario.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
@@ -63,6 +64,7 @@ bool check_params(const MapReader& r, const toml::node* n, const ShapeRule& s,
   for (const std::string& name : names) {
     bool ok = name.empty();
     for (const ParamSpec& p : info->params) ok |= p.name == name;
+    for (const ParamSpec& p : machine_params()) ok |= p.name == name;
     if (!ok)
       return r.fail(n, where + "captures/set",
                     fmt::format("scenario {} has no parameter '{}'", s.scenario, name));

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include "sim/calibrate/measure.h"
+#include "sim/run/engine.h"
 #include "sim/run/scenario.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
@@ -162,7 +163,9 @@ bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string
   for (const auto& [k, v] : mr.params) sets.emplace_back(k, std::to_string(v));
   Params resolved;
   std::string err;
-  if (!resolve_params(*ScenarioRegistry::get().find(s->scenario), {}, sets, &resolved, &err)) {
+  ScenarioInfo info = *ScenarioRegistry::get().find(s->scenario);
+  for (const ParamSpec& p : machine_params()) info.params.push_back(p);  // cpus=2, ...
+  if (!resolve_params(info, {}, sets, &resolved, &err)) {
     *error = fmt::format("{}: shape: rule '{}': {}", r.where("shape"), s->name, err);
     return false;
   }

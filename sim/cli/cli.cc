@@ -28,6 +28,7 @@ constexpr const char* kUsage =
     "                [--mapping FILE] [--explain]\n"
     "       simcache calibrate --measurements FILE.tsv [--out profile.toml] ...\n"
     "       simcache validate --measurements FILE.tsv [--profile P] ...\n"
+    "       simcache geometry-check [--sysfs DIR] [--cpus N] [--kernel K]\n"
     "       simcache --list\n";
 
 constexpr Flag kFlags[] = {
@@ -254,6 +255,8 @@ bool write_file_atomic(const std::string& path, const std::string& data, std::st
 CliOutcome run_cli(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "calibrate") return run_calibrate_cli(args);
   if (!args.empty() && args[0] == "validate") return run_validate_cli(args);
+  if (!args.empty() && (args[0] == "geometry-check" || args[0] == "check-geometry"))
+    return run_geometry_cli(args);
   ParsedFlags f;
   std::string error;
   if (!parse_flags(args, 0, kFlags, kUsage, &f, &error)) return cli_fail(error);

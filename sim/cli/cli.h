@@ -50,5 +50,6 @@ bool parse_jobs(const ParsedFlags& f, int* jobs, std::string* error);
 // Subcommands.
 CliOutcome run_calibrate_cli(const std::vector<std::string>& args);
 CliOutcome run_validate_cli(const std::vector<std::string>& args);
+CliOutcome run_geometry_cli(const std::vector<std::string>& args);  // geometry_cli.cc
 
 }  // namespace simcache::sim

@@ -11,7 +11,6 @@
 #include "model/mm/slub.h"
 
 namespace simcache::sim {
-namespace {
 
 // The machine parameters every scenario takes (see engine.h).
 const std::vector<ParamSpec>& machine_params() {
@@ -24,6 +23,8 @@ const std::vector<ParamSpec>& machine_params() {
   };
   return p;
 }
+
+namespace {
 
 ScenarioInfo with_machine(const ScenarioInfo& s) {
   ScenarioInfo out = s;

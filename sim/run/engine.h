@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/run/result.h"
+#include "sim/run/scenario.h"
 #include "model/mm/fault.h"
 
 namespace simcache::sim {
@@ -29,5 +30,7 @@ struct RunRequest {
 // where ring teardown runs; cgroup: 1 = the task is in a non-root memcg;
 // nodes: NUMA nodes.
 bool run(const RunRequest& req, RunResult* out, std::string* error);
+// Those parameters (a mapping rule may set them: a host's CPU count).
+const std::vector<ParamSpec>& machine_params();
 
 }  // namespace simcache::sim

@@ -1,0 +1,120 @@
+/* simcache measurement kit: the programs of ../shared/workloads.md replayed
+ * on the running kernel, printing rows in the columns of calibration.tsv.
+ * Shared pieces: the host record, clocks and statistics, the row writer,
+ * and the raw SQE fills liburing 2.3 has no helper for. */
+#ifndef SIMCACHE_MEASURE_KIT_H
+#define SIMCACHE_MEASURE_KIT_H
+
+#include <liburing.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Opcodes newer than liburing 2.3's header (include/uapi/linux/io_uring.h:
+ * IORING_OP_FUTEX_WAIT/WAKE/WAITV follow IORING_OP_WAITID = 50, v6.7+). */
+#define KIT_OP_FUTEX_WAIT 51
+#define KIT_OP_FUTEX_WAKE 52
+#define KIT_OP_FUTEX_WAITV 53
+/* include/uapi/linux/futex.h: FUTEX2_SIZE_U32 and FUTEX2_PRIVATE. */
+#define KIT_FUTEX2_SIZE_U32 0x02u
+#define KIT_FUTEX2_PRIVATE 128u
+#define KIT_FUTEX_BITSET_MATCH_ANY 0xffffffffu
+
+/* struct futex_waitv (include/uapi/linux/futex.h). */
+struct kit_futex_waitv {
+  uint64_t val;
+  uint64_t uaddr;
+  uint32_t flags;
+  uint32_t reserved;
+};
+
+/* What a row says about the machine it was measured on. */
+struct kit_host {
+  char release[128];  /* uname -r */
+  char cpu_model[128];
+  int cpus;           /* present CPUs (/sys/devices/system/cpu/present) */
+  int cpu;            /* the CPU this process pinned itself to */
+  int kworker_cpu;    /* another CPU (where ring teardown may run) */
+  int child_memcg;    /* 1: the process is in a non-root memory cgroup */
+  char memcg[256];    /* its memory cgroup path */
+  char governor[64];  /* cpufreq governor of `cpu`, or "n/a" */
+  char profile[16];   /* closest simcache kernel profile, "v6.18" */
+};
+
+/* Run-wide settings (command-line flags). */
+struct kit_opts {
+  int warmup;     /* untimed warm-up rounds (operations for lifecycle) */
+  int rounds;     /* measured rounds (groups of 32 operations for lifecycle) */
+  int repeats;    /* repeats of the whole point: drift = (B - A) / A */
+  double max_cv;  /* stability gate on the largest per-round CV */
+  double max_drift;
+  const char* id; /* row id (prefix when a program writes several rows) */
+};
+
+/* One measured point: the per-op value of every measured round, per repeat. */
+#define KIT_MAX_REPEATS 4
+struct kit_point {
+  int repeats, rounds;
+  double* v[KIT_MAX_REPEATS]; /* [repeat][round], per operation */
+};
+
+int kit_host_init(struct kit_host* h, int want_cpu);
+/* "host: 2 CPUs, task on CPU 1, kworker CPU 0, child memcg" */
+void kit_host_shape(const struct kit_host* h, char* out, size_t n);
+
+double kit_now_ns(void);
+void kit_point_init(struct kit_point* p, int repeats, int rounds);
+void kit_point_free(struct kit_point* p);
+/* Mean of the repeat means, the largest per-repeat CV, drift B/A - 1. */
+void kit_point_stats(const struct kit_point* p, double* mean, double* max_cv, double* drift);
+
+/* Prints one row. `value` is per operation in `unit`; the note gets the
+ * point's statistics, the stability verdict and the host record. */
+void kit_row(const struct kit_opts* o, const struct kit_host* h, const char* id,
+             const char* workload, const char* shape, const char* metric,
+             const struct kit_point* p, double scale, const char* unit, const char* extra_note);
+
+_Noreturn void kit_die(const char* what, int err);
+
+/* ---- io_uring helpers ---- */
+void kit_ring_init(struct io_uring* r, unsigned entries, unsigned cq_entries);
+/* Queue one IORING_OP_MSG_RING IORING_MSG_SEND_FD of the source ring's fixed
+ * slot `src_slot` into ring `target_fd`, slot "any free". */
+void kit_prep_send_fd(struct io_uring_sqe* sqe, int target_fd, unsigned src_slot, uint64_t data);
+void kit_prep_futex_wait(struct io_uring_sqe* sqe, uint32_t* word, uint32_t expect, uint64_t data);
+void kit_prep_futex_wake(struct io_uring_sqe* sqe, uint32_t* word, uint32_t nr, uint64_t data);
+void kit_prep_futex_waitv(struct io_uring_sqe* sqe, struct kit_futex_waitv* v, unsigned nr,
+                          uint64_t data);
+/* Submits what is queued and waits for `want` CQEs on `r`, then reaps
+ * exactly `want` into res[] (NULL: only checks res >= 0). */
+void kit_submit_wait(struct io_uring* r, unsigned want);
+void kit_reap(struct io_uring* r, unsigned n, int* res, uint64_t* data);
+
+/* The sparse-fill fixture: a source ring whose fixed slot 0 is a 4 KiB memfd. */
+struct kit_source {
+  struct io_uring ring;
+  int memfd;
+};
+void kit_source_init(struct kit_source* s);
+void kit_source_exit(struct kit_source* s);
+/* N SEND_FD installs into `dst` in batches of `qd`: each batch is one
+ * io_uring_enter submitting and waiting for the batch, then the source
+ * and target CQEs are drained. slots[i] gets the slot of install i. */
+void kit_send_fd_fill(struct kit_source* s, struct io_uring* dst, int n, int qd, int* slots);
+/* Untimed check: one fixed-file read per installed slot reads the memfd. */
+void kit_verify_slots(struct io_uring* dst, const int* slots, int n);
+
+/* Subcommands (each returns the exit status). */
+int kit_cmd_f0(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
+int kit_cmd_coldwarm(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
+int kit_cmd_lifecycle(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
+int kit_cmd_waitv(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
+int kit_cmd_s0(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
+int kit_cmd_e0(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
+int kit_cmd_poll(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
+int kit_cmd_slabcount(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
+
+/* "--key=value" or "--key value" integer parameters of a subcommand. */
+int kit_int_arg(int argc, char** argv, const char* key, int def, int min, int max);
+const char* kit_str_arg(int argc, char** argv, const char* key, const char* def);
+
+#endif

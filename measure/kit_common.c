@@ -1,0 +1,231 @@
+/* The host record, clocks, statistics and the row writer. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "measure/kit.h"
+
+_Noreturn void kit_die(const char* what, int err) {
+  fprintf(stderr, "simcache-measure: %s: %s\n", what, err ? strerror(err < 0 ? -err : err) : "failed");
+  exit(1);
+}
+
+static int read_line(const char* path, char* out, size_t n) {
+  FILE* f = fopen(path, "r");
+  if (!f) return -1;
+  if (!fgets(out, (int)n, f)) out[0] = 0;
+  fclose(f);
+  out[strcspn(out, "\n")] = 0;
+  return 0;
+}
+
+/* "0-1,4" -> 3 */
+static int count_cpu_list(const char* s) {
+  int n = 0;
+  while (*s) {
+    char* end;
+    long a = strtol(s, &end, 10), b = a;
+    if (end == s) break;
+    if (*end == '-') b = strtol(end + 1, &end, 10);
+    n += (int)(b - a + 1);
+    s = *end == ',' ? end + 1 : end;
+  }
+  return n;
+}
+
+/* The simcache kernel profile nearest to major.minor. */
+static const char* closest_profile(const char* release) {
+  static const struct { const char* name; int v; } p[] = {
+      {"v6.12", 612}, {"v6.13", 613}, {"v6.18", 618}, {"v7.1", 701}, {"v7.2", 702}};
+  int major = 0, minor = 0;
+  sscanf(release, "%d.%d", &major, &minor);
+  const int v = major * 100 + minor;
+  size_t best = 0;
+  for (size_t i = 1; i < sizeof p / sizeof p[0]; ++i)
+    if (abs(p[i].v - v) < abs(p[best].v - v)) best = i;
+  return p[best].name;
+}
+
+static void read_memcg(struct kit_host* h) {
+  FILE* f = fopen("/proc/self/cgroup", "r");
+  char line[512];
+  snprintf(h->memcg, sizeof h->memcg, "/");
+  if (!f) return;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    char* path = strrchr(line, ':');
+    /* cgroup v1 "N:memory:/path" wins over the v2 "0::/path" line */
+    if (strstr(line, ":memory:") || (!strncmp(line, "0::", 3) && !strcmp(h->memcg, "/")))
+      if (path) snprintf(h->memcg, sizeof h->memcg, "%s", path + 1);
+  }
+  fclose(f);
+  h->child_memcg = strcmp(h->memcg, "/") != 0;
+}
+
+int kit_host_init(struct kit_host* h, int want_cpu) {
+  memset(h, 0, sizeof *h);
+  struct utsname u;
+  uname(&u);
+  snprintf(h->release, sizeof h->release, "%s", u.release);
+  snprintf(h->cpu_model, sizeof h->cpu_model, "unknown");
+  FILE* f = fopen("/proc/cpuinfo", "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10)) continue;
+    char* c = strchr(line, ':');
+    if (c) snprintf(h->cpu_model, sizeof h->cpu_model, "%s", c + 2);
+    h->cpu_model[strcspn(h->cpu_model, "\n")] = 0;
+    break;
+  }
+  if (f) fclose(f);
+  char present[256] = "";
+  h->cpus = read_line("/sys/devices/system/cpu/present", present, sizeof present) == 0
+                ? count_cpu_list(present) : 1;
+  if (h->cpus < 1) h->cpus = 1;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set)) kit_die("sched_getaffinity", errno);
+  int cpu = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set) && (want_cpu < 0 || c == want_cpu)) cpu = c; /* highest allowed */
+  if (cpu < 0) kit_die("the requested CPU is not in this process's affinity mask", EINVAL);
+  h->cpu = cpu;
+  h->kworker_cpu = cpu;
+  for (int c = 0; c < h->cpus; ++c)
+    if (c != cpu) { h->kworker_cpu = c; break; }
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof set, &set)) kit_die("sched_setaffinity", errno);
+  char path[128];
+  snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor", cpu);
+  if (read_line(path, h->governor, sizeof h->governor) || !h->governor[0])
+    snprintf(h->governor, sizeof h->governor, "n/a");
+  read_memcg(h);
+  /* io_uring caps a fixed-file table at RLIMIT_NOFILE: allow the hard limit */
+  struct rlimit nofile;
+  if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  snprintf(h->profile, sizeof h->profile, "%s", closest_profile(h->release));
+  return 0;
+}
+
+void kit_host_shape(const struct kit_host* h, char* out, size_t n) {
+  snprintf(out, n, "host: %d CPUs, task on CPU %d, kworker CPU %d, %s memcg", h->cpus, h->cpu,
+           h->kworker_cpu, h->child_memcg ? "child" : "root");
+}
+
+double kit_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+void kit_point_init(struct kit_point* p, int repeats, int rounds) {
+  memset(p, 0, sizeof *p);
+  p->repeats = repeats;
+  p->rounds = rounds;
+  for (int r = 0; r < repeats; ++r) {
+    p->v[r] = calloc((size_t)rounds, sizeof(double));
+    if (!p->v[r]) kit_die("calloc", ENOMEM);
+  }
+}
+
+void kit_point_free(struct kit_point* p) {
+  for (int r = 0; r < p->repeats; ++r) free(p->v[r]);
+}
+
+void kit_point_stats(const struct kit_point* p, double* mean, double* max_cv, double* drift) {
+  double sum = 0, first = 0, worst = 0;
+  *max_cv = 0;
+  for (int r = 0; r < p->repeats; ++r) {
+    double m = 0, ss = 0;
+    for (int i = 0; i < p->rounds; ++i) m += p->v[r][i];
+    m /= p->rounds;
+    for (int i = 0; i < p->rounds; ++i) ss += (p->v[r][i] - m) * (p->v[r][i] - m);
+    const double cv = p->rounds > 1 && m > 0 ? sqrt(ss / (p->rounds - 1)) / m : 0;
+    if (cv > *max_cv) *max_cv = cv;
+    if (r == 0) first = m;
+    else if (fabs(m / first - 1) > fabs(worst)) worst = m / first - 1;
+    sum += m;
+  }
+  *mean = sum / p->repeats;
+  *drift = worst;
+}
+
+/* Tabs and newlines would break the TSV. */
+static void clean(char* s) {
+  for (; *s; ++s)
+    if (*s == '\t' || *s == '\n' || *s == '\r') *s = ' ';
+}
+
+void kit_row(const struct kit_opts* o, const struct kit_host* h, const char* id,
+             const char* workload, const char* shape, const char* metric,
+             const struct kit_point* p, double scale, const char* unit, const char* extra_note) {
+  double mean, cv, drift;
+  kit_point_stats(p, &mean, &cv, &drift);
+  const int pass = cv <= o->max_cv && fabs(drift) <= o->max_drift;
+  char hs[160], sh[1024], variant[256], source[1024], note[1024];
+  kit_host_shape(h, hs, sizeof hs);
+  snprintf(sh, sizeof sh, "%s; %s", shape, hs);
+  snprintf(variant, sizeof variant, "host unpatched %s (profile %s)", h->release, h->profile);
+  snprintf(source, sizeof source,
+           "simcache-measure on %s; kernel %s; %d CPUs; pinned to CPU %d; memcg %s; governor %s",
+           h->cpu_model, h->release, h->cpus, h->cpu, h->memcg, h->governor);
+  snprintf(note, sizeof note,
+           "mean of %d repeat means; stability=%s; max group CV %.6f%%; max role drift %.6f%%; "
+           "drift %+.6f%%; %d warmup + %d measured rounds per repeat%s%s",
+           p->repeats, pass ? "pass" : "gate-fail", cv * 100, fabs(drift) * 100, drift * 100,
+           o->warmup, p->rounds, extra_note && *extra_note ? "; " : "",
+           extra_note ? extra_note : "");
+  clean(sh), clean(variant), clean(source), clean(note);
+  const double v = mean * scale;
+  if (!(v > 0) || !isfinite(v)) {
+    fprintf(stderr, "simcache-measure: %s: measured %g %s, not a positive finite time\n", id, v,
+            unit);
+    exit(1);
+  }
+  printf("%s\t%s\t%s\t%s\t%s\t%.6f\t%s\ttiming\t%s\t%s\n", id, workload, sh, variant, metric, v,
+         unit, source, note);
+  fflush(stdout);
+}
+
+int kit_int_arg(int argc, char** argv, const char* key, int def, int min, int max) {
+  const size_t k = strlen(key);
+  for (int i = 0; i < argc; ++i) {
+    const char* a = argv[i];
+    const char* val = NULL;
+    if (strncmp(a, "--", 2) || strncmp(a + 2, key, k)) continue;
+    if (a[2 + k] == '=') val = a + 3 + k;
+    else if (a[2 + k] == 0 && i + 1 < argc) val = argv[i + 1];
+    else continue;
+    char* end;
+    errno = 0;
+    const long v = strtol(val, &end, 10);
+    if (errno || *end || end == val || v < min || v > max) {
+      fprintf(stderr, "simcache-measure: --%s: '%s' is not an integer in [%d, %d]\n", key, val,
+              min, max);
+      exit(2);
+    }
+    def = (int)v;
+  }
+  return def;
+}
+
+const char* kit_str_arg(int argc, char** argv, const char* key, const char* def) {
+  const size_t k = strlen(key);
+  for (int i = 0; i < argc; ++i) {
+    const char* a = argv[i];
+    if (strncmp(a, "--", 2) || strncmp(a + 2, key, k)) continue;
+    if (a[2 + k] == '=') def = a + 3 + k;
+    else if (a[2 + k] == 0 && i + 1 < argc) def = argv[i + 1];
+  }
+  return def;
+}

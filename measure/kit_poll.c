@@ -1,0 +1,60 @@
+/* poll-refill (workloads.md §6, seed 002's io_uring test): POLL_ADD on a
+ * pipe that never becomes readable, so every request stays in flight and
+ * the request cache refills from the io_kiocb slab in batches. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "measure/kit.h"
+
+/* One round: `total` SQEs in bursts of `burst` (one io_uring_enter each),
+ * a new ring every `recycle` bursts, closed with io_uring_queue_exit()
+ * (its teardown cancels the polls on a kworker). All of it is timed, as
+ * the simulator's driver times it. */
+static double poll_round(int pipe_rd, int qd, int burst, int recycle, int total) {
+  const double t0 = kit_now_ns();
+  for (int submitted = 0; submitted < total;) {
+    struct io_uring r;
+    kit_ring_init(&r, (unsigned)qd, 0);
+    for (int b = 0; b < recycle && submitted < total; ++b) {
+      const int n = total - submitted < burst ? total - submitted : burst;
+      for (int i = 0; i < n; ++i) {
+        struct io_uring_sqe* sqe = io_uring_get_sqe(&r);
+        if (!sqe) kit_die("SQ ring full", EBUSY);
+        io_uring_prep_poll_add(sqe, pipe_rd, POLLIN);
+      }
+      const int ret = io_uring_submit(&r);
+      if (ret != n) kit_die("submit POLL_ADD", ret < 0 ? ret : EIO);
+      submitted += n;
+    }
+    io_uring_queue_exit(&r);
+  }
+  return kit_now_ns() - t0;
+}
+
+int kit_cmd_poll(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h) {
+  const int qd = kit_int_arg(argc, argv, "qd", 4096, 1, 32768);
+  const int burst = kit_int_arg(argc, argv, "burst", 2048, 1, qd);
+  const int recycle = kit_int_arg(argc, argv, "recycle", 32, 1, 100000);
+  const int total = kit_int_arg(argc, argv, "total", 65536, 1, 1 << 26);
+  int fds[2];
+  if (pipe(fds)) kit_die("pipe", errno);
+  struct kit_point p;
+  kit_point_init(&p, o->repeats, o->rounds);
+  for (int rep = 0; rep < o->repeats; ++rep)
+    for (int i = 0; i < o->warmup + o->rounds; ++i) {
+      const double ns = poll_round(fds[0], qd, burst, recycle, total);
+      if (i >= o->warmup) p.v[rep][i - o->warmup] = ns / total;
+    }
+  char shape[512];
+  snprintf(shape, sizeof shape,
+           "POLL_ADD on a never-readable pipe: QD=%d, bursts of %d SQEs, ring recycled every %d "
+           "bursts, %d SQEs/round; %d warmup + %d measured rounds",
+           qd, burst, recycle, total, o->warmup, o->rounds);
+  kit_row(o, h, o->id, "poll-refill", shape, "mean ns/sqe", &p, 1, "ns/sqe", "");
+  kit_point_free(&p);
+  close(fds[0]), close(fds[1]);
+  return 0;
+}

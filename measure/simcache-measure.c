@@ -1,0 +1,93 @@
+/* simcache-measure: replays one program of ../shared/workloads.md on the
+ * running kernel and prints its rows (the columns of calibration.tsv).
+ *
+ *   simcache-measure [common flags] PROGRAM [program flags]
+ *
+ * docs/measure.md has every program, its flags and the suites that
+ * scripts/measure runs. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "measure/kit.h"
+
+static const char kUsage[] =
+    "usage: simcache-measure [--warmup N] [--rounds N] [--repeats N] [--cpu C] [--id ID]\n"
+    "                        [--max-cv PCT] [--max-drift PCT] [--header] PROGRAM [flags]\n"
+    "programs:\n"
+    "  f0        --slots S --installs N --qd Q      first fill of a sparse table\n"
+    "  coldwarm  --mode cold|warm --slots S --qd Q  node cache cold or warm fill\n"
+    "  lifecycle --mode serial|paced|reuse --slots S --installs N --qd Q --ops K\n"
+    "  waitv     --vectors V --width W --cycles C   FUTEX_WAITV -> WAKE (v0)\n"
+    "  s0        --waits N --cycles C               scalar FUTEX_WAIT -> WAKE control\n"
+    "  e0        --waits N --fail-permille P --cycles C   arm-fail\n"
+    "  poll      --qd Q --burst B --recycle R --total T   POLL_ADD request refill\n"
+    "  slabcount --slots S --installs N --caches a,b,...  slab deltas across fills\n"
+    "  host                                         print the host record\n"
+    "  probe                                        exit 0 if io_uring works, 77 if not\n";
+
+static const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
+
+int main(int argc, char** argv) {
+  struct kit_opts o = {3, 15, 2, 0.02, 0.02, "HOST"};
+  int cpu = -1, header = 0, i = 1;
+  for (; i < argc && !strncmp(argv[i], "--", 2); ++i) {
+    const char* a = argv[i] + 2;
+    if (!strcmp(a, "help")) return fputs(kUsage, stdout), 0;
+    if (!strcmp(a, "header")) { header = 1; continue; }
+    if (i + 1 >= argc) break;
+    const char* v = argv[++i];
+    if (!strcmp(a, "id")) { o.id = v; continue; } /* any text */
+    char* end;
+    const double d = strtod(v, &end);
+    if (*end || end == v) break;
+    if (!strcmp(a, "warmup") && d >= 0 && d <= 10000) o.warmup = (int)d;
+    else if (!strcmp(a, "rounds") && d >= 2 && d <= 10000) o.rounds = (int)d;
+    else if (!strcmp(a, "repeats") && d >= 1 && d <= KIT_MAX_REPEATS) o.repeats = (int)d;
+    else if (!strcmp(a, "cpu") && d >= 0 && d < 4096) cpu = (int)d;
+    else if (!strcmp(a, "max-cv") && d > 0) o.max_cv = d / 100;
+    else if (!strcmp(a, "max-drift") && d > 0) o.max_drift = d / 100;
+    else break;
+  }
+  if (i >= argc || !strncmp(argv[i], "--", 2)) {
+    fprintf(stderr, "simcache-measure: bad or missing argument near '%s'\n%s",
+            i < argc ? argv[i] : "(end)", kUsage);
+    return 2;
+  }
+  struct kit_host h;
+  kit_host_init(&h, cpu);
+  const char* prog = argv[i];
+  const int pargc = argc - i - 1;
+  char** pargv = argv + i + 1;
+  static const struct {
+    const char* name;
+    int (*fn)(int, char**, const struct kit_opts*, const struct kit_host*);
+  } cmds[] = {{"f0", kit_cmd_f0},     {"coldwarm", kit_cmd_coldwarm},
+              {"lifecycle", kit_cmd_lifecycle}, {"waitv", kit_cmd_waitv},
+              {"s0", kit_cmd_s0},     {"e0", kit_cmd_e0},
+              {"poll", kit_cmd_poll}, {"slabcount", kit_cmd_slabcount}};
+  if (!strcmp(prog, "probe")) { /* exit 77 (a ctest skip) without io_uring */
+    struct io_uring r;
+    const int ret = io_uring_queue_init(8, &r, 0);
+    if (ret < 0) return fprintf(stderr, "simcache-measure: no io_uring here: %s\n", strerror(-ret)), 77;
+    const int sp = io_uring_register_files_sparse(&r, 8);
+    io_uring_queue_exit(&r);
+    if (sp < 0) return fprintf(stderr, "simcache-measure: no sparse file tables: %s\n", strerror(-sp)), 77;
+    return 0;
+  }
+  if (!strcmp(prog, "host")) {
+    char s[160];
+    kit_host_shape(&h, s, sizeof s);
+    printf("kernel %s\ncpu %s\n%s\nmemcg %s\ngovernor %s\nprofile %s\n", h.release, h.cpu_model,
+           s, h.memcg, h.governor, h.profile);
+    return 0;
+  }
+  for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; ++k)
+    if (!strcmp(prog, cmds[k].name)) {
+      if (header && strcmp(prog, "slabcount")) fputs(kHeader, stdout);
+      return cmds[k].fn(pargc, pargv, &o, &h);
+    }
+  fprintf(stderr, "simcache-measure: unknown program '%s'\n%s", prog, kUsage);
+  return 2;
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# ctest measure_tiny_suite: the kit's tiny suite on this kernel. Checks the
+# rows (10 columns, unique ids, kind timing, positive finite values, the
+# host in the source column), then that simcache calibrate and validate
+# take them unchanged. Exit 77 (skip) only when io_uring is unavailable.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+kit=${SIMCACHE_MEASURE_BIN:?} sim=${SIMCACHE_BIN:?}
+"$kit" probe || exit $?
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$top/scripts/measure" --suite tiny --out "$dir/t.tsv"
+head -1 "$dir/t.tsv" | grep -qx $'id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote' \
+  || { echo "bad header"; exit 1; }
+awk -F'\t' -v rel="kernel $(uname -r);" 'NR == 1 { next }
+  NF != 10 { printf "line %d: %d columns\n", NR, NF; bad = 1 }
+  seen[$1]++ { printf "line %d: id %s twice\n", NR, $1; bad = 1 }
+  $8 != "timing" { printf "line %d: kind %s\n", NR, $8; bad = 1 }
+  $6 !~ /^[0-9]+(\.[0-9]+)?$/ || $6 + 0 <= 0 { printf "line %d: value %s\n", NR, $6; bad = 1 }
+  $7 !~ /^(ns\/[a-z]+|us)$/ { printf "line %d: unit %s\n", NR, $7; bad = 1 }
+  index($9, rel) == 0 { printf "line %d: source lacks %s\n", NR, rel; bad = 1 }
+  $10 !~ /stability=(pass|gate-fail); max group CV/ { printf "line %d: note %s\n", NR, $10; bad = 1 }
+  $3 !~ /; host: [0-9]+ CPUs, task on CPU [0-9]+, kworker CPU [0-9]+, (root|child) memcg$/ {
+    printf "line %d: shape lacks the host\n", NR; bad = 1 }
+  END { if (NR < 11) { printf "only %d rows\n", NR - 1; bad = 1 } exit bad }' "$dir/t.tsv"
+"$sim" calibrate --measurements "$dir/t.tsv" --out "$dir/host.toml" >"$dir/fit.txt"
+"$sim" validate --profile "$dir/host.toml" --measurements "$dir/t.tsv" >"$dir/val.txt"
+grep -q "^summary: 10 rows" "$dir/val.txt" || { cat "$dir/val.txt"; exit 1; }
+echo "measure_tiny_suite: 10 rows well formed; calibrate and validate took them"

@@ -1,0 +1,147 @@
+// The measurement kit's rows (measure/, docs/measure.md) through the
+// shipped mapping: every shape the kit prints maps to the simulation it
+// replays, with the host's machine parameters; a noisy row (CV above
+// 100 %) still gives a profile that validate reads back.
+#include <catch2/catch.hpp>
+
+#include "test_cost_util.h"
+#include "sim/calibrate/measure.h"
+
+using namespace simcache::sim;
+using simcache::testing::repo_file;
+using simcache::testing::TempFile;
+
+namespace {
+
+const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
+const char kHost[] = "; host: 2 CPUs, task on CPU 1, kworker CPU 0, child memcg";
+
+// A row as simcache-measure prints it (kit_row() in measure/kit_common.c).
+std::string kit_row(const std::string& id, const std::string& workload, const std::string& shape,
+                    const std::string& value, const std::string& unit,
+                    const std::string& cv = "1.2") {
+  return id + "\t" + workload + "\t" + shape + kHost +
+         "\thost unpatched 6.18.44-fc-v857 (profile v6.18)\tmean\t" + value + "\t" + unit +
+         "\ttiming\tsimcache-measure on X; kernel 6.18.44-fc-v857; 2 CPUs\tmean of 2 repeat "
+         "means; stability=pass; max group CV " + cv + "%; max role drift 0.5%\n";
+}
+
+struct Expect {
+  std::string workload, shape, value, unit, scenario;
+  Params params;  // checked on top of the machine parameters
+};
+
+const std::string kLife = "4096 sparse slots, 64 installs as batches of QD=64; new ring per op, "
+                          "50 ms untimed gap after close; 3 warmup + 15 groups x 32 ops; per-op mean";
+
+const std::vector<Expect> kRows = {
+    {"sparse-fill",
+     "F0: slots=1024 sparse, 256 MSG_RING SEND_FD installs/round as 4 batches of QD=64, new "
+     "target ring per round, 3 warmup + 10 measured rounds",
+     "280.5", "ns/install", "sparse-fill",
+     {{"slots", 1024}, {"installs", 256}, {"qd", 64}, {"warmup", 3}, {"rounds", 10}}},
+    {"sparse-fill", "lifecycle paced-4096-64: " + kLife, "41.5", "us", "lifecycle",
+     {{"mode", 1}, {"slots", 4096}, {"installs", 64}, {"groups", 1}}},
+    {"sparse-fill", "lifecycle paced-4096-64 registration phase: " + kLife, "8.6", "us",
+     "lifecycle", {{"mode", 1}, {"slots", 4096}, {"installs", 0}, {"groups", 1}}},
+    {"sparse-fill", "lifecycle paced-4096-64 fill phase: " + kLife, "514.3", "ns/install",
+     "sparse-fill", {{"slots", 4096}, {"installs", 64}, {"teardown_lag", 0}, {"smoke", 0}}},
+    {"sparse-fill",
+     "lifecycle serial-128-128 fill phase: 128 sparse slots, 128 installs as batches of QD=32; "
+     "new ring per op, no pause; 3 warmup + 15 groups x 32 ops; per-op mean",
+     "300", "ns/install", "sparse-fill",
+     {{"slots", 128}, {"installs", 128}, {"teardown_lag", 1}, {"qd", 32}}},
+    {"sparse-fill",
+     "lifecycle reuse-4096-4096: 4096 sparse slots, 4096 installs as batches of QD=64; same "
+     "ring: FILES_UPDATE(-1) removal of all installed files then SEND_FD refill; 3 warmup + 10 "
+     "groups x 32 ops; per-op mean",
+     "9470", "us", "lifecycle", {{"mode", 2}, {"slots", 4096}, {"installs", 4096}}},
+    {"node-cache",
+     "warm: new ring, 128-slot sparse table, fill of 128 timed as 2 batches of QD=64 after fill "
+     "+ unregister + re-register on the same ring, 3 warmup + 10 measured rounds",
+     "226", "ns/install", "node-cache-coldwarm", {{"warm", 1}, {"slots", 128}, {"qd", 64}}},
+    {"WAITV",
+     "1 ring (SQ 64, CQ 128); 8 FUTEX_WAITV x 16 private u32 futex words (64-byte separated); 8 "
+     "WAKE on word 3 of each vector; 512 cycles = 4096 pairs/round; 3 warmup + 10 measured rounds",
+     "7681", "ns/pair", "waitv", {{"vectors", 8}, {"width", 16}, {"cycles", 512}}},
+    {"WAIT-WAKE control",
+     "scalar control s0: 32 FUTEX_WAIT then 32 FUTEX_WAKE per cycle on 32 words; 512 cycles = "
+     "16384 pairs/round; 3 warmup + 10 measured rounds",
+     "1343", "ns/pair", "wait-wake", {{"vectors", 32}, {"cycles", 512}}},
+    {"arm-fail",
+     "e0: 32 FUTEX_WAIT per cycle, 390 per mille fail to arm (-EAGAIN), the armed woken by one "
+     "FUTEX_WAKE each; 3125 cycles/round; 3 warmup + 10 measured rounds",
+     "1318", "ns/wait", "arm-fail", {{"waits", 32}, {"fail_permille", 390}, {"cycles", 3125}}},
+    {"poll-refill",
+     "POLL_ADD on a never-readable pipe: QD=4096, bursts of 2048 SQEs, ring recycled every 32 "
+     "bursts, 65536 SQEs/round; 3 warmup + 10 measured rounds",
+     "1975", "ns/sqe", "poll-refill",
+     {{"qd", 4096}, {"burst", 2048}, {"recycle", 32}, {"total", 65536}}},
+};
+
+}  // namespace
+
+TEST_CASE("every kit row maps to the simulation it replays, on the host's machine", "[measure]") {
+  Mapping m;
+  std::string err;
+  REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &m, &err));
+  std::string text = kHeader;
+  for (size_t i = 0; i < kRows.size(); ++i)
+    text += kit_row("H-" + std::to_string(i), kRows[i].workload, kRows[i].shape, kRows[i].value,
+                    kRows[i].unit);
+  std::vector<MeasuredRow> rows;
+  REQUIRE(parse_measurements(text, "kit.tsv", &rows, &err));
+  REQUIRE(rows.size() == kRows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    INFO(kRows[i].shape);
+    MappedRow mr;
+    REQUIRE(map_row(m, rows[i], &mr, &err));
+    CHECK(mr.scenario == kRows[i].scenario);
+    CHECK(mr.kernel == "v6.18");
+    CHECK(mr.policy == "unpatched");
+    CHECK(mr.base);
+    CHECK(mr.params.at("cpus") == 2);
+    CHECK(mr.params.at("cpu") == 1);
+    CHECK(mr.params.at("kworker_cpu") == 0);
+    CHECK(mr.params.at("cgroup") == 1);
+    for (const auto& [k, v] : kRows[i].params) {
+      INFO(k);
+      CHECK(mr.params.at(k) == v);
+    }
+  }
+}
+
+TEST_CASE("a kit row without the host suffix is not taken for a host row", "[measure]") {
+  Mapping m;
+  std::string err;
+  REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &m, &err));
+  // The i7 rows' shape: falls through to the original rule, 20 CPUs.
+  const std::string text =
+      std::string(kHeader) + "SF-1\tsparse-fill\t" + kRows[0].shape +
+      "\tunpatched kernel v6.18\tm\t119.4\tns/install\ttiming\ts\t\n";
+  std::vector<MeasuredRow> rows;
+  REQUIRE(parse_measurements(text, "i7.tsv", &rows, &err));
+  MappedRow mr;
+  REQUIRE(map_row(m, rows[0], &mr, &err));
+  CHECK(mr.scenario == "sparse-fill");
+  CHECK(mr.params.count("cpus") == 0);
+}
+
+TEST_CASE("calibrate then validate on kit rows, one of them noisier than 100 %", "[measure]") {
+  std::string text = kHeader;
+  for (size_t i = 0; i < kRows.size(); ++i)
+    text += kit_row("H-" + std::to_string(i), kRows[i].workload, kRows[i].shape, kRows[i].value,
+                    kRows[i].unit, i == 9 ? "132.8" : "1.2");
+  TempFile rows("kit_rows.tsv", text);
+  TempFile out("kit_host.toml", "");
+  CliOutcome c = simcache::sim::run_cli(
+      {"calibrate", "--measurements", rows.path(), "--out", out.path()});
+  INFO(c.err);
+  REQUIRE(c.status == 0);
+  CHECK(simcache::testing::read_text(out.path()).find("round_cv = 1\n") != std::string::npos);
+  CliOutcome v = simcache::sim::run_cli(
+      {"validate", "--profile", out.path(), "--measurements", rows.path()});
+  INFO(v.err);
+  CHECK(v.status == 0);
+  CHECK(v.out.find("summary: 11 rows") != std::string::npos);
+}
