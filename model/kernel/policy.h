@@ -61,6 +61,7 @@ struct PolicySet {
   Prefill prefill = Prefill::off;              // seed 004 3/3
   uint32_t prefill_max = IO_ALLOC_CACHE_PREFILL_MAX;
   bool slab_prime = false;                     // seed 004 cover letter diagnostic
+  bool kmalloc_prefill = false;                // seed 004 diagnostic 63e60a1059df (v6.13)
   WaitvAccount waitv_account = WaitvAccount::profile;  // seed 000
   bool memcg_batch_charge = false;             // seed 002 (sets MmConfig)
   bool slab_nomerge = false;                   // boot option (sets MmConfig)

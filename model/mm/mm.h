@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "model/counters.h"
 #include "model/mm/fault.h"
 #include "model/mm/memcg.h"
@@ -159,9 +160,14 @@ class Mm {
   void free_large(Ptr p, const Task& t, bool via_kvfree);
   Large* large(Ptr p);
   const Large* large(Ptr p) const;
+  void note_alloc(Ptr p, const Task& t);
+  void note_free(Ptr p, const Task& t) { last_free_cpu_[p] = t.cpu; }
 
   MmConfig cfg_;
   Counters events_;
+  // CPU of the last free of each freed slab object not yet reallocated
+  // (slab_alloc_remote); bounded by the objects of existing slabs.
+  absl::flat_hash_map<Ptr, CpuId> last_free_cpu_;
   FaultInjector faults_;
   std::unique_ptr<PageAllocator> pages_;
   std::unique_ptr<Memcg> memcg_;

@@ -9,23 +9,28 @@ namespace simcache::sim {
 void Recorder::begin_round(bool measured) {
   measured_ = measured;
   round_ = Counters{};
+  phase_round_.clear();
 }
 
-void Recorder::timed_begin() {
+void Recorder::timed_begin(std::string_view phase) {
   in_timed_ = true;
+  phase_ = std::string(phase);
   mark_ = mm_.events();
 }
 
 void Recorder::timed_end() {
   if (!in_timed_) return;
   in_timed_ = false;
-  round_ += mm_.events() - mark_;
+  const Counters d = mm_.events() - mark_;
+  round_ += d;
+  if (!phase_.empty()) phase_round_[phase_] += d;
 }
 
 void Recorder::end_round(uint64_t ops) {
   if (!measured_) return;
   rounds_.push_back(round_);
   timed_sum_ += round_;
+  for (const auto& [k, c] : phase_round_) phase_sum_[k] += c;
   total_ops_ += ops;
   ops_per_round_ = ops;
   measured_ = false;
@@ -38,6 +43,7 @@ void Recorder::finish(PolicyResult* out) const {
   out->ops_per_round = ops_per_round_;
   out->timed_ops = total_ops_;
   out->metrics = metrics_;
+  out->phases = phase_sum_;
 }
 
 ScenarioRegistry& ScenarioRegistry::get() {
