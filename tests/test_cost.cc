@@ -145,7 +145,7 @@ TEST_CASE("a profile survives a write and a read", "[cost][profile]") {
   }
   REQUIRE(back.corr.size() == m.corr.size());
   for (size_t i = 0; i < m.corr.size(); ++i)
-    CHECK(back.corr[i] == Approx(m.corr[i]).margin(std::fabs(m.corr[i]) < 0.05 ? 0.05 : 1e-3));
+    CHECK(back.corr[i] == Approx(m.corr[i]).epsilon(1e-8).margin(1e-12));
   REQUIRE(back.noise.has_value());
   CHECK(back.noise->entries.size() == m.noise->entries.size());
 }

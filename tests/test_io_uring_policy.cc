@@ -69,7 +69,7 @@ TEST_CASE("profiles: names, lookup errors, facts and implied mm config",
 TEST_CASE("policies: every policy file is registered once", "[io_uring][policy]") {
   CHECK(PolicyRegistry::get().errors().empty());
   CHECK(policy_names() ==
-        "bulk-refill, futex-return-to-cache, memcg-batch-charge, node-slab, "
+        "bulk-refill, futex-return-to-cache, kmalloc-prefill, memcg-batch-charge, node-slab, "
         "node-slab-account, prefill, prefill-optin, slab-nomerge, slab-prime, "
         "unpatched, waitv-account, waitv-noaccount");
   // One .cc per policy in model/kernel/policies/: none forgotten in

@@ -105,31 +105,34 @@ bool read_noise(const Reader& r, const toml::node& n, NoiseModel* out) {
   return true;
 }
 
-// [[correlation]] a = "x", b = "y", r = -0.93: one posterior correlation.
+// [correlation] x = { y = -0.93, z = 0.1 }: the posterior correlations of
+// parameter x with the ones listed (each pair once).
 bool read_correlations(const Reader& r, const toml::node& n, CostModel* m) {
-  const toml::array* arr = n.as_array();
-  if (!arr) return r.fail(&n, "correlation", "expected [[correlation]] tables");
+  const toml::table* tbl = n.as_table();
+  if (!tbl) return r.fail(&n, "correlation", "expected a [correlation] table");
   const size_t np = m->params.size();
+  auto index = [&](std::string_view name) {
+    for (size_t k = 0; k < np; ++k)
+      if (m->params[k].name == name) return k;
+    return np;
+  };
   m->corr.assign(np * np, 0.0);
   for (size_t i = 0; i < np; ++i) m->corr[i * np + i] = 1;
-  for (size_t i = 0; i < arr->size(); ++i) {
-    const toml::table* t = (*arr)[i].as_table();
-    const std::string where = fmt::format("correlation[{}].", i);
-    if (!t) return r.fail(&(*arr)[i], where, "expected a table");
-    if (!r.keys(*t, {"a", "b", "r"}, where)) return false;
-    std::string a, b;
-    double v = 0;
-    if (!r.str(*t, "a", where, true, &a) || !r.str(*t, "b", where, true, &b)) return false;
-    if (!r.num(*t, "r", where, true, -1, 1, &v)) return false;
-    size_t ia = np, ib = np;
-    for (size_t k = 0; k < np; ++k) {
-      if (m->params[k].name == a) ia = k;
-      if (m->params[k].name == b) ib = k;
+  for (const auto& [ka, va] : *tbl) {
+    const std::string where = "correlation." + std::string(ka.str());
+    const size_t ia = index(ka.str());
+    if (ia == np) return r.fail(&va, where, "not a parameter of this profile");
+    const toml::table* row = va.as_table();
+    if (!row) return r.fail(&va, where, "expected an inline table of correlations");
+    for (const auto& [kb, vb] : *row) {
+      const size_t ib = index(kb.str());
+      const std::string w2 = where + "." + std::string(kb.str());
+      if (ib == np || ib == ia) return r.fail(&vb, w2, "not another parameter of this profile");
+      const std::optional<double> v = vb.value<double>();
+      if (!vb.is_number() || !v || !(*v >= -1 && *v <= 1))
+        return r.fail(&vb, w2, "expected a number in [-1, 1]");
+      m->corr[ia * np + ib] = m->corr[ib * np + ia] = *v;
     }
-    if (ia == np) return r.fail(t->get("a"), where + "a", "'" + a + "' is not a parameter");
-    if (ib == np || ib == ia)
-      return r.fail(t->get("b"), where + "b", "'" + b + "' is not another parameter");
-    m->corr[ia * np + ib] = m->corr[ib * np + ia] = v;
   }
   return true;
 }
@@ -266,14 +269,21 @@ std::string profile_toml(const CostModel& m, const std::string& header) {
     if (!p.prior_source.empty()) out += fmt::format("prior_source = {}\n", quote(p.prior_source));
     if (!p.meaning.empty()) out += fmt::format("meaning = {}\n", quote(p.meaning));
   }
+  // Every correlation the fit gives, at full precision: the posterior is
+  // tight only along combinations of parameters, and dropping or rounding
+  // small correlations would widen every interval.
   const size_t np = m.params.size();
   if (m.corr.size() == np * np) {
-    for (size_t i = 0; i < np; ++i)
+    std::string block;
+    for (size_t i = 0; i < np; ++i) {
+      std::string row;
       for (size_t j = i + 1; j < np; ++j)
-        if (std::fabs(m.corr[i * np + j]) >= 0.05)
-          out += fmt::format("\n[[correlation]]\na = {}\nb = {}\nr = {:.3f}\n",
-                             quote(m.params[i].name), quote(m.params[j].name),
+        if (m.corr[i * np + j] != 0)
+          row += fmt::format("{}{} = {:.9g}", row.empty() ? "" : ", ", m.params[j].name,
                              m.corr[i * np + j]);
+      if (!row.empty()) block += fmt::format("{} = {{ {} }}\n", m.params[i].name, row);
+    }
+    if (!block.empty()) out += "\n[correlation]\n" + block;
   }
   if (m.noise) {
     out += noise_toml(m.noise->fallback, true);

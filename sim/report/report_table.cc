@@ -91,7 +91,8 @@ void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions&
   const bool groups = !w.params.count("rounds") && w.params.count("groups");
   Row model{"model " + per, {}, {}}, iv{"  90% model interval", {}, {}},
       se{fmt::format("  noise +- ({} {})", nr, groups ? "groups" : "rounds"), {}, {}};
-  Row delta{"  vs A", {}, {}}, meas{"measured " + per, {}, {}}, mdelta{"  vs A", {}, {}};
+  Row delta{"  vs A", {}, {}}, delta_iv{"    90% model interval", {}, {}},
+      meas{"measured " + per, {}, {}}, mdelta{"  vs A", {}, {}};
   std::string ids;
   bool any = false;
   std::vector<const MeasuredPoint*> mp;
@@ -103,13 +104,14 @@ void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions&
                                   t[i].prior_based ? "*" : ""));
     se.text.push_back(fmt::format("+-{:.2f}%", t[i].stderr_rel * 100));
     const double noise = delta_noise(t[0], t[i]);
-    std::string d;
+    std::string d, di;
     if (i > 0 && t[0].per_op_ns > 0) {
       const EffectInterval ei = effect_interval(*o.cost, t[0], t[i]);
-      d = fmt::format("{} [{:+.1f}, {:+.1f}]{}", fmt_delta(ei.effect, noise), ei.lo * 100,
-                      ei.hi * 100, ei.prior_based ? "*" : "");
+      d = fmt_delta(ei.effect, noise);
+      di = fmt::format("[{:+.1f}, {:+.1f}]{}", ei.lo * 100, ei.hi * 100, ei.prior_based ? "*" : "");
     }
     delta.text.push_back(d);
+    delta_iv.text.push_back(di);
     mp.push_back(find_measured(o, r, w, ps[i]));
     meas.text.push_back(mp[i] ? fmt_time(mp[i]->value_ns, unit) : "-");
     mdelta.text.push_back(
@@ -136,7 +138,7 @@ void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions&
     rows->push_back(ph);
   }
   if (o.cost->noise) rows->push_back(se);
-  if (ps.size() > 1) rows->push_back(delta);
+  if (ps.size() > 1) rows->push_back(delta), rows->push_back(delta_iv);
   if (!any) return;
   rows->push_back(meas);
   bool any_delta = false;
@@ -247,7 +249,7 @@ std::string format_table(const RunResult& r, const ReportOptions& o) {
     out += fmt::format("  time = counted events x costs of profile {} (docs/calibration.md)\n",
                        o.cost->name);
     out += "  [a, b]: 90% model-uncertainty interval (posterior of the profile's parameters;\n"
-           "  * = rests mostly on priors)\n";
+           "  * = rests mostly on priors); phase rows: time +- half that interval\n";
     if (o.cost->noise)
       out += "  noise +-: expected standard error of a measured mean, from the profile's\n"
              "  [noise] model (not the model's uncertainty); (n.s.): delta within that noise\n";

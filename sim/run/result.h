@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/counters.h"
@@ -36,7 +37,7 @@ struct PolicyResult {
   // Timed counts per named phase of the operation (lifecycle:
   // registration, removal, fill), summed over the measured rounds; when
   // present they partition `timed` exactly.
-  std::map<std::string, Counters> phases;
+  std::vector<std::pair<std::string, Counters>> phases;  // in operation order
   std::vector<CacheStats> caches;  // caches that saw any traffic
   std::vector<KasanReport> kasan;  // reports, including end-of-run leaks
 };

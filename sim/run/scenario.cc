@@ -6,6 +6,20 @@
 
 namespace simcache::sim {
 
+namespace {
+// Adds `c` to the phase `name`, appending it on first use (so the phases
+// keep the order the operation runs them in).
+void add_phase(std::vector<std::pair<std::string, Counters>>* v, const std::string& name,
+               const Counters& c) {
+  for (auto& [k, acc] : *v)
+    if (k == name) {
+      acc += c;
+      return;
+    }
+  v->emplace_back(name, c);
+}
+}  // namespace
+
 void Recorder::begin_round(bool measured) {
   measured_ = measured;
   round_ = Counters{};
@@ -23,14 +37,14 @@ void Recorder::timed_end() {
   in_timed_ = false;
   const Counters d = mm_.events() - mark_;
   round_ += d;
-  if (!phase_.empty()) phase_round_[phase_] += d;
+  if (!phase_.empty()) add_phase(&phase_round_, phase_, d);
 }
 
 void Recorder::end_round(uint64_t ops) {
   if (!measured_) return;
   rounds_.push_back(round_);
   timed_sum_ += round_;
-  for (const auto& [k, c] : phase_round_) phase_sum_[k] += c;
+  for (const auto& [k, c] : phase_round_) add_phase(&phase_sum_, k, c);
   total_ops_ += ops;
   ops_per_round_ = ops;
   measured_ = false;

@@ -46,7 +46,7 @@ class Recorder {
   bool measured_ = false, in_timed_ = false;
   Counters round_, mark_, timed_sum_;
   std::string phase_;
-  std::map<std::string, Counters> phase_round_, phase_sum_;
+  std::vector<std::pair<std::string, Counters>> phase_round_, phase_sum_;  // operation order
   std::vector<Counters> rounds_;
   uint64_t ops_per_round_ = 0, total_ops_ = 0;
   std::map<std::string, int64_t> metrics_;
