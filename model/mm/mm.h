@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include <absl/container/flat_hash_map.h>
 #include "model/counters.h"
 #include "model/mm/fault.h"
 #include "model/mm/memcg.h"

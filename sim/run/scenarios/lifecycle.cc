@@ -38,6 +38,16 @@ void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
 
 enum Mode : int64_t { kSerial = 0, kPaced = 1, kReuse = 2 };
 
+// Tears down the pending ring (serial mode) and returns the counts it
+// made, which belong to that ring, not to the operation's cache traffic.
+Counters exit_pending(Env& e, RingId* pending) {
+  if (*pending < 0) return {};
+  const Counters before = e.mm.events();
+  e.io.ring_exit(*pending, e.kworker);
+  *pending = -1;
+  return e.mm.events() - before;
+}
+
 // One operation of serial-S-N / paced-S-N: a new ring, timed sparse
 // registration and fill ("interval"), untimed unregister and close.
 // reuse-S-N: on one ring, timed FILES_UPDATE(-1) removal of every
@@ -78,11 +88,7 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
       e.io.files_register_sparse(dst, static_cast<uint32_t>(slots), optin);
       rec.timed_end();
       // serial: the previous ring's teardown overlaps this operation.
-      if (pending >= 0) {
-        const Counters before = e.mm.events();
-        e.io.ring_exit(pending, e.kworker), pending = -1;
-        teardown = e.mm.events() - before;
-      }
+      teardown = exit_pending(e, &pending);
       rec.timed_begin("fill");
     }
     send_fd_fill(e, src, dst, installs, p.at("qd"), false, mode == kReuse ? &taken : nullptr);
