@@ -104,6 +104,17 @@ void Mm::note_alloc(Ptr p, const Task& t) {
   last_free_cpu_.erase(it);
 }
 
+void Mm::note_free(Ptr p, const Task& t) {
+  last_free_cpu_[p] = t.cpu;
+  if (last_free_cpu_.size() < prune_at_) return;
+  // Objects of slabs discarded since no longer decode: drop them, so the
+  // map stays proportional to the objects of existing slabs.
+  int32_t slab;
+  uint32_t idx;
+  absl::erase_if(last_free_cpu_, [&](const auto& kv) { return !slub_->decode(kv.first, &slab, &idx); });
+  prune_at_ = std::max<size_t>(4096, 2 * last_free_cpu_.size());
+}
+
 // mirrors __do_kmalloc_node().
 Ptr Mm::kmalloc(uint32_t size, gfp_t gfp, const Task& t) {
   if (size == 0) return kZeroSizePtr;
