@@ -19,7 +19,8 @@ class FakeSlabBackend final : public SlabBackend {
   bool online = false;            // memcg_kmem_online()
   bool refuse_charges = false;    // every charge_obj/charge_pages fails
   uint32_t refuse_order_above = 99;  // orders above this one fail
-  uint64_t fail_page_call = 0;    // 1-based alloc_pages call to refuse (0: none)
+  uint64_t fail_from_call = 0;    // refuse the alloc_pages call with this
+                                  // 1-based number and every later one (0: none)
 
   // --- what SLUB asked for -------------------------------------------------
   uint64_t page_calls = 0;        // alloc_pages() calls, refused ones too
@@ -32,7 +33,7 @@ class FakeSlabBackend final : public SlabBackend {
 
   uint32_t alloc_pages(uint32_t order, NodeId, gfp_t) override {
     ++page_calls;
-    if (page_calls == fail_page_call || order > refuse_order_above) {
+    if ((fail_from_call && page_calls >= fail_from_call) || order > refuse_order_above) {
       ++refused;
       return 0;
     }
