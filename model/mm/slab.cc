@@ -56,13 +56,13 @@ ObjState Slub::state(Ptr p) const {
   int32_t sl;
   uint32_t i;
   if (!decode(p, &sl, &i)) return ObjState::kFree;
-  return static_cast<ObjState>(slabs_[sl].state[i]);
+  return slabs_[sl].state[i];
 }
 
 void Slub::set_state(Ptr p, ObjState st) {
   int32_t sl;
   uint32_t i;
-  if (decode(p, &sl, &i)) slabs_[sl].state[i] = static_cast<uint8_t>(st);
+  if (decode(p, &sl, &i)) slabs_[sl].state[i] = st;
 }
 
 // mirrors allocate_slab() + account_slab(): pages, freelist, vmstat.
@@ -92,7 +92,7 @@ int32_t Slub::new_slab(CacheId s, gfp_t gfp, NodeId node, const Task& t) {
   // Address order: the first object handed out is index 0.
   sl.freelist.resize(objects);
   for (uint32_t i = 0; i < objects; ++i) sl.freelist[i] = uint16_t(objects - 1 - i);
-  sl.state.assign(objects, static_cast<uint8_t>(ObjState::kFree));
+  sl.state.assign(objects, ObjState::kFree);
   if (cfg_.track_history) sl.hist.assign(objects, ObjHist{});
   sl.objcg.assign(objects, kRootMemcg);
   sl.objcg_node.assign(objects, 0);
@@ -189,7 +189,7 @@ void Slub::slab_free_slow(CacheId s, int32_t id, const uint16_t* idx, int cnt,
   const bool prior = !sl.freelist.empty();
   for (int i = 0; i < cnt; ++i) {
     sl.freelist.push_back(idx[i]);
-    sl.state[idx[i]] = static_cast<uint8_t>(ObjState::kFree);
+    sl.state[idx[i]] = ObjState::kFree;
   }
   slab_freed(s, id, prior, cnt, t);
 }
@@ -237,7 +237,7 @@ std::string Slub::history(Ptr p) const {
   const Slab& sl = slabs_[id];
   std::string out = fmt::format("object {} of slab {} ({}, state {})", idx, id,
                                 caches_[sl.cache].name,
-                                obj_state_name(ObjState(sl.state[idx])));
+                                obj_state_name(sl.state[idx]));
   if (!cfg_.track_history) return out;
   const ObjHist& h = sl.hist[idx];
   if (h.alloc_seq)
@@ -273,7 +273,7 @@ bool Slub::check_free(CacheId s, Ptr p, int32_t* id, uint32_t* idx) {
                        caches_[s].name, caches_[sl.cache].name, history(p)));
     return false;
   }
-  const ObjState st = ObjState(sl.state[*idx]);
+  const ObjState st = sl.state[*idx];
   if (st != ObjState::kAllocated) {
     report("double-free", p, sl.cache, history(p));
     return false;
@@ -296,7 +296,7 @@ std::vector<Ptr> Slub::live_objects() const {
     const Slab& sl = slabs_[i];
     if (sl.where == SlabWhere::kUnused) continue;
     for (uint32_t j = 0; j < sl.objects; ++j) {
-      const auto st = ObjState(sl.state[j]);
+      const auto st = sl.state[j];
       if (st == ObjState::kAllocated || st == ObjState::kMempool)
         out.push_back(make_ptr(static_cast<int32_t>(i), j));
     }

@@ -25,7 +25,7 @@ void Slub::free(CacheId s, Ptr p, const Task& t) {
   uint32_t idx;
   const bool ok = decode(p, &id, &idx) &&
                   (s == kNoCache || slabs_[id].cache == s) &&
-                  slabs_[id].state[idx] == static_cast<uint8_t>(ObjState::kAllocated);
+                  slabs_[id].state[idx] == ObjState::kAllocated;
   if (!ok) [[unlikely]] {
     check_free(s, p, &id, &idx);  // reports
     return;

@@ -37,21 +37,23 @@ struct ObjHist {
   CpuId alloc_cpu = 0, free_cpu = 0;
 };
 
+// Field order: what a fast path touches (decode, object state and
+// history, the per-CPU freelist's owner) sits in the first cache line.
 struct Slab {
   CacheId cache = kNoCache;
-  NodeId node = 0;
-  uint8_t order = 0;
-  SlabWhere where = SlabWhere::kUnused;
   uint16_t epoch = 0;
   uint16_t objects = 0;
   uint16_t inuse = 0;      // objects not on `freelist`
+  SlabWhere where = SlabWhere::kUnused;
+  NodeId node = 0;
+  uint8_t order = 0;
   CpuId cpu = 0;           // owner while kCpuSlab / kCpuPartial
+  std::vector<ObjState> state;     // not a char type: stores to it alias nothing else
+  std::vector<ObjHist> hist;
+  std::vector<uint16_t> freelist;  // slab->freelist, LIFO
   int32_t prev = -1, next = -1;  // node partial list, or CPU partial chain
   uint32_t page = 0;
   Ptr obj_exts = kNull;    // the slabobj_ext vector (a kmalloc object)
-  std::vector<uint16_t> freelist;  // slab->freelist, LIFO
-  std::vector<uint8_t> state;      // ObjState per object
-  std::vector<ObjHist> hist;
   std::vector<MemcgId> objcg;      // charged memcg per object (obj_exts)
   std::vector<NodeId> objcg_node;  // 7.1+: node of the per-node objcg charged
 };
@@ -64,17 +66,6 @@ struct Sheaf {
 };
 
 struct KmemCache {
-  std::string name;
-  std::vector<std::string> aliases;
-  Geometry g;
-  slab_flags_t flags = 0;
-  uint32_t usersize = 0;
-  uint32_t requested_sheaf_capacity = 0;  // kmem_cache_args.sheaf_capacity
-  int refcount = 1;
-  bool is_kmalloc = false;
-  KmallocType ktype = KmallocType::NORMAL;
-  uint32_t obj_full_size = 0;  // charged size: s->size + sizeof(objcg ptr)
-
   struct Node {
     int32_t partial_head = -1, partial_tail = -1;
     uint32_t nr_partial = 0;
@@ -90,10 +81,21 @@ struct KmemCache {
     // 7.x slub_percpu_sheaves
     int32_t main = -1, spare = -1;
   };
-  std::vector<Node> node;
+  // Hot fields first (every allocation and free reads them).
   std::vector<Cpu> cpu;
   std::vector<uint64_t> stats;  // [cpu * kNumSlubStats + item]
   uint64_t live = 0;            // objects handed out (allocated or mempool)
+  slab_flags_t flags = 0;
+  Geometry g;
+  uint32_t obj_full_size = 0;  // charged size: s->size + sizeof(objcg ptr)
+  bool is_kmalloc = false;
+  KmallocType ktype = KmallocType::NORMAL;
+  std::vector<Node> node;
+  uint32_t usersize = 0;
+  uint32_t requested_sheaf_capacity = 0;  // kmem_cache_args.sheaf_capacity
+  int refcount = 1;
+  std::string name;
+  std::vector<std::string> aliases;
 };
 
 class Slub {
@@ -292,7 +294,7 @@ inline bool Slub::decode(Ptr p, int32_t* slab, uint32_t* idx) const {
 
 inline void Slub::on_alloc(int32_t id, uint32_t idx, const Task& t) {
   Slab& sl = slabs_[id];
-  sl.state[idx] = static_cast<uint8_t>(ObjState::kAllocated);
+  sl.state[idx] = ObjState::kAllocated;
   if (cfg_.track_history) {
     ObjHist& h = sl.hist[idx];
     h.alloc_seq = ++seq_;
@@ -315,7 +317,7 @@ inline void Slub::do_slab_free(CacheId s, int32_t id, const uint16_t* idx,
   Slab& sl = slabs_[id];
   for (int i = 0; i < cnt; ++i) {
     cpu.freelist.push_back(idx[i]);
-    sl.state[idx[i]] = static_cast<uint8_t>(ObjState::kCpuFreelist);
+    sl.state[idx[i]] = ObjState::kCpuFreelist;
   }
   stat(c, t.cpu, SlubStat::FREE_FASTPATH, cnt);
   ev_->add(Event::slab_free_fast, cnt);

@@ -10,22 +10,16 @@ namespace {
 // becomes the CPU freelist; inuse becomes objects.
 void take_freelist(Slab& sl, KmemCache::Cpu& c) {
   for (uint16_t i : sl.freelist)
-    sl.state[i] = static_cast<uint8_t>(ObjState::kCpuFreelist);
+    sl.state[i] = ObjState::kCpuFreelist;
   c.freelist.assign(sl.freelist.begin(), sl.freelist.end());
   sl.freelist.clear();
   sl.inuse = sl.objects;
 }
 }  // namespace
 
-// mirrors slab_alloc_node() fast path, v6.18: pop c->freelist.
-Ptr Slub::alloc_618(CacheId s, gfp_t gfp, const Task& t) {
-  const Ptr p = pop_cpu_freelist(s, t);
-  return p != kNull ? p : slab_alloc_slow_618(s, gfp, t);
-}
-
 // mirrors __slab_alloc_node(), v6.18: the lockless this_cpu_cmpxchg pop of
 // one object off c->freelist, or kNull.
-Ptr Slub::pop_cpu_freelist(CacheId s, const Task& t) {
+[[gnu::always_inline]] inline Ptr Slub::pop_cpu_freelist(CacheId s, const Task& t) {
   KmemCache& c = caches_[s];
   KmemCache::Cpu& cpu = c.cpu[t.cpu];
   if (cpu.slab < 0 || cpu.freelist.empty()) return kNull;
@@ -35,6 +29,12 @@ Ptr Slub::pop_cpu_freelist(CacheId s, const Task& t) {
   ev_->add(Event::slab_alloc_fast);
   on_alloc(cpu.slab, idx, t);
   return make_ptr(cpu.slab, idx);
+}
+
+// mirrors slab_alloc_node() fast path, v6.18: pop c->freelist.
+Ptr Slub::alloc_618(CacheId s, gfp_t gfp, const Task& t) {
+  const Ptr p = pop_cpu_freelist(s, t);
+  return p != kNull ? p : slab_alloc_slow_618(s, gfp, t);
 }
 
 // mirrors get_partial_node(), v6.18: the head slab of a locked node list
@@ -167,7 +167,7 @@ void Slub::deactivate_slab(CacheId s, CpuId cpu_id, const Task& t) {
   if (remote) stat(c, t.cpu, SlubStat::DEACTIVATE_REMOTE_FREES);
   for (uint16_t i : cpu.freelist) {
     sl.freelist.push_back(i);
-    sl.state[i] = static_cast<uint8_t>(ObjState::kFree);
+    sl.state[i] = ObjState::kFree;
   }
   sl.inuse = static_cast<uint16_t>(sl.inuse - cpu.freelist.size());
   cpu.freelist.clear();

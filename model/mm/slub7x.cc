@@ -174,7 +174,7 @@ int Slub::alloc_from_new_slab(int32_t id, int max, Ptr* out) {
     const uint16_t idx = sl.freelist.back();
     sl.freelist.pop_back();
     ++sl.inuse;
-    sl.state[idx] = static_cast<uint8_t>(ObjState::kInSheaf);
+    sl.state[idx] = ObjState::kInSheaf;
     out[got++] = make_ptr(id, idx);
   }
   if (!sl.freelist.empty()) {
@@ -247,7 +247,7 @@ int Slub::refill_from_node(CacheId s, Node& n, int min, int max, Ptr* out,
     while (!sl.freelist.empty() && got < max) {
       const uint16_t idx = sl.freelist.back();
       sl.freelist.pop_back();
-      sl.state[idx] = static_cast<uint8_t>(ObjState::kInSheaf);
+      sl.state[idx] = ObjState::kInSheaf;
       out[got++] = make_ptr(id, idx);
     }
     if (!sl.freelist.empty())
@@ -296,7 +296,7 @@ void Slub::free_7x(CacheId s, int32_t id, uint32_t idx, const Task& t) {
         replace_full_main(s, t)) {
       Sheaf& m = sheaves_[caches_[s].cpu[t.cpu].main];
       m.objects.push_back(make_ptr(id, idx));
-      slabs_[id].state[idx] = static_cast<uint8_t>(ObjState::kInSheaf);
+      slabs_[id].state[idx] = ObjState::kInSheaf;
       stat(caches_[s], t.cpu, SlubStat::FREE_FASTPATH);
       ev_->add(Event::slab_free_fast);
       return;
@@ -486,7 +486,7 @@ void Slub::free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t) {
     for (int k = 0; k < batch; ++k) {
       m.objects.push_back(p[done + k]);
       slabs_[slot_of(p[done + k])].state[idx_of(p[done + k])] =
-          static_cast<uint8_t>(ObjState::kInSheaf);
+          (ObjState::kInSheaf);
     }
     stat(c, t.cpu, SlubStat::FREE_FASTPATH, batch);
     ev_->add(Event::slab_free_fast, batch);
