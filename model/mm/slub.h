@@ -185,7 +185,7 @@ class Slub {
   void slab_freed(CacheId s, int32_t slab, bool prior, int cnt, const Task& t);
   void lock(Node&) { ev_->add(Event::list_lock); }
   Ptr make_ptr(int32_t slab, uint32_t idx) const;
-  void on_alloc(int32_t slab, uint32_t idx, const Task& t);
+  void on_alloc(KmemCache& c, int32_t slab, uint32_t idx, const Task& t);
   bool check_free(CacheId s, Ptr p, int32_t* slab, uint32_t* idx);
   void on_free(int32_t slab, uint32_t idx, const Task& t);
   bool post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
@@ -292,7 +292,7 @@ inline bool Slub::decode(Ptr p, int32_t* slab, uint32_t* idx) const {
   return true;
 }
 
-inline void Slub::on_alloc(int32_t id, uint32_t idx, const Task& t) {
+inline void Slub::on_alloc(KmemCache& c, int32_t id, uint32_t idx, const Task& t) {
   Slab& sl = slabs_[id];
   sl.state[idx] = ObjState::kAllocated;
   if (cfg_.track_history) {
@@ -301,7 +301,7 @@ inline void Slub::on_alloc(int32_t id, uint32_t idx, const Task& t) {
     h.alloc_site = t.site;
     h.alloc_cpu = t.cpu;
   }
-  ++caches_[sl.cache].live;
+  ++c.live;  // c is caches_[sl.cache]
 }
 
 // mirrors do_slab_free(), v6.18: objects of this CPU's slab go onto

@@ -27,7 +27,7 @@ void take_freelist(Slab& sl, KmemCache::Cpu& c) {
   cpu.freelist.pop_back();
   stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
   ev_->add(Event::slab_alloc_fast);
-  on_alloc(cpu.slab, idx, t);
+  on_alloc(c, cpu.slab, idx, t);
   return make_ptr(cpu.slab, idx);
 }
 
@@ -105,7 +105,7 @@ Ptr Slub::slab_alloc_slow_618(CacheId s, gfp_t gfp, const Task& t) {
   }
   const uint16_t idx = cpu2.freelist.back();
   cpu2.freelist.pop_back();
-  on_alloc(got, idx, t);
+  on_alloc(caches_[s], got, idx, t);
   return make_ptr(got, idx);
 }
 

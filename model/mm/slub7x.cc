@@ -113,7 +113,7 @@ Ptr Slub::alloc_7x(CacheId s, gfp_t gfp, const Task& t) {
   Sheaf& m = sheaves_[c.cpu[t.cpu].main];
   const Ptr p = m.objects.back();
   m.objects.pop_back();
-  on_alloc(slot_of(p), idx_of(p), t);
+  on_alloc(caches_[s], slot_of(p), idx_of(p), t);
   stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
   ev_->add(Event::slab_alloc_fast);
   return p;
@@ -208,7 +208,7 @@ Ptr Slub::alloc_single_7x(CacheId s, gfp_t gfp, const Task& t) {
     stat(caches_[s], t.cpu, SlubStat::ALLOC_SLAB);
     alloc_from_new_slab(id, 1, &p);
   }
-  on_alloc(slot_of(p), idx_of(p), t);
+  on_alloc(caches_[s], slot_of(p), idx_of(p), t);
   return p;
 }
 
@@ -422,7 +422,7 @@ int Slub::alloc_bulk_7x(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
       for (int k = 0; k < batch; ++k) {
         p[i + k] = m.objects.back();
         m.objects.pop_back();
-        on_alloc(slot_of(p[i + k]), idx_of(p[i + k]), t);
+        on_alloc(caches_[s], slot_of(p[i + k]), idx_of(p[i + k]), t);
       }
       stat(c, t.cpu, SlubStat::ALLOC_FASTPATH, batch);
       ev_->add(Event::slab_alloc_fast, batch);
@@ -431,7 +431,8 @@ int Slub::alloc_bulk_7x(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   }
   if (i == n) return n;
   const int got = refill_objects(s, gfp, n - i, n - i, p + i, t);
-  for (int k = 0; k < got; ++k) on_alloc(slot_of(p[i + k]), idx_of(p[i + k]), t);
+  for (int k = 0; k < got; ++k)
+    on_alloc(caches_[s], slot_of(p[i + k]), idx_of(p[i + k]), t);
   if (got < n - i) return i + got;
   stat(caches_[s], t.cpu, SlubStat::ALLOC_SLOWPATH, got);
   ev_->add(Event::slab_alloc_slow, got);
