@@ -7,35 +7,6 @@
 
 namespace simcache {
 
-// mirrors slab_alloc_node(): pre-hook (failslab), per-CPU layer, post-hook.
-Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
-  if (faults_->should_fail(FaultPoint::slab_alloc)) return kNull;
-  Ptr p = (this->*gen_->alloc)(s, gfp, t);
-  if (p == kNull) return kNull;
-  if (!(gfp & (__GFP_ZERO | __GFP_ACCOUNT)) && !(caches_[s].flags & SLAB_ACCOUNT))
-    return p;  // no hook has work to do
-  if (!post_alloc_hook(s, gfp, 1, &p, t)) return kNull;
-  return p;
-}
-
-// mirrors slab_free() / kmem_cache_free(): KASAN check, memcg hook, then
-// the generation's do_slab_free()/free_to_pcs().
-void Slub::free(CacheId s, Ptr p, const Task& t) {
-  int32_t id;
-  uint32_t idx;
-  const bool ok = decode(p, &id, &idx) &&
-                  (s == kNoCache || slabs_[id].cache == s) &&
-                  slabs_[id].state[idx] == ObjState::kAllocated;
-  if (!ok) [[unlikely]] {
-    check_free(s, p, &id, &idx);  // reports
-    return;
-  }
-  const CacheId owner = slabs_[id].cache;
-  if (slabs_[id].obj_exts != kNull) free_hook(owner, id, idx, t);
-  on_free(id, idx, t);
-  (this->*gen_->free)(owner, id, idx, t);
-}
-
 // mirrors kmem_cache_alloc_bulk(): all or nothing, hooks after the loop.
 int Slub::alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   if (n <= 0) return 0;

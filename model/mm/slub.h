@@ -48,12 +48,12 @@ struct Slab {
   NodeId node = 0;
   uint8_t order = 0;
   CpuId cpu = 0;           // owner while kCpuSlab / kCpuPartial
+  Ptr obj_exts = kNull;    // the slabobj_ext vector (a kmalloc object)
   std::vector<ObjState> state;     // not a char type: stores to it alias nothing else
   std::vector<ObjHist> hist;
   std::vector<uint16_t> freelist;  // slab->freelist, LIFO
   int32_t prev = -1, next = -1;  // node partial list, or CPU partial chain
   uint32_t page = 0;
-  Ptr obj_exts = kNull;    // the slabobj_ext vector (a kmalloc object)
   std::vector<MemcgId> objcg;      // charged memcg per object (obj_exts)
   std::vector<NodeId> objcg_node;  // 7.1+: node of the per-node objcg charged
 };
@@ -338,6 +338,37 @@ void Slub::get_partial(const KmemCache& c, CpuId cpu, Take&& take) {
     lock(n);
     if (take(nid, n)) return;
   }
+}
+
+// Inline so that the entry point and the generation's fast path are one
+// call from kmalloc()/kfree().
+// mirrors slab_alloc_node(): pre-hook (failslab), per-CPU layer, post-hook.
+inline Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
+  if (faults_->should_fail(FaultPoint::slab_alloc)) return kNull;
+  Ptr p = (this->*gen_->alloc)(s, gfp, t);
+  if (p == kNull) return kNull;
+  if (!(gfp & (__GFP_ZERO | __GFP_ACCOUNT)) && !(caches_[s].flags & SLAB_ACCOUNT))
+    return p;  // no hook has work to do
+  if (!post_alloc_hook(s, gfp, 1, &p, t)) return kNull;
+  return p;
+}
+
+// mirrors slab_free() / kmem_cache_free(): KASAN check, memcg hook, then
+// the generation's do_slab_free()/free_to_pcs().
+inline void Slub::free(CacheId s, Ptr p, const Task& t) {
+  int32_t id;
+  uint32_t idx;
+  const bool ok = decode(p, &id, &idx) &&
+                  (s == kNoCache || slabs_[id].cache == s) &&
+                  slabs_[id].state[idx] == ObjState::kAllocated;
+  if (!ok) [[unlikely]] {
+    check_free(s, p, &id, &idx);  // reports
+    return;
+  }
+  const CacheId owner = slabs_[id].cache;
+  if (slabs_[id].obj_exts != kNull) free_hook(owner, id, idx, t);
+  on_free(id, idx, t);
+  (this->*gen_->free)(owner, id, idx, t);
 }
 
 // init_percpu_sheaves() / bootstrap_kmalloc_sheaves(): every CPU has an
