@@ -220,6 +220,7 @@ class Slub {
                        const Task& t);
   int alloc_bulk_7x(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t);
+  bool bulk_replace_full_main(CacheId s, const Task& t);
   int32_t alloc_sheaf(CacheId s, gfp_t gfp, const Task& t);
   int32_t new_sheaf(CacheId s);
   void install_empty_sheaf(CacheId s, int32_t empty, const Task& t);

@@ -439,6 +439,33 @@ int Slub::alloc_bulk_7x(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   return n;
 }
 
+// The full-main step of free_to_pcs_bulk(), 7.x: an empty barn sheaf
+// (no spare), the spare, or a barn exchange; never a new sheaf. False
+// when none is to be had (the rest of the batch goes to slabs).
+bool Slub::bulk_replace_full_main(CacheId s, const Task& t) {
+  KmemCache& c = caches_[s];
+  KmemCache::Cpu& pcs = c.cpu[t.cpu];
+  Node& nd = c.node[cpu_node(t.cpu)];
+  if (pcs.spare < 0) {
+    const int32_t empty = barn_get_empty_sheaf(nd);
+    if (empty < 0) return false;
+    pcs.spare = pcs.main;
+    pcs.main = empty;
+  } else if (sheaves_[pcs.spare].objects.size() < c.g.sheaf_capacity) {
+    ev_->add(Event::barn_lock);  // the model has always counted one here
+    std::swap(pcs.main, pcs.spare);
+  } else {
+    const int32_t empty = barn_replace_full_sheaf(nd, pcs.main);
+    if (empty < 0) {
+      stat(c, t.cpu, SlubStat::BARN_PUT_FAIL);
+      return false;
+    }
+    pcs.main = empty;
+    stat(c, t.cpu, SlubStat::BARN_PUT);
+  }
+  return true;
+}
+
 // mirrors free_to_pcs_bulk(), 7.x: local objects into the main sheaf
 // (spare or an empty barn sheaf when full, or push the full main to the
 // barn), the rest (remote node, or no sheaf available) to slabs, remote
@@ -461,33 +488,15 @@ void Slub::free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t) {
   ensure_main(s, t);
   int done = 0;
   while (done < size) {
-    KmemCache::Cpu& pcs = c.cpu[t.cpu];
-    if (sheaves_[pcs.main].objects.size() >= cap) {
-      Node& nd = c.node[local];
-      if (pcs.spare < 0) {
-        const int32_t empty = barn_get_empty_sheaf(nd);
-        if (empty < 0) break;
-        pcs.spare = pcs.main;
-        pcs.main = empty;
-      } else if (sheaves_[pcs.spare].objects.size() < cap) {
-        ev_->add(Event::barn_lock);  // the model has always counted one here
-        std::swap(pcs.main, pcs.spare);
-      } else {
-        const int32_t empty = barn_replace_full_sheaf(nd, pcs.main);
-        if (empty < 0) {
-          stat(c, t.cpu, SlubStat::BARN_PUT_FAIL);
-          break;
-        }
-        pcs.main = empty;
-        stat(c, t.cpu, SlubStat::BARN_PUT);
-      }
-    }
+    if (sheaves_[c.cpu[t.cpu].main].objects.size() >= cap &&
+        !bulk_replace_full_main(s, t))
+      break;
     Sheaf& m = sheaves_[c.cpu[t.cpu].main];
     const int batch = std::min<int>(size - done, int(cap - m.objects.size()));
     for (int k = 0; k < batch; ++k) {
-      m.objects.push_back(p[done + k]);
-      slabs_[slot_of(p[done + k])].state[idx_of(p[done + k])] =
-          (ObjState::kInSheaf);
+      const Ptr q = p[done + k];
+      m.objects.push_back(q);
+      slabs_[slot_of(q)].state[idx_of(q)] = ObjState::kInSheaf;
     }
     stat(c, t.cpu, SlubStat::FREE_FASTPATH, batch);
     ev_->add(Event::slab_free_fast, batch);
