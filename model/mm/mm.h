@@ -28,7 +28,6 @@ struct MmConfig {
   uint64_t random_kmalloc_seed = 0;    // random_kmalloc_seed (per boot)
   bool slab_nomerge = false;           // boot parameter
   bool hardened_usercopy = false;      // kmalloc caches get usersize
-  bool preempt_rt = false;             // PREEMPT_RT: no lockless fast path (6.18)
   bool memcg_batch_charge = false;     // seed 002's batched post-alloc hook
   bool track_history = true;           // KASAN-style per-object history
   MemcgConfig memcg;
@@ -68,6 +67,7 @@ struct CacheInfo {
 
 class Slub;  // model/mm/slub.h: the allocator proper
 class PageAllocator;
+class SlabBackend;  // model/mm/backend.h: pages and memcg below SLUB
 
 // ZERO_SIZE_PTR: what kmalloc(0) returns; kfree() ignores it.
 inline constexpr Ptr kZeroSizePtr = 0x10;
@@ -75,6 +75,10 @@ inline constexpr Ptr kZeroSizePtr = 0x10;
 class Mm {
  public:
   explicit Mm(const MmConfig& cfg);
+  // With `backend` (not owned) below SLUB and large kmalloc instead of
+  // the model's page allocator and memcg: for tests that drive page
+  // failures and charges directly.
+  Mm(const MmConfig& cfg, SlabBackend* backend);
   ~Mm();
   Mm(const Mm&) = delete;
   Mm& operator=(const Mm&) = delete;
@@ -147,7 +151,6 @@ class Mm {
 
   Slub& slub() { return *slub_; }
   const Slub& slub() const { return *slub_; }
-  PageAllocator& pages() { return *pages_; }
 
  private:
   struct Large {  // a large kmalloc or a vmalloc area
@@ -176,6 +179,8 @@ class Mm {
   FaultInjector faults_;
   std::unique_ptr<PageAllocator> pages_;
   std::unique_ptr<Memcg> memcg_;
+  std::unique_ptr<SlabBackend> own_backend_;
+  SlabBackend* backend_;
   std::unique_ptr<Slub> slub_;
   // kmalloc_caches[type][index], created at boot (create_kmalloc_caches).
   std::vector<std::vector<CacheId>> kmalloc_caches_;
