@@ -194,7 +194,9 @@ TEST_CASE("every scenario under every policy ends clean", "[scenario][kasan]") {
           {"memcg-bulk", {{"iterations", "50"}}},
           {"poll-refill", {{"total", "5000"}, {"burst", "512"}, {"recycle", "4"}}},
       };
+  size_t ran = 0, rejected = 0;
   for (const char* kernel : {"v6.12", "v6.13", "v6.18", "v7.1", "v7.2"}) {
+    size_t ran_on_kernel = 0;
     for (const auto& [name, sets] : scenarios) {
       for (const auto& pol : policies) {
         RunRequest req;
@@ -204,13 +206,31 @@ TEST_CASE("every scenario under every policy ends clean", "[scenario][kasan]") {
         req.kernel = kernel;
         RunResult r;
         std::string err;
-        if (!run(req, &r, &err)) continue;  // combination invalid for this profile
-        INFO(kernel << " " << name << " " << pol);
+        INFO(kernel << " " << name << " " << pol << ": " << err);
+        if (!run(req, &r, &err)) {
+          // Only a policy/profile combination may be rejected, and the
+          // baseline never is.
+          CHECK(pol != "unpatched");
+          CHECK_FALSE(err.empty());
+          ++rejected;
+          continue;
+        }
+        ++ran, ++ran_on_kernel;
+        REQUIRE(r.workloads.size() == 1);
+        REQUIRE(r.workloads[0].policies.size() == 1);
+        uint64_t events = 0;  // it did run
+        for (uint64_t v : r.workloads[0].policies[0].total.v) events += v;
+        CHECK(events > 0);
         for (const auto& k : r.workloads[0].policies[0].kasan)
           FAIL_CHECK(k.kind << " " << k.cache << ": " << k.detail);
       }
     }
+    INFO(kernel);
+    CHECK(ran_on_kernel >= scenarios.size());  // at least the baseline of each scenario
   }
+  INFO(ran << " ran, " << rejected << " rejected");
+  CHECK(ran + rejected == 5 * scenarios.size() * policies.size());
+  CHECK(ran > rejected);
 }
 
 TEST_CASE("allocation failures injected anywhere leave scenarios consistent",
@@ -232,8 +252,17 @@ TEST_CASE("allocation failures injected anywhere leave scenarios consistent",
       std::string err;
       REQUIRE(run(req, &r, &err));
       INFO(name << " " << pol);
-      for (const auto& k : r.workloads[0].policies[0].kasan)
-        FAIL_CHECK(k.kind << " " << k.cache << ": " << k.detail);
+      const PolicyResult& p = r.workloads[0].policies[0];
+      // Every point asked for is reported, and faults were really injected
+      // (at least one allocation failed), else this test proves nothing.
+      REQUIRE(p.faults_injected.size() == req.faults.size());
+      uint64_t injected = 0;
+      for (const auto& [point, n] : p.faults_injected) injected += n;
+      CHECK(injected > 0);
+      CHECK(p.total[Event::alloc_failed] + p.total[Event::memcg_charge_fail] > 0);
+      // No KASAN report: end-of-run leak check (objects conserved), memcg
+      // balance and the SLUB invariants all passed.
+      for (const auto& k : p.kasan) FAIL_CHECK(k.kind << " " << k.cache << ": " << k.detail);
     }
   }
 }
