@@ -25,7 +25,8 @@ namespace simcache::sim {
 // input): neither a long field nor a pathological pattern can blow the
 // stack or backtrack forever. Case-insensitive, unanchored search.
 using Regex = std::shared_ptr<const re2::RE2>;
-// Compiles `pattern`; on failure returns null and sets `error` (one line).
+// Compiles `pattern`; on failure returns null and sets `error` (one line,
+// if given).
 Regex compile_regex(const std::string& pattern, std::string* error);
 // Unanchored search; `groups` (if given) gets group 0..N, unmatched groups
 // as std::nullopt.

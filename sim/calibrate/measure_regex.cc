@@ -17,8 +17,9 @@ constexpr size_t kMaxPatternBytes = 1024;
 
 Regex compile_regex(const std::string& pattern, std::string* error) {
   if (pattern.size() > kMaxPatternBytes) {
-    *error = fmt::format("pattern of {} bytes is longer than the limit of {}", pattern.size(),
-                         kMaxPatternBytes);
+    if (error)
+      *error = fmt::format("pattern of {} bytes is longer than the limit of {}", pattern.size(),
+                           kMaxPatternBytes);
     return nullptr;
   }
   RE2::Options o;
@@ -27,8 +28,9 @@ Regex compile_regex(const std::string& pattern, std::string* error) {
   o.set_max_mem(kMaxRegexMemory);
   auto re = std::make_shared<const RE2>(pattern, o);
   if (!re->ok()) {
-    *error = fmt::format("bad regular expression '{}': {}", escape_line(pattern),
-                         escape_line(re->error()));
+    if (error)
+      *error = fmt::format("bad regular expression '{}': {}", escape_line(pattern),
+                           escape_line(re->error()));
     return nullptr;
   }
   return re;
