@@ -29,6 +29,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   simcache::sim::RunRequest req;
   std::string error;
-  simcache::fuzz::check_error(simcache::sim::parse_report_args(args, &req, &error), error);
+  if (!simcache::sim::parse_report_args(args, &req, &error)) {
+    // The raw error may hold the user's bytes; cli_fail() must make it
+    // exactly one line.
+    const std::string line = simcache::sim::cli_fail(error).err;
+    if (error.empty() || line.find('\n') != line.size() - 1 || line.find('\r') != std::string::npos)
+      std::abort();
+  }
   return 0;
 }
