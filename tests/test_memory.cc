@@ -25,7 +25,8 @@
 #ifdef SIMCACHE_SANITIZER_ALLOCATOR
 // Under a sanitizer, its allocator counts live bytes itself (replacing
 // operator new there would mix allocators).
-#include <sanitizer/allocator_interface.h>
+// (declared here: GCC's package does not ship <sanitizer/allocator_interface.h>)
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
 namespace {
 int64_t live_bytes() { return static_cast<int64_t>(__sanitizer_get_current_allocated_bytes()); }
 }  // namespace
