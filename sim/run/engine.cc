@@ -51,6 +51,10 @@ std::vector<CacheStats> cache_stats(const Mm& mm) {
     }
     if (!any) continue;
     cs.info = mm.info(s);
+    cs.per_cpu.resize(size_t{mm.config().nr_cpus} * kNumSlubStats);
+    for (CpuId c = 0; c < mm.config().nr_cpus; ++c)
+      for (size_t i = 0; i < kNumSlubStats; ++i)
+        cs.per_cpu[c * kNumSlubStats + i] = mm.stat_cpu(s, static_cast<SlubStat>(i), c);
     cs.name = cs.info.name;
     out.push_back(std::move(cs));
   }

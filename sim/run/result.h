@@ -13,11 +13,42 @@
 
 namespace simcache::sim {
 
-// The SLUB stat files of one cache over the whole run (all CPUs).
+// The SLUB stat files of one cache: over the whole run (`total`, with
+// per-CPU values and CacheInfo), or a region's deltas (timed, one round;
+// info then only carries the name).
 struct CacheStats {
   std::string name;
-  std::vector<uint64_t> stat;  // indexed by SlubStat
-  CacheInfo info;              // at the end of the run (before teardown checks)
+  std::vector<uint64_t> stat;     // indexed by SlubStat, all CPUs
+  std::vector<uint64_t> per_cpu;  // total only: [cpu * kNumSlubStats + item]
+  CacheInfo info;                 // at the end of the run (before teardown checks)
+};
+
+// One ring's io_uring caches at a snapshot.
+struct RingState {
+  std::string role;            // "source" or "target"
+  int ring = -1;               // RingId
+  bool live = false;
+  uint32_t nodes_cached = 0;   // ctx->node_cache.nr_cached
+  uint32_t node_capacity = 0;  // ctx->node_cache.max_cached
+  uint32_t futex_cached = 0;   // ctx->futex_cache.nr_cached
+  uint32_t table_nodes = 0;    // fixed-file slots holding a node
+  uint64_t teardown_freed = 0; // "teardown": cached objects freed by io_ring_ctx_free()
+};
+
+// Memory at a point of the run, split the way the RFC discusses it.
+struct MemorySplit {
+  int64_t payload_bytes = 0;        // io_uring objects held (table + cached), slot size
+  int64_t pointer_array_bytes = 0;  // cache entries arrays + fixed-file nodes arrays
+  int64_t slab_page_bytes = 0;      // every slab page (NR_SLAB_*_B)
+  int64_t large_bytes = 0;          // large kmalloc + vmalloc pages
+  int64_t memcg_charged_bytes = 0;  // page_counter usage of the task's memcg
+};
+
+// A named point of one measured round (the last one that reached it).
+struct Snapshot {
+  std::string name;  // "registration", "fill", "unregister", "teardown"
+  std::vector<RingState> rings;
+  MemorySplit memory;
 };
 
 // One policy column.
@@ -34,6 +65,12 @@ struct PolicyResult {
   // allocated into a cache and never handed out).
   std::map<std::string, int64_t> metrics;
   std::vector<CacheStats> caches;  // caches that saw any traffic
+  std::vector<CacheStats> timed_caches;              // per-cache deltas, timed regions
+  std::vector<std::vector<CacheStats>> round_caches;  // the same, per measured round
+  CallSiteCounts total_sites, timed_sites;            // counts by call site
+  BatchHists total_batches, timed_batches;            // batch-size histograms
+  std::vector<Snapshot> snapshots;                    // in the order first recorded
+  MemorySplit memory_peak;  // field-wise maximum over the snapshots
   std::vector<KasanReport> kasan;  // reports, including end-of-run leaks
 };
 
