@@ -32,6 +32,7 @@ struct ReportOptions {
   std::string measured_file;  // named under each block
   bool all_counters = false;  // table: every non-zero counter
   bool explain = false;       // table: --explain sections
+  std::string cache;          // --cache: per-cache stats of this cache only
 };
 
 std::string format_table(const RunResult& r, const ReportOptions& o = {});

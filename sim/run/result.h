@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/counters.h"
@@ -49,11 +50,15 @@ struct Snapshot {
   std::string name;  // "registration", "fill", "unregister", "teardown"
   std::vector<RingState> rings;
   MemorySplit memory;
+  std::vector<CacheInfo> caches;  // every cache, creation order (--slabinfo-at)
 };
 
 // One policy column.
 struct PolicyResult {
   std::string policy;            // canonical name, e.g. "node-slab+bulk-refill"
+  // The resolved configuration: every policy field ("policy.<field>") and
+  // the mm config it ran with ("mm.<field>"), in table order.
+  std::vector<std::pair<std::string, std::string>> config;
   Counters total;                // the whole run, set-up and teardown included
   Counters timed;                // summed over the measured rounds' timed regions
   std::vector<Counters> rounds;  // timed region of each measured round
@@ -65,6 +70,7 @@ struct PolicyResult {
   // allocated into a cache and never handed out).
   std::map<std::string, int64_t> metrics;
   std::vector<CacheStats> caches;  // caches that saw any traffic
+  std::vector<CacheInfo> slab_state;  // every cache at the end, creation order
   std::vector<CacheStats> timed_caches;              // per-cache deltas, timed regions
   std::vector<std::vector<CacheStats>> round_caches;  // the same, per measured round
   CallSiteCounts total_sites, timed_sites;            // counts by call site
@@ -72,6 +78,15 @@ struct PolicyResult {
   std::vector<Snapshot> snapshots;                    // in the order first recorded
   MemorySplit memory_peak;  // field-wise maximum over the snapshots
   std::vector<KasanReport> kasan;  // reports, including end-of-run leaks
+};
+
+// What a report must carry to be reproduced (docs/output.md "Run record").
+struct RunRecord {
+  std::string command_line;  // the arguments as given (set by the CLI)
+  std::string git_commit = SIMCACHE_GIT_COMMIT;  // configure-time, "unknown" outside git
+  std::vector<std::pair<std::string, std::string>> kernel_profile;  // field, value
+  std::string cost_profile;       // name, "" without one
+  std::string cost_profile_hash;  // FNV-1a 64 of the profile file's bytes
 };
 
 // One workload (a scenario with resolved parameters) across policies.
@@ -92,6 +107,7 @@ struct RunResult {
   std::string version;
   std::vector<std::string> policies;
   std::vector<WorkloadResult> workloads;
+  RunRecord record;
 };
 
 }  // namespace simcache::sim

@@ -70,6 +70,14 @@ void Recorder::snapshot(const std::string& name, const RingState& st, const Memo
   it->memory = mem;
 }
 
+void Recorder::snapshot_caches(const std::string& name) {
+  for (Snapshot& s : snapshots_) {
+    if (s.name != name) continue;
+    s.caches.clear();
+    for (CacheId c : mm_.caches()) s.caches.push_back(mm_.info(c));
+  }
+}
+
 void Recorder::end_round(uint64_t ops) {
   if (!measured_) return;
   rounds_.push_back(round_);

@@ -39,6 +39,8 @@ class Recorder {
   // Records (replaces) the ring of `st.role` in snapshot `name`, and the
   // snapshot's memory split.
   void snapshot(const std::string& name, const RingState& st, const MemorySplit& mem);
+  // Records every cache's state in snapshot `name` (which must exist).
+  void snapshot_caches(const std::string& name);
   void finish(PolicyResult* out) const;
 
  private:

@@ -95,6 +95,7 @@ inline void snap(Env& e, Recorder& rec, const char* name, RingId src, RingId dst
   const MemorySplit m = memory_split(e, {src, dst});
   rec.snapshot(name, ring_state(e, src, "source"), m);
   rec.snapshot(name, ring_state(e, dst, "target"), m);
+  rec.snapshot_caches(name);
 }
 
 // Last close of a ring, recording in the "teardown" snapshot (when
@@ -108,6 +109,7 @@ inline void exit_ring(Env& e, Recorder& rec, RingId r, const char* role, bool re
   st.teardown_freed = e.mm.events()[Event::io_cache_teardown_free] - before;
   st.live = false;
   rec.snapshot("teardown", st, memory_split(e, {other}));
+  rec.snapshot_caches("teardown");
 }
 
 // Nodes a round put into a cache ahead of need (prefill, bulk-refill
