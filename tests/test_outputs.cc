@@ -301,7 +301,7 @@ TEST_CASE("CSV: RFC 4180 quoting and context columns", "[outputs][csv]") {
   CHECK(o.out.find("\n") == o.out.find("\r\n") + 1);
 }
 
-TEST_CASE("table: labels state overridden parameters; wide runs wrap into blocks",
+TEST_CASE("table: labels state overridden parameters, wide runs wrap into blocks",
           "[outputs][table]") {
   const CliOutcome o = run_cli({"--scenario", "sparse-fill", "--policy",
                                 "unpatched,node-slab,node-slab+bulk-refill,slab-prime,"

@@ -54,7 +54,7 @@ std::string histograms(const RunResult& r) {
           body += fmt::format("\n@{}_per_round[{}]:\n{}", kEventInfo[size_t(e)].name, kNames[c], h);
       }
       if (!body.empty())
-        out += fmt::format("\n{}, {} = {}: timed-region batch sizes and per-round counts\n{}",
+        out += fmt::format("\n{}, {} = {}:\n  timed-region batch sizes and per-round counts\n{}",
                            w.label, kNames[c], p.policy, body);
     }
   }

@@ -41,6 +41,9 @@ std::string format_csv(const RunResult& r, const ReportOptions& o = {});
 // The --explain sections: each policy's ns per op split by parameter.
 std::string format_explain(const RunResult& r, const ReportOptions& o);
 
+// Counts by call site of each workload's timed region (part of --explain).
+std::string format_sites(const RunResult& r);
+
 // The counters a table shows by default, in order (shown when non-zero).
 const std::vector<Event>& headline_events();
 

@@ -9,6 +9,7 @@
 
 #include "sim/cost/cost.h"
 #include <fmt/format.h>
+#include "sim/report/kernel_formats.h"
 #include "sim/report/report.h"
 
 namespace simcache::sim {
@@ -234,7 +235,14 @@ void block(std::string* out, const RunResult& r, const WorkloadResult& w, const 
   *out += foot;
   size_t kasan = 0;
   for (const auto& p : ps) kasan += p.kasan.size();
-  if (kasan) *out += fmt::format("  KASAN: {} report(s); see --format json\n", kasan);
+  if (kasan) {
+    *out += fmt::format("  KASAN: {} report(s) (every one in --format json); the first:\n", kasan);
+    for (const auto& p : ps)
+      if (!p.kasan.empty()) {
+        *out += format_kasan(p.kasan.front());
+        break;
+      }
+  }
   if (!w.note.empty()) *out += "  " + w.note + "\n";
 }
 
