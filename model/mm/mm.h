@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
 #include "model/counters.h"
 #include "model/mm/call_site.h"
 #include "model/mm/fault.h"
@@ -29,7 +30,6 @@ struct MmConfig {
   uint64_t random_kmalloc_seed = 0;    // random_kmalloc_seed (per boot)
   bool slab_nomerge = false;           // boot parameter
   bool hardened_usercopy = false;      // kmalloc caches get usersize
-  bool preempt_rt = false;             // PREEMPT_RT: no lockless fast path (6.18)
   bool memcg_batch_charge = false;     // seed 002's batched post-alloc hook
   bool track_history = true;           // KASAN-style per-object history
   MemcgConfig memcg;
@@ -70,6 +70,7 @@ struct CacheInfo {
 
 class Slub;  // model/mm/slub.h: the allocator proper
 class PageAllocator;
+class SlabBackend;  // model/mm/backend.h: pages and memcg below SLUB
 
 // ZERO_SIZE_PTR: what kmalloc(0) returns; kfree() ignores it.
 inline constexpr Ptr kZeroSizePtr = 0x10;
@@ -77,6 +78,10 @@ inline constexpr Ptr kZeroSizePtr = 0x10;
 class Mm {
  public:
   explicit Mm(const MmConfig& cfg);
+  // With `backend` (not owned) below SLUB and large kmalloc instead of
+  // the model's page allocator and memcg: for tests that drive page
+  // failures and charges directly.
+  Mm(const MmConfig& cfg, SlabBackend* backend);
   ~Mm();
   Mm(const Mm&) = delete;
   Mm& operator=(const Mm&) = delete;
@@ -156,9 +161,11 @@ class Mm {
   // number of new reports.
   size_t check_leaks();
 
+  // Freed objects whose last-free CPU is tracked (slab_alloc_remote).
+  size_t remote_tracked() const { return last_free_cpu_.size(); }
+
   Slub& slub() { return *slub_; }
   const Slub& slub() const { return *slub_; }
-  PageAllocator& pages() { return *pages_; }
 
  private:
   struct Large {  // a large kmalloc or a vmalloc area
@@ -176,14 +183,23 @@ class Mm {
   const Large* large(Ptr p) const;
   // Names the innermost scope in reports added since `from`.
   void stamp_reports(size_t from);
+  void note_alloc(Ptr p, const Task& t);
+  void note_free(Ptr p, const Task& t);
 
   MmConfig cfg_;
   Counters events_;
   CallSiteStack sites_;
   BatchHists batches_;
+  // CPU of the last free of each freed slab object not yet reallocated
+  // (slab_alloc_remote); bounded by the objects of existing slabs.
+  // Entries of discarded slabs are pruned when the map doubles.
+  absl::flat_hash_map<Ptr, CpuId> last_free_cpu_;
+  size_t prune_at_ = 4096;
   FaultInjector faults_;
   std::unique_ptr<PageAllocator> pages_;
   std::unique_ptr<Memcg> memcg_;
+  std::unique_ptr<SlabBackend> own_backend_;
+  SlabBackend* backend_;
   std::unique_ptr<Slub> slub_;
   // kmalloc_caches[type][index], created at boot (create_kmalloc_caches).
   std::vector<std::vector<CacheId>> kmalloc_caches_;

@@ -69,6 +69,10 @@ struct PolicyResult {
   // arrays at the end of the last measured round), nodes_unused (nodes
   // allocated into a cache and never handed out).
   std::map<std::string, int64_t> metrics;
+  // Timed counts per named phase of the operation (lifecycle:
+  // registration, removal, fill), summed over the measured rounds; when
+  // present they partition `timed` exactly.
+  std::vector<std::pair<std::string, Counters>> phases;  // in operation order
   std::vector<CacheStats> caches;  // caches that saw any traffic
   std::vector<CacheInfo> slab_state;  // every cache at the end, creation order
   std::vector<CacheStats> timed_caches;              // per-cache deltas, timed regions

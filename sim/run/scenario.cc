@@ -28,16 +28,30 @@ std::vector<CacheStats> sparse_caches(const Mm& mm, const std::vector<uint64_t>&
   }
   return out;
 }
+
+// Adds `c` to the phase `name`, appending it on first use (so the phases
+// keep the order the operation runs them in).
+void add_phase(std::vector<std::pair<std::string, Counters>>* v, const std::string& name,
+               const Counters& c) {
+  for (auto& [k, acc] : *v)
+    if (k == name) {
+      acc += c;
+      return;
+    }
+  v->emplace_back(name, c);
+}
 }  // namespace
 
 void Recorder::begin_round(bool measured) {
   measured_ = measured;
   round_ = Counters{};
   round_stats_.clear();
+  phase_round_.clear();
 }
 
-void Recorder::timed_begin() {
+void Recorder::timed_begin(std::string_view phase) {
   in_timed_ = true;
+  phase_ = std::string(phase);
   mark_ = mm_.events();
   if (!measured_) return;
   mm_.stat_sums(&mark_stats_);
@@ -48,7 +62,9 @@ void Recorder::timed_begin() {
 void Recorder::timed_end() {
   if (!in_timed_) return;
   in_timed_ = false;
-  round_ += mm_.events() - mark_;
+  const Counters d = mm_.events() - mark_;
+  round_ += d;
+  if (!phase_.empty()) add_phase(&phase_round_, phase_, d);
   if (!measured_) return;
   std::vector<uint64_t> now;
   mm_.stat_sums(&now);
@@ -84,6 +100,7 @@ void Recorder::end_round(uint64_t ops) {
   timed_sum_ += round_;
   add_delta(&timed_stats_, round_stats_, {});
   round_stats_all_.push_back(round_stats_);
+  for (const auto& [k, c] : phase_round_) add_phase(&phase_sum_, k, c);
   total_ops_ += ops;
   ops_per_round_ = ops;
   measured_ = false;
@@ -113,6 +130,7 @@ void Recorder::finish(PolicyResult* out) const {
     pk.large_bytes = std::max(pk.large_bytes, s.memory.large_bytes);
     pk.memcg_charged_bytes = std::max(pk.memcg_charged_bytes, s.memory.memcg_charged_bytes);
   }
+  out->phases = phase_sum_;
 }
 
 ScenarioRegistry& ScenarioRegistry::get() {
