@@ -2,9 +2,9 @@
 // the view function_graph gives of a traced region. The io_uring layer
 // enters a scope at its kernel-function boundaries (iou::SiteScope); the
 // Mm facade keeps the stack. Each site's counts are inclusive (everything
-// nested under it), kept as a flat array indexed by (site, event): entry
-// subtracts the event counters from the site's row, exit adds them back,
-// so a scope costs two passes over the counter block and no heap.
+// nested under it) for a short list of events, kept as a flat array
+// indexed by (site, event): entry subtracts those counters from the
+// site's row, exit adds them back; no heap.
 #pragma once
 
 #include <array>
@@ -49,10 +49,21 @@ inline constexpr std::array<std::string_view, kNumCallSites> kCallSiteNames = {{
 // The caller index of a scope entered with no scope open.
 inline constexpr size_t kTopCaller = kNumCallSites;
 
+// The events counted under each scope: the allocator entry points and the
+// slab-page events. A short fixed list keeps a scope boundary to a few
+// vector operations (every event would cost the whole counter block
+// twice per boundary, several times the simulated operation itself).
+inline constexpr std::array<Event, 8> kScopedEvents = {
+    Event::kmalloc,         Event::kfree,           Event::kmem_cache_alloc,
+    Event::kmem_cache_free, Event::kmem_cache_alloc_bulk, Event::slab_alloc_slow,
+    Event::allocate_slab,   Event::free_slab};
+inline constexpr size_t kNumScoped = kScopedEvents.size();
+
 // Counts by call site. calls[caller * kNumCallSites + site]: entries of
-// `site` while `caller` was the innermost open scope (kTopCaller: none).
+// `site` while `caller` was the innermost open scope (kTopCaller: none);
+// inclusive[site][k]: kScopedEvents[k] counted while `site` was open.
 struct CallSiteCounts {
-  std::array<Counters, kNumCallSites> inclusive{};
+  std::array<std::array<uint64_t, kNumScoped>, kNumCallSites> inclusive{};
   std::array<uint64_t, (kNumCallSites + 1) * kNumCallSites> calls{};
 
   uint64_t calls_from(size_t caller, CallSite s) const {
@@ -63,15 +74,24 @@ struct CallSiteCounts {
     for (size_t c = 0; c <= kNumCallSites; ++c) n += calls_from(c, s);
     return n;
   }
-  const Counters& under(CallSite s) const { return inclusive[static_cast<size_t>(s)]; }
+  // The scoped events under `s` (every other event reads 0).
+  Counters under(CallSite s) const {
+    Counters c;
+    for (size_t k = 0; k < kNumScoped; ++k)
+      c.add(kScopedEvents[k], inclusive[static_cast<size_t>(s)][k]);
+    return c;
+  }
   friend CallSiteCounts operator-(const CallSiteCounts& a, const CallSiteCounts& b) {
     CallSiteCounts r;
-    for (size_t i = 0; i < kNumCallSites; ++i) r.inclusive[i] = a.inclusive[i] - b.inclusive[i];
+    for (size_t i = 0; i < kNumCallSites; ++i)
+      for (size_t k = 0; k < kNumScoped; ++k)
+        r.inclusive[i][k] = a.inclusive[i][k] - b.inclusive[i][k];
     for (size_t i = 0; i < r.calls.size(); ++i) r.calls[i] = a.calls[i] - b.calls[i];
     return r;
   }
   CallSiteCounts& operator+=(const CallSiteCounts& o) {
-    for (size_t i = 0; i < kNumCallSites; ++i) inclusive[i] += o.inclusive[i];
+    for (size_t i = 0; i < kNumCallSites; ++i)
+      for (size_t k = 0; k < kNumScoped; ++k) inclusive[i][k] += o.inclusive[i][k];
     for (size_t i = 0; i < calls.size(); ++i) calls[i] += o.calls[i];
     return *this;
   }
@@ -88,15 +108,15 @@ class CallSiteStack {
     if ((open_ & bit) || depth_ == kMaxDepth) return false;
     const size_t caller = depth_ ? static_cast<size_t>(stack_[depth_ - 1]) : kTopCaller;
     counts_.calls[caller * kNumCallSites + static_cast<size_t>(s)]++;
-    Counters& row = counts_.inclusive[static_cast<size_t>(s)];
-    for (size_t i = 0; i < kNumEvents; ++i) row.v[i] -= now.v[i];
+    auto& row = counts_.inclusive[static_cast<size_t>(s)];
+    for (size_t k = 0; k < kNumScoped; ++k) row[k] -= now[kScopedEvents[k]];
     stack_[depth_++] = s;
     open_ |= bit;
     return true;
   }
   void exit(CallSite s, const Counters& now) {
-    Counters& row = counts_.inclusive[static_cast<size_t>(s)];
-    for (size_t i = 0; i < kNumEvents; ++i) row.v[i] += now.v[i];
+    auto& row = counts_.inclusive[static_cast<size_t>(s)];
+    for (size_t k = 0; k < kNumScoped; ++k) row[k] += now[kScopedEvents[k]];
     --depth_;
     open_ &= ~(1u << static_cast<unsigned>(s));
   }

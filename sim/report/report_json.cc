@@ -65,8 +65,9 @@ ordered_json sites_json(const CallSiteCounts& s) {
         by[c == kTopCaller ? std::string("(top)") : std::string(kCallSiteNames[c])] = n;
     sj["callers"] = by;
     ordered_json ev = ordered_json::object();
-    for (size_t e = 0; e < kNumEvents; ++e)
-      if (uint64_t n = s.inclusive[i].v[e]) ev[std::string(kEventInfo[e].name)] = n;
+    for (size_t k = 0; k < kNumScoped; ++k)
+      if (uint64_t n = s.inclusive[i][k])
+        ev[std::string(kEventInfo[size_t(kScopedEvents[k])].name)] = n;
     sj["nested"] = ev;
     j[std::string(kCallSiteNames[i])] = sj;
   }
