@@ -77,7 +77,7 @@ else
   echo "ok: cwd file i7-12700KF ignored"
 fi
 # /dev/stdout as --output writes through.
-if ! timeout 60 "$bin" --scenario waitv --profile none --format csv --output /dev/stdout | grep -q '^workload,policy'; then
+if ! timeout 60 "$bin" --scenario waitv --profile none --format csv --output /dev/stdout | grep -q '^simcache,git_commit,.*,policy,scope,name,value'; then
   echo "FAIL: --output /dev/stdout"; fails=$((fails + 1))
 else
   echo "ok: --output /dev/stdout writes through"

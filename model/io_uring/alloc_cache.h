@@ -143,6 +143,7 @@ Ptr io_cache_bulk_refill(A& a, IoAllocCache& c, gfp_t gfp, const Task& t) {
   const int got = a.kmem_cache_alloc_bulk(c.slab, gfp, static_cast<int>(batch),
                                           &c.entries[c.nr_cached], t);
   ev(a, Event::io_cache_bulk_refill);
+  note_batch(a, Batch::io_cache_bulk_refill, got > 0 ? static_cast<uint64_t>(got) : 0);
   if (got <= 0) return kNull;
   const uint32_t last = c.nr_cached + static_cast<uint32_t>(got) - 1;
   Ptr obj = c.entries[last];
@@ -157,6 +158,7 @@ Ptr io_cache_bulk_refill(A& a, IoAllocCache& c, gfp_t gfp, const Task& t) {
 // bytes of the returned object.
 template <IoAllocator A>
 Ptr io_cache_alloc_new(A& a, IoAllocCache& c, gfp_t gfp, const Task& t) {
+  SiteScope scope(a, CallSite::io_cache_alloc_new);
   const Task site = at_site(t, kSiteIoCacheAllocNew);
   Ptr obj;
   if (c.slab == kNoCache)
@@ -192,6 +194,7 @@ void io_cache_free(A& a, IoAllocCache& c, Ptr p, const Task& t) {
 // init failed (entries_mem == NULL).
 template <IoAllocator A>
 void io_alloc_cache_free(A& a, IoAllocCache& c, const Task& t) {
+  SiteScope scope(a, CallSite::io_alloc_cache_free);
   if (c.entries_mem == kNull) return;
   for (Ptr p; (p = io_alloc_cache_get(a, c, t)) != kNull;) {
     io_cache_destroy_obj(a, c, p, t);
@@ -211,6 +214,7 @@ void io_alloc_cache_free(A& a, IoAllocCache& c, const Task& t) {
 template <IoAllocator A>
 uint32_t io_alloc_cache_prefill(A& a, IoAllocCache& c, uint32_t nr,
                                 uint32_t max_nr, const Task& t) {
+  SiteScope scope(a, CallSite::io_alloc_cache_prefill);
   const gfp_t gfp = GFP_KERNEL | __GFP_NOWARN;
   if (c.slab == kNoCache || c.entries_mem == kNull) return 0;
   nr = std::min(nr, max_nr);
@@ -228,6 +232,7 @@ uint32_t io_alloc_cache_prefill(A& a, IoAllocCache& c, uint32_t nr,
   if (got <= 0) return 0;
   const uint32_t kept = io_cache_stash(a, c, static_cast<uint32_t>(got), t);
   ev(a, Event::io_cache_prefill, kept);
+  note_batch(a, Batch::io_alloc_cache_prefill, kept);
   return kept;
 }
 

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "model/counters.h"
+#include "model/mm/call_site.h"
 #include "model/types.h"
 
 namespace simcache {
@@ -76,6 +77,51 @@ inline Task at_site(const Task& t, SiteId site) {
   Task r = t;
   r.site = site;
   return r;
+}
+
+// The kernel function a SiteId names (for reports); "" if unknown.
+inline std::string_view site_name(SiteId s) {
+  switch (s) {
+    case kSiteIoCacheAllocNew: return "io_cache_alloc_new";
+    case kSiteCacheEntries: return "io_alloc_cache_init";
+    case kSitePrefillEntries: return "io_alloc_cache_prefill";
+    case kSiteCtx: return "io_ring_ctx_alloc";
+    case kSiteCancelTable: return "io_alloc_hash_table";
+    case kSiteRsrcNodes: return "io_rsrc_data_alloc";
+    case kSiteFileBitmap: return "io_alloc_file_tables";
+    case kSiteWaitv: return "io_futexv_prep";
+    case kSiteNodeKzalloc: return "io_rsrc_node_alloc";
+    case kSiteSlabPrime: return "io_rsrc_slab_prime";
+    default: return "";
+  }
+}
+
+// RAII call-site scope at a kernel-function boundary: the allocator's
+// events inside it are counted under `site` (model/mm/call_site.h). An
+// allocator without scopes (the tests' fake) compiles it away.
+template <class A>
+class SiteScope {
+ public:
+  SiteScope(A& a, CallSite site) : a_(a), site_(site) {
+    if constexpr (requires { a.call_site_enter(site); }) on_ = a.call_site_enter(site);
+  }
+  ~SiteScope() {
+    if constexpr (requires { a_.call_site_exit(site_); })
+      if (on_) a_.call_site_exit(site_);
+  }
+  SiteScope(const SiteScope&) = delete;
+  SiteScope& operator=(const SiteScope&) = delete;
+
+ private:
+  A& a_;
+  CallSite site_;
+  bool on_ = false;
+};
+
+// Records one batch size where the allocator keeps histograms.
+template <class A>
+inline void note_batch(A& a, Batch b, uint64_t n) {
+  if constexpr (requires { a.batch(b, n); }) a.batch(b, n);
 }
 
 // Bumps an io_uring (or mm) event on the allocator's counters.

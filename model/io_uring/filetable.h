@@ -107,6 +107,7 @@ void io_free_file_tables(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
 // takes the file. The caller's file reference moves into the slot.
 template <IoAllocator A>
 int io_install_fixed_file(IoKernel<A>& k, IoRingCtx& ctx, uint32_t idx, const Task& t) {
+  SiteScope scope(k.mm, CallSite::io_install_fixed_file);
   IoFileTable& ft = ctx.files;
   if (!ft.registered) return kENXIO;
   if (idx >= ft.nr) return kEINVAL;

@@ -53,6 +53,7 @@ int io_req_fail(IoKernel<A>& k, IoRingCtx& ctx, Ptr req, int err) {
 // Returns 0 when armed.
 template <IoAllocator A>
 int io_futex_wait(IoKernel<A>& k, IoRingCtx& ctx, bool word_matches) {
+  SiteScope scope(k.mm, CallSite::io_futex_wait);
   const Task& t = ctx.submitter;
   const Ptr req = io_alloc_req(k, ctx, t);
   if (req == kNull) return kEAGAIN;
@@ -93,6 +94,7 @@ gfp_t io_futexv_gfp(const IoKernel<A>& k) {
 // kfree()s the vector. Returns 0 when armed.
 template <IoAllocator A>
 int io_futex_waitv(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, bool words_match) {
+  SiteScope scope(k.mm, CallSite::io_futexv_prep);
   const Task& t = ctx.submitter;
   const Ptr req = io_alloc_req(k, ctx, t);
   if (req == kNull) return kEAGAIN;

@@ -57,6 +57,7 @@ void io_free_alloc_caches(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
 // derived: the model issues no operation that allocates from them.
 template <IoAllocator A>
 int io_ring_ctx_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  SiteScope scope(k.mm, CallSite::io_ring_ctx_alloc);
   ctx.ctx_mem = k.mm.kmalloc(k.profile.io_ring_ctx_size, GFP_KERNEL | __GFP_ZERO,
                              at_site(t, kSiteCtx));
   if (ctx.ctx_mem == kNull) return kENOMEM;
@@ -106,6 +107,7 @@ void io_ring_exit_cancel(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
 // table and the ctx freed.
 template <IoAllocator A>
 void io_ring_ctx_free(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
+  SiteScope scope(k.mm, CallSite::io_ring_ctx_free);
   io_ring_exit_cancel(k, ctx, kworker);
   if (ctx.files.registered) io_sqe_files_unregister(k, ctx, kworker);
   if (ctx.ring_node != kNull) {

@@ -30,6 +30,7 @@ int io_msg_grab_file(IoKernel<A>& k, IoRingCtx& src, uint32_t src_slot) {
 template <IoAllocator A>
 int io_msg_send_fd(IoKernel<A>& k, IoRingCtx& src, IoRingCtx* dst, uint32_t src_slot,
                    uint32_t dst_slot, bool task_complete) {
+  SiteScope scope(k.mm, CallSite::io_msg_send_fd);
   const Ptr req = io_alloc_req(k, src, src.submitter);
   if (req == kNull) return kEAGAIN;
   ev(k.mm, Event::sqe_submit);

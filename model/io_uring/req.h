@@ -15,6 +15,7 @@ namespace simcache::iou {
 // REQUIRES: the free list is empty (uring_lock held in the kernel).
 template <IoAllocator A>
 bool io_alloc_req_refill(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  SiteScope scope(k.mm, CallSite::io_alloc_req_refill);
   const gfp_t gfp = k.profile.req_refill_gfp;
   Ptr reqs[IO_REQ_ALLOC_BATCH];
   ev(k.mm, Event::req_cache_refill);
@@ -24,6 +25,7 @@ bool io_alloc_req_refill(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
     if (reqs[0] == kNull) return false;
     n = 1;
   }
+  note_batch(k.mm, Batch::io_alloc_req_refill, static_cast<uint64_t>(n));
   ctx.nr_req_allocated += static_cast<uint32_t>(n);
   while (n--) ctx.req_free.push_back(reqs[n]);
   return true;

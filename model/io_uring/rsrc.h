@@ -21,6 +21,7 @@ namespace simcache::iou {
 // 6.13/6.14 kzalloc(32, GFP_KERNEL) with no cache.
 template <IoAllocator A>
 Ptr io_rsrc_node_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  SiteScope scope(k.mm, CallSite::io_rsrc_node_alloc);
   ev(k.mm, Event::io_rsrc_node_alloc);
   Ptr node;
   if (!k.profile.has_node_cache && !ctx.files.prefilled.empty()) {
@@ -47,6 +48,7 @@ Ptr io_rsrc_node_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
 // (6.15+) or kfree (6.13/6.14).
 template <IoAllocator A>
 void io_free_rsrc_node(IoKernel<A>& k, IoRingCtx& ctx, Ptr node, const Task& t) {
+  SiteScope scope(k.mm, CallSite::io_free_rsrc_node);
   ev(k.mm, Event::io_free_rsrc_node);
   ev(k.mm, Event::fput);
   if (!k.profile.has_node_cache) {
@@ -120,6 +122,7 @@ bool io_reset_rsrc_node_seeded_bug(IoKernel<A>& k, IoRingCtx& ctx, uint32_t idx,
 // at unregister. Best effort: an allocation failure stops the priming.
 template <IoAllocator A>
 void io_rsrc_slab_prime(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, const Task& t) {
+  SiteScope scope(k.mm, CallSite::io_rsrc_slab_prime);
   const IoAllocCache& nc = ctx.node_cache;
   const bool slab = k.profile.has_node_cache && nc.slab != kNoCache;
   const uint32_t size = k.profile.has_node_cache ? nc.elem_size : k.profile.rsrc_node_size;
@@ -220,6 +223,7 @@ int io_rsrc_ring_node_switch(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
 // the table arrays, reset the allocation range.
 template <IoAllocator A>
 int io_sqe_files_unregister(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  SiteScope scope(k.mm, CallSite::io_sqe_files_unregister);
   IoFileTable& ft = ctx.files;
   if (!ft.registered) return kENXIO;
   for (uint32_t i = ft.nr; i-- > 0;) io_reset_rsrc_node(k, ctx, i, t);
@@ -239,6 +243,7 @@ int io_sqe_files_unregister(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
 template <IoAllocator A>
 int io_sqe_files_register(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, bool sparse,
                           bool optin, const Task& t) {
+  SiteScope scope(k.mm, CallSite::io_sqe_files_register);
   IoFileTable& ft = ctx.files;
   if (ft.registered) return kEBUSY;
   if (nr == 0) return kEINVAL;
@@ -269,6 +274,7 @@ int io_sqe_files_register(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, bool spar
 template <IoAllocator A>
 int io_files_update_remove(IoKernel<A>& k, IoRingCtx& ctx, uint32_t offset,
                            uint32_t count, const Task& t) {
+  SiteScope scope(k.mm, CallSite::io_files_update);
   IoFileTable& ft = ctx.files;
   if (!ft.registered) return kENXIO;
   if (count == 0 || uint64_t{offset} + count > ft.nr) return kEINVAL;
@@ -288,6 +294,7 @@ int io_files_update_remove(IoKernel<A>& k, IoRingCtx& ctx, uint32_t offset,
 template <IoAllocator A>
 int io_files_update_set(IoKernel<A>& k, IoRingCtx& ctx, uint32_t offset,
                         uint32_t count, const Task& t) {
+  SiteScope scope(k.mm, CallSite::io_files_update);
   IoFileTable& ft = ctx.files;
   if (!ft.registered) return kENXIO;
   if (count == 0 || uint64_t{offset} + count > ft.nr) return kEINVAL;

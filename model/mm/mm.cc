@@ -136,13 +136,15 @@ Ptr Mm::kmalloc(uint32_t size, gfp_t gfp, const Task& t) {
 // mirrors kfree().
 void Mm::kfree(Ptr p, const Task& t) {
   if (p == kNull || p == kZeroSizePtr) return;
+  const size_t nrep = slub_->reports.size();
   if (p & (kLargeBit | kVmallocBit)) {
     free_large(p, t, false);
-    return;
+  } else {
+    events_.add(Event::kfree);
+    note_free(p, t);
+    slub_->free(kNoCache, p, t);
   }
-  events_.add(Event::kfree);
-  note_free(p, t);
-  slub_->free(kNoCache, p, t);
+  if (slub_->reports.size() != nrep) stamp_reports(nrep);
 }
 
 Ptr Mm::kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t) {
@@ -156,16 +158,17 @@ Ptr Mm::kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t) {
 void Mm::kmem_cache_free(CacheId s, Ptr p, const Task& t) {
   if (p == kNull) return;
   events_.add(Event::kmem_cache_free);
-  if (p & (kLargeBit | kVmallocBit)) {
+  const size_t nrep = slub_->reports.size();
+  if (p & (kLargeBit | kVmallocBit))
     slub_->report("invalid-free", p, s, "kmem_cache_free() of a non-slab pointer");
-    return;
-  }
-  note_free(p, t);
-  slub_->free(s, p, t);
+  else
+    note_free(p, t), slub_->free(s, p, t);
+  if (slub_->reports.size() != nrep) stamp_reports(nrep);
 }
 
 int Mm::kmem_cache_alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   events_.add(Event::kmem_cache_alloc_bulk);
+  batches_.add(Batch::kmem_cache_alloc_bulk, n > 0 ? static_cast<uint64_t>(n) : 0);
   const int got = slub_->alloc_bulk(s, gfp, n, p, t);
   events_.add(Event::bulk_objects, got);
   for (int i = 0; i < got; ++i) note_alloc(p[i], t);
@@ -177,6 +180,7 @@ void Mm::kmem_cache_free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
   if (n <= 0) return;
   events_.add(Event::kmem_cache_free_bulk);
   events_.add(Event::bulk_free_objects, n);
+  batches_.add(Batch::kmem_cache_free_bulk, static_cast<uint64_t>(n));
   for (int i = 0; i < n; ++i) note_free(p[i], t);
   slub_->free_bulk(s, n, p, t);
 }
@@ -199,11 +203,10 @@ Ptr Mm::kvmalloc(uint64_t size, gfp_t gfp, const Task& t) {
 
 void Mm::kvfree(Ptr p, const Task& t) {
   events_.add(Event::kvfree);
-  if (p & kVmallocBit) {
-    free_large(p, t, true);
-    return;
-  }
-  kfree(p, t);
+  if (!(p & kVmallocBit)) return kfree(p, t);
+  const size_t nrep = slub_->reports.size();
+  free_large(p, t, true);
+  if (slub_->reports.size() != nrep) stamp_reports(nrep);
 }
 
 // __kmalloc_large_node() (compound page of get_order(size)) or a vmalloc
@@ -331,6 +334,7 @@ bool Mm::kasan_mempool_poison_object(Ptr p, const Task& t) {
     slub_->report("double-free", p, cache_of(p),
                   "kasan_mempool_poison_object() of an object that is not "
                   "allocated: " + slub_->history(p));
+    stamp_reports(slub_->reports.size() - 1);
     return false;
   }
   if (p & (kLargeBit | kVmallocBit)) large(p)->mempool = true;
@@ -344,6 +348,7 @@ void Mm::kasan_mempool_unpoison_object(Ptr p, const Task& t) {
     slub_->report("use-after-free", p, cache_of(p),
                   "unpoison of an object not parked in a mempool: " +
                       slub_->history(p));
+    stamp_reports(slub_->reports.size() - 1);
     return;
   }
   if (p & (kLargeBit | kVmallocBit)) large(p)->mempool = false;
@@ -356,6 +361,27 @@ void Mm::kasan_check_access(Ptr p, std::string_view who) {
   slub_->report(st == ObjState::kMempool ? "use-after-put" : "use-after-free",
                 p, cache_of(p),
                 fmt::format("{} touched it: {}", who, slub_->history(p)));
+  stamp_reports(slub_->reports.size() - 1);
+}
+
+void Mm::stamp_reports(size_t from) {
+  for (size_t i = from; i < slub_->reports.size(); ++i)
+    if (slub_->reports[i].where.empty()) slub_->reports[i].where = sites_.current();
+}
+
+void Mm::stat_sums(std::vector<uint64_t>* out) const {
+  const size_t n = slub_->nr_caches();
+  out->assign(n * kNumSlubStats, 0);
+  for (size_t s = 0; s < n; ++s) {
+    const auto& st = slub_->cache(static_cast<CacheId>(s)).stats;
+    uint64_t* row = out->data() + s * kNumSlubStats;
+    for (size_t c = 0; c < cfg_.nr_cpus; ++c)
+      for (size_t i = 0; i < kNumSlubStats; ++i) row[i] += st[c * kNumSlubStats + i];
+  }
+}
+
+uint64_t Mm::memcg_charged_bytes(MemcgId m) const {
+  return m == kRootMemcg ? 0 : memcg_->usage_pages(m) * PAGE_SIZE;
 }
 
 // Discarding a slab frees its obj_exts vector into another cache, so

@@ -4,6 +4,7 @@
 // per-CPU caches and memcg stocks behave as in the kernel.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include <absl/container/flat_hash_map.h>
 #include "model/counters.h"
+#include "model/mm/call_site.h"
 #include "model/mm/fault.h"
 #include "model/mm/memcg.h"
 #include "model/types.h"
@@ -48,6 +50,7 @@ struct KasanReport {
   Ptr ptr = kNull;
   std::string cache;
   std::string detail;   // the object's history in kernel-report style
+  std::string where;    // innermost call-site scope when reported ("" if none)
 };
 
 // The /sys/kernel/slab/<cache>/ files that are not stat items.
@@ -126,6 +129,18 @@ class Mm {
   // every cache, so only live objects keep slabs.
   void shrink_all();
 
+  // Call-site scopes (model/mm/call_site.h), entered by iou::SiteScope.
+  bool call_site_enter(CallSite s) { return sites_.enter(s, events_); }
+  void call_site_exit(CallSite s) { sites_.exit(s, events_); }
+  const CallSiteCounts& call_sites() const { return sites_.counts(); }
+  void batch(Batch b, uint64_t n) { batches_.add(b, n); }
+  const BatchHists& batches() const { return batches_; }
+  // Every cache's stat items summed over CPUs, flat [cache][item]: the
+  // snapshot a timed region's per-cache deltas are taken from.
+  void stat_sums(std::vector<uint64_t>* out) const;
+  // Bytes charged to `m` (page_counter usage, PAGE_SIZE units).
+  uint64_t memcg_charged_bytes(MemcgId m) const;
+
   Counters& events() { return events_; }
   const Counters& events() const { return events_; }
   uint64_t stat(CacheId s, SlubStat item) const;              // all CPUs
@@ -166,11 +181,15 @@ class Mm {
   void free_large(Ptr p, const Task& t, bool via_kvfree);
   Large* large(Ptr p);
   const Large* large(Ptr p) const;
+  // Names the innermost scope in reports added since `from`.
+  void stamp_reports(size_t from);
   void note_alloc(Ptr p, const Task& t);
   void note_free(Ptr p, const Task& t);
 
   MmConfig cfg_;
   Counters events_;
+  CallSiteStack sites_;
+  BatchHists batches_;
   // CPU of the last free of each freed slab object not yet reallocated
   // (slab_alloc_remote); bounded by the objects of existing slabs.
   // Entries of discarded slabs are pruned when the map doubles.

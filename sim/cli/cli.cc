@@ -27,11 +27,13 @@ constexpr const char* kUsage =
     "                [--output FILE] [--jobs N] [--all-counters]\n"
     "                [--profile NAME|FILE|none] [--measurements FILE|none]\n"
     "                [--mapping FILE] [--explain] [--fail POINT=P|POINT=nth:N]...\n"
-    "                [--allow-failures]\n"
+    "                [--allow-failures] [--cache NAME] [--hist]\n"
+    "                [--slabinfo FILE|- [--slabinfo-at SNAPSHOT]] [--sysfs DIR]\n"
+    "                [--slabinfo-report CACHE]\n"
     "       simcache calibrate --measurements FILE.tsv [--out profile.toml] ...\n"
     "       simcache validate --measurements FILE.tsv [--profile P] ...\n"
     "       simcache geometry-check [--sysfs DIR] [--cpus N] [--kernel K]\n"
-    "       simcache --list\n";
+    "       simcache --list | --version | --help\n";
 
 constexpr Flag kFlags[] = {
     {"scenario", true, "scenario or preset to run"},
@@ -51,8 +53,15 @@ constexpr Flag kFlags[] = {
      "inject allocation failures at POINT (page_alloc, slab, bulk_short, bulk_zero, kvmalloc, "
      "memcg_charge): POINT=PROBABILITY (drawn from --seed) or POINT=nth:N (repeatable)"},
     {"allow-failures", false, "exit 0 even if operations failed (implied by --fail)"},
+    {"cache", true, "per-cache stats (table, JSON, CSV) of this cache only"},
+    {"hist", false, "table: bpftrace-style log2 histograms of batch sizes and per-round counts"},
+    {"slabinfo", true, "write /proc/slabinfo 2.1 of the end of the run to FILE (- : stdout)"},
+    {"slabinfo-at", true, "with --slabinfo: the state at a snapshot (registration, fill, ...)"},
+    {"sysfs", true, "write a /sys/kernel/slab tree (stats, alias links) into new DIR"},
+    {"slabinfo-report", true, "table: tools/mm/slabinfo -r report of CACHE"},
     {"list", false, "list scenarios, presets, policies and kernel profiles"},
-    {"help", false, "this text"},
+    {"version", false, "print the version and git commit"},
+    {"help", false, "this text, with every flag"},
 };
 
 std::string list_text() {
@@ -200,7 +209,7 @@ bool check_report(const ParsedFlags& f, RunRequest* req, std::string* format, st
   return true;
 }
 
-CliOutcome run_report(const ParsedFlags& f) {
+CliOutcome run_report(const ParsedFlags& f, const std::vector<std::string>& args) {
   auto v = f.v;
   RunRequest req;
   std::string error, warning, format;
@@ -215,13 +224,16 @@ CliOutcome run_report(const ParsedFlags& f) {
     return cli_fail("--explain needs a cost profile (it splits the time per operation)");
   RunResult result;
   if (!run(req, &result, &error)) return cli_fail(error);
+  fill_run_record(args, have_cost ? &cost : nullptr, &result);
+  if (v.count("cache")) ro.cache = v["cache"];
   ro.all_counters = v.count("all-counters") > 0;
   ro.explain = v.count("explain") > 0;
   if (have_cost) ro.cost = &cost;
   if (!measured.empty()) ro.measured = &measured;
-  const std::string text = format == "json"  ? format_json(result, ro)
-                           : format == "csv" ? format_csv(result, ro)
-                                             : format_table(result, ro);
+  std::string text = format == "json"  ? format_json(result, ro)
+                     : format == "csv" ? format_csv(result, ro)
+                                       : format_table(result, ro);
+  if (!kernel_outputs(f, result, &text, &error)) return cli_fail(error);
   const std::string failed = failure_summary(result);
   // A run whose operations failed does not measure what it names: the
   // report is still written, and the status says so unless asked for.
@@ -340,9 +352,18 @@ CliOutcome run_cli(const std::vector<std::string>& args) {
   ParsedFlags f;
   std::string error;
   if (!parse_flags(args, 0, kFlags, kUsage, &f, &error)) return cli_fail(error);
-  if (f.v.count("help")) return {0, kUsage, ""};
+  if (f.v.count("help")) {
+    std::string help = kUsage;
+    help += "\nflags:\n";
+    for (const Flag& k : kFlags)
+      help += fmt::format("  --{:<18} {}\n", std::string(k.name) + (k.takes_value ? " V" : ""),
+                          k.help);
+    return {0, help, ""};
+  }
+  if (f.v.count("version"))
+    return {0, fmt::format("simcache {} (git {})\n", SIMCACHE_VERSION, SIMCACHE_GIT_COMMIT), ""};
   if (f.v.count("list")) return {0, list_text(), ""};
-  return run_report(f);
+  return run_report(f, args);
 }
 
 }  // namespace simcache::sim

@@ -62,6 +62,15 @@ std::string profile_warning(const CostModel& m);
 // "--jobs" value (1..256), default 1.
 bool parse_jobs(const ParsedFlags& f, int* jobs, std::string* error);
 
+// outputs_cli.cc: the run record's CLI part, and the kernel-format
+// outputs (--slabinfo, --slabinfo-at, --sysfs, --slabinfo-report, --hist)
+// added to or written beside the report text.
+struct RunResult;
+class CostModel;
+void fill_run_record(const std::vector<std::string>& args, const CostModel* cost, RunResult* r);
+bool kernel_outputs(const ParsedFlags& f, const RunResult& r, std::string* text,
+                    std::string* error);
+
 // Subcommands.
 CliOutcome run_calibrate_cli(const std::vector<std::string>& args);
 CliOutcome run_validate_cli(const std::vector<std::string>& args);

@@ -32,6 +32,7 @@ struct ReportOptions {
   std::string measured_file;  // named under each block
   bool all_counters = false;  // table: every non-zero counter
   bool explain = false;       // table: --explain sections
+  std::string cache;          // --cache: per-cache stats of this cache only
 };
 
 std::string format_table(const RunResult& r, const ReportOptions& o = {});
@@ -39,6 +40,9 @@ std::string format_json(const RunResult& r, const ReportOptions& o = {});
 std::string format_csv(const RunResult& r, const ReportOptions& o = {});
 // The --explain sections: each policy's ns per op split by parameter.
 std::string format_explain(const RunResult& r, const ReportOptions& o);
+
+// Counts by call site of each workload's timed region (part of --explain).
+std::string format_sites(const RunResult& r);
 
 // The counters a table shows by default, in order (shown when non-zero).
 const std::vector<Event>& headline_events();

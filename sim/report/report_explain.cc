@@ -66,7 +66,77 @@ std::string explain_policy(const CostModel& m, const WorkloadResult& w, const Po
   return out;
 }
 
+// Events shown nested under each call site (function_graph's view).
+constexpr Event kNested[] = {Event::kmalloc,        Event::kfree,
+                             Event::kmem_cache_alloc, Event::kmem_cache_free,
+                             Event::kmem_cache_alloc_bulk, Event::slab_alloc_slow,
+                             Event::allocate_slab,  Event::free_slab};
+
+// Counts by call site of the timed region, per round: calls, calls by
+// caller, and the slab events nested under each site.
+std::string sites_block(const WorkloadResult& w) {
+  const auto& ps = w.policies;
+  struct Line {
+    std::string label;
+    std::vector<double> v;
+  };
+  std::vector<Line> lines;
+  auto per_round = [](const PolicyResult& p, uint64_t n) {
+    return p.rounds.empty() ? 0.0 : double(n) / double(p.rounds.size());
+  };
+  for (size_t i = 0; i < kNumCallSites; ++i) {
+    const auto site = static_cast<CallSite>(i);
+    Line calls{std::string(kCallSiteNames[i]), {}};
+    bool any = false;
+    for (const auto& p : ps) {
+      calls.v.push_back(per_round(p, p.timed_sites.calls_of(site)));
+      any |= p.timed_sites.calls_of(site) != 0;
+    }
+    if (!any) continue;
+    lines.push_back(calls);
+    for (size_t c = 0; c <= kNumCallSites; ++c) {
+      Line from{"  from " + std::string(c == kTopCaller ? "(top)" : kCallSiteNames[c]), {}};
+      bool some = false;
+      for (const auto& p : ps) {
+        from.v.push_back(per_round(p, p.timed_sites.calls_from(c, site)));
+        some |= p.timed_sites.calls_from(c, site) != 0;
+      }
+      if (some && c != kTopCaller) lines.push_back(from);
+    }
+    for (Event e : kNested) {
+      Line n{"  > " + std::string(kEventInfo[size_t(e)].name), {}};
+      bool some = false;
+      for (const auto& p : ps) {
+        n.v.push_back(per_round(p, p.timed_sites.under(site)[e]));
+        some |= p.timed_sites.under(site)[e] != 0;
+      }
+      if (some) lines.push_back(n);
+    }
+  }
+  if (lines.empty()) return "";
+  std::string out = fmt::format("\ncall sites, {}: timed region per round\n", w.label);
+  constexpr size_t kLabel = 40, kCol = 10, kPer = 4;
+  for (size_t b0 = 0; b0 < ps.size(); b0 += kPer) {
+    const size_t b1 = std::min(ps.size(), b0 + kPer);
+    std::string head(kLabel, ' ');
+    for (size_t c = b0; c < b1; ++c) head += fmt::format("{:>{}}", kNames[c], kCol);
+    out += head + "\n";
+    for (const Line& l : lines) {
+      std::string row = fmt::format("{:<{}}", l.label, kLabel);
+      for (size_t c = b0; c < b1; ++c) row += fmt::format("{:>{}.6g}", l.v[c], kCol);
+      out += row + "\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string format_sites(const RunResult& r) {
+  std::string out;
+  for (const WorkloadResult& w : r.workloads) out += sites_block(w);
+  return out;
+}
 
 std::string format_explain(const RunResult& r, const ReportOptions& o) {
   if (!o.cost) return "";
@@ -78,7 +148,7 @@ std::string format_explain(const RunResult& r, const ReportOptions& o) {
   for (const WorkloadResult& w : r.workloads)
     for (size_t i = 0; i < w.policies.size(); ++i)
       out += explain_policy(*o.cost, w, w.policies[i], i);
-  return out;
+  return out + format_sites(r);
 }
 
 }  // namespace simcache::sim

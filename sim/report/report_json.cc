@@ -6,6 +6,7 @@
 
 #include "sim/cost/cost.h"
 #include <fmt/format.h>
+#include "sim/report/kernel_formats.h"
 #include "sim/report/report.h"
 
 namespace simcache::sim {
@@ -36,30 +37,125 @@ ordered_json slab_json(const std::vector<CacheStats>& caches) {
   return j;
 }
 
-ordered_json policy_json(const PolicyResult& p) {
+// A region's per-cache stat deltas: non-zero items only.
+ordered_json delta_json(const std::vector<CacheStats>& caches, const std::string& only) {
+  ordered_json j = ordered_json::object();
+  for (const CacheStats& cs : caches) {
+    if (!only.empty() && cs.name != only) continue;
+    ordered_json c = ordered_json::object();
+    for (size_t i = 0; i < kNumSlubStats; ++i)
+      if (cs.stat[i]) c[std::string(kSlubStatInfo[i].sysfs)] = cs.stat[i];
+    j[cs.name] = c;
+  }
+  return j;
+}
+
+// Counts by call site: calls, calls by caller, and every non-zero event
+// nested under the site (function_graph's scope).
+ordered_json sites_json(const CallSiteCounts& s) {
+  ordered_json j = ordered_json::object();
+  for (size_t i = 0; i < kNumCallSites; ++i) {
+    const auto site = static_cast<CallSite>(i);
+    if (!s.calls_of(site)) continue;
+    ordered_json sj;
+    sj["calls"] = s.calls_of(site);
+    ordered_json by = ordered_json::object();
+    for (size_t c = 0; c <= kNumCallSites; ++c)
+      if (uint64_t n = s.calls_from(c, site))
+        by[c == kTopCaller ? std::string("(top)") : std::string(kCallSiteNames[c])] = n;
+    sj["callers"] = by;
+    ordered_json ev = ordered_json::object();
+    for (size_t k = 0; k < kNumScoped; ++k)
+      if (uint64_t n = s.inclusive[i][k])
+        ev[std::string(kEventInfo[size_t(kScopedEvents[k])].name)] = n;
+    sj["nested"] = ev;
+    j[std::string(kCallSiteNames[i])] = sj;
+  }
+  return j;
+}
+
+// Batch-size histograms: bucket label -> count, non-empty buckets only.
+ordered_json batches_json(const BatchHists& h) {
+  ordered_json j = ordered_json::object();
+  for (size_t b = 0; b < kNumBatches; ++b) {
+    ordered_json bj = ordered_json::object();
+    for (size_t k = 0; k < kLog2Buckets; ++k)
+      if (h.h[b][k]) bj[k == 0 ? std::string("0") : fmt::format("{}", uint64_t{1} << (k - 1))] = h.h[b][k];
+    if (!bj.empty()) j[std::string(kBatchNames[b])] = bj;
+  }
+  return j;
+}
+
+ordered_json memory_json(const MemorySplit& m) {
+  return {{"payload_bytes", m.payload_bytes},
+          {"pointer_array_bytes", m.pointer_array_bytes},
+          {"slab_page_bytes", m.slab_page_bytes},
+          {"large_bytes", m.large_bytes},
+          {"memcg_charged_bytes", m.memcg_charged_bytes}};
+}
+
+ordered_json snapshots_json(const std::vector<Snapshot>& snaps) {
+  ordered_json a = ordered_json::array();
+  for (const Snapshot& s : snaps) {
+    ordered_json sj;
+    sj["name"] = s.name;
+    ordered_json rings = ordered_json::object();
+    for (const RingState& r : s.rings)
+      rings[r.role] = {{"ring", r.ring},
+                       {"live", r.live},
+                       {"nodes_cached", r.nodes_cached},
+                       {"node_capacity", r.node_capacity},
+                       {"futex_cached", r.futex_cached},
+                       {"table_nodes", r.table_nodes},
+                       {"teardown_freed", r.teardown_freed}};
+    sj["rings"] = rings;
+    sj["memory"] = memory_json(s.memory);
+    a.push_back(sj);
+  }
+  return a;
+}
+
+ordered_json policy_json(const PolicyResult& p, const ReportOptions& o) {
   ordered_json j;
   j["policy"] = p.policy;
+  ordered_json cfg = ordered_json::object();
+  for (const auto& [k, v] : p.config) cfg[k] = v;
+  j["config"] = cfg;
   ordered_json total = counters_json(p.total);
   for (const auto& [k, v] : p.metrics) total[k] = v;
-  total["slab"] = slab_json(p.caches);
+  std::vector<CacheStats> caches;
+  for (const CacheStats& cs : p.caches)
+    if (o.cache.empty() || cs.name == o.cache) caches.push_back(cs);
+  total["slab"] = slab_json(caches);
+  total["sites"] = sites_json(p.total_sites);
+  total["batches"] = batches_json(p.total_batches);
   j["total"] = total;
   j["timed"] = counters_json(p.timed);
   j["timed"]["ops"] = p.timed_ops;
   j["timed"]["rounds"] = p.rounds.size();
+  j["timed"]["slab"] = delta_json(p.timed_caches, o.cache);
+  j["timed"]["sites"] = sites_json(p.timed_sites);
+  j["timed"]["batches"] = batches_json(p.timed_batches);
   ordered_json rounds = ordered_json::array();
-  for (const Counters& c : p.rounds) {
+  for (size_t r = 0; r < p.rounds.size(); ++r) {
+    const Counters& c = p.rounds[r];
     ordered_json rj = ordered_json::object();
     for (size_t i = 0; i < kNumEvents; ++i)
       if (c.v[i]) rj[std::string(kEventInfo[i].name)] = c.v[i];
+    if (r < p.round_caches.size()) rj["slab"] = delta_json(p.round_caches[r], o.cache);
     rounds.push_back(rj);
   }
   j["rounds"] = rounds;
+  j["snapshots"] = snapshots_json(p.snapshots);
+  j["memory_peak"] = memory_json(p.memory_peak);
   ordered_json kasan = ordered_json::array();
   for (const KasanReport& k : p.kasan)
     kasan.push_back({{"kind", k.kind},
                      {"ptr", fmt::format("{:#x}", k.ptr)},
                      {"cache", k.cache},
-                     {"detail", k.detail}});
+                     {"where", k.where},
+                     {"detail", k.detail},
+                     {"report", format_kasan(k)}});
   j["kasan"] = kasan;
   // Present only when non-empty, so runs without failures keep their layout.
   if (!p.failures.empty()) j["failures"] = p.failures;
@@ -138,6 +234,16 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
   j["kernel"] = r.kernel;
   j["seed"] = r.seed;
   j["policies"] = r.policies;
+  ordered_json rec;
+  rec["command_line"] = r.record.command_line;
+  rec["git_commit"] = r.record.git_commit;
+  rec["seed"] = r.seed;
+  ordered_json kp = ordered_json::object();
+  for (const auto& [k, v] : r.record.kernel_profile) kp[k] = v;
+  rec["kernel_profile"] = kp;
+  rec["cost_profile"] = r.record.cost_profile;
+  rec["cost_profile_hash"] = r.record.cost_profile_hash;
+  j["record"] = rec;
   if (o.cost) {
     ordered_json pj;
     pj["name"] = o.cost->name;
@@ -157,7 +263,7 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
     if (!w.note.empty()) wj["note"] = w.note;
     ordered_json ps = ordered_json::array();
     for (size_t i = 0; i < w.policies.size(); ++i) {
-      ordered_json pj = policy_json(w.policies[i]);
+      ordered_json pj = policy_json(w.policies[i], o);
       if (o.cost) pj["time"] = time_json(r, w, i, o);
       ps.push_back(pj);
     }
@@ -168,40 +274,79 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
   return j.dump(2) + "\n";
 }
 
+namespace {
+// RFC 4180: a field with a comma, quote, CR or LF is quoted, quotes doubled.
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+std::string params_text(const std::map<std::string, int64_t>& p) {
+  std::string s;
+  for (const auto& [k, v] : p) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
+  return s;
+}
+}  // namespace
+
+// Long format, one value a line; every line carries its context (run,
+// workload, parameters, policy) so a filtered subset still says what it is.
 std::string format_csv(const RunResult& r, const ReportOptions& o) {
-  std::string out = "workload,policy,scope,name,value\n";
-  auto q = [](const std::string& s) { return "\"" + s + "\""; };
+  std::string out =
+      "simcache,git_commit,scenario,kernel,seed,cost_profile,workload,params,policy,"
+      "scope,name,value\r\n";
+  const std::string run = csv_field(r.version) + "," + csv_field(r.record.git_commit) + "," +
+                          csv_field(r.scenario) + "," + csv_field(r.kernel) + "," +
+                          std::to_string(r.seed) + "," + csv_field(r.record.cost_profile) + ",";
+  auto line = [&](const std::string& pre, const std::string& scope, const std::string& name,
+                  const std::string& value) {
+    out += pre + csv_field(scope) + "," + csv_field(name) + "," + csv_field(value) + "\r\n";
+  };
+  line(run + ",,,", "record", "command_line", r.record.command_line);
+  line(run + ",,,", "record", "cost_profile_hash", r.record.cost_profile_hash);
+  for (const auto& [k, v] : r.record.kernel_profile) line(run + ",,,", "record", "kernel." + k, v);
   for (const WorkloadResult& w : r.workloads) {
     for (const PolicyResult& p : w.policies) {
-      const std::string pre = q(w.label) + "," + q(p.policy) + ",";
+      const std::string pre = run + csv_field(w.label) + "," + csv_field(params_text(w.params)) +
+                              "," + csv_field(p.policy) + ",";
+      for (const auto& [k, v] : p.config) line(pre, "config", k, v);
       for (size_t i = 0; i < kNumEvents; ++i) {
-        out += pre + fmt::format("total,{},{}\n", kEventInfo[i].name, p.total.v[i]);
-        out += pre + fmt::format("timed,{},{}\n", kEventInfo[i].name, p.timed.v[i]);
+        const std::string n(kEventInfo[i].name);
+        line(pre, "total", n, std::to_string(p.total.v[i]));
+        line(pre, "timed", n, std::to_string(p.timed.v[i]));
       }
-      out += pre + fmt::format("timed,ops,{}\n", p.timed_ops);
+      line(pre, "timed", "ops", std::to_string(p.timed_ops));
       if (o.cost) {
         const PolicyTime t = policy_time(*o.cost, w, p);
-        out += pre + fmt::format("time,per_op_ns,{}\n", round6(t.per_op_ns));
-        out += pre + fmt::format("time,per_op_ns_lo90,{}\n",
-                                 round6(t.per_op_ns - kIntervalZ * t.model_sd_ns));
-        out += pre + fmt::format("time,per_op_ns_hi90,{}\n",
-                                 round6(t.per_op_ns + kIntervalZ * t.model_sd_ns));
+        line(pre, "time", "per_op_ns", fmt::format("{}", round6(t.per_op_ns)));
+        line(pre, "time", "per_op_ns_lo90",
+             fmt::format("{}", round6(t.per_op_ns - kIntervalZ * t.model_sd_ns)));
+        line(pre, "time", "per_op_ns_hi90",
+             fmt::format("{}", round6(t.per_op_ns + kIntervalZ * t.model_sd_ns)));
         for (const PolicyTime::Phase& f : t.phases)
-          out += pre + fmt::format("time:phase,{},{}\n", f.name, round6(f.per_op_ns));
+          line(pre, "time:phase", f.name, fmt::format("{}", round6(f.per_op_ns)));
         for (size_t i = 0; i < o.cost->params.size(); ++i)
           if (t.breakdown[i] > 0)
-            out += pre + fmt::format("time:breakdown_ns,{},{}\n", o.cost->params[i].name,
-                                     round6(t.breakdown[i]));
+            line(pre, "time:breakdown_ns", o.cost->params[i].name,
+                 fmt::format("{}", round6(t.breakdown[i])));
       }
-      for (const auto& [k, v] : p.metrics) out += pre + fmt::format("metric,{},{}\n", k, v);
-      for (const auto& [k, v] : p.failures) out += pre + fmt::format("failure,{},{}\n", k, v);
+      for (const auto& [k, v] : p.metrics) line(pre, "metric", k, std::to_string(v));
+      for (const auto& [k, v] : p.failures) line(pre, "failure", k, std::to_string(v));
       for (const auto& [k, v] : p.faults_injected)
-        out += pre + fmt::format("fault_injected,{},{}\n", k, v);
+        line(pre, "fault_injected", k, std::to_string(v));
       for (const CacheStats& cs : p.caches)
         for (size_t i = 0; i < kNumSlubStats; ++i)
-          if (cs.stat[i])
-            out +=
-                pre + fmt::format("slab:{},{},{}\n", cs.name, kSlubStatInfo[i].sysfs, cs.stat[i]);
+          if (cs.stat[i] && (o.cache.empty() || o.cache == cs.name))
+            line(pre, "slab:" + cs.name, std::string(kSlubStatInfo[i].sysfs),
+                 std::to_string(cs.stat[i]));
+      for (const CacheStats& cs : p.timed_caches)
+        for (size_t i = 0; i < kNumSlubStats; ++i)
+          if (cs.stat[i] && (o.cache.empty() || o.cache == cs.name))
+            line(pre, "timed:slab:" + cs.name, std::string(kSlubStatInfo[i].sysfs),
+                 std::to_string(cs.stat[i]));
+      for (size_t i = 0; i < kNumCallSites; ++i)
+        if (uint64_t n = p.timed_sites.calls_of(static_cast<CallSite>(i)))
+          line(pre, "timed:site", std::string(kCallSiteNames[i]), std::to_string(n));
     }
   }
   return out;

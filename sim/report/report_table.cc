@@ -5,8 +5,11 @@
 #include <cmath>
 #include <filesystem>
 
+#include <absl/strings/str_split.h>
+
 #include "sim/cost/cost.h"
 #include <fmt/format.h>
+#include "sim/report/kernel_formats.h"
 #include "sim/report/report.h"
 
 namespace simcache::sim {
@@ -21,11 +24,13 @@ std::string fmt_mean(double v) {
   return fmt::format("{:.1f}", v);
 }
 
+// LKP style: the value, then its change against column A in percent
+// (or the absolute change where A is zero).
 std::string cell(double v, double base, bool first) {
   std::string s = fmt_mean(v);
   if (first || v == base) return s;
-  const double d = v - base;
-  return s + " (" + (d > 0 ? "+" : "") + fmt_mean(d) + ")";
+  if (base == 0) return s + " (+" + fmt_mean(v) + ")";
+  return s + fmt::format(" ({:+.1f}%)", (v - base) / base * 100);
 }
 
 double per_round(const PolicyResult& p, Event e) {
@@ -39,12 +44,14 @@ struct Row {
 };
 
 std::string row_cell(const Row& r, size_t i, bool deltas) {
-  if (!r.text.empty()) return r.text[i];
+  if (!r.text.empty()) return i < r.text.size() ? r.text[i] : "";
   return deltas ? cell(r.v[i], r.v[0], i == 0) : fmt_mean(r.v[i]);
 }
 
-// Renders rows so the table stays within 80 columns: columns as wide as
-// their widest cell; deltas dropped only if even that does not fit.
+// Renders rows within 80 columns: columns as wide as their widest cell,
+// as many per block as fit beside the labels; further columns go into
+// further blocks under the same labels. Deltas are dropped only if even
+// one column with them does not fit.
 void render(std::string* out, const std::vector<Row>& rows, size_t ncols) {
   for (bool deltas : {true, false}) {
     size_t w = 10, label = 8;
@@ -53,16 +60,21 @@ void render(std::string* out, const std::vector<Row>& rows, size_t ncols) {
       for (size_t i = 0; i < std::max(r.v.size(), r.text.size()); ++i)
         w = std::max(w, row_cell(r, i, deltas).size() + 2);
     }
-    if (deltas && label + ncols * w > 80) continue;
-    std::string head = fmt::format("{:<{}}", "", label);
-    for (size_t i = 0; i < ncols; ++i) head += fmt::format("{:>{}}", kNames[i], w);
-    *out += head + "\n";
-    for (const Row& r : rows) {
-      std::string line = fmt::format("{:<{}}", r.label, label);
-      for (size_t i = 0; i < std::max(r.v.size(), r.text.size()); ++i)
-        line += fmt::format("{:>{}}", row_cell(r, i, deltas), w);
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      *out += line + "\n";
+    if (deltas && label + w > 80) continue;
+    const size_t per = std::max<size_t>(1, (80 - std::min<size_t>(label, 70)) / w);
+    for (size_t b0 = 0; b0 < ncols; b0 += per) {
+      const size_t b1 = std::min(ncols, b0 + per);
+      if (b0) *out += "\n";
+      std::string head = fmt::format("{:<{}}", "", label);
+      for (size_t i = b0; i < b1; ++i) head += fmt::format("{:>{}}", kNames[i], w);
+      *out += head + "\n";
+      for (const Row& r : rows) {
+        std::string line = fmt::format("{:<{}}", r.label, label);
+        for (size_t i = b0; i < b1 && i < std::max(r.v.size(), r.text.size()); ++i)
+          line += fmt::format("{:>{}}", row_cell(r, i, deltas), w);
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        *out += line + "\n";
+      }
     }
     return;
   }
@@ -148,6 +160,57 @@ void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions&
   *foot += fmt::format("  measured ({}): {}\n", file, ids);
 }
 
+// Per-cache stat rows of the timed region: new and discarded slabs of
+// every cache (what "32 new kmalloc-32 slabs during the fill" reads
+// from), or every non-zero stat of the --cache one.
+void slab_rows(const WorkloadResult& w, const ReportOptions& o, std::vector<Row>* rows) {
+  std::vector<std::string> names;
+  for (const PolicyResult& p : w.policies)
+    for (const CacheStats& cs : p.timed_caches)
+      if (std::find(names.begin(), names.end(), cs.name) == names.end() &&
+          (o.cache.empty() || o.cache == cs.name))
+        names.push_back(cs.name);
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names) {
+    for (size_t i = 0; i < kNumSlubStats; ++i) {
+      const auto item = static_cast<SlubStat>(i);
+      if (o.cache.empty() && item != SlubStat::ALLOC_SLAB && item != SlubStat::FREE_SLAB) continue;
+      Row row{n + " " + std::string(kSlubStatInfo[i].sysfs), {}, {}};
+      bool any = false;
+      for (const PolicyResult& p : w.policies) {
+        double v = 0;
+        for (const CacheStats& cs : p.timed_caches)
+          if (cs.name == n) v = double(cs.stat[i]);
+        row.v.push_back(p.rounds.empty() ? 0.0 : v / double(p.rounds.size()));
+        any |= v != 0;
+      }
+      if (any) rows->push_back(std::move(row));
+    }
+  }
+}
+
+// Every counter of a failure (an event named *fail*) that is non-zero
+// anywhere in the run is a row (whole run, not per round) and a warning.
+std::string failure_rows(const WorkloadResult& w, std::vector<Row>* rows) {
+  std::string warn;
+  for (size_t i = 0; i < kNumEvents; ++i) {
+    if (kEventInfo[i].name.find("fail") == std::string_view::npos) continue;
+    Row row{std::string(kEventInfo[i].name) + " (run)", {}, {}};
+    bool any = false;
+    for (size_t c = 0; c < w.policies.size(); ++c) {
+      const uint64_t n = w.policies[c].total.v[i];
+      row.v.push_back(double(n));
+      if (n) {
+        any = true;
+        warn += fmt::format("  warning: {} = {}: {} {} in the run\n", kNames[c],
+                            w.policies[c].policy, n, kEventInfo[i].name);
+      }
+    }
+    if (any) rows->push_back(std::move(row));
+  }
+  return warn;
+}
+
 void block(std::string* out, const RunResult& r, const WorkloadResult& w, const ReportOptions& o) {
   const auto& ps = w.policies;
   const uint64_t ops = ps.empty() ? 0 : ps[0].ops_per_round;
@@ -177,6 +240,7 @@ void block(std::string* out, const RunResult& r, const WorkloadResult& w, const 
     }
     if (any) rows.push_back(std::move(row));
   }
+  slab_rows(w, o, &rows);
   for (const char* m : {"bytes_retained", "nodes_unused"}) {
     Row row{m, {}, {}};
     bool any = false;
@@ -187,13 +251,20 @@ void block(std::string* out, const RunResult& r, const WorkloadResult& w, const 
     }
     if (any) rows.push_back(std::move(row));
   }
-  std::string foot;
+  std::string foot = failure_rows(w, &rows);
   if (o.cost) time_rows(r, w, o, &rows, &foot);
   render(out, rows, ps.size());
   *out += foot;
   size_t kasan = 0;
   for (const auto& p : ps) kasan += p.kasan.size();
-  if (kasan) *out += fmt::format("  KASAN: {} report(s); see --format json\n", kasan);
+  if (kasan) {
+    *out += fmt::format("  KASAN: {} report(s) (every one in --format json); the first:\n", kasan);
+    for (const auto& p : ps)
+      if (!p.kasan.empty()) {
+        *out += format_kasan(p.kasan.front());
+        break;
+      }
+  }
   // Failed operations and injected faults, per column: a run with either
   // does not measure the workload it names, so the table says so.
   for (size_t i = 0; i < ps.size(); ++i) {
@@ -206,6 +277,30 @@ void block(std::string* out, const RunResult& r, const WorkloadResult& w, const 
     if (!faults.empty()) *out += fmt::format("  faults injected {}:{}\n", kNames[i], faults);
   }
   if (!w.note.empty()) *out += "  " + w.note + "\n";
+}
+
+// "  key: words..." folded at 80 columns.
+std::string wrap_words(const std::string& key, const std::string& text) {
+  if (text.empty()) return "";
+  std::string out, line = key;
+  std::vector<std::string> words;
+  for (const std::string& wd : std::vector<std::string>(absl::StrSplit(text, ' ', absl::SkipEmpty()))) {
+    // A word too long for a line breaks after its commas (policy lists).
+    std::string rest = wd;
+    while (rest.size() > 80 - key.size() - 1 && rest.find(',') != std::string::npos) {
+      size_t cut = rest.rfind(',', 80 - key.size() - 2);
+      if (cut == std::string::npos) cut = rest.find(',');
+      words.push_back(rest.substr(0, cut + 1));
+      rest = rest.substr(cut + 1);
+    }
+    words.push_back(rest);
+  }
+  for (const std::string& wd : words) {
+    if (line.size() + 1 + wd.size() > 80 && line.size() > key.size())
+      out += line + "\n", line = std::string(key.size(), ' ');
+    line += " " + wd;
+  }
+  return out + line + "\n";
 }
 
 }  // namespace
@@ -252,8 +347,12 @@ const MeasuredPoint* find_measured(const ReportOptions& o, const RunResult& r,
 }
 
 std::string format_table(const RunResult& r, const ReportOptions& o) {
-  std::string out = fmt::format("simcache {}: {} (kernel {}, seed {})\n", r.version, r.scenario,
-                                r.kernel, r.seed);
+  std::string out = fmt::format("simcache {} (git {}): {} (kernel {}, seed {})\n", r.version,
+                                r.record.git_commit.substr(0, 12), r.scenario, r.kernel, r.seed);
+  out += wrap_words("  command:", r.record.command_line);
+  if (!r.record.cost_profile.empty())
+    out += fmt::format("  cost profile {} (fnv1a64 {})\n", r.record.cost_profile,
+                       r.record.cost_profile_hash);
   for (size_t i = 0; i < r.policies.size(); ++i)
     out += fmt::format("  {} = {}\n", kNames[i], r.policies[i]);
   if (o.cost) {

@@ -51,10 +51,50 @@ std::vector<CacheStats> cache_stats(const Mm& mm) {
     }
     if (!any) continue;
     cs.info = mm.info(s);
+    cs.per_cpu.resize(size_t{mm.config().nr_cpus} * kNumSlubStats);
+    for (CpuId c = 0; c < mm.config().nr_cpus; ++c)
+      for (size_t i = 0; i < kNumSlubStats; ++i)
+        cs.per_cpu[c * kNumSlubStats + i] = mm.stat_cpu(s, static_cast<SlubStat>(i), c);
     cs.name = cs.info.name;
     out.push_back(std::move(cs));
   }
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> config_record(const iou::PolicySet& ps,
+                                                               const MmConfig& mc) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const iou::PolicyFieldValue& f : iou::policy_record(ps))
+    out.emplace_back("policy." + std::string(f.field->name), f.text);
+  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+  out.emplace_back("mm.gen", mc.gen == SlubGen::v6_18 ? "v6.18" : "7.x");
+  out.emplace_back("mm.nr_cpus", std::to_string(mc.nr_cpus));
+  out.emplace_back("mm.nr_nodes", std::to_string(mc.nr_nodes));
+  out.emplace_back("mm.random_kmalloc_caches", b(mc.random_kmalloc_caches));
+  out.emplace_back("mm.slab_nomerge", b(mc.slab_nomerge));
+  out.emplace_back("mm.hardened_usercopy", b(mc.hardened_usercopy));
+  out.emplace_back("mm.memcg_batch_charge", b(mc.memcg_batch_charge));
+  out.emplace_back("mm.memcg.kmem_online", b(mc.memcg.kmem_online));
+  out.emplace_back("mm.memcg.charge_batch", std::to_string(mc.memcg.charge_batch));
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> profile_record(const iou::KernelProfile& k) {
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+  return {{"name", std::string(k.name)},
+          {"install_allocates_node", b(k.install_allocates_node)},
+          {"has_node_cache", b(k.has_node_cache)},
+          {"node_kzalloc", b(k.node_kzalloc)},
+          {"rsrc_node_size", u(k.rsrc_node_size)},
+          {"node_cache_max", u(k.node_cache_max)},
+          {"futex_data_size", u(k.futex_data_size)},
+          {"futex_cache_max", u(k.futex_cache_max)},
+          {"futex_vector_size", u(k.futex_vector_size)},
+          {"waitv_header", u(k.waitv_header)},
+          {"io_kiocb_size", u(k.io_kiocb_size)},
+          {"io_ring_ctx_size", u(k.io_ring_ctx_size)},
+          {"slub_gen", k.slub_gen == SlubGen::v6_18 ? "v6.18" : "7.x"}};
 }
 
 void run_job(const Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
@@ -84,16 +124,18 @@ void run_job(const Job& j, const iou::KernelProfile& profile, const RunRequest& 
   j.info->run(env, j.params, rec);
   PolicyResult& r = *j.out;
   r.policy = j.policy;
+  r.config = config_record(ps, mc);
   rec.finish(&r);
   r.caches = cache_stats(mm);
   for (const RunRequest::Fault& f : req.faults)
     r.faults_injected[std::string(fault_point_name(f.point))] = mm.faults().injected(f.point);
   for (const auto& [err, n] : io.failures()) r.failures[iou::errno_name(err)] = n;
+  for (CacheId s : mm.caches()) r.slab_state.push_back(mm.info(s));
   mm.faults().clear();
   io.exit_all(env.kworker);
   mm.check_leaks();
   if (std::string bad = mm.slub().check_invariants(); !bad.empty())
-    r.kasan.push_back({"model-invariant", kNull, "", bad});
+    r.kasan.push_back({"model-invariant", kNull, "", bad, ""});
   r.kasan.insert(r.kasan.begin(), mm.kasan_reports().begin(), mm.kasan_reports().end());
 }
 
@@ -144,6 +186,7 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
   out->seed = req.seed;
   out->version = SIMCACHE_VERSION;
   out->policies = policies;
+  out->record.kernel_profile = profile_record(*profile);
   out->workloads.clear();
   std::vector<Job> jobs;
   out->workloads.reserve(items.size());
@@ -156,6 +199,12 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
     if (!resolve_params(full, item.set, req.sets, &params, error)) return false;
     if (!check_machine(params, error)) return false;
     w.params = params;
+    // A preset's label names its own parameters; one the user overrode is
+    // stated with the value actually used.
+    std::string over;
+    for (const auto& [k, v] : item.set)
+      if (params.at(k) != v) over += fmt::format("{}{}={}", over.empty() ? "" : " ", k, params.at(k));
+    if (!over.empty()) w.label += " [set " + over + "]";
     w.op_unit = std::string(full.op_unit);
     w.time_unit = std::string(full.time_unit);
     w.note = item.note;

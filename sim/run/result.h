@@ -14,16 +14,51 @@
 
 namespace simcache::sim {
 
-// The SLUB stat files of one cache over the whole run (all CPUs).
+// The SLUB stat files of one cache: over the whole run (`total`, with
+// per-CPU values and CacheInfo), or a region's deltas (timed, one round;
+// info then only carries the name).
 struct CacheStats {
   std::string name;
-  std::vector<uint64_t> stat;  // indexed by SlubStat
-  CacheInfo info;              // at the end of the run (before teardown checks)
+  std::vector<uint64_t> stat;     // indexed by SlubStat, all CPUs
+  std::vector<uint64_t> per_cpu;  // total only: [cpu * kNumSlubStats + item]
+  CacheInfo info;                 // at the end of the run (before teardown checks)
+};
+
+// One ring's io_uring caches at a snapshot.
+struct RingState {
+  std::string role;            // "source" or "target"
+  int ring = -1;               // RingId
+  bool live = false;
+  uint32_t nodes_cached = 0;   // ctx->node_cache.nr_cached
+  uint32_t node_capacity = 0;  // ctx->node_cache.max_cached
+  uint32_t futex_cached = 0;   // ctx->futex_cache.nr_cached
+  uint32_t table_nodes = 0;    // fixed-file slots holding a node
+  uint64_t teardown_freed = 0; // "teardown": cached objects freed by io_ring_ctx_free()
+};
+
+// Memory at a point of the run, split the way the RFC discusses it.
+struct MemorySplit {
+  int64_t payload_bytes = 0;        // io_uring objects held (table + cached), slot size
+  int64_t pointer_array_bytes = 0;  // cache entries arrays + fixed-file nodes arrays
+  int64_t slab_page_bytes = 0;      // every slab page (NR_SLAB_*_B)
+  int64_t large_bytes = 0;          // large kmalloc + vmalloc pages
+  int64_t memcg_charged_bytes = 0;  // page_counter usage of the task's memcg
+};
+
+// A named point of one measured round (the last one that reached it).
+struct Snapshot {
+  std::string name;  // "registration", "fill", "unregister", "teardown"
+  std::vector<RingState> rings;
+  MemorySplit memory;
+  std::vector<CacheInfo> caches;  // every cache, creation order (--slabinfo-at)
 };
 
 // One policy column.
 struct PolicyResult {
   std::string policy;            // canonical name, e.g. "node-slab+bulk-refill"
+  // The resolved configuration: every policy field ("policy.<field>") and
+  // the mm config it ran with ("mm.<field>"), in table order.
+  std::vector<std::pair<std::string, std::string>> config;
   Counters total;                // the whole run, set-up and teardown included
   Counters timed;                // summed over the measured rounds' timed regions
   std::vector<Counters> rounds;  // timed region of each measured round
@@ -39,12 +74,28 @@ struct PolicyResult {
   // present they partition `timed` exactly.
   std::vector<std::pair<std::string, Counters>> phases;  // in operation order
   std::vector<CacheStats> caches;  // caches that saw any traffic
+  std::vector<CacheInfo> slab_state;  // every cache at the end, creation order
+  std::vector<CacheStats> timed_caches;              // per-cache deltas, timed regions
+  std::vector<std::vector<CacheStats>> round_caches;  // the same, per measured round
+  CallSiteCounts total_sites, timed_sites;            // counts by call site
+  BatchHists total_batches, timed_batches;            // batch-size histograms
+  std::vector<Snapshot> snapshots;                    // in the order first recorded
+  MemorySplit memory_peak;  // field-wise maximum over the snapshots
   std::vector<KasanReport> kasan;  // reports, including end-of-run leaks
   // --fail: faults injected per point (every point asked for, even at 0).
   std::map<std::string, uint64_t> faults_injected;
   // Operations that failed for want of a resource: errno name ("ENFILE")
   // -> count. Non-empty means the counts are not the workload asked for.
   std::map<std::string, uint64_t> failures;
+};
+
+// What a report must carry to be reproduced (docs/output.md "Run record").
+struct RunRecord {
+  std::string command_line;  // the arguments as given (set by the CLI)
+  std::string git_commit = SIMCACHE_GIT_COMMIT;  // configure-time, "unknown" outside git
+  std::vector<std::pair<std::string, std::string>> kernel_profile;  // field, value
+  std::string cost_profile;       // name, "" without one
+  std::string cost_profile_hash;  // FNV-1a 64 of the profile file's bytes
 };
 
 // One workload (a scenario with resolved parameters) across policies.
@@ -65,6 +116,7 @@ struct RunResult {
   std::string version;
   std::vector<std::string> policies;
   std::vector<WorkloadResult> workloads;
+  RunRecord record;
 };
 
 }  // namespace simcache::sim

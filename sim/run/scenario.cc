@@ -1,5 +1,6 @@
 #include "sim/run/scenario.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -7,6 +8,27 @@
 namespace simcache::sim {
 
 namespace {
+// a += b - c over flat [cache][item] vectors; a cache created since c has
+// no mark (zero).
+void add_delta(std::vector<uint64_t>* a, const std::vector<uint64_t>& b,
+               const std::vector<uint64_t>& c) {
+  if (a->size() < b.size()) a->resize(b.size(), 0);
+  for (size_t i = 0; i < b.size(); ++i) (*a)[i] += b[i] - (i < c.size() ? c[i] : 0);
+}
+
+std::vector<CacheStats> sparse_caches(const Mm& mm, const std::vector<uint64_t>& flat) {
+  std::vector<CacheStats> out;
+  for (size_t s = 0; s * kNumSlubStats < flat.size(); ++s) {
+    const auto first = flat.begin() + static_cast<ptrdiff_t>(s * kNumSlubStats);
+    if (std::all_of(first, first + kNumSlubStats, [](uint64_t v) { return v == 0; })) continue;
+    CacheStats cs;
+    cs.name = mm.info(static_cast<CacheId>(s)).name;
+    cs.stat.assign(first, first + kNumSlubStats);
+    out.push_back(std::move(cs));
+  }
+  return out;
+}
+
 // Adds `c` to the phase `name`, appending it on first use (so the phases
 // keep the order the operation runs them in).
 void add_phase(std::vector<std::pair<std::string, Counters>>* v, const std::string& name,
@@ -23,6 +45,7 @@ void add_phase(std::vector<std::pair<std::string, Counters>>* v, const std::stri
 void Recorder::begin_round(bool measured) {
   measured_ = measured;
   round_ = Counters{};
+  round_stats_.clear();
   phase_round_.clear();
 }
 
@@ -30,6 +53,10 @@ void Recorder::timed_begin(std::string_view phase) {
   in_timed_ = true;
   phase_ = std::string(phase);
   mark_ = mm_.events();
+  if (!measured_) return;
+  mm_.stat_sums(&mark_stats_);
+  mark_sites_ = mm_.call_sites();
+  mark_batches_ = mm_.batches();
 }
 
 void Recorder::timed_end() {
@@ -38,12 +65,41 @@ void Recorder::timed_end() {
   const Counters d = mm_.events() - mark_;
   round_ += d;
   if (!phase_.empty()) add_phase(&phase_round_, phase_, d);
+  if (!measured_) return;
+  std::vector<uint64_t> now;
+  mm_.stat_sums(&now);
+  add_delta(&round_stats_, now, mark_stats_);
+  timed_sites_ += mm_.call_sites() - mark_sites_;
+  timed_batches_ += mm_.batches() - mark_batches_;
+}
+
+void Recorder::snapshot(const std::string& name, const RingState& st, const MemorySplit& mem) {
+  auto it = std::find_if(snapshots_.begin(), snapshots_.end(),
+                         [&](const Snapshot& s) { return s.name == name; });
+  if (it == snapshots_.end()) it = snapshots_.insert(snapshots_.end(), Snapshot{name, {}, {}, {}});
+  auto r = std::find_if(it->rings.begin(), it->rings.end(),
+                        [&](const RingState& x) { return x.role == st.role; });
+  if (r == it->rings.end())
+    it->rings.push_back(st);
+  else
+    *r = st;
+  it->memory = mem;
+}
+
+void Recorder::snapshot_caches(const std::string& name) {
+  for (Snapshot& s : snapshots_) {
+    if (s.name != name) continue;
+    s.caches.clear();
+    for (CacheId c : mm_.caches()) s.caches.push_back(mm_.info(c));
+  }
 }
 
 void Recorder::end_round(uint64_t ops) {
   if (!measured_) return;
   rounds_.push_back(round_);
   timed_sum_ += round_;
+  add_delta(&timed_stats_, round_stats_, {});
+  round_stats_all_.push_back(round_stats_);
   for (const auto& [k, c] : phase_round_) add_phase(&phase_sum_, k, c);
   total_ops_ += ops;
   ops_per_round_ = ops;
@@ -57,6 +113,23 @@ void Recorder::finish(PolicyResult* out) const {
   out->ops_per_round = ops_per_round_;
   out->timed_ops = total_ops_;
   out->metrics = metrics_;
+  out->timed_caches = sparse_caches(mm_, timed_stats_);
+  out->round_caches.clear();
+  for (const auto& r : round_stats_all_) out->round_caches.push_back(sparse_caches(mm_, r));
+  out->total_sites = mm_.call_sites();
+  out->timed_sites = timed_sites_;
+  out->total_batches = mm_.batches();
+  out->timed_batches = timed_batches_;
+  out->snapshots = snapshots_;
+  MemorySplit& pk = out->memory_peak;
+  pk = {};
+  for (const Snapshot& s : snapshots_) {
+    pk.payload_bytes = std::max(pk.payload_bytes, s.memory.payload_bytes);
+    pk.pointer_array_bytes = std::max(pk.pointer_array_bytes, s.memory.pointer_array_bytes);
+    pk.slab_page_bytes = std::max(pk.slab_page_bytes, s.memory.slab_page_bytes);
+    pk.large_bytes = std::max(pk.large_bytes, s.memory.large_bytes);
+    pk.memcg_charged_bytes = std::max(pk.memcg_charged_bytes, s.memory.memcg_charged_bytes);
+  }
   out->phases = phase_sum_;
 }
 

@@ -39,6 +39,11 @@ class Recorder {
   void end_round(uint64_t ops);  // `ops` operations were timed this round
   void metric(const std::string& name, int64_t value) { metrics_[name] = value; }
   bool measured() const { return measured_; }
+  // Records (replaces) the ring of `st.role` in snapshot `name`, and the
+  // snapshot's memory split.
+  void snapshot(const std::string& name, const RingState& st, const MemorySplit& mem);
+  // Records every cache's state in snapshot `name` (which must exist).
+  void snapshot_caches(const std::string& name);
   void finish(PolicyResult* out) const;
 
  private:
@@ -48,6 +53,13 @@ class Recorder {
   std::string phase_;
   std::vector<std::pair<std::string, Counters>> phase_round_, phase_sum_;  // operation order
   std::vector<Counters> rounds_;
+  // Per-cache stat sums [cache][item] at the mark, and the round's and the
+  // timed regions' deltas.
+  std::vector<uint64_t> mark_stats_, round_stats_, timed_stats_;
+  std::vector<std::vector<uint64_t>> round_stats_all_;
+  CallSiteCounts mark_sites_, timed_sites_;
+  BatchHists mark_batches_, timed_batches_;
+  std::vector<Snapshot> snapshots_;
   uint64_t ops_per_round_ = 0, total_ops_ = 0;
   std::map<std::string, int64_t> metrics_;
 };

@@ -57,6 +57,67 @@ inline int64_t ring_cache_bytes(Env& e, RingId r) {
   return b;
 }
 
+// One ring's io_uring caches now (a closed ring: all zero, not live).
+inline RingState ring_state(Env& e, RingId r, const char* role) {
+  RingState st;
+  st.role = role;
+  st.ring = r;
+  if (r < 0) return st;
+  const iou::IoRingCtx& c = e.io.ring(r);
+  st.live = c.live;
+  st.nodes_cached = c.node_cache.nr_cached;
+  st.node_capacity = c.node_cache.max_cached;
+  st.futex_cached = c.futex_cache.nr_cached;
+  for (Ptr n : c.files.nodes) st.table_nodes += n != kNull;
+  return st;
+}
+
+// Memory held now: io_uring objects of the given rings, their pointer
+// arrays, and the allocator-wide slab pages, large pages and memcg charge.
+inline MemorySplit memory_split(Env& e, std::initializer_list<RingId> rings) {
+  MemorySplit m;
+  for (RingId r : rings) {
+    if (r < 0 || !e.io.ring(r).live) continue;
+    const iou::IoRingCtx& c = e.io.ring(r);
+    const RingState st = ring_state(e, r, "");
+    m.payload_bytes += static_cast<int64_t>((st.table_nodes + st.nodes_cached) *
+                                            cache_slot_size(e, c.node_cache));
+    m.payload_bytes += static_cast<int64_t>(st.futex_cached * cache_slot_size(e, c.futex_cache));
+    for (const iou::IoAllocCache* ac : {&c.apoll_cache, &c.netmsg_cache, &c.rw_cache,
+                                        &c.cmd_cache, &c.msg_cache, &c.futex_cache,
+                                        &c.node_cache, &c.imu_cache})
+      m.pointer_array_bytes += int64_t{ac->max_cached} * 8;
+    if (c.files.registered) m.pointer_array_bytes += int64_t{c.files.nr} * 8;
+  }
+  m.slab_page_bytes = static_cast<int64_t>(e.mm.slab_bytes_total());
+  m.large_bytes = static_cast<int64_t>(e.mm.large_bytes_total());
+  m.memcg_charged_bytes = static_cast<int64_t>(e.mm.memcg_charged_bytes(e.submitter.memcg));
+  return m;
+}
+
+// Snapshot `name` of a measured round: both rings' caches now.
+inline void snap(Env& e, Recorder& rec, const char* name, RingId src, RingId dst) {
+  if (!rec.measured()) return;
+  const MemorySplit m = memory_split(e, {src, dst});
+  rec.snapshot(name, ring_state(e, src, "source"), m);
+  rec.snapshot(name, ring_state(e, dst, "target"), m);
+  rec.snapshot_caches(name);
+}
+
+// Last close of a ring, recording in the "teardown" snapshot (when
+// `record`) the cached objects io_ring_ctx_free() freed for it.
+inline void exit_ring(Env& e, Recorder& rec, RingId r, const char* role, bool record,
+                      RingId other = -1) {
+  RingState st = ring_state(e, r, role);
+  const uint64_t before = e.mm.events()[Event::io_cache_teardown_free];
+  e.io.ring_exit(r, e.kworker);
+  if (!record) return;
+  st.teardown_freed = e.mm.events()[Event::io_cache_teardown_free] - before;
+  st.live = false;
+  rec.snapshot("teardown", st, memory_split(e, {other}));
+  rec.snapshot_caches("teardown");
+}
+
 // Nodes a round put into a cache ahead of need (prefill, bulk-refill
 // stash) that no install took out again: stashed - hits, floored at 0.
 // `reused` is the hits served by nodes the cache held before the round

@@ -14,6 +14,8 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
   if (src < 0) return;  // -ENOMEM (injected failures): nothing to measure
   e.io.files_register(src, 1);
   RingId pending = -1;  // a closed ring whose kworker teardown has not run
+  bool pending_measured = false;
+  bool last_measured = false;  // the source's teardown goes with the last round's
   auto round = [&](bool measured, bool smoke) {
     const int64_t slots = smoke ? 256 : p.at("slots");
     const int64_t installs = smoke ? 256 : p.at("installs");
@@ -25,28 +27,32 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
       return;
     }
     e.io.files_register_sparse(dst, static_cast<uint32_t>(slots), optin);
+    snap(e, rec, "registration", src, dst);
     if (pending >= 0) {  // the previous ring's teardown overlaps this set-up
-      e.io.ring_exit(pending, e.kworker);
+      exit_ring(e, rec, pending, "target", pending_measured, src);
       pending = -1;
     }
     rec.timed_begin();
     send_fd_fill(e, src, dst, installs, p.at("qd"), defer);
     rec.timed_end();
+    snap(e, rec, "fill", src, dst);
     if (measured) {
       rec.metric("bytes_retained", ring_cache_bytes(e, dst));
       rec.metric("nodes_unused", unused_nodes(e.mm.events() - start));
     }
     e.io.files_unregister(dst);  // untimed, on the benchmark's CPU
+    snap(e, rec, "unregister", src, dst);
     pending = dst;
+    pending_measured = last_measured = measured;
     if (!lag) {
-      e.io.ring_exit(pending, e.kworker);
+      exit_ring(e, rec, pending, "target", measured, src);
       pending = -1;
     }
     rec.end_round(static_cast<uint64_t>(installs));
   };
   run_rounds(p, round);
-  if (pending >= 0) e.io.ring_exit(pending, e.kworker);
-  e.io.ring_exit(src, e.kworker);
+  if (pending >= 0) exit_ring(e, rec, pending, "target", pending_measured, src);
+  exit_ring(e, rec, src, "source", last_measured);
 }
 
 }  // namespace

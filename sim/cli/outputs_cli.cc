@@ -1,0 +1,145 @@
+// The kernel-native outputs of a report run (--slabinfo, --slabinfo-at,
+// --sysfs, --slabinfo-report, --hist, --cache) and the run record the CLI
+// fills in (command line, cost profile hash). Kept apart from cli.cc so
+// the flag plumbing there stays small.
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include "sim/cli/cli.h"
+#include "sim/cost/cost.h"
+#include "sim/report/kernel_formats.h"
+#include "sim/report/report.h"
+
+namespace simcache::sim {
+namespace {
+
+const char kNames[] = "ABCDEFGH";
+
+// FNV-1a 64 of a file's bytes: names the exact cost profile a report used.
+std::string fnv1a64_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "unknown";
+  uint64_t h = 1469598103934665603ull;
+  for (char c; f.get(c);) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return fmt::format("{:016x}", h);
+}
+
+// The one policy column a state file describes.
+bool one_column(const RunResult& r, const char* flag, const PolicyResult** out,
+                std::string* error) {
+  if (r.workloads.size() != 1 || r.workloads[0].policies.size() != 1)
+    return *error = fmt::format("{}: the run has {} workload(s) x {} column(s); pick one "
+                                "scenario and one --policy",
+                                flag, r.workloads.size(),
+                                r.workloads.empty() ? 0 : r.workloads[0].policies.size()),
+           false;
+  *out = &r.workloads[0].policies[0];
+  return true;
+}
+
+std::string histograms(const RunResult& r) {
+  std::string out;
+  for (const WorkloadResult& w : r.workloads) {
+    for (size_t c = 0; c < w.policies.size(); ++c) {
+      const PolicyResult& p = w.policies[c];
+      std::string body;
+      for (size_t b = 0; b < kNumBatches; ++b)
+        if (std::string h = format_log2_hist(p.timed_batches.h[b]); !h.empty())
+          body += fmt::format("\n@{}[{}]:\n{}", kBatchNames[b], kNames[c], h);
+      for (Event e : {Event::allocate_slab, Event::slab_alloc_slow, Event::io_cache_alloc_new}) {
+        std::vector<uint64_t> v;
+        for (const Counters& rc : p.rounds) v.push_back(rc[e]);
+        if (std::string h = format_log2_hist(log2_buckets(v)); !h.empty())
+          body += fmt::format("\n@{}_per_round[{}]:\n{}", kEventInfo[size_t(e)].name, kNames[c], h);
+      }
+      if (!body.empty())
+        out += fmt::format("\n{}, {} = {}:\n  timed-region batch sizes and per-round counts\n{}",
+                           w.label, kNames[c], p.policy, body);
+    }
+  }
+  return out;
+}
+
+std::string slabinfo_reports(const RunResult& r, const std::string& name) {
+  std::string out;
+  for (const WorkloadResult& w : r.workloads) {
+    for (size_t c = 0; c < w.policies.size(); ++c) {
+      for (const CacheStats& cs : w.policies[c].caches) {
+        bool match = cs.name == name;
+        for (const std::string& a : cs.info.aliases) match |= a == name;
+        if (!match) continue;
+        out += fmt::format("\n{}, {} = {}: slabinfo -r {}\n", w.label, kNames[c],
+                           w.policies[c].policy, name);
+        out += format_slabinfo_report(cs);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void fill_run_record(const std::vector<std::string>& args, const CostModel* cost,
+                     RunResult* r) {
+  std::string cmd = "simcache";
+  for (const std::string& a : args) {
+    const bool plain = !a.empty() && a.find_first_of(" \t\n'\"\\$`") == std::string::npos;
+    cmd += " " + (plain ? a : "'" + a + "'");
+  }
+  r->record.command_line = cmd;
+  if (cost) {
+    r->record.cost_profile = cost->name;
+    r->record.cost_profile_hash = cost->path.empty() ? "built-in" : fnv1a64_file(cost->path);
+  }
+}
+
+bool kernel_outputs(const ParsedFlags& f, const RunResult& r, std::string* text,
+                    std::string* error) {
+  auto get = [&](const char* k) -> const std::string* {
+    auto it = f.v.find(k);
+    return it == f.v.end() ? nullptr : &it->second;
+  };
+  if (const std::string* name = get("slabinfo-report")) {
+    std::string rep = slabinfo_reports(r, *name);
+    if (rep.empty())
+      return *error = fmt::format("--slabinfo-report: no cache '{}' saw traffic in this run",
+                                  *name),
+             false;
+    *text += rep;
+  }
+  if (get("hist")) *text += histograms(r);
+  if (const std::string* dir = get("sysfs")) {
+    const PolicyResult* p;
+    if (!one_column(r, "--sysfs", &p, error)) return false;
+    const auto nodes = static_cast<uint16_t>(r.workloads[0].params.at("nodes"));
+    if (!write_sysfs(*dir, *p, nodes, error)) return false;
+  }
+  const std::string* at = get("slabinfo-at");
+  const std::string* file = get("slabinfo");
+  if (at && !file) return *error = "--slabinfo-at needs --slabinfo FILE|-", false;
+  if (!file) return true;
+  const PolicyResult* p;
+  if (!one_column(r, "--slabinfo", &p, error)) return false;
+  const std::vector<CacheInfo>* state = &p->slab_state;
+  if (at) {
+    state = nullptr;
+    std::string names;
+    for (const Snapshot& s : p->snapshots) {
+      names += (names.empty() ? "" : ", ") + s.name;
+      if (s.name == *at) state = &s.caches;
+    }
+    if (!state)
+      return *error = fmt::format("--slabinfo-at '{}': no such snapshot (this run has: {})", *at,
+                                  names.empty() ? "none" : names),
+             false;
+  }
+  const std::string info = format_slabinfo(*state);
+  if (*file == "-") {
+    *text = info;
+    return true;
+  }
+  return write_file_atomic(*file, info, error);
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,330 @@
+// Kernel-native outputs: snapshots of ring caches (hand-derived counts for
+// the RFC's fresh-ring shapes), call-site counts, per-cache timed stats,
+// /proc/slabinfo (written and read back), the sysfs tree, bpftrace
+// histograms, KASAN report text, CSV quoting and table layout.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "model/io_uring/io_uring_mm.h"
+#include "model/kernel/policy.h"
+#include "model/kernel/profile.h"
+#include "sim/cli/cli.h"
+#include "sim/report/kernel_formats.h"
+#include "sim/report/report.h"
+#include "sim/run/engine.h"
+
+using namespace simcache;
+using namespace simcache::sim;
+
+namespace {
+
+PolicyResult fresh_fill(const std::string& policy, int64_t slots, int64_t installs) {
+  RunRequest req;
+  req.scenario = "sparse-fill";
+  req.policies = {policy};
+  req.sets = {{"slots", std::to_string(slots)}, {"installs", std::to_string(installs)},
+              {"rounds", "1"}, {"warmup", "0"}, {"smoke", "0"}};
+  RunResult r;
+  std::string err;
+  REQUIRE(run(req, &r, &err));
+  return r.workloads.at(0).policies.at(0);
+}
+
+const RingState& ring(const PolicyResult& p, const std::string& snap, const std::string& role) {
+  for (const Snapshot& s : p.snapshots)
+    if (s.name == snap)
+      for (const RingState& r : s.rings)
+        if (r.role == role) return r;
+  FAIL("no snapshot " << snap << " / " << role);
+  static RingState none;
+  return none;
+}
+
+struct Want {
+  uint32_t reg_cached, reg_cap, fill_cached, unreg_cached, teardown_freed;
+};
+
+// The RFC's evidence shapes, derived by hand from the code paths:
+// unpatched: a 128-entry node cache, filled only by unregister's puts;
+// bulk refill (batch 32): misses come in batches of 32, N is a multiple of
+// 32, so the fill leaves nothing cached; prefill: registration fills
+// min(S, 4096) (growing the cache to that), the fill takes N of them, and
+// an 8192 fill refills the other 4096 in batches of 32.
+Want expected(const std::string& policy, uint32_t s, uint32_t n) {
+  if (policy == "unpatched" || policy == "node-slab+bulk-refill")
+    return {0, 128, 0, std::min(n, 128u), std::min(n, 128u)};
+  const uint32_t cap = std::max(128u, std::min(s, 4096u));
+  const uint32_t left = n <= cap ? cap - n : 0;
+  return {cap, cap, left, std::min(cap, left + n), std::min(cap, left + n)};
+}
+
+}  // namespace
+
+TEST_CASE("snapshots: ring caches after registration, fill, unregister and teardown",
+          "[outputs][snapshot]") {
+  const std::pair<uint32_t, uint32_t> shapes[] = {
+      {128, 128}, {4096, 4096}, {4096, 64}, {4096, 0}, {8192, 8192}};
+  for (const char* policy :
+       {"unpatched", "node-slab+bulk-refill", "node-slab+bulk-refill+prefill"}) {
+    for (auto [s, n] : shapes) {
+      INFO(policy << " S/N " << s << "/" << n);
+      const PolicyResult p = fresh_fill(policy, s, n);
+      const Want w = expected(policy, s, n);
+      CHECK(ring(p, "registration", "target").nodes_cached == w.reg_cached);
+      CHECK(ring(p, "registration", "target").node_capacity == w.reg_cap);
+      CHECK(ring(p, "fill", "target").nodes_cached == w.fill_cached);
+      CHECK(ring(p, "fill", "target").table_nodes == n);
+      CHECK(ring(p, "unregister", "target").nodes_cached == w.unreg_cached);
+      CHECK(ring(p, "unregister", "target").table_nodes == 0);
+      CHECK(ring(p, "teardown", "target").teardown_freed == w.teardown_freed);
+      CHECK_FALSE(ring(p, "teardown", "target").live);
+      // The source's one node: unpatched allocates it alone; bulk refill
+      // brings 31 more into the source's cache, all freed at its teardown.
+      const bool bulk = std::string(policy) != "unpatched";
+      CHECK(ring(p, "fill", "source").nodes_cached == (bulk ? 31u : 0u));
+      CHECK(ring(p, "fill", "source").table_nodes == 1);
+      CHECK(ring(p, "teardown", "source").teardown_freed == (bulk ? 32u : 1u));
+    }
+  }
+}
+
+TEST_CASE("snapshots: memory split into payload, pointer arrays and slab pages",
+          "[outputs][snapshot]") {
+  const PolicyResult p = fresh_fill("unpatched", 4096, 4096);
+  const Snapshot* fill = nullptr;
+  for (const Snapshot& s : p.snapshots)
+    if (s.name == "fill") fill = &s;
+  REQUIRE(fill);
+  // 4096 target nodes + the source's one, 32-byte kmalloc-32 slots.
+  CHECK(fill->memory.payload_bytes == 4097 * 32);
+  // Each ring: 8 caches' entries arrays (32+128*4+32+128+128 entries) + nodes array.
+  CHECK(fill->memory.pointer_array_bytes == 2 * (32 + 128 * 4 + 32 + 128 + 128) * 8 +
+                                                 (4096 + 1) * 8);
+  CHECK(fill->memory.slab_page_bytes > 0);
+  CHECK(p.memory_peak.payload_bytes == fill->memory.payload_bytes);
+  CHECK(fill->memory.memcg_charged_bytes % 4096 == 0);
+}
+
+TEST_CASE("call sites: counts by site, nested events and callers", "[outputs][sites]") {
+  const PolicyResult p = fresh_fill("unpatched", 4096, 4096);
+  const CallSiteCounts& t = p.timed_sites;
+  CHECK(t.calls_of(CallSite::io_rsrc_node_alloc) == 4096);
+  CHECK(t.calls_of(CallSite::io_msg_send_fd) == 4096);
+  // Every miss of the fill comes from io_rsrc_node_alloc.
+  CHECK(t.calls_from(static_cast<size_t>(CallSite::io_rsrc_node_alloc),
+                     CallSite::io_cache_alloc_new) == 4096);
+  CHECK(t.calls_from(kTopCaller, CallSite::io_cache_alloc_new) == 0);
+  // allocate_slab nested under io_rsrc_node_alloc: the 4096 / 128 new
+  // kmalloc-32 slabs of a fresh fill; the other two are io_kiocb slabs of
+  // the request refills, and io_msg_send_fd holds both.
+  CHECK(t.under(CallSite::io_rsrc_node_alloc)[Event::allocate_slab] == 32);
+  CHECK(t.under(CallSite::io_alloc_req_refill)[Event::allocate_slab] == 2);
+  CHECK(t.under(CallSite::io_msg_send_fd)[Event::allocate_slab] == p.timed[Event::allocate_slab]);
+  CHECK(t.under(CallSite::io_cache_alloc_new)[Event::kmalloc] == 4096);
+  // The whole run: registration allocates under io_sqe_files_register.
+  CHECK(p.total_sites.calls_of(CallSite::io_sqe_files_register) == 2);
+  CHECK(p.total_sites.under(CallSite::io_ring_ctx_free)[Event::kfree] > 0);
+}
+
+TEST_CASE("per-cache stats of the timed region", "[outputs][slab]") {
+  const PolicyResult p = fresh_fill("unpatched", 4096, 4096);
+  const CacheStats* k32 = nullptr;
+  for (const CacheStats& cs : p.timed_caches)
+    if (cs.name == "kmalloc-32") k32 = &cs;
+  REQUIRE(k32);
+  CHECK(k32->stat[size_t(SlubStat::ALLOC_SLAB)] == 32);  // 4096 / 128 per slab
+  uint64_t slabs = 0;
+  for (const CacheStats& cs : p.timed_caches) slabs += cs.stat[size_t(SlubStat::ALLOC_SLAB)];
+  CHECK(slabs == p.timed[Event::allocate_slab]);
+  CHECK(k32->stat[size_t(SlubStat::ALLOC_FASTPATH)] + k32->stat[size_t(SlubStat::ALLOC_SLOWPATH)] ==
+        4096);
+  REQUIRE(p.round_caches.size() == 1);
+}
+
+TEST_CASE("batch histograms: bulk refills of 32", "[outputs][hist]") {
+  const PolicyResult p = fresh_fill("node-slab+bulk-refill", 4096, 4096);
+  const auto& h = p.timed_batches.h[size_t(Batch::io_cache_bulk_refill)];
+  CHECK(h[6] == 128);  // [32, 64)
+  const std::string text = format_log2_hist(h);
+  CHECK(text == "[32, 64)             128 |" + std::string(52, '@') + "|\n");
+  std::array<uint64_t, kLog2Buckets> b{};
+  b[0] = 1, b[1] = 2, b[3] = 4, b[11] = 1;
+  const std::string t2 = format_log2_hist(b);
+  CHECK(t2.find("[0]                    1 |@@@@@@@@@@@@@ ") == 0);
+  CHECK(t2.find("[4, 8)                 4 |" + std::string(52, '@') + "|\n") != std::string::npos);
+  CHECK(t2.find("[1K, 2K)               1 |") != std::string::npos);
+  CHECK(format_log2_hist({}).empty());
+}
+
+TEST_CASE("slabinfo: written in the kernel's 2.1 layout and read back", "[outputs][slabinfo]") {
+  const PolicyResult p = fresh_fill("unpatched", 128, 128);
+  const std::string text = format_slabinfo(p.slab_state);
+  CHECK(text.rfind("slabinfo - version: 2.1\n# name            <active_objs> <num_objs>", 0) == 0);
+  std::vector<SlabinfoRow> rows;
+  std::string err;
+  REQUIRE(parse_slabinfo(text, "model", &rows, &err));
+  REQUIRE(rows.size() == p.slab_state.size());
+  CHECK(rows.back().name == p.slab_state.front().name);  // newest first
+  for (const SlabinfoRow& r : rows) {
+    if (r.name != "kmalloc-32") continue;
+    CHECK(r.objsize == 32);
+    CHECK(r.objperslab == 128);
+    CHECK(r.pagesperslab == 1);
+    CHECK(r.num_objs == r.num_slabs * 128);
+  }
+  CHECK_FALSE(parse_slabinfo("slabinfo - version: 2.1\nbad line\n", "f.txt", &rows, &err));
+  CHECK(err == "f.txt:2: malformed slabinfo line");
+  CHECK_FALSE(parse_slabinfo("hello\n", "g", &rows, &err));
+  CHECK(err == "g:1: not /proc/slabinfo version 2.1");
+}
+
+// Hidden: run by the slabinfo_host ctest (tests/host_tests.cmake) on a
+// machine that exposes /proc/slabinfo; it fails, never skips, without it.
+TEST_CASE("slabinfo host: geometry agrees with the running kernel", "[.][host-slabinfo]") {
+  std::ifstream f("/proc/slabinfo");
+  REQUIRE(f);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::vector<SlabinfoRow> host;
+  std::string err;
+  REQUIRE(parse_slabinfo(ss.str(), "/proc/slabinfo", &host, &err));
+  int cpus = 0;
+  {
+    std::ifstream c("/sys/devices/system/cpu/present");
+    std::string list;
+    REQUIRE(std::getline(c, list));
+    for (const std::string& part : std::vector<std::string>{list}) {
+      const size_t dash = part.find('-');
+      cpus = dash == std::string::npos ? 1 : std::stoi(part.substr(dash + 1)) - std::stoi(part) + 1;
+    }
+  }
+  RunRequest req;
+  req.scenario = "sparse-fill";
+  req.sets = {{"cpus", std::to_string(cpus)}, {"cpu", "0"}, {"kworker_cpu", "0"},
+              {"slots", "8"}, {"installs", "8"}, {"rounds", "1"}, {"warmup", "0"}, {"smoke", "0"}};
+  RunResult r;
+  REQUIRE(run(req, &r, &err));
+  std::vector<SlabinfoRow> model;
+  REQUIRE(parse_slabinfo(format_slabinfo(r.workloads[0].policies[0].slab_state), "model", &model,
+                         &err));
+  int both = 0;
+  for (const SlabinfoRow& m : model) {
+    if (m.name.rfind("kmalloc-", 0) != 0) continue;
+    for (const SlabinfoRow& h : host) {
+      if (h.name != m.name) continue;
+      INFO(m.name);
+      CHECK(m.objsize == h.objsize);
+      CHECK(m.objperslab == h.objperslab);
+      CHECK(m.pagesperslab == h.pagesperslab);
+      ++both;
+    }
+  }
+  CHECK(both >= 10);
+}
+
+TEST_CASE("sysfs: the tree's files, stat format and alias links", "[outputs][sysfs]") {
+  PolicyResult p = fresh_fill("unpatched", 128, 128);
+  const auto dir = std::filesystem::temp_directory_path() / "simcache_sysfs_test";
+  std::filesystem::remove_all(dir);
+  std::string err;
+  REQUIRE(write_sysfs(dir.string(), p, 1, &err));
+  auto read = [&](const std::string& rel) {
+    std::ifstream f(dir / rel);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  CHECK(read("kmalloc-32/objs_per_slab") == "128\n");
+  CHECK(read("kmalloc-32/order") == "0\n");
+  const std::string fast = read("kmalloc-32/alloc_fastpath");
+  CHECK(fast.find(" C2=") != std::string::npos);  // the benchmark task's CPU
+  CHECK(fast.back() == '\n');
+  CHECK_FALSE(write_sysfs(dir.string(), p, 1, &err));  // never overwrites
+  std::filesystem::remove_all(dir);
+  CacheInfo merged;
+  merged.name = "io_rsrc_node";
+  merged.aliases = {"other"};
+  merged.slab_size = 32;
+  merged.flags = SLAB_ACCOUNT;
+  CHECK(sysfs_unique_id(merged) == ":A-0000032");
+  merged.flags = 0;
+  CHECK(sysfs_unique_id(merged) == ":0000032");
+}
+
+TEST_CASE("KASAN: reports read like the kernel's", "[outputs][kasan]") {
+  std::string err;
+  const iou::KernelProfile* prof = iou::profile_by_name("v6.18", &err);
+  REQUIRE(prof);
+  MmConfig mc;
+  iou::apply_profile(*prof, mc);
+  iou::PolicySet ps;
+  REQUIRE(iou::parse_policies("unpatched", prof, &ps, &mc, &err));
+  ps.debug_bug = iou::DebugBug::double_put_node;
+  Mm mm(mc);
+  iou::MmIoUring io(mm, *prof, ps);
+  const Task app{2, kRootMemcg, 0}, kw{3, kRootMemcg, 0};
+  const int src = io.ring_create(app), dst = io.ring_create(app);
+  io.files_register(src, 1);
+  io.files_register_sparse(dst, 256);
+  for (int i = 0; i < 200; ++i) io.msg_ring_send_fd(src, dst, 0, iou::IORING_FILE_INDEX_ALLOC, false);
+  io.files_update_remove(dst, 0, 200);
+  io.exit_all(kw);
+  const KasanReport* df = nullptr;
+  for (const KasanReport& k : mm.kasan_reports())
+    if (k.kind == "double-free") df = &k;
+  REQUIRE(df);
+  CHECK(df->where == "io_free_rsrc_node");
+  const std::string text = format_kasan(*df);
+  CHECK(text.find("BUG: KASAN: double-free in io_free_rsrc_node\n") != std::string::npos);
+  CHECK(text.find("Allocated by task on cpu 2 at op ") != std::string::npos);
+  CHECK(text.find("\n io_cache_alloc_new\n") != std::string::npos);
+  CHECK(text.find("Freed by task on cpu 2") != std::string::npos);
+  CHECK(text.find(" which belongs to the cache kmalloc-32") != std::string::npos);
+}
+
+TEST_CASE("CSV: RFC 4180 quoting and context columns", "[outputs][csv]") {
+  const CliOutcome o = run_cli({"--scenario", "sparse-fill", "--set", "slots=8", "--set",
+                                "installs=8", "--set", "rounds=1", "--set", "warmup=0", "--set",
+                                "smoke=0", "--profile", "none", "--format", "csv"});
+  REQUIRE(o.status == 0);
+  CHECK(o.out.rfind("simcache,git_commit,scenario,kernel,seed,cost_profile,workload,params,"
+                    "policy,scope,name,value\r\n", 0) == 0);
+  // The command line holds spaces only; the params field holds spaces and
+  // no comma: neither is quoted. A label with a comma would be.
+  CHECK(o.out.find(",record,command_line,simcache --scenario sparse-fill --set slots=8") !=
+        std::string::npos);
+  CHECK(o.out.find(",sparse-fill,cgroup=1 cpu=2 cpus=20 ") != std::string::npos);
+  CHECK(o.out.find("\n") == o.out.find("\r\n") + 1);
+}
+
+TEST_CASE("table: labels state overridden parameters, wide runs wrap into blocks",
+          "[outputs][table]") {
+  const CliOutcome o = run_cli({"--scenario", "sparse-fill", "--policy",
+                                "unpatched,node-slab,node-slab+bulk-refill,slab-prime,"
+                                "node-slab-account,node-slab+bulk-refill+prefill",
+                                "--set", "slots=64", "--set", "installs=64", "--set",
+                                "rounds=1", "--set", "warmup=0", "--profile", "none"});
+  REQUIRE(o.status == 0);
+  std::istringstream in(o.out);
+  size_t widest = 0, heads = 0;
+  for (std::string line; std::getline(in, line);) {
+    widest = std::max(widest, line.size());
+    heads += line.find_first_not_of(' ') != std::string::npos &&
+             line.find_first_not_of(' ') > 20 && line.back() >= 'A' && line.back() <= 'H' &&
+             line.find("  ") != std::string::npos;
+  }
+  CHECK(widest <= 80);
+  CHECK(heads >= 2);  // the six columns did not fit in one block
+  CHECK(o.out.find("(-100.0%)") != std::string::npos);  // LKP-style change
+  RunRequest req;
+  req.scenario = "sparse4096";
+  req.sets = {{"slots", "1024"}, {"installs", "1024"}};
+  RunResult r;
+  std::string err;
+  REQUIRE(run(req, &r, &err));
+  CHECK(r.workloads[0].label == "first fill, 4096 slots [set installs=1024 slots=1024]");
+}
