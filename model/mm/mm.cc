@@ -104,23 +104,13 @@ CacheId Mm::kmalloc_cache_slow(uint32_t size, gfp_t gfp, SiteId site) const {
 
 // Counts an object whose last free ran on another CPU: its cache lines
 // are remote (seed 004's cold rounds after a teardown on the kworker).
+// The last-free CPU lives in the slab's per-object metadata
+// (Slab::last_free), set by the facade's frees.
 void Mm::note_alloc(Ptr p, const Task& t) {
-  auto it = last_free_cpu_.find(p);
-  if (it == last_free_cpu_.end()) return;
-  if (it->second != t.cpu) events_.add(Event::slab_alloc_remote);
-  last_free_cpu_.erase(it);
+  if (slub_->take_remote(p, t.cpu)) events_.add(Event::slab_alloc_remote);
 }
 
-void Mm::note_free(Ptr p, const Task& t) {
-  last_free_cpu_[p] = t.cpu;
-  if (last_free_cpu_.size() < prune_at_) return;
-  // Objects of slabs discarded since no longer decode: drop them, so the
-  // map stays proportional to the objects of existing slabs.
-  int32_t slab;
-  uint32_t idx;
-  absl::erase_if(last_free_cpu_, [&](const auto& kv) { return !slub_->decode(kv.first, &slab, &idx); });
-  prune_at_ = std::max<size_t>(4096, 2 * last_free_cpu_.size());
-}
+size_t Mm::remote_tracked() const { return slub_->last_free_slots(); }
 
 // mirrors __do_kmalloc_node().
 Ptr Mm::kmalloc(uint32_t size, gfp_t gfp, const Task& t) {
@@ -141,8 +131,7 @@ void Mm::kfree(Ptr p, const Task& t) {
     return;
   }
   events_.add(Event::kfree);
-  note_free(p, t);
-  slub_->free(kNoCache, p, t);
+  slub_->free<true>(kNoCache, p, t);
 }
 
 Ptr Mm::kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t) {
@@ -160,8 +149,7 @@ void Mm::kmem_cache_free(CacheId s, Ptr p, const Task& t) {
     slub_->report("invalid-free", p, s, "kmem_cache_free() of a non-slab pointer");
     return;
   }
-  note_free(p, t);
-  slub_->free(s, p, t);
+  slub_->free<true>(s, p, t);
 }
 
 int Mm::kmem_cache_alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
@@ -177,7 +165,7 @@ void Mm::kmem_cache_free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
   if (n <= 0) return;
   events_.add(Event::kmem_cache_free_bulk);
   events_.add(Event::bulk_free_objects, n);
-  for (int i = 0; i < n; ++i) note_free(p[i], t);
+  for (int i = 0; i < n; ++i) slub_->note_free_cpu(p[i], t.cpu);
   slub_->free_bulk(s, n, p, t);
 }
 

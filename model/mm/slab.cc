@@ -59,6 +59,12 @@ ObjState Slub::state(Ptr p) const {
   return slabs_[sl].state[i];
 }
 
+size_t Slub::last_free_slots() const {
+  size_t n = 0;
+  for (const Slab& sl : slabs_) n += sl.last_free.size();
+  return n;
+}
+
 void Slub::set_state(Ptr p, ObjState st) {
   int32_t sl;
   uint32_t i;
@@ -93,6 +99,7 @@ int32_t Slub::new_slab(CacheId s, gfp_t gfp, NodeId node, const Task& t) {
   sl.freelist.resize(objects);
   for (uint32_t i = 0; i < objects; ++i) sl.freelist[i] = uint16_t(objects - 1 - i);
   sl.state.assign(objects, ObjState::kFree);
+  sl.last_free.assign(objects, kNoLastFree);
   if (cfg_.track_history) sl.hist.assign(objects, ObjHist{});
   sl.objcg.assign(objects, kRootMemcg);
   sl.objcg_node.assign(objects, 0);

@@ -51,6 +51,9 @@ struct Slab {
   Ptr obj_exts = kNull;    // the slabobj_ext vector (a kmalloc object)
   std::vector<ObjState> state;     // not a char type: stores to it alias nothing else
   std::vector<ObjHist> hist;
+  // CPU of the last free through the Mm facade, per object, or
+  // kNoLastFree: slab_alloc_remote. Reset with the slab (a new epoch).
+  std::vector<CpuId> last_free;
   std::vector<uint16_t> freelist;  // slab->freelist, LIFO
   int32_t prev = -1, next = -1;  // node partial list, or CPU partial chain
   uint32_t page = 0;
@@ -111,6 +114,10 @@ class Slub {
   size_t nr_caches() const { return caches_.size(); }
 
   Ptr alloc(CacheId s, gfp_t gfp, const Task& t);
+  // kNoteCpu: the free comes through the Mm facade, which counts
+  // slab_alloc_remote: record t.cpu as the object's last-free CPU (for
+  // any pointer that decodes, valid free or not).
+  template <bool kNoteCpu = false>
   void free(CacheId s, Ptr p, const Task& t);
   int alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_bulk(CacheId s, int n, Ptr* p, const Task& t);
@@ -123,6 +130,23 @@ class Slub {
   const Slab& slab(int32_t i) const { return slabs_[i]; }
   size_t nr_slab_slots() const { return slabs_.size(); }
   std::string history(Ptr p) const;
+  // slab_alloc_remote bookkeeping (Slab::last_free).
+  static constexpr CpuId kNoLastFree = 0xffff;
+  void note_free_cpu(Ptr p, CpuId cpu) {
+    int32_t id;
+    uint32_t idx;
+    if (decode(p, &id, &idx)) slabs_[id].last_free[idx] = cpu;
+  }
+  // For an object the model just handed out: whether a caller last freed
+  // it on a CPU other than `cpu`; forgets that free.
+  bool take_remote(Ptr p, CpuId cpu) {
+    CpuId& last = slabs_[slot_of(p)].last_free[idx_of(p)];
+    const CpuId was = last;
+    last = kNoLastFree;
+    return was != kNoLastFree && was != cpu;
+  }
+  // Per-object slots the tracking holds, over every slab slot.
+  size_t last_free_slots() const;
   uint64_t slab_bytes() const { return slab_bytes_; }
   std::vector<Ptr> live_objects() const;
   // Allocations the allocator owns: obj_exts vectors of live slabs and
@@ -356,10 +380,15 @@ inline Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
 
 // mirrors slab_free() / kmem_cache_free(): KASAN check, memcg hook, then
 // the generation's do_slab_free()/free_to_pcs().
+template <bool kNoteCpu>
 inline void Slub::free(CacheId s, Ptr p, const Task& t) {
   int32_t id;
   uint32_t idx;
-  const bool ok = decode(p, &id, &idx) &&
+  const bool decoded = decode(p, &id, &idx);
+  if constexpr (kNoteCpu) {
+    if (decoded) slabs_[id].last_free[idx] = t.cpu;
+  }
+  const bool ok = decoded &&
                   (s == kNoCache || slabs_[id].cache == s) &&
                   slabs_[id].state[idx] == ObjState::kAllocated;
   if (!ok) [[unlikely]] {
