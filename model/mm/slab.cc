@@ -11,19 +11,18 @@
 
 namespace simcache {
 const Slub::GenOps Slub::kOps618 = {
-    &Slub::alloc_618,      &Slub::free_618,      &Slub::alloc_bulk_618,
-    &Slub::free_bulk_618,  &Slub::do_slab_free,  &Slub::flush_cpu_618,
+    &Slub::alloc_bulk_618, &Slub::free_bulk_618,  &Slub::do_slab_free,  &Slub::flush_cpu_618,
     /*obj_exts_not_in_own_cache=*/false,
 };
 const Slub::GenOps Slub::kOps7x = {
-    &Slub::alloc_7x,       &Slub::free_7x,        &Slub::alloc_bulk_7x,
-    &Slub::free_bulk_7x,   &Slub::slab_free_slow, &Slub::flush_cpu_7x,
+    &Slub::alloc_bulk_7x,  &Slub::free_bulk_7x,   &Slub::slab_free_slow, &Slub::flush_cpu_7x,
     /*obj_exts_not_in_own_cache=*/true,
 };
 
 Slub::Slub(Mm* mm, const MmConfig& cfg, Counters* ev, SlabBackend* backend,
            FaultInjector* faults)
     : mm_(mm), cfg_(cfg), gen_(cfg.gen == SlubGen::v6_18 ? &kOps618 : &kOps7x),
+      v7_(gen_ == &kOps7x),
       ev_(ev), backend_(backend), faults_(faults) {
   for (uint32_t c = 0; c < cfg_.nr_cpus; ++c)
     cpu_node_.push_back(static_cast<NodeId>(c * cfg_.nr_nodes / cfg_.nr_cpus));
