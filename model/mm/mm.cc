@@ -314,28 +314,31 @@ ObjState Mm::obj_state(Ptr p) const {
 // mirrors kasan_mempool_poison_object(): the object is parked by a caller.
 bool Mm::kasan_mempool_poison_object(Ptr p, const Task& t) {
   (void)t;
-  const ObjState st = obj_state(p);
+  ObjState* slot = (p & (kLargeBit | kVmallocBit)) ? nullptr : slub_->state_slot(p);
+  const ObjState st = slot ? *slot : obj_state(p);
   if (st != ObjState::kAllocated) {
     slub_->report("double-free", p, cache_of(p),
                   "kasan_mempool_poison_object() of an object that is not "
                   "allocated: " + slub_->history(p));
     return false;
   }
-  if (p & (kLargeBit | kVmallocBit)) large(p)->mempool = true;
-  else slub_->set_state(p, ObjState::kMempool);
+  if (slot) *slot = ObjState::kMempool;
+  else large(p)->mempool = true;
   return true;
 }
 
 void Mm::kasan_mempool_unpoison_object(Ptr p, const Task& t) {
   (void)t;
-  if (obj_state(p) != ObjState::kMempool) {
+  ObjState* slot = (p & (kLargeBit | kVmallocBit)) ? nullptr : slub_->state_slot(p);
+  const ObjState st = slot ? *slot : obj_state(p);
+  if (st != ObjState::kMempool) {
     slub_->report("use-after-free", p, cache_of(p),
                   "unpoison of an object not parked in a mempool: " +
                       slub_->history(p));
     return;
   }
-  if (p & (kLargeBit | kVmallocBit)) large(p)->mempool = false;
-  else slub_->set_state(p, ObjState::kAllocated);
+  if (slot) *slot = ObjState::kAllocated;
+  else large(p)->mempool = false;
 }
 
 void Mm::kasan_check_access(Ptr p, std::string_view who) {

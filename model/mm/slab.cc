@@ -51,23 +51,10 @@ CacheId Slub::create(std::string_view name, uint32_t size, uint32_t align,
   return static_cast<CacheId>(caches_.size() - 1);
 }
 
-ObjState Slub::state(Ptr p) const {
-  int32_t sl;
-  uint32_t i;
-  if (!decode(p, &sl, &i)) return ObjState::kFree;
-  return slabs_[sl].state[i];
-}
-
 size_t Slub::last_free_slots() const {
   size_t n = 0;
   for (const Slab& sl : slabs_) n += sl.last_free.size();
   return n;
-}
-
-void Slub::set_state(Ptr p, ObjState st) {
-  int32_t sl;
-  uint32_t i;
-  if (decode(p, &sl, &i)) slabs_[sl].state[i] = st;
 }
 
 // mirrors allocate_slab() + account_slab(): pages, freelist, vmstat.

@@ -125,8 +125,23 @@ class Slub {
 
   // Pointer decoding and object state.
   bool decode(Ptr p, int32_t* slab, uint32_t* idx) const;
-  ObjState state(Ptr p) const;
-  void set_state(Ptr p, ObjState st);
+  ObjState state(Ptr p) const {
+    const ObjState* st = state_slot(p);
+    return st ? *st : ObjState::kFree;
+  }
+  void set_state(Ptr p, ObjState st) {
+    if (ObjState* slot = state_slot(p)) *slot = st;
+  }
+  // The object's state, for a pointer that decodes; nullptr otherwise.
+  // One decode for a check and the update that follows it (KASAN hooks).
+  ObjState* state_slot(Ptr p) {
+    int32_t id;
+    uint32_t idx;
+    return decode(p, &id, &idx) ? &slabs_[id].state[idx] : nullptr;
+  }
+  const ObjState* state_slot(Ptr p) const {
+    return const_cast<Slub*>(this)->state_slot(p);
+  }
   const Slab& slab(int32_t i) const { return slabs_[i]; }
   size_t nr_slab_slots() const { return slabs_.size(); }
   std::string history(Ptr p) const;
