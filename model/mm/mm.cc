@@ -117,9 +117,8 @@ Ptr Mm::kmalloc(uint32_t size, gfp_t gfp, const Task& t) {
   if (size == 0) return kZeroSizePtr;
   if (size > KMALLOC_MAX_CACHE_SIZE) return alloc_large(size, gfp, t, false);
   events_.add(Event::kmalloc);
-  const Ptr p = slub_->alloc(kmalloc_cache(size, gfp, t.site), gfp, t);
+  const Ptr p = slub_->alloc<true>(kmalloc_cache(size, gfp, t.site), gfp, t);
   if (p == kNull) events_.add(Event::alloc_failed);
-  else note_alloc(p, t);
   return p;
 }
 
@@ -136,9 +135,8 @@ void Mm::kfree(Ptr p, const Task& t) {
 
 Ptr Mm::kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t) {
   events_.add(Event::kmem_cache_alloc);
-  const Ptr p = slub_->alloc(s, gfp, t);
+  const Ptr p = slub_->alloc<true>(s, gfp, t);
   if (p == kNull) events_.add(Event::alloc_failed);
-  else note_alloc(p, t);
   return p;
 }
 

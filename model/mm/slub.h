@@ -113,6 +113,10 @@ class Slub {
   const KmemCache& cache(CacheId s) const { return caches_[s]; }
   size_t nr_caches() const { return caches_.size(); }
 
+  // kNoteCpu (both): the call comes through the Mm facade, which counts
+  // slab_alloc_remote. An allocation reads and clears the object's
+  // last-free CPU (counting the event when it differs from t.cpu).
+  template <bool kNoteCpu = false>
   Ptr alloc(CacheId s, gfp_t gfp, const Task& t);
   // kNoteCpu: the free comes through the Mm facade, which counts
   // slab_alloc_remote: record t.cpu as the object's last-free CPU (for
@@ -438,13 +442,17 @@ void Slub::get_partial(const KmemCache& c, CpuId cpu, Take&& take) {
 // Inline so that the entry point and the generation's fast path are one
 // call from kmalloc()/kfree().
 // mirrors slab_alloc_node(): pre-hook (failslab), per-CPU layer, post-hook.
+template <bool kNoteCpu>
 inline Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
   if (faults_->should_fail(FaultPoint::slab_alloc)) return kNull;
   Ptr p = v7_ ? alloc_7x(s, gfp, t) : alloc_618(s, gfp, t);
   if (p == kNull) return kNull;
-  if (!(gfp & (__GFP_ZERO | __GFP_ACCOUNT)) && !(caches_[s].flags & SLAB_ACCOUNT))
-    return p;  // no hook has work to do
-  if (!post_alloc_hook(s, gfp, 1, &p, t)) return kNull;
+  if ((gfp & (__GFP_ZERO | __GFP_ACCOUNT)) || (caches_[s].flags & SLAB_ACCOUNT)) {
+    if (!post_alloc_hook(s, gfp, 1, &p, t)) return kNull;
+  }
+  if constexpr (kNoteCpu) {
+    if (take_remote(p, t.cpu)) ev_->add(Event::slab_alloc_remote);
+  }
   return p;
 }
 
