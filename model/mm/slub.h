@@ -355,8 +355,8 @@ inline void Slub::on_alloc(KmemCache& c, int32_t id, uint32_t idx, const Task& t
 
 // mirrors do_slab_free(), v6.18: objects of this CPU's slab go onto
 // c->freelist (the lockless fast path), anything else to __slab_free().
-inline void Slub::do_slab_free(CacheId s, int32_t id, const uint16_t* idx,
-                               int cnt, const Task& t) {
+[[gnu::always_inline]] inline void Slub::do_slab_free(
+    CacheId s, int32_t id, const uint16_t* idx, int cnt, const Task& t) {
   KmemCache& c = caches_[s];
   KmemCache::Cpu& cpu = c.cpu[t.cpu];
   if (cpu.slab != id) {
