@@ -163,7 +163,8 @@ TEST_CASE("slab_alloc_remote counts objects last freed on another CPU", "[timing
 TEST_CASE("remote-object tracking stays proportional to existing slabs", "[timing][mm]") {
   // 40 cycles of 4096 objects allocated on CPU 0 and freed on CPU 1, each
   // followed by a shrink that discards the empty slabs: 163,840 frees, but
-  // the tracking holds at most about two cycles' worth of objects.
+  // the tracking (per-object slots in the slabs' metadata, reused with
+  // the slab slots) holds at most about two cycles' worth of objects.
   MmConfig cfg;
   Mm mm(cfg);
   const Task a{0, kRootMemcg, 1}, b{1, kRootMemcg, 2};
@@ -176,7 +177,8 @@ TEST_CASE("remote-object tracking stays proportional to existing slabs", "[timin
     most = std::max(most, mm.remote_tracked());
   }
   // The slabs really are discarded (their objects' pointers never come
-  // back), so without pruning the map would hold all 163,840.
+  // back), so tracking keyed by pointer that is never pruned would hold
+  // all 163,840.
   CHECK(mm.events()[Event::free_slab] >= 39 * 32);
   CHECK(most <= 3 * 4096);
 }

@@ -104,32 +104,21 @@ CacheId Mm::kmalloc_cache_slow(uint32_t size, gfp_t gfp, SiteId site) const {
 
 // Counts an object whose last free ran on another CPU: its cache lines
 // are remote (seed 004's cold rounds after a teardown on the kworker).
+// The last-free CPU lives in the slab's per-object metadata
+// (Slab::last_free), set by the facade's frees.
 void Mm::note_alloc(Ptr p, const Task& t) {
-  auto it = last_free_cpu_.find(p);
-  if (it == last_free_cpu_.end()) return;
-  if (it->second != t.cpu) events_.add(Event::slab_alloc_remote);
-  last_free_cpu_.erase(it);
+  if (slub_->take_remote(p, t.cpu)) events_.add(Event::slab_alloc_remote);
 }
 
-void Mm::note_free(Ptr p, const Task& t) {
-  last_free_cpu_[p] = t.cpu;
-  if (last_free_cpu_.size() < prune_at_) return;
-  // Objects of slabs discarded since no longer decode: drop them, so the
-  // map stays proportional to the objects of existing slabs.
-  int32_t slab;
-  uint32_t idx;
-  absl::erase_if(last_free_cpu_, [&](const auto& kv) { return !slub_->decode(kv.first, &slab, &idx); });
-  prune_at_ = std::max<size_t>(4096, 2 * last_free_cpu_.size());
-}
+size_t Mm::remote_tracked() const { return slub_->last_free_slots(); }
 
 // mirrors __do_kmalloc_node().
 Ptr Mm::kmalloc(uint32_t size, gfp_t gfp, const Task& t) {
   if (size == 0) return kZeroSizePtr;
   if (size > KMALLOC_MAX_CACHE_SIZE) return alloc_large(size, gfp, t, false);
   events_.add(Event::kmalloc);
-  const Ptr p = slub_->alloc(kmalloc_cache(size, gfp, t.site), gfp, t);
+  const Ptr p = slub_->alloc<true>(kmalloc_cache(size, gfp, t.site), gfp, t);
   if (p == kNull) events_.add(Event::alloc_failed);
-  else note_alloc(p, t);
   return p;
 }
 
@@ -141,17 +130,15 @@ void Mm::kfree(Ptr p, const Task& t) {
     free_large(p, t, false);
   } else {
     events_.add(Event::kfree);
-    note_free(p, t);
-    slub_->free(kNoCache, p, t);
+    slub_->free<true>(kNoCache, p, t);  // records the last-free CPU (slab_alloc_remote)
   }
   if (slub_->reports.size() != nrep) stamp_reports(nrep);
 }
 
 Ptr Mm::kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t) {
   events_.add(Event::kmem_cache_alloc);
-  const Ptr p = slub_->alloc(s, gfp, t);
+  const Ptr p = slub_->alloc<true>(s, gfp, t);
   if (p == kNull) events_.add(Event::alloc_failed);
-  else note_alloc(p, t);
   return p;
 }
 
@@ -162,7 +149,7 @@ void Mm::kmem_cache_free(CacheId s, Ptr p, const Task& t) {
   if (p & (kLargeBit | kVmallocBit))
     slub_->report("invalid-free", p, s, "kmem_cache_free() of a non-slab pointer");
   else
-    note_free(p, t), slub_->free(s, p, t);
+    slub_->free<true>(s, p, t);
   if (slub_->reports.size() != nrep) stamp_reports(nrep);
 }
 
@@ -181,7 +168,7 @@ void Mm::kmem_cache_free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
   events_.add(Event::kmem_cache_free_bulk);
   events_.add(Event::bulk_free_objects, n);
   batches_.add(Batch::kmem_cache_free_bulk, static_cast<uint64_t>(n));
-  for (int i = 0; i < n; ++i) note_free(p[i], t);
+  for (int i = 0; i < n; ++i) slub_->note_free_cpu(p[i], t.cpu);
   slub_->free_bulk(s, n, p, t);
 }
 
@@ -329,7 +316,8 @@ ObjState Mm::obj_state(Ptr p) const {
 // mirrors kasan_mempool_poison_object(): the object is parked by a caller.
 bool Mm::kasan_mempool_poison_object(Ptr p, const Task& t) {
   (void)t;
-  const ObjState st = obj_state(p);
+  ObjState* slot = (p & (kLargeBit | kVmallocBit)) ? nullptr : slub_->state_slot(p);
+  const ObjState st = slot ? *slot : obj_state(p);
   if (st != ObjState::kAllocated) {
     slub_->report("double-free", p, cache_of(p),
                   "kasan_mempool_poison_object() of an object that is not "
@@ -337,22 +325,24 @@ bool Mm::kasan_mempool_poison_object(Ptr p, const Task& t) {
     stamp_reports(slub_->reports.size() - 1);
     return false;
   }
-  if (p & (kLargeBit | kVmallocBit)) large(p)->mempool = true;
-  else slub_->set_state(p, ObjState::kMempool);
+  if (slot) *slot = ObjState::kMempool;
+  else large(p)->mempool = true;
   return true;
 }
 
 void Mm::kasan_mempool_unpoison_object(Ptr p, const Task& t) {
   (void)t;
-  if (obj_state(p) != ObjState::kMempool) {
+  ObjState* slot = (p & (kLargeBit | kVmallocBit)) ? nullptr : slub_->state_slot(p);
+  const ObjState st = slot ? *slot : obj_state(p);
+  if (st != ObjState::kMempool) {
     slub_->report("use-after-free", p, cache_of(p),
                   "unpoison of an object not parked in a mempool: " +
                       slub_->history(p));
     stamp_reports(slub_->reports.size() - 1);
     return;
   }
-  if (p & (kLargeBit | kVmallocBit)) large(p)->mempool = false;
-  else slub_->set_state(p, ObjState::kAllocated);
+  if (slot) *slot = ObjState::kAllocated;
+  else large(p)->mempool = false;
 }
 
 void Mm::kasan_check_access(Ptr p, std::string_view who) {

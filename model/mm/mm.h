@@ -11,7 +11,6 @@
 #include <string_view>
 #include <vector>
 
-#include <absl/container/flat_hash_map.h>
 #include "model/counters.h"
 #include "model/mm/call_site.h"
 #include "model/mm/fault.h"
@@ -161,8 +160,9 @@ class Mm {
   // number of new reports.
   size_t check_leaks();
 
-  // Freed objects whose last-free CPU is tracked (slab_alloc_remote).
-  size_t remote_tracked() const { return last_free_cpu_.size(); }
+  // Per-object slots holding a last-free CPU (slab_alloc_remote), kept
+  // in the slabs' own metadata: proportional to the slab table.
+  size_t remote_tracked() const;
 
   Slub& slub() { return *slub_; }
   const Slub& slub() const { return *slub_; }
@@ -184,17 +184,11 @@ class Mm {
   // Names the innermost scope in reports added since `from`.
   void stamp_reports(size_t from);
   void note_alloc(Ptr p, const Task& t);
-  void note_free(Ptr p, const Task& t);
 
   MmConfig cfg_;
   Counters events_;
   CallSiteStack sites_;
   BatchHists batches_;
-  // CPU of the last free of each freed slab object not yet reallocated
-  // (slab_alloc_remote); bounded by the objects of existing slabs.
-  // Entries of discarded slabs are pruned when the map doubles.
-  absl::flat_hash_map<Ptr, CpuId> last_free_cpu_;
-  size_t prune_at_ = 4096;
   FaultInjector faults_;
   std::unique_ptr<PageAllocator> pages_;
   std::unique_ptr<Memcg> memcg_;

@@ -11,19 +11,18 @@
 
 namespace simcache {
 const Slub::GenOps Slub::kOps618 = {
-    &Slub::alloc_618,      &Slub::free_618,      &Slub::alloc_bulk_618,
-    &Slub::free_bulk_618,  &Slub::do_slab_free,  &Slub::flush_cpu_618,
+    &Slub::alloc_bulk_618, &Slub::free_bulk_618,  &Slub::do_slab_free,  &Slub::flush_cpu_618,
     /*obj_exts_not_in_own_cache=*/false,
 };
 const Slub::GenOps Slub::kOps7x = {
-    &Slub::alloc_7x,       &Slub::free_7x,        &Slub::alloc_bulk_7x,
-    &Slub::free_bulk_7x,   &Slub::slab_free_slow, &Slub::flush_cpu_7x,
+    &Slub::alloc_bulk_7x,  &Slub::free_bulk_7x,   &Slub::slab_free_slow, &Slub::flush_cpu_7x,
     /*obj_exts_not_in_own_cache=*/true,
 };
 
 Slub::Slub(Mm* mm, const MmConfig& cfg, Counters* ev, SlabBackend* backend,
            FaultInjector* faults)
     : mm_(mm), cfg_(cfg), gen_(cfg.gen == SlubGen::v6_18 ? &kOps618 : &kOps7x),
+      v7_(gen_ == &kOps7x),
       ev_(ev), backend_(backend), faults_(faults) {
   for (uint32_t c = 0; c < cfg_.nr_cpus; ++c)
     cpu_node_.push_back(static_cast<NodeId>(c * cfg_.nr_nodes / cfg_.nr_cpus));
@@ -52,17 +51,10 @@ CacheId Slub::create(std::string_view name, uint32_t size, uint32_t align,
   return static_cast<CacheId>(caches_.size() - 1);
 }
 
-ObjState Slub::state(Ptr p) const {
-  int32_t sl;
-  uint32_t i;
-  if (!decode(p, &sl, &i)) return ObjState::kFree;
-  return slabs_[sl].state[i];
-}
-
-void Slub::set_state(Ptr p, ObjState st) {
-  int32_t sl;
-  uint32_t i;
-  if (decode(p, &sl, &i)) slabs_[sl].state[i] = st;
+size_t Slub::last_free_slots() const {
+  size_t n = 0;
+  for (const Slab& sl : slabs_) n += sl.last_free.size();
+  return n;
 }
 
 // mirrors allocate_slab() + account_slab(): pages, freelist, vmstat.
@@ -93,6 +85,7 @@ int32_t Slub::new_slab(CacheId s, gfp_t gfp, NodeId node, const Task& t) {
   sl.freelist.resize(objects);
   for (uint32_t i = 0; i < objects; ++i) sl.freelist[i] = uint16_t(objects - 1 - i);
   sl.state.assign(objects, ObjState::kFree);
+  sl.last_free.assign(objects, kNoLastFree);
   if (cfg_.track_history) sl.hist.assign(objects, ObjHist{});
   sl.objcg.assign(objects, kRootMemcg);
   sl.objcg_node.assign(objects, 0);

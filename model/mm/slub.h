@@ -51,6 +51,9 @@ struct Slab {
   Ptr obj_exts = kNull;    // the slabobj_ext vector (a kmalloc object)
   std::vector<ObjState> state;     // not a char type: stores to it alias nothing else
   std::vector<ObjHist> hist;
+  // CPU of the last free through the Mm facade, per object, or
+  // kNoLastFree: slab_alloc_remote. Reset with the slab (a new epoch).
+  std::vector<CpuId> last_free;
   std::vector<uint16_t> freelist;  // slab->freelist, LIFO
   int32_t prev = -1, next = -1;  // node partial list, or CPU partial chain
   uint32_t page = 0;
@@ -110,7 +113,15 @@ class Slub {
   const KmemCache& cache(CacheId s) const { return caches_[s]; }
   size_t nr_caches() const { return caches_.size(); }
 
+  // kNoteCpu (both): the call comes through the Mm facade, which counts
+  // slab_alloc_remote. An allocation reads and clears the object's
+  // last-free CPU (counting the event when it differs from t.cpu).
+  template <bool kNoteCpu = false>
   Ptr alloc(CacheId s, gfp_t gfp, const Task& t);
+  // kNoteCpu: the free comes through the Mm facade, which counts
+  // slab_alloc_remote: record t.cpu as the object's last-free CPU (for
+  // any pointer that decodes, valid free or not).
+  template <bool kNoteCpu = false>
   void free(CacheId s, Ptr p, const Task& t);
   int alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_bulk(CacheId s, int n, Ptr* p, const Task& t);
@@ -118,11 +129,43 @@ class Slub {
 
   // Pointer decoding and object state.
   bool decode(Ptr p, int32_t* slab, uint32_t* idx) const;
-  ObjState state(Ptr p) const;
-  void set_state(Ptr p, ObjState st);
+  ObjState state(Ptr p) const {
+    const ObjState* st = state_slot(p);
+    return st ? *st : ObjState::kFree;
+  }
+  void set_state(Ptr p, ObjState st) {
+    if (ObjState* slot = state_slot(p)) *slot = st;
+  }
+  // The object's state, for a pointer that decodes; nullptr otherwise.
+  // One decode for a check and the update that follows it (KASAN hooks).
+  ObjState* state_slot(Ptr p) {
+    int32_t id;
+    uint32_t idx;
+    return decode(p, &id, &idx) ? &slabs_[id].state[idx] : nullptr;
+  }
+  const ObjState* state_slot(Ptr p) const {
+    return const_cast<Slub*>(this)->state_slot(p);
+  }
   const Slab& slab(int32_t i) const { return slabs_[i]; }
   size_t nr_slab_slots() const { return slabs_.size(); }
   std::string history(Ptr p) const;
+  // slab_alloc_remote bookkeeping (Slab::last_free).
+  static constexpr CpuId kNoLastFree = 0xffff;
+  void note_free_cpu(Ptr p, CpuId cpu) {
+    int32_t id;
+    uint32_t idx;
+    if (decode(p, &id, &idx)) slabs_[id].last_free[idx] = cpu;
+  }
+  // For an object the model just handed out: whether a caller last freed
+  // it on a CPU other than `cpu`; forgets that free.
+  bool take_remote(Ptr p, CpuId cpu) {
+    CpuId& last = slabs_[slot_of(p)].last_free[idx_of(p)];
+    const CpuId was = last;
+    last = kNoLastFree;
+    return was != kNoLastFree && was != cpu;
+  }
+  // Per-object slots the tracking holds, over every slab slot.
+  size_t last_free_slots() const;
   uint64_t slab_bytes() const { return slab_bytes_; }
   std::vector<Ptr> live_objects() const;
   // Allocations the allocator owns: obj_exts vectors of live slabs and
@@ -146,10 +189,9 @@ class Slub {
  private:
   using Node = KmemCache::Node;
   // The per-CPU layer of one generation: the only thing that differs
-  // between v6.18 and 7.x above the slabs. Picked once, in the constructor.
+  // between v6.18 and 7.x above the slabs. Picked once, in the constructor,
+  // with v7_ for the single-object fast paths (alloc() and free()).
   struct GenOps {
-    Ptr (Slub::*alloc)(CacheId, gfp_t, const Task&);           // slab_alloc_node()
-    void (Slub::*free)(CacheId, int32_t, uint32_t, const Task&);  // slab_free()
     int (Slub::*alloc_bulk)(CacheId, gfp_t, int, Ptr*, const Task&);
     void (Slub::*free_bulk)(CacheId, int, Ptr*, const Task&);  // hooks done
     // do_slab_free() of one detached freelist (6.18), __slab_free() (7.x).
@@ -207,12 +249,15 @@ class Slub {
   void free_bulk_618(CacheId s, int n, Ptr* p, const Task& t);
   void flush_cpu_618(CacheId s, CpuId cpu, const Task& t);
 
-  // slub7x.cc
+  // slub7x.cc. alloc_7x() and free_7x() (inline, below) are the main
+  // sheaf's fast paths; the _slow functions everything else.
   Ptr alloc_7x(CacheId s, gfp_t gfp, const Task& t);
+  Ptr alloc_7x_slow(CacheId s, gfp_t gfp, const Task& t);
   Ptr alloc_single_7x(CacheId s, gfp_t gfp, const Task& t);  // ___slab_alloc
   int alloc_from_new_slab(int32_t slab, int max, Ptr* out);
   bool replace_empty_main(CacheId s, gfp_t gfp, const Task& t);
   void free_7x(CacheId s, int32_t slab, uint32_t idx, const Task& t);
+  void free_7x_slow(CacheId s, int32_t slab, uint32_t idx, const Task& t);
   bool replace_full_main(CacheId s, const Task& t);
   int refill_objects(CacheId s, gfp_t gfp, int min, int max, Ptr* out,
                      const Task& t);
@@ -242,6 +287,9 @@ class Slub {
   Mm* mm_;
   MmConfig cfg_;
   const GenOps* gen_;
+  // The same choice for the two fast paths, as a branch the compiler can
+  // inline around (an indirect call through gen_ cost ~1.5 ns a pair).
+  bool v7_;
   Counters* ev_;
   SlabBackend* backend_;
   FaultInjector* faults_;
@@ -307,8 +355,8 @@ inline void Slub::on_alloc(KmemCache& c, int32_t id, uint32_t idx, const Task& t
 
 // mirrors do_slab_free(), v6.18: objects of this CPU's slab go onto
 // c->freelist (the lockless fast path), anything else to __slab_free().
-inline void Slub::do_slab_free(CacheId s, int32_t id, const uint16_t* idx,
-                               int cnt, const Task& t) {
+[[gnu::always_inline]] inline void Slub::do_slab_free(
+    CacheId s, int32_t id, const uint16_t* idx, int cnt, const Task& t) {
   KmemCache& c = caches_[s];
   KmemCache::Cpu& cpu = c.cpu[t.cpu];
   if (cpu.slab != id) {
@@ -322,6 +370,56 @@ inline void Slub::do_slab_free(CacheId s, int32_t id, const uint16_t* idx,
   }
   stat(c, t.cpu, SlubStat::FREE_FASTPATH, cnt);
   ev_->add(Event::slab_free_fast, cnt);
+}
+
+// mirrors __slab_alloc_node(), v6.18: the lockless this_cpu_cmpxchg pop of
+// one object off c->freelist, or kNull.
+[[gnu::always_inline]] inline Ptr Slub::pop_cpu_freelist(CacheId s, const Task& t) {
+  KmemCache& c = caches_[s];
+  KmemCache::Cpu& cpu = c.cpu[t.cpu];
+  if (cpu.slab < 0 || cpu.freelist.empty()) return kNull;
+  const uint16_t idx = cpu.freelist.back();
+  cpu.freelist.pop_back();
+  stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
+  ev_->add(Event::slab_alloc_fast);
+  on_alloc(c, cpu.slab, idx, t);
+  return make_ptr(cpu.slab, idx);
+}
+
+// mirrors slab_alloc_node() fast path, v6.18: pop c->freelist.
+inline Ptr Slub::alloc_618(CacheId s, gfp_t gfp, const Task& t) {
+  const Ptr p = pop_cpu_freelist(s, t);
+  return p != kNull ? p : slab_alloc_slow_618(s, gfp, t);
+}
+
+// mirrors alloc_from_pcs(), 7.x: pop the main sheaf; anything else (no
+// sheaves, no main yet, an empty main) in alloc_7x_slow().
+inline Ptr Slub::alloc_7x(CacheId s, gfp_t gfp, const Task& t) {
+  KmemCache& c = caches_[s];
+  const int32_t main = c.cpu[t.cpu].main;
+  if (!c.g.sheaf_capacity || main < 0 || sheaves_[main].objects.empty())
+    [[unlikely]] return alloc_7x_slow(s, gfp, t);
+  Sheaf& m = sheaves_[main];
+  const Ptr p = m.objects.back();
+  m.objects.pop_back();
+  on_alloc(c, slot_of(p), idx_of(p), t);
+  stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
+  ev_->add(Event::slab_alloc_fast);
+  return p;
+}
+
+// mirrors free_to_pcs(), 7.x: push onto a main sheaf with room, of a
+// local object; anything else in free_7x_slow().
+inline void Slub::free_7x(CacheId s, int32_t id, uint32_t idx, const Task& t) {
+  KmemCache& c = caches_[s];
+  const int32_t main = c.cpu[t.cpu].main;
+  if (!c.g.sheaf_capacity || main < 0 || slabs_[id].node != cpu_node(t.cpu) ||
+      sheaves_[main].objects.size() >= c.g.sheaf_capacity)
+    [[unlikely]] return free_7x_slow(s, id, idx, t);
+  sheaves_[main].objects.push_back(make_ptr(id, idx));
+  slabs_[id].state[idx] = ObjState::kInSheaf;
+  stat(c, t.cpu, SlubStat::FREE_FASTPATH);
+  ev_->add(Event::slab_free_fast);
 }
 
 inline void Slub::free_618(CacheId s, int32_t id, uint32_t idx, const Task& t) {
@@ -344,22 +442,31 @@ void Slub::get_partial(const KmemCache& c, CpuId cpu, Take&& take) {
 // Inline so that the entry point and the generation's fast path are one
 // call from kmalloc()/kfree().
 // mirrors slab_alloc_node(): pre-hook (failslab), per-CPU layer, post-hook.
+template <bool kNoteCpu>
 inline Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
   if (faults_->should_fail(FaultPoint::slab_alloc)) return kNull;
-  Ptr p = (this->*gen_->alloc)(s, gfp, t);
+  Ptr p = v7_ ? alloc_7x(s, gfp, t) : alloc_618(s, gfp, t);
   if (p == kNull) return kNull;
-  if (!(gfp & (__GFP_ZERO | __GFP_ACCOUNT)) && !(caches_[s].flags & SLAB_ACCOUNT))
-    return p;  // no hook has work to do
-  if (!post_alloc_hook(s, gfp, 1, &p, t)) return kNull;
+  if ((gfp & (__GFP_ZERO | __GFP_ACCOUNT)) || (caches_[s].flags & SLAB_ACCOUNT)) {
+    if (!post_alloc_hook(s, gfp, 1, &p, t)) return kNull;
+  }
+  if constexpr (kNoteCpu) {
+    if (take_remote(p, t.cpu)) ev_->add(Event::slab_alloc_remote);
+  }
   return p;
 }
 
 // mirrors slab_free() / kmem_cache_free(): KASAN check, memcg hook, then
 // the generation's do_slab_free()/free_to_pcs().
+template <bool kNoteCpu>
 inline void Slub::free(CacheId s, Ptr p, const Task& t) {
   int32_t id;
   uint32_t idx;
-  const bool ok = decode(p, &id, &idx) &&
+  const bool decoded = decode(p, &id, &idx);
+  if constexpr (kNoteCpu) {
+    if (decoded) slabs_[id].last_free[idx] = t.cpu;
+  }
+  const bool ok = decoded &&
                   (s == kNoCache || slabs_[id].cache == s) &&
                   slabs_[id].state[idx] == ObjState::kAllocated;
   if (!ok) [[unlikely]] {
@@ -369,7 +476,8 @@ inline void Slub::free(CacheId s, Ptr p, const Task& t) {
   const CacheId owner = slabs_[id].cache;
   if (slabs_[id].obj_exts != kNull) free_hook(owner, id, idx, t);
   on_free(id, idx, t);
-  (this->*gen_->free)(owner, id, idx, t);
+  if (v7_) free_7x(owner, id, idx, t);
+  else free_618(owner, id, idx, t);
 }
 
 // init_percpu_sheaves() / bootstrap_kmalloc_sheaves(): every CPU has an

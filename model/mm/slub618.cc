@@ -17,26 +17,6 @@ void take_freelist(Slab& sl, KmemCache::Cpu& c) {
 }
 }  // namespace
 
-// mirrors __slab_alloc_node(), v6.18: the lockless this_cpu_cmpxchg pop of
-// one object off c->freelist, or kNull.
-[[gnu::always_inline]] inline Ptr Slub::pop_cpu_freelist(CacheId s, const Task& t) {
-  KmemCache& c = caches_[s];
-  KmemCache::Cpu& cpu = c.cpu[t.cpu];
-  if (cpu.slab < 0 || cpu.freelist.empty()) return kNull;
-  const uint16_t idx = cpu.freelist.back();
-  cpu.freelist.pop_back();
-  stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
-  ev_->add(Event::slab_alloc_fast);
-  on_alloc(c, cpu.slab, idx, t);
-  return make_ptr(cpu.slab, idx);
-}
-
-// mirrors slab_alloc_node() fast path, v6.18: pop c->freelist.
-Ptr Slub::alloc_618(CacheId s, gfp_t gfp, const Task& t) {
-  const Ptr p = pop_cpu_freelist(s, t);
-  return p != kNull ? p : slab_alloc_slow_618(s, gfp, t);
-}
-
 // mirrors get_partial_node(), v6.18: the head slab of a locked node list
 // becomes the CPU slab; floor(cpu_partial_slabs / 2) + 1 more go to the
 // CPU partial list.

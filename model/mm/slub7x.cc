@@ -103,7 +103,7 @@ void Slub::barn_put_empty_sheaf(Node& n, int32_t empty) {
 }
 
 // mirrors alloc_from_pcs(), 7.x: pop the main sheaf, replacing it when empty.
-Ptr Slub::alloc_7x(CacheId s, gfp_t gfp, const Task& t) {
+Ptr Slub::alloc_7x_slow(CacheId s, gfp_t gfp, const Task& t) {
   KmemCache& c = caches_[s];
   if (!c.g.sheaf_capacity) return alloc_single_7x(s, gfp, t);
   KmemCache::Cpu& pcs = c.cpu[t.cpu];
@@ -287,7 +287,7 @@ int Slub::refill_objects(CacheId s, gfp_t gfp, int min, int max, Ptr* out,
 }
 
 // mirrors slab_free(), 7.x: free_to_pcs() for local slabs, else __slab_free().
-void Slub::free_7x(CacheId s, int32_t id, uint32_t idx, const Task& t) {
+void Slub::free_7x_slow(CacheId s, int32_t id, uint32_t idx, const Task& t) {
   KmemCache& c = caches_[s];
   if (c.g.sheaf_capacity && slabs_[id].node == cpu_node(t.cpu)) {
     KmemCache::Cpu& pcs = c.cpu[t.cpu];
