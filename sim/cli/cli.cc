@@ -29,6 +29,8 @@ constexpr const char* kUsage =
     "       simcache calibrate --measurements FILE.tsv [--out profile.toml] ...\n"
     "       simcache validate --measurements FILE.tsv [--profile P] ...\n"
     "       simcache geometry-check [--sysfs DIR] [--cpus N] [--kernel K]\n"
+    "       simcache run-ops FILE.ops [--policy P[,P]...] ...   (docs/ops.md)\n"
+    "       simcache replay TRACE [--strict] [--policy P[,P]...] ...\n"
     "       simcache --list\n";
 
 constexpr Flag kFlags[] = {
@@ -255,6 +257,8 @@ bool write_file_atomic(const std::string& path, const std::string& data, std::st
 CliOutcome run_cli(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "calibrate") return run_calibrate_cli(args);
   if (!args.empty() && args[0] == "validate") return run_validate_cli(args);
+  if (!args.empty() && args[0] == "run-ops") return run_ops_cli(args);
+  if (!args.empty() && args[0] == "replay") return run_replay_cli(args);
   if (!args.empty() && (args[0] == "geometry-check" || args[0] == "check-geometry"))
     return run_geometry_cli(args);
   ParsedFlags f;
