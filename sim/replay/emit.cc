@@ -58,7 +58,7 @@ struct OpWriter {
     if (!tasks[op.task]) {
       tasks[op.task] = true;
       const OpTask& t = names.tasks[op.task];
-      fmt::print(f, "task {} memcg={}\n", t.name, t.user ? "user" : "root");
+      fmt::print(f, "task {} memcg={}\n", op_task_token(t.name), t.user ? "user" : "root");
     }
     const bool named = op.kind == OpKind::cache_alloc && op.cache != UINT32_MAX;
     if (named && (caches.size() <= op.cache || !caches[op.cache])) {
@@ -108,7 +108,7 @@ void TraceWriter::write(const Op& op) {
     declared_[op.task] = true;
     const OpTask& t = names_.tasks[op.task];
     line(op, "tracing_mark_write",
-         fmt::format("simcache task {} memcg={}", t.name, t.user ? "user" : "root"));
+         fmt::format("simcache task {} memcg={}", op_task_token(t.name), t.user ? "user" : "root"));
   }
   auto ring = [](int64_t h) { return fmt::format("{:016x}", 0xffff888100000000ull + uint64_t(h) * 0x1000); };
   auto ptr = [](uint64_t obj) { return fmt::format("{:016x}", obj ^ 0xffff000000000000ull); };
@@ -166,6 +166,15 @@ void TraceWriter::write(const Op& op) {
                               "node=-1 accounted={}", site(op.site), ptr(op.obj), op.n,
                               kmalloc_size_roundup(static_cast<uint64_t>(op.n)),
                               format_gfp(op.gfp), acct));
+    case OpKind::page_alloc:
+      if (op.obj == 0) break;  // pfn 0 reads as a failed allocation
+      return line(op, "mm_page_alloc",
+                  fmt::format("page={} pfn=0x{:x} order={} migratetype=0 gfp_flags={}",
+                              ptr(op.obj), op.obj, op.n, format_gfp(op.gfp)));
+    case OpKind::page_free:
+      if (op.obj == 0) break;
+      return line(op, "mm_page_free",
+                  fmt::format("page={} pfn=0x{:x} order=0", ptr(op.obj), op.obj));
     case OpKind::kfree:
       return line(op, "kfree", fmt::format("call_site=0x0 ptr={}", ptr(op.obj)));
     case OpKind::cache_alloc: {

@@ -60,6 +60,8 @@ const std::vector<OpSpec>& specs() {
       {{{"obj", kObj, true, 0}, {"cache", kCache, true, 0}, {"gfp", kGfp, false, 0},
         {"site", kSite, false, 0}}},                                        // kmem_cache_alloc
       {{{"obj", kObj, true, 0}, {"cache", kCache, false, 0}}},              // kmem_cache_free
+      {{{"page", kObj, true, 0}, {"order", kN, false, 0}, {"gfp", kGfp, false, 0}}},  // alloc_pages
+      {{{"page", kObj, true, 0}}},                                          // free_pages
       {{{"measured", kFlag, false, 1}}},                                    // round_begin
       {{{"ops", kN, false, 0}}},                                            // round_end
       {{}},                                                                 // timed_begin
@@ -189,11 +191,16 @@ bool parse_op_args(OpKind kind, std::string_view args, size_t col0, OpNames& nam
   return true;
 }
 
+std::string op_task_token(std::string_view name) {
+  std::string t(name);  // one token: traced task names may have blanks
+  for (char& c : t)
+    if (c == ' ' || c == '\t' || c == '#' || c == '=' || c == '\r') c = '_';
+  return t.empty() ? "_" : t;
+}
+
 std::string format_op(const Op& op, const OpNames& names) {
-  std::string task = names.tasks.at(op.task).name;  // one token: traced names may have blanks
-  for (char& c : task)
-    if (c == ' ' || c == '\t' || c == '#' || c == '=') c = '_';
-  std::string out = fmt::format("{} {} {}", op.cpu, task, op_name(op.kind));
+  std::string out = fmt::format("{} {} {}", op.cpu, op_task_token(names.tasks.at(op.task).name),
+                                op_name(op.kind));
   const OpSpec& spec = specs()[static_cast<size_t>(op.kind)];
   for (const Key& k : spec.keys) {
     std::string v;

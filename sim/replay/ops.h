@@ -76,6 +76,8 @@ struct OpNames {
 bool parse_op_args(OpKind kind, std::string_view args, size_t col0, OpNames& names, Op* op,
                    std::string* error);
 bool op_kind_by_name(std::string_view name, OpKind* out);
+// A task name as one token of the format (blanks, '#' and '=' become '_').
+std::string op_task_token(std::string_view name);
 // One op as a line of the format (inverse of the parser).
 std::string format_op(const Op& op, const OpNames& names);
 
@@ -131,6 +133,8 @@ class OpExec {
   uint64_t peak_live_objects() const { return peak_objs_; }
 
   bool has_obj(uint64_t obj) const { return objs_.contains(obj); }
+  bool has_page(uint64_t page) const { return pages_.contains(page); }
+  uint64_t live_pages() const { return pages_.size(); }
   bool has_ring(int64_t handle) const { return rings_.contains(handle); }
 
   // Names can grow while a trace replays (new tasks, caches, sites).
@@ -157,6 +161,7 @@ class OpExec {
   OpNames names_;
   absl::flat_hash_map<int64_t, iou::RingId> rings_;
   absl::flat_hash_map<uint64_t, Obj> objs_;
+  absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint32_t>> pages_;  // handle -> (id, order)
   absl::flat_hash_map<std::string, std::vector<OpNode>> expanded_;  // macro calls
   std::vector<CacheId> cache_ids_;
   uint64_t peak_objs_ = 0;

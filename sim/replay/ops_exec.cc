@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "sim/replay/ops.h"
+#include "model/mm/page_alloc.h"
 #include "sim/run/scenarios/common.h"
 
 namespace simcache::sim {
@@ -114,6 +115,23 @@ bool OpExec::exec_mem(const Op& op, std::string* error) {
       return true;
     }
     case OpKind::cache_create: cache_id(op.cache); return true;
+    case OpKind::page_alloc: {
+      if (pages_.contains(op.obj))
+        return *error = fmt::format("alloc_pages: page {} is still allocated", op.obj), false;
+      const uint32_t order = static_cast<uint32_t>(op.n);
+      if (order > 10) return *error = fmt::format("alloc_pages: order {} above 10", order), false;
+      const uint32_t id = mm.pages().alloc_pages(order, 0, op.gfp);
+      if (id) pages_.emplace(op.obj, std::make_pair(id, order));
+      return true;
+    }
+    case OpKind::page_free: {
+      auto it = pages_.find(op.obj);
+      if (it == pages_.end())
+        return *error = fmt::format("free_pages: page {} is not allocated", op.obj), false;
+      mm.pages().free_pages(it->second.first, it->second.second);
+      pages_.erase(it);
+      return true;
+    }
     default: return true;
   }
 }
@@ -142,6 +160,7 @@ bool OpExec::exec(const Op& op, std::string* error) {
     }
     case OpKind::kmalloc: case OpKind::kfree: case OpKind::cache_create:
     case OpKind::cache_alloc: case OpKind::cache_free:
+    case OpKind::page_alloc: case OpKind::page_free:
       return exec_mem(op, error);
     default: break;
   }
@@ -196,6 +215,11 @@ void OpExec::free_all(const Task& t) {
     else env_.mm.kfree(o.p, t);
   }
   objs_.clear();
+  std::vector<std::pair<uint32_t, uint32_t>> pages;
+  for (const auto& [h, pg] : pages_) pages.push_back(pg);
+  std::sort(pages.begin(), pages.end());
+  for (const auto& [id, order] : pages) env_.mm.pages().free_pages(id, order);
+  pages_.clear();
 }
 
 void OpExec::finish() {

@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "model/mm/page_alloc.h"
 #include "sim/replay/text.h"
 
 namespace simcache::sim {
@@ -89,14 +88,7 @@ class Replayer {
   void end();
   OpExec& exec() { return exec_; }
   // Frees what the capture ended with (objects and pages), on the kworker.
-  void release() {
-    exec_.free_all(env_.kworker);
-    std::vector<std::pair<uint32_t, uint32_t>> pages;
-    for (const auto& [pfn, pg] : pages_) pages.push_back(pg);
-    std::sort(pages.begin(), pages.end());
-    for (const auto& [id, order] : pages) env_.mm.pages().free_pages(id, order);
-    pages_.clear();
-  }
+  void release() { exec_.free_all(env_.kworker); }
 
  private:
   struct Pending {
@@ -147,7 +139,6 @@ class Replayer {
   OpExec exec_;
   int64_t waitv_width_;
   absl::flat_hash_map<uint64_t, int64_t> ring_of_;          // ring pointer -> handle (fd)
-  absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint32_t>> pages_;  // pfn -> (id, order)
   absl::flat_hash_map<uint64_t, uint32_t> obj_site_;        // live object -> site
   absl::flat_hash_map<uint64_t, bool> covered_;             // io_uring's own objects
   absl::flat_hash_map<int64_t, int64_t> entered_;           // task key -> ring in enter
@@ -158,7 +149,7 @@ class Replayer {
   uint16_t last_ix_ = 0;
   bool have_last_ = false;
   int64_t replayed_ = 0, failed_ = 0, before_capture_ = 0, implicit_free_ = 0, null_free_ = 0,
-          covered_count_ = 0, unmodelled_ = 0, peak_pages_ = 0;
+          covered_count_ = 0, unmodelled_ = 0, peak_pages_ = 0, peak_maps_ = 0;
 };
 
 void Replayer::kmem(const TraceEvent& ev) {
@@ -212,23 +203,27 @@ void Replayer::kfree(const TraceEvent& ev) {
 }
 
 void Replayer::page(const TraceEvent& ev) {
-  auto it = pages_.find(ev.pfn);
   if (ev.kind == TraceKind::page_alloc) {
     if (ev.pfn == 0) return;  // a failed allocation (page=(null))
-    if (it != pages_.end()) env_.mm.pages().free_pages(it->second.first, it->second.second), ++implicit_free_;
-    gfp_t g = 0;
+    if (exec_.has_page(ev.pfn)) {  // its free fell outside the trace
+      Op f = mk(OpKind::page_free, ev);
+      f.obj = ev.pfn;
+      run(f);
+      ++implicit_free_;
+    }
+    Op op = mk(OpKind::page_alloc, ev);
+    op.obj = ev.pfn, op.n = ev.order;
     std::string why;
-    parse_gfp(ev.gfp.empty() ? std::string_view("GFP_KERNEL") : ev.gfp, false, &g, &why);
-    const uint32_t id = env_.mm.pages().alloc_pages(static_cast<uint32_t>(ev.order), 0, g);
-    if (id) pages_[ev.pfn] = {id, static_cast<uint32_t>(ev.order)};
-    peak_pages_ = std::max<int64_t>(peak_pages_, static_cast<int64_t>(pages_.size()));
-  } else if (it != pages_.end()) {
-    env_.mm.pages().free_pages(it->second.first, it->second.second);
-    pages_.erase(it);
+    parse_gfp(ev.gfp.empty() ? std::string_view("GFP_KERNEL") : ev.gfp, false, &op.gfp, &why);
+    run(op);
+    peak_pages_ = std::max<int64_t>(peak_pages_, static_cast<int64_t>(exec_.live_pages()));
+  } else if (exec_.has_page(ev.pfn)) {
+    Op op = mk(OpKind::page_free, ev);
+    op.obj = ev.pfn;
+    run(op);
   } else {
     ++before_capture_;
   }
-  ++replayed_;
 }
 
 void Replayer::resolve(const TraceEvent* next) {
@@ -316,6 +311,9 @@ void Replayer::marker(const TraceEvent& ev) {
 }
 
 void Replayer::event(const TraceEvent& ev) {
+  const int64_t maps = static_cast<int64_t>(ring_of_.size() + exec_.live_pages() + obj_site_.size() +
+                                            covered_.size() + entered_.size());
+  if (maps > peak_maps_) peak_maps_ = maps;
   switch (ev.kind) {
     case TraceKind::kmalloc:
     case TraceKind::kmem_cache_alloc: return kmem(ev);
@@ -372,6 +370,8 @@ void Replayer::end() {
   rec_.metric("trace_unmodelled", unmodelled_);
   rec_.metric("peak_live_objects", static_cast<int64_t>(exec_.peak_live_objects()));
   rec_.metric("peak_live_pages", peak_pages_);
+  // Entries of every map replay keeps (rings, pages, objects' sites, io_uring-owned objects, open enters).
+  rec_.metric("peak_replay_maps", peak_maps_);
   const auto& sites = exec_.names().sites;
   for (size_t i = 1; i < sites_.size() && i < sites.size(); ++i) {
     if (!sites_[i].allocs && !sites_[i].frees) continue;
