@@ -133,6 +133,8 @@ class OpExec {
   uint64_t peak_live_objects() const { return peak_objs_; }
 
   bool has_obj(uint64_t obj) const { return objs_.contains(obj); }
+  // The call site of the object the last kfree/kmem_cache_free freed.
+  uint32_t last_freed_site() const { return last_freed_site_; }
   bool has_page(uint64_t page) const { return pages_.contains(page); }
   uint64_t live_pages() const { return pages_.size(); }
   bool has_ring(int64_t handle) const { return rings_.contains(handle); }
@@ -146,6 +148,7 @@ class OpExec {
   struct Obj {
     Ptr p;
     CacheId cache;  // kNoCache: from kmalloc
+    uint32_t site;  // the allocating op's call site
   };
   Task task_of(const Op& op) const;
   CacheId cache_id(uint32_t ix);
@@ -165,6 +168,7 @@ class OpExec {
   absl::flat_hash_map<std::string, std::vector<OpNode>> expanded_;  // macro calls
   std::vector<CacheId> cache_ids_;
   uint64_t peak_objs_ = 0;
+  uint32_t last_freed_site_ = 0;
   Counters round_start_;
 };
 

@@ -95,7 +95,7 @@ bool OpExec::exec_mem(const Op& op, std::string* error) {
       const Ptr p = s == kNoCache ? mm.kmalloc(static_cast<uint32_t>(op.n), op.gfp, t)
                                   : mm.kmem_cache_alloc(s, op.gfp, t);
       if (p == kNull) return true;  // -ENOMEM: the caller sees NULL
-      objs_.emplace(op.obj, Obj{p, s});
+      objs_.emplace(op.obj, Obj{p, s, op.site});
       peak_objs_ = std::max<uint64_t>(peak_objs_, objs_.size());
       return true;
     }
@@ -107,6 +107,7 @@ bool OpExec::exec_mem(const Op& op, std::string* error) {
                false;
       const Obj o = it->second;
       objs_.erase(it);
+      last_freed_site_ = o.site;
       if (op.kind == OpKind::cache_free) {
         const CacheId s = op.cache == UINT32_MAX ? o.cache : cache_id(op.cache);
         if (s != kNoCache) return mm.kmem_cache_free(s, o.p, t), true;

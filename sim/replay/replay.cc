@@ -5,6 +5,7 @@
 #include "sim/replay/replay.h"
 
 #include <algorithm>
+#include <array>
 
 #include <fmt/format.h>
 
@@ -128,6 +129,25 @@ class Replayer {
   void submit(const TraceEvent& ev, int64_t ring);
   void resolve(const TraceEvent* next);
   void marker(const TraceEvent& ev);
+  // The last few gfp strings and call sites: traces repeat them, and
+  // parsing flags or hashing a symbol per line dominated replay.
+  gfp_t gfp(std::string_view text) {
+    if (text.empty()) text = "GFP_KERNEL";
+    for (auto& [t, g] : gfp_memo_)
+      if (t == text) return g;
+    gfp_t g = 0;
+    std::string why;
+    parse_gfp(text, false, &g, &why);
+    gfp_memo_[gfp_next_++ % gfp_memo_.size()] = {std::string(text), g};
+    return g;
+  }
+  uint32_t site_ix(std::string_view fn) {
+    for (auto& [t, ix] : site_memo_)
+      if (t == fn) return ix;
+    const uint32_t ix = exec_.names().site(fn);
+    site_memo_[site_next_++ % site_memo_.size()] = {std::string(fn), ix};
+    return ix;
+  }
   SiteStat& site(uint32_t ix) {
     if (sites_.size() <= ix) sites_.resize(ix + 1);
     return sites_[ix];
@@ -139,10 +159,12 @@ class Replayer {
   OpExec exec_;
   int64_t waitv_width_;
   absl::flat_hash_map<uint64_t, int64_t> ring_of_;          // ring pointer -> handle (fd)
-  absl::flat_hash_map<uint64_t, uint32_t> obj_site_;        // live object -> site
   absl::flat_hash_map<uint64_t, bool> covered_;             // io_uring's own objects
   absl::flat_hash_map<int64_t, int64_t> entered_;           // task key -> ring in enter
   std::vector<SiteStat> sites_;
+  std::array<std::pair<std::string, gfp_t>, 4> gfp_memo_;
+  std::array<std::pair<std::string, uint32_t>, 8> site_memo_;
+  size_t gfp_next_ = 0, site_next_ = 0;
   Pending pending_;
   std::string last_task_;
   std::vector<uint16_t> cpu_task_;
@@ -163,9 +185,8 @@ void Replayer::kmem(const TraceEvent& ev) {
   const bool cache = ev.kind == TraceKind::kmem_cache_alloc;
   Op op = mk(cache ? OpKind::cache_alloc : OpKind::kmalloc, ev);
   op.obj = ev.ptr;
-  op.site = exec_.names().site(fn);
-  std::string why;
-  parse_gfp(ev.gfp.empty() ? std::string_view("GFP_KERNEL") : ev.gfp, false, &op.gfp, &why);
+  op.site = site_ix(fn);
+  op.gfp = gfp(ev.gfp);
   if (ev.accounted == 1) op.gfp |= __GFP_ACCOUNT;
   op.n = ev.bytes_req >= 0 ? ev.bytes_req : ev.bytes_alloc;
   if (cache) {
@@ -185,7 +206,6 @@ void Replayer::kmem(const TraceEvent& ev) {
   }
   run(op);
   if (!exec_.has_obj(ev.ptr)) return;
-  obj_site_[ev.ptr] = op.site;
   SiteStat& st = site(op.site);
   st.allocs++, st.bytes += op.n;
 }
@@ -197,9 +217,8 @@ void Replayer::kfree(const TraceEvent& ev) {
   Op op = mk(ev.kind == TraceKind::kfree ? OpKind::kfree : OpKind::cache_free, ev);
   op.obj = ev.ptr;
   op.cache = UINT32_MAX;
-  auto it = obj_site_.find(ev.ptr);
-  if (it != obj_site_.end()) site(it->second).frees++, obj_site_.erase(it);
   run(op);
+  site(exec_.last_freed_site()).frees++;
 }
 
 void Replayer::page(const TraceEvent& ev) {
@@ -213,8 +232,7 @@ void Replayer::page(const TraceEvent& ev) {
     }
     Op op = mk(OpKind::page_alloc, ev);
     op.obj = ev.pfn, op.n = ev.order;
-    std::string why;
-    parse_gfp(ev.gfp.empty() ? std::string_view("GFP_KERNEL") : ev.gfp, false, &op.gfp, &why);
+    op.gfp = gfp(ev.gfp);
     run(op);
     peak_pages_ = std::max<int64_t>(peak_pages_, static_cast<int64_t>(exec_.live_pages()));
   } else if (exec_.has_page(ev.pfn)) {
@@ -311,7 +329,7 @@ void Replayer::marker(const TraceEvent& ev) {
 }
 
 void Replayer::event(const TraceEvent& ev) {
-  const int64_t maps = static_cast<int64_t>(ring_of_.size() + exec_.live_pages() + obj_site_.size() +
+  const int64_t maps = static_cast<int64_t>(ring_of_.size() + exec_.live_pages() + exec_.live_objects() +
                                             covered_.size() + entered_.size());
   if (maps > peak_maps_) peak_maps_ = maps;
   switch (ev.kind) {
@@ -370,7 +388,7 @@ void Replayer::end() {
   rec_.metric("trace_unmodelled", unmodelled_);
   rec_.metric("peak_live_objects", static_cast<int64_t>(exec_.peak_live_objects()));
   rec_.metric("peak_live_pages", peak_pages_);
-  // Entries of every map replay keeps (rings, pages, objects' sites, io_uring-owned objects, open enters).
+  // Entries of every map replay keeps (rings, pages, objects, io_uring-owned objects, open enters).
   rec_.metric("peak_replay_maps", peak_maps_);
   const auto& sites = exec_.names().sites;
   for (size_t i = 1; i < sites_.size() && i < sites.size(); ++i) {

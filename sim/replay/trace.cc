@@ -22,20 +22,27 @@ namespace simcache::sim {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+// Blanks and control characters separate tokens (one compare per char).
+bool is_space(char c) { return static_cast<unsigned char>(c) <= ' '; }
 
+// Tokens are separated by spaces or tabs; memchr finds the next space
+// (a tab inside a token is found by the second scan, which is rare).
 struct Cursor {
   std::string_view s;
   size_t i = 0;
   void skip() {
-    while (i < s.size() && is_space(s[i])) ++i;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
   }
   // The next blank-separated token (empty at the end).
   std::string_view token() {
     skip();
     const size_t b = i;
-    while (i < s.size() && !is_space(s[i])) ++i;
-    return s.substr(b, i - b);
+    const void* sp = std::memchr(s.data() + b, ' ', s.size() - b);
+    size_t e = sp ? static_cast<size_t>(static_cast<const char*>(sp) - s.data()) : s.size();
+    if (const void* tab = std::memchr(s.data() + b, '\t', e - b))
+      e = static_cast<size_t>(static_cast<const char*>(tab) - s.data());
+    i = e;
+    return s.substr(b, e - b);
   }
 };
 
@@ -85,6 +92,9 @@ bool fail(size_t* col, size_t at, std::string* why, std::string msg) {
 
 // kmem events: key=value tokens; "(123)" annotations skipped.
 bool parse_kmem(std::string_view s, size_t base, TraceEvent* ev, size_t* col, std::string* why) {
+  ev->call_site = ev->gfp = ev->name = {};
+  ev->ptr = ev->pfn = ev->req = 0;
+  ev->bytes_req = ev->bytes_alloc = ev->node = ev->accounted = ev->order = -1;
   Cursor c{s};
   bool have_ptr = false, have_pfn = false;
   for (;;) {
@@ -99,13 +109,15 @@ bool parse_kmem(std::string_view s, size_t base, TraceEvent* ev, size_t* col, st
     const size_t vat = at + eq + 1;
     int64_t x = 0;
     bool ok = true;
-    if (k == "call_site") ev->call_site = v;
-    else if (k == "ptr") ok = have_ptr = parse_ptr(v, &ev->ptr);
-    else if (k == "bytes_req") ok = parse_i64(v, &ev->bytes_req) && ev->bytes_req >= 0;
-    else if (k == "bytes_alloc") ok = parse_i64(v, &ev->bytes_alloc) && ev->bytes_alloc >= 0;
-    else if (k == "gfp_flags") ev->gfp = v;
-    else if (k == "node") ok = parse_i64(v, &ev->node);
-    else if (k == "accounted") {
+    // Dispatch on the first letter: this loop runs for every field of every line.
+    const char k0 = k[0];
+    if (k0 == 'c' && k == "call_site") ev->call_site = v;
+    else if (k0 == 'p' && k == "ptr") ok = have_ptr = parse_ptr(v, &ev->ptr);
+    else if (k0 == 'b' && k == "bytes_req") ok = parse_i64(v, &ev->bytes_req) && ev->bytes_req >= 0;
+    else if (k0 == 'b' && k == "bytes_alloc") ok = parse_i64(v, &ev->bytes_alloc) && ev->bytes_alloc >= 0;
+    else if (k0 == 'g' && k == "gfp_flags") ev->gfp = v;
+    else if (k0 == 'n' && k == "node") ok = parse_i64(v, &ev->node);
+    else if (k0 == 'a' && k == "accounted") {
       if (v == "true") ev->accounted = 1;
       else if (v == "false") ev->accounted = 0;
       else ok = parse_i64(v, &x) && (ev->accounted = x != 0, true);
@@ -132,6 +144,9 @@ bool parse_kmem(std::string_view s, size_t base, TraceEvent* ev, size_t* col, st
 
 // io_uring events: "key value" pairs separated by commas and blanks.
 bool parse_uring(std::string_view s, size_t base, TraceEvent* ev, size_t* col, std::string* why) {
+  ev->ring = ev->req = 0;
+  ev->fd = ev->sq = ev->cq = ev->flags = ev->opcode = ev->nr_files = ev->result = -1;
+  ev->opcode_name = {};
   Cursor c{s};
   std::string_view prev;
   bool have_ring = false;
@@ -173,6 +188,7 @@ bool parse_uring(std::string_view s, size_t base, TraceEvent* ev, size_t* col, s
 // -> 0x0") or trace-cmd ("sys_enter_io_uring_enter: fd: 0x00000003, ...")
 // prints them. Only the fd matters.
 bool parse_fd(std::string_view s, size_t base, TraceEvent* ev, size_t* col, std::string* why) {
+  ev->fd = -1;
   const size_t at = s.find("fd:");
   if (at == std::string_view::npos) return fail(col, base, why, "no 'fd:' argument");
   Cursor c{s, at + 3};
@@ -229,7 +245,13 @@ bool parse_prefix(std::string_view line, TraceEvent* ev, size_t* pos, size_t* co
 }  // namespace
 
 bool parse_trace_line(std::string_view line, TraceEvent* ev, size_t* col, std::string* why) {
-  *ev = TraceEvent{};
+  // Only the prefix is reset here; each payload parser resets its own
+  // fields (a whole-struct reset was a seventh of the parse time).
+  ev->kind = TraceKind::none;
+  ev->task = ev->event = {};
+  ev->pid = -1;
+  ev->cpu = 0;
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
   size_t b = 0;
   while (b < line.size() && is_space(line[b])) ++b;
   if (b == line.size() || line[b] == '#') return true;
@@ -277,6 +299,7 @@ bool parse_trace_line(std::string_view line, TraceEvent* ev, size_t* col, std::s
       Cursor m{rest};
       std::string_view w = m.token();
       if (w == "tracing_mark_write:") w = m.token();  // trace-cmd's "print: tracing_mark_write: "
+      ev->text = {};
       if (w != "simcache") return ev->kind = TraceKind::none, true;  // someone else's marker
       m.skip();
       ev->text = rest.substr(m.i);

@@ -33,7 +33,8 @@ enum class TraceKind : uint8_t {
 };
 
 // Unset numeric fields are -1 (or 0 for pointers, which replay treats as
-// "absent" only where the kernel never prints NULL).
+// "absent" only where the kernel never prints NULL). Only the fields of
+// the parsed kind are set: the others keep an earlier line's values.
 struct TraceEvent {
   TraceKind kind = TraceKind::none;
   std::string_view task;      // "" when the trace has no task-pid column
