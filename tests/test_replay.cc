@@ -270,3 +270,20 @@ TEST_CASE("replay --emit-ops: a trace compiled to ops runs to the same counts", 
     std::remove(out.c_str());
   }
 }
+
+TEST_CASE("simcache replay on the LKML capture: a report with counts by call site", "[replay][cli]") {
+  const CliOutcome r = run_cli({"replay", fixture("lkml-2019-kmem.txt"), "--policy",
+                                "unpatched,slab-nomerge", "--profile", "none"});
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("A = unpatched") != std::string::npos);
+  CHECK(r.out.find("B = slab-nomerge") != std::string::npos);
+  CHECK(r.out.find("trace: 10 lines, 9 events, 0 skipped") != std::string::npos);
+  CHECK(r.out.find("by call site") != std::string::npos);
+  CHECK(r.out.find("  prepare_creds                                     1          1          168\n") !=
+        std::string::npos);
+  const CliOutcome ops = run_cli({"run-ops", source_path("data/ops/arm-fail.ops"), "--profile",
+                                  "none", "--format", "csv"});
+  CHECK(ops.status == 0);
+  CHECK(ops.out.find("futex_wait_arm_fail") != std::string::npos);
+}

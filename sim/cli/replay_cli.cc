@@ -1,5 +1,7 @@
 // simcache run-ops FILE and simcache replay TRACE: an op file or a trace
 // as the workload, reported like a scenario (sim/replay/replay.h).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "sim/cli/cli.h"
@@ -59,6 +61,41 @@ bool request(const ParsedFlags& f, RunRequest* req, std::string* error) {
   return parse_jobs(f, &req->jobs, error);
 }
 
+// Counts by call site (replay's site:FN:* metrics), busiest first, per column.
+std::string site_table(const RunResult& r) {
+  struct Row {
+    std::string fn;
+    std::vector<int64_t> allocs, frees, bytes;
+  };
+  std::vector<Row> rows;
+  const auto& cols = r.workloads.at(0).policies;
+  for (size_t c = 0; c < cols.size(); ++c) {
+    for (const auto& [k, v] : cols[c].metrics) {
+      if (k.rfind("site:", 0) != 0) continue;
+      const size_t colon = k.rfind(':');
+      const std::string fn = k.substr(5, colon - 5), what = k.substr(colon + 1);
+      auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& x) { return x.fn == fn; });
+      if (it == rows.end()) {
+        rows.push_back({fn, std::vector<int64_t>(cols.size()), std::vector<int64_t>(cols.size()),
+                        std::vector<int64_t>(cols.size())});
+        it = rows.end() - 1;
+      }
+      (what == "allocs" ? it->allocs : what == "frees" ? it->frees : it->bytes)[c] = v;
+    }
+  }
+  if (rows.empty()) return "";
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return a.allocs[0] + a.frees[0] > b.allocs[0] + b.frees[0];
+  });
+  std::string out = "\nby call site (column A; the same in every column): allocs, frees, bytes requested\n";
+  const size_t n = std::min<size_t>(rows.size(), 20);
+  for (size_t i = 0; i < n; ++i)
+    out += fmt::format("  {:<40} {:>10} {:>10} {:>12}\n", rows[i].fn.substr(0, 40),
+                       rows[i].allocs[0], rows[i].frees[0], rows[i].bytes[0]);
+  if (rows.size() > n) out += fmt::format("  ... {} more call sites in --format json|csv\n", rows.size() - n);
+  return out;
+}
+
 CliOutcome report(const ParsedFlags& f, const RunRequest& req, const CustomWorkload& w,
                   const std::string& note) {
   auto v = f.v;
@@ -83,9 +120,11 @@ CliOutcome report(const ParsedFlags& f, const RunRequest& req, const CustomWorkl
   ro.all_counters = v.count("all-counters") > 0;
   ro.explain = v.count("explain") > 0;
   if (have_cost) ro.cost = &cost;
-  const std::string text = format == "json"  ? format_json(result, ro)
-                           : format == "csv" ? format_csv(result, ro)
-                                             : format_table(result, ro);
+  std::string text = format == "json"  ? format_json(result, ro)
+                     : format == "csv" ? format_csv(result, ro)
+                                       : format_table(result, ro);
+  if (!text.empty() && text.back() != '\n') text += '\n';  // the table ends on the note
+  if (format == "table") text += site_table(result);
   if (v.count("output")) {
     if (!write_file_atomic(v["output"], text, &error)) return cli_fail(error);
     return {0, "", warning};

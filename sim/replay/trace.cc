@@ -12,6 +12,7 @@
 // and the `fields` option's "key=0x8 (8)" decimal annotations.
 #include "sim/replay/trace.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -310,7 +311,7 @@ bool parse_trace_line(std::string_view line, TraceEvent* ev, size_t* col, std::s
   return true;
 }
 
-LineReader::LineReader(const std::string& path, size_t buf) : buf_(buf) {
+LineReader::LineReader(const std::string& path, size_t buf) : buf_(std::max<size_t>(buf, 64)) {
   f_ = std::fopen(path.c_str(), "rb");
 }
 
@@ -338,7 +339,7 @@ bool LineReader::next(std::string_view* line, bool* too_long) {
       return true;
     }
     if (begin_ == 0 && end_ == buf_.size()) {  // a line longer than the buffer
-      *line = std::string_view(buf_.data(), 256);
+      *line = std::string_view(buf_.data(), std::min<size_t>(256, buf_.size()));
       *too_long = true;
       ++line_no_;
       int ch;
