@@ -68,11 +68,11 @@ TEST_CASE("policies: the table is registered whole, under today's names",
           "[io_uring][policy]") {
   const PolicyRegistry& reg = PolicyRegistry::get();
   CHECK(reg.errors().empty());
-  CHECK(reg.all().size() == 12);
+  CHECK(reg.all().size() == 13);
   CHECK(reg.baseline().name == "unpatched");
   CHECK(&reg.baseline() == &reg.all().front());
   CHECK(policy_names() ==
-        "bulk-refill, futex-return-to-cache, memcg-batch-charge, node-slab, "
+        "bulk-refill, futex-return-to-cache, kmalloc-prefill, memcg-batch-charge, node-slab, "
         "node-slab-account, prefill, prefill-optin, slab-nomerge, slab-prime, "
         "unpatched, waitv-account, waitv-noaccount");
   for (const PolicyInfo& p : reg.all()) {

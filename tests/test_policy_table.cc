@@ -33,6 +33,9 @@ std::string stated_rejection(const PolicySet& p, const KernelProfile& k) {
   if (slab && !k.has_node_cache) return "'" + std::string(k.name) + "' has none";
   if (p.slab_prime && !k.install_allocates_node)
     return "'" + std::string(k.name) + "' allocates none";
+  if (p.kmalloc_prefill && (k.has_node_cache || !k.install_allocates_node))
+    return "kmalloc-prefill needs a kernel profile that allocates a node per install and "
+           "has no node cache (v6.13); '" + std::string(k.name) + "' does not";
   return "";
 }
 
@@ -173,20 +176,22 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
           "[policy][table]") {
   const auto table = PolicyRegistry::get().all();
   // Entries that no partner rescues: the node-slab family without a node
-  // cache (v6.12, v6.13), slab-prime without per-install nodes (v6.12).
+  // cache (v6.12, v6.13), slab-prime without per-install nodes (v6.12),
+  // kmalloc-prefill anywhere but v6.13 (it needs per-install nodes and no
+  // node cache).
   const std::vector<std::pair<std::string_view, size_t>> want = {
-      {"v6.12", table.size() - 6}, {"v6.13", table.size() - 5},
-      {"v6.18", table.size()},     {"v7.1", table.size()},
-      {"v7.2", table.size()}};
+      {"v6.12", table.size() - 7}, {"v6.13", table.size() - 5},
+      {"v6.18", table.size() - 1}, {"v7.1", table.size() - 1},
+      {"v7.2", table.size() - 1}};
   for (const auto& [name, n] : want) {
     const KernelProfile& k = *profile_by_name(name, nullptr);
     INFO(name);
     const std::vector<std::string> specs = testing::runnable_policies(k);
     CHECK(specs.size() == n);
     for (const std::string& s : specs) CHECK(testing::policy_ok(s, k));
-    // Both walks reach every group the profile allows: 4 of the 8 on
-    // v6.12, 5 on v6.13, all 8 elsewhere.
-    const size_t groups = name == "v6.12" ? 4 : name == "v6.13" ? 5 : 8;
+    // Both walks reach every group the profile allows: 4 of the 9 on
+    // v6.12, 6 on v6.13, 8 elsewhere (all but kmalloc_prefill).
+    const size_t groups = name == "v6.12" ? 4 : name == "v6.13" ? 6 : 8;
     for (bool backward : {false, true}) {
       const std::string m = testing::maximal_policy(k, backward);
       INFO(m);
@@ -247,10 +252,10 @@ TEST_CASE("policy fields: describe() lists every field in table order", "[policy
   CHECK(describe(d) ==
         "futex_return_to_cache = false\nnode_alloc = kmalloc\nbulk_refill = 0\n"
         "prefill = off\nprefill_max = 4096\nslab_prime = false\n"
-        "waitv_account = profile\nmemcg_batch_charge = false\nslab_nomerge = false\n");
+        "kmalloc_prefill = false\nwaitv_account = profile\nmemcg_batch_charge = false\nslab_nomerge = false\n");
   const auto fields = policy_fields();
   REQUIRE(fields.size() == kNumPolicyFields);
-  REQUIRE(kNumPolicyFields == 9);
+  REQUIRE(kNumPolicyFields == 10);
   // Every value of every field prints under its name, and reads back.
   size_t values = 0;
   for (const PolicyFieldInfo& f : fields) {
@@ -276,7 +281,7 @@ TEST_CASE("policy fields: describe() lists every field in table order", "[policy
       ++values;
     }
   }
-  CHECK(values == 23);  // 4 bools x 2, 2 unsigned x 3, 3 enums x 3 values
+  CHECK(values == 25);  // 5 bools x 2, 2 unsigned x 3, 3 enums x 3 values
   PolicySet bug;
   bug.debug_bug = DebugBug::leak_node;
   CHECK(lines_of(describe(bug)).back() == "debug_bug = set");
@@ -307,7 +312,7 @@ TEST_CASE("policy fields: kinds, readers and the run record", "[policy][fields]"
   CHECK(rec[1].text == "slab");
   CHECK(rec[2].field->name == "bulk_refill");
   CHECK(rec[2].text == "32");
-  CHECK(rec[7].text == "true");
+  CHECK(rec[static_cast<size_t>(policy_field_by_name("memcg_batch_charge")->id)].text == "true");
 
   // Only a changed mm-layer field is copied: a caller's true survives.
   MmConfig preset;

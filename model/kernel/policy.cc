@@ -104,6 +104,10 @@ bool validate_policies(const PolicySet& p, const KernelProfile* profile,
     return fail(error, "slab-prime needs a kernel profile that allocates a node "
                        "per install; '" + std::string(profile->name) +
                        "' allocates none");
+  if (p.kmalloc_prefill && (profile->has_node_cache || !profile->install_allocates_node))
+    return fail(error, "kmalloc-prefill needs a kernel profile that allocates a node "
+                       "per install and has no node cache (v6.13); '" +
+                       std::string(profile->name) + "' does not");
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include <fmt/format.h>
+#include "model/mm/backend.h"
 #include "model/mm/geometry.h"
 #include "model/mm/page_alloc.h"
 #include "model/mm/slub.h"
@@ -24,16 +25,22 @@ std::string_view obj_state_name(ObjState s) {
   return "?";
 }
 
-Mm::Mm(const MmConfig& cfg) : cfg_(cfg) {
+Mm::Mm(const MmConfig& cfg) : Mm(cfg, nullptr) {}
+
+Mm::Mm(const MmConfig& cfg, SlabBackend* backend) : cfg_(cfg) {
   if (cfg_.nr_cpus == 0 || cfg_.nr_nodes == 0 || cfg_.nr_nodes > cfg_.nr_cpus) {
     std::fprintf(stderr, "simcache: invalid mm config: %u cpus, %u nodes\n",
                  cfg_.nr_cpus, cfg_.nr_nodes);
     std::exit(2);
   }
-  pages_ = std::make_unique<PageAllocator>(&events_, &faults_, cfg_.nr_nodes);
+  pages_ = std::make_unique<PageAllocator>(&events_, &faults_);
   memcg_ = std::make_unique<Memcg>(cfg_.memcg, &events_, cfg_.nr_cpus, cfg_.nr_nodes);
-  slub_ = std::make_unique<Slub>(this, cfg_, &events_, pages_.get(), &faults_,
-                                 memcg_.get());
+  if (!backend) {
+    own_backend_ = std::make_unique<KernelBackend>(pages_.get(), memcg_.get());
+    backend = own_backend_.get();
+  }
+  backend_ = backend;
+  slub_ = std::make_unique<Slub>(this, cfg_, &events_, backend_, &faults_);
   // create_kmalloc_caches(): every type and size exists from boot, so no
   // cache is ever created in the middle of an allocation.
   kmalloc_caches_.assign(kNumKmallocTypes, std::vector<CacheId>(kNumKmallocIndex, kNoCache));
@@ -95,6 +102,26 @@ CacheId Mm::kmalloc_cache_slow(uint32_t size, gfp_t gfp, SiteId site) const {
   return kmalloc_caches_[static_cast<uint32_t>(kt)][kmalloc_index(size)];
 }
 
+// Counts an object whose last free ran on another CPU: its cache lines
+// are remote (seed 004's cold rounds after a teardown on the kworker).
+void Mm::note_alloc(Ptr p, const Task& t) {
+  auto it = last_free_cpu_.find(p);
+  if (it == last_free_cpu_.end()) return;
+  if (it->second != t.cpu) events_.add(Event::slab_alloc_remote);
+  last_free_cpu_.erase(it);
+}
+
+void Mm::note_free(Ptr p, const Task& t) {
+  last_free_cpu_[p] = t.cpu;
+  if (last_free_cpu_.size() < prune_at_) return;
+  // Objects of slabs discarded since no longer decode: drop them, so the
+  // map stays proportional to the objects of existing slabs.
+  int32_t slab;
+  uint32_t idx;
+  absl::erase_if(last_free_cpu_, [&](const auto& kv) { return !slub_->decode(kv.first, &slab, &idx); });
+  prune_at_ = std::max<size_t>(4096, 2 * last_free_cpu_.size());
+}
+
 // mirrors __do_kmalloc_node().
 Ptr Mm::kmalloc(uint32_t size, gfp_t gfp, const Task& t) {
   if (size == 0) return kZeroSizePtr;
@@ -102,6 +129,7 @@ Ptr Mm::kmalloc(uint32_t size, gfp_t gfp, const Task& t) {
   events_.add(Event::kmalloc);
   const Ptr p = slub_->alloc(kmalloc_cache(size, gfp, t.site), gfp, t);
   if (p == kNull) events_.add(Event::alloc_failed);
+  else note_alloc(p, t);
   return p;
 }
 
@@ -113,6 +141,7 @@ void Mm::kfree(Ptr p, const Task& t) {
     return;
   }
   events_.add(Event::kfree);
+  note_free(p, t);
   slub_->free(kNoCache, p, t);
 }
 
@@ -120,6 +149,7 @@ Ptr Mm::kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t) {
   events_.add(Event::kmem_cache_alloc);
   const Ptr p = slub_->alloc(s, gfp, t);
   if (p == kNull) events_.add(Event::alloc_failed);
+  else note_alloc(p, t);
   return p;
 }
 
@@ -130,6 +160,7 @@ void Mm::kmem_cache_free(CacheId s, Ptr p, const Task& t) {
     slub_->report("invalid-free", p, s, "kmem_cache_free() of a non-slab pointer");
     return;
   }
+  note_free(p, t);
   slub_->free(s, p, t);
 }
 
@@ -137,6 +168,7 @@ int Mm::kmem_cache_alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t
   events_.add(Event::kmem_cache_alloc_bulk);
   const int got = slub_->alloc_bulk(s, gfp, n, p, t);
   events_.add(Event::bulk_objects, got);
+  for (int i = 0; i < got; ++i) note_alloc(p[i], t);
   if (!got && n) events_.add(Event::alloc_failed);
   return got;
 }
@@ -145,6 +177,7 @@ void Mm::kmem_cache_free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
   if (n <= 0) return;
   events_.add(Event::kmem_cache_free_bulk);
   events_.add(Event::bulk_free_objects, n);
+  for (int i = 0; i < n; ++i) note_free(p[i], t);
   slub_->free_bulk(s, n, p, t);
 }
 
@@ -185,9 +218,9 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
   if (vmalloc) {
     l.nr_pages = static_cast<uint32_t>((size + PAGE_SIZE - 1) / PAGE_SIZE);
     for (uint32_t i = 0; i < l.nr_pages; ++i) {  // one order-0 page each
-      const uint32_t pg = pages_->alloc_pages(0, node, gfp);
+      const uint32_t pg = backend_->alloc_pages(0, node, gfp);
       if (!pg) {
-        for (uint32_t v : l.vpages) pages_->free_pages(v, 0);
+        for (uint32_t v : l.vpages) backend_->free_pages(v, 0);
         events_.add(Event::alloc_failed);
         return kNull;
       }
@@ -197,19 +230,19 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
   } else {
     l.order = get_order(size);
     l.nr_pages = 1u << l.order;
-    l.page = pages_->alloc_pages(l.order, node, gfp | __GFP_COMP);
+    l.page = backend_->alloc_pages(l.order, node, gfp | __GFP_COMP);
     if (!l.page) {
       events_.add(Event::alloc_failed);
       return kNull;
     }
   }
-  if ((gfp & __GFP_ACCOUNT) && memcg_->kmem_online() && t.memcg != kRootMemcg) {
+  if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg) {
     if (faults_.should_fail(FaultPoint::memcg_charge) ||
-        !memcg_->charge_pages(t.cpu, t.memcg, l.nr_pages, gfp)) {
+        !backend_->charge_pages(t.cpu, t.memcg, l.nr_pages, gfp)) {
       if (vmalloc) {
-        for (uint32_t v : l.vpages) pages_->free_pages(v, 0);
+        for (uint32_t v : l.vpages) backend_->free_pages(v, 0);
       } else {
-        pages_->free_pages(l.page, l.order);
+        backend_->free_pages(l.page, l.order);
       }
       events_.add(Event::memcg_charge_fail);
       events_.add(Event::alloc_failed);
@@ -252,14 +285,13 @@ void Mm::free_large(Ptr p, const Task& t, bool via_kvfree) {
                                   : "large allocation not live (freed before?)");
     return;
   }
-  events_.add(l->vmalloc ? Event::kvfree : Event::kfree_large);
-  if (l->vmalloc) events_.v[size_t(Event::kvfree)]--;  // counted by kvfree()
-  if (l->memcg != kRootMemcg) memcg_->uncharge_pages(t.cpu, l->memcg, l->nr_pages);
+  if (!l->vmalloc) events_.add(Event::kfree_large);  // kvfree() counts itself
+  if (l->memcg != kRootMemcg) backend_->uncharge_pages(t.cpu, l->memcg, l->nr_pages);
   if (l->vmalloc) {
-    for (uint32_t v : l->vpages) pages_->free_pages(v, 0);
+    for (uint32_t v : l->vpages) backend_->free_pages(v, 0);
     l->vpages.clear();
   } else {
-    pages_->free_pages(l->page, l->order);
+    backend_->free_pages(l->page, l->order);
   }
   large_bytes_ -= uint64_t(l->nr_pages) * PAGE_SIZE;
   l->live = false;

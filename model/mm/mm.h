@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
 #include "model/counters.h"
 #include "model/mm/fault.h"
 #include "model/mm/memcg.h"
@@ -27,7 +28,6 @@ struct MmConfig {
   uint64_t random_kmalloc_seed = 0;    // random_kmalloc_seed (per boot)
   bool slab_nomerge = false;           // boot parameter
   bool hardened_usercopy = false;      // kmalloc caches get usersize
-  bool preempt_rt = false;             // PREEMPT_RT: no lockless fast path (6.18)
   bool memcg_batch_charge = false;     // seed 002's batched post-alloc hook
   bool track_history = true;           // KASAN-style per-object history
   MemcgConfig memcg;
@@ -67,6 +67,7 @@ struct CacheInfo {
 
 class Slub;  // model/mm/slub.h: the allocator proper
 class PageAllocator;
+class SlabBackend;  // model/mm/backend.h: pages and memcg below SLUB
 
 // ZERO_SIZE_PTR: what kmalloc(0) returns; kfree() ignores it.
 inline constexpr Ptr kZeroSizePtr = 0x10;
@@ -74,6 +75,10 @@ inline constexpr Ptr kZeroSizePtr = 0x10;
 class Mm {
  public:
   explicit Mm(const MmConfig& cfg);
+  // With `backend` (not owned) below SLUB and large kmalloc instead of
+  // the model's page allocator and memcg: for tests that drive page
+  // failures and charges directly.
+  Mm(const MmConfig& cfg, SlabBackend* backend);
   ~Mm();
   Mm(const Mm&) = delete;
   Mm& operator=(const Mm&) = delete;
@@ -132,6 +137,8 @@ class Mm {
   uint64_t large_bytes_total() const;   // large kmalloc + vmalloc bytes live
 
   FaultInjector& faults() { return faults_; }
+  // The page allocator and memcg below SLUB: trace replay's mm_page_alloc / mm_page_free.
+  SlabBackend& backend() { return *backend_; }
   Memcg& memcg() { return *memcg_; }
   const Memcg& memcg() const { return *memcg_; }
 
@@ -141,9 +148,11 @@ class Mm {
   // number of new reports.
   size_t check_leaks();
 
+  // Freed objects whose last-free CPU is tracked (slab_alloc_remote).
+  size_t remote_tracked() const { return last_free_cpu_.size(); }
+
   Slub& slub() { return *slub_; }
   const Slub& slub() const { return *slub_; }
-  PageAllocator& pages() { return *pages_; }
 
  private:
   struct Large {  // a large kmalloc or a vmalloc area
@@ -159,12 +168,21 @@ class Mm {
   void free_large(Ptr p, const Task& t, bool via_kvfree);
   Large* large(Ptr p);
   const Large* large(Ptr p) const;
+  void note_alloc(Ptr p, const Task& t);
+  void note_free(Ptr p, const Task& t);
 
   MmConfig cfg_;
   Counters events_;
+  // CPU of the last free of each freed slab object not yet reallocated
+  // (slab_alloc_remote); bounded by the objects of existing slabs.
+  // Entries of discarded slabs are pruned when the map doubles.
+  absl::flat_hash_map<Ptr, CpuId> last_free_cpu_;
+  size_t prune_at_ = 4096;
   FaultInjector faults_;
   std::unique_ptr<PageAllocator> pages_;
   std::unique_ptr<Memcg> memcg_;
+  std::unique_ptr<SlabBackend> own_backend_;
+  SlabBackend* backend_;
   std::unique_ptr<Slub> slub_;
   // kmalloc_caches[type][index], created at boot (create_kmalloc_caches).
   std::vector<std::vector<CacheId>> kmalloc_caches_;

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "sim/replay/ops.h"
-#include "model/mm/page_alloc.h"
+#include "model/mm/backend.h"
 #include "sim/run/scenarios/common.h"
 
 namespace simcache::sim {
@@ -121,7 +121,7 @@ bool OpExec::exec_mem(const Op& op, std::string* error) {
         return *error = fmt::format("alloc_pages: page {} is still allocated", op.obj), false;
       const uint32_t order = static_cast<uint32_t>(op.n);
       if (order > 10) return *error = fmt::format("alloc_pages: order {} above 10", order), false;
-      const uint32_t id = mm.pages().alloc_pages(order, 0, op.gfp);
+      const uint32_t id = mm.backend().alloc_pages(order, 0, op.gfp);
       if (id) pages_.emplace(op.obj, std::make_pair(id, order));
       return true;
     }
@@ -129,7 +129,7 @@ bool OpExec::exec_mem(const Op& op, std::string* error) {
       auto it = pages_.find(op.obj);
       if (it == pages_.end())
         return *error = fmt::format("free_pages: page {} is not allocated", op.obj), false;
-      mm.pages().free_pages(it->second.first, it->second.second);
+      mm.backend().free_pages(it->second.first, it->second.second);
       pages_.erase(it);
       return true;
     }
@@ -219,7 +219,7 @@ void OpExec::free_all(const Task& t) {
   std::vector<std::pair<uint32_t, uint32_t>> pages;
   for (const auto& [h, pg] : pages_) pages.push_back(pg);
   std::sort(pages.begin(), pages.end());
-  for (const auto& [id, order] : pages) env_.mm.pages().free_pages(id, order);
+  for (const auto& [id, order] : pages) env_.mm.backend().free_pages(id, order);
   pages_.clear();
 }
 

@@ -176,7 +176,22 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
       jobs.push_back({info, out->workloads[i].params, items[i].policies[k],
                       &out->workloads[i].policies[k]});
   }
-  run_jobs(jobs, *profile, req);
+  // A run is a pure function of (scenario, parameters, policy, kernel,
+  // seed): a job equal to an earlier one (presets repeat base columns) is
+  // run once and its result copied.
+  std::vector<Job> unique;
+  std::vector<std::pair<size_t, size_t>> copies;  // (job, unique index)
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    size_t u = 0;
+    while (u < unique.size() && !(unique[u].info == jobs[i].info &&
+                                  unique[u].policy == jobs[i].policy &&
+                                  unique[u].params == jobs[i].params))
+      ++u;
+    if (u == unique.size()) unique.push_back(jobs[i]);
+    else copies.emplace_back(i, u);
+  }
+  run_jobs(unique, *profile, req);
+  for (const auto& [i, u] : copies) *jobs[i].out = *unique[u].out;
   return true;
 }
 
