@@ -131,7 +131,7 @@ TEST_CASE("without --set cpus a trace naming CPU 23 is refused at that op", "[re
   // run-time failures are counted, not fatal: the CLI raises cpus itself
   RunResult r;
   REQUIRE(run_custom(request({"unpatched"}, "v6.18"), trace_workload(s), &r, &err));
-  CHECK(metric(r, "trace_ops_failed") == 2);  // the two allocations on CPU 23
+  CHECK(metric(r, "trace_ops_failed") == 4);  // the four lines on CPU 23
   const CliOutcome cli = run_cli({"replay", fixture("ftrace-6x-kmem.txt"), "--strict",
                                   "--profile", "none", "--format", "json"});
   CHECK(cli.status == 0);
@@ -286,4 +286,22 @@ TEST_CASE("simcache replay on the LKML capture: a report with counts by call sit
                                   "none", "--format", "csv"});
   CHECK(ops.status == 0);
   CHECK(ops.out.find("futex_wait_arm_fail") != std::string::npos);
+}
+
+TEST_CASE("an allocation at a live pointer means its free was lost: counted, paired anew",
+          "[replay]") {
+  const std::string path = write_temp("replay_lost_free.txt",
+      "  a-1  [000] ..... 1.000001: kmalloc: call_site=f+0x1/0x2 ptr=0000000000001000 bytes_req=32 bytes_alloc=32 gfp_flags=GFP_KERNEL\n"
+      "  a-1  [000] ..... 1.000002: kmalloc: call_site=f+0x1/0x2 ptr=0000000000001000 bytes_req=64 bytes_alloc=64 gfp_flags=GFP_KERNEL\n"
+      "  a-1  [000] ..... 1.000003: kfree: call_site=g+0x1/0x2 ptr=0000000000001000\n"
+      "  a-1  [000] ..... 1.000004: kfree: call_site=g+0x1/0x2 ptr=0000000000001000\n");
+  const RunResult r = run_trace(path, request({"unpatched"}, "v6.18"));
+  CHECK(metric(r, "trace_implicit_free") == 1);
+  CHECK(metric(r, "trace_free_before_capture") == 1);  // the second free: nothing live there
+  CHECK(total(r, Event::kmalloc) == 2);
+  CHECK(total(r, Event::kfree) == 2);
+  CHECK(metric(r, "site:f:allocs") == 2);
+  CHECK(metric(r, "site:f:frees") == 1);  // traced frees; the lost one is trace_implicit_free
+  CHECK(r.workloads[0].policies[0].kasan.empty());
+  std::remove(path.c_str());
 }

@@ -133,6 +133,14 @@ class OpExec {
   uint64_t peak_live_objects() const { return peak_objs_; }
 
   bool has_obj(uint64_t obj) const { return objs_.contains(obj); }
+  // Trace mode: an allocation at a live handle frees the old object first
+  // (its free was lost), and a free of an unknown handle is of an object
+  // allocated before the capture; both are counted, not errors.
+  void set_trace_mode(bool on) { trace_mode_ = on; }
+  int64_t implicit_frees() const { return implicit_frees_; }
+  int64_t frees_before_capture() const { return frees_before_capture_; }
+  bool last_alloc_ok() const { return last_alloc_ok_; }
+  bool last_free_ok() const { return last_free_ok_; }
   // The call site of the object the last kfree/kmem_cache_free freed.
   uint32_t last_freed_site() const { return last_freed_site_; }
   bool has_page(uint64_t page) const { return pages_.contains(page); }
@@ -151,6 +159,8 @@ class OpExec {
     uint32_t site;  // the allocating op's call site
   };
   Task task_of(const Op& op) const;
+  void free_obj(const Obj& o, const Task& t);
+  void tap_op(const Op& op);
   CacheId cache_id(uint32_t ix);
   bool run_nodes(const OpProgram& p, const std::vector<OpNode>& nodes, int depth,
                  std::string* error);
@@ -169,6 +179,8 @@ class OpExec {
   std::vector<CacheId> cache_ids_;
   uint64_t peak_objs_ = 0;
   uint32_t last_freed_site_ = 0;
+  bool trace_mode_ = false, last_alloc_ok_ = false, last_free_ok_ = false;
+  int64_t implicit_frees_ = 0, frees_before_capture_ = 0;
   Counters round_start_;
 };
 

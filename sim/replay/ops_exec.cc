@@ -84,35 +84,42 @@ bool OpExec::exec_mem(const Op& op, std::string* error) {
   switch (op.kind) {
     case OpKind::kmalloc:
     case OpKind::cache_alloc: {
-      if (objs_.contains(op.obj))
-        return *error = fmt::format("{}: object {} is still allocated", op_name(op.kind), op.obj),
-               false;
       CacheId s = kNoCache;
       if (op.kind == OpKind::cache_alloc && (s = cache_id(op.cache)) == kNoCache)
         return *error = fmt::format("kmem_cache_alloc: no cache '{}' (create it first)",
                                     names_.caches.at(op.cache).name),
                false;
+      // One hash lookup per op: replay runs millions of these.
+      auto [it, fresh] = objs_.try_emplace(op.obj, Obj{kNull, kNoCache, 0});
+      if (!fresh) {
+        if (!trace_mode_)
+          return *error = fmt::format("{}: object {} is still allocated", op_name(op.kind), op.obj),
+                 false;
+        free_obj(it->second, t);  // a trace lost this object's free
+        ++implicit_frees_;
+      }
       const Ptr p = s == kNoCache ? mm.kmalloc(static_cast<uint32_t>(op.n), op.gfp, t)
                                   : mm.kmem_cache_alloc(s, op.gfp, t);
-      if (p == kNull) return true;  // -ENOMEM: the caller sees NULL
-      objs_.emplace(op.obj, Obj{p, s, op.site});
-      peak_objs_ = std::max<uint64_t>(peak_objs_, objs_.size());
+      last_alloc_ok_ = p != kNull;
+      if (p == kNull) return objs_.erase(it), true;  // -ENOMEM: the caller sees NULL
+      it->second = Obj{p, s, op.site};
+      if (objs_.size() > peak_objs_) peak_objs_ = objs_.size();
       return true;
     }
     case OpKind::kfree:
     case OpKind::cache_free: {
       auto it = objs_.find(op.obj);
-      if (it == objs_.end())
+      last_free_ok_ = it != objs_.end();
+      if (!last_free_ok_) {
+        if (trace_mode_) return ++frees_before_capture_, true;  // allocated before the capture
         return *error = fmt::format("{}: object {} is not allocated", op_name(op.kind), op.obj),
                false;
-      const Obj o = it->second;
+      }
+      Obj o = it->second;
       objs_.erase(it);
       last_freed_site_ = o.site;
-      if (op.kind == OpKind::cache_free) {
-        const CacheId s = op.cache == UINT32_MAX ? o.cache : cache_id(op.cache);
-        if (s != kNoCache) return mm.kmem_cache_free(s, o.p, t), true;
-      }
-      mm.kfree(o.p, t);  // kfree() takes objects of any cache
+      if (op.kind == OpKind::cache_free && op.cache != UINT32_MAX) o.cache = cache_id(op.cache);
+      free_obj(o, t);
       return true;
     }
     case OpKind::cache_create: cache_id(op.cache); return true;
@@ -137,8 +144,23 @@ bool OpExec::exec_mem(const Op& op, std::string* error) {
   }
 }
 
+// What the emitters see: in trace mode, no free of an object from before
+// the capture, and an explicit free before an allocation at a live handle,
+// so the emitted op file runs without trace mode.
+void OpExec::tap_op(const Op& op) {
+  const bool alloc = op.kind == OpKind::kmalloc || op.kind == OpKind::cache_alloc;
+  const bool free = op.kind == OpKind::kfree || op.kind == OpKind::cache_free;
+  if (trace_mode_ && free && !objs_.contains(op.obj)) return;
+  if (trace_mode_ && alloc && objs_.contains(op.obj)) {
+    Op f = op;
+    f.kind = OpKind::kfree;
+    tap(f);
+  }
+  tap(op);
+}
+
 bool OpExec::exec(const Op& op, std::string* error) {
-  if (tap) tap(op);
+  if (tap) tap_op(op);
   if (op.cpu >= env_.mm.config().nr_cpus)
     return *error = fmt::format("CPU {} is not below cpus = {} (pass --set cpus=N)", op.cpu,
                                 env_.mm.config().nr_cpus),
@@ -206,6 +228,11 @@ bool OpExec::run_nodes(const OpProgram& p, const std::vector<OpNode>& nodes, int
 bool OpExec::run(const OpProgram& p, std::string* error) {
   for (size_t i = names_.tasks.size(); i < p.names.tasks.size(); ++i) names_.tasks.push_back(p.names.tasks[i]);
   return run_nodes(p, p.nodes, 0, error);
+}
+
+void OpExec::free_obj(const Obj& o, const Task& t) {
+  if (o.cache != kNoCache) env_.mm.kmem_cache_free(o.cache, o.p, t);
+  else env_.mm.kfree(o.p, t);  // kfree() takes objects of any cache
 }
 
 void OpExec::free_all(const Task& t) {

@@ -82,6 +82,7 @@ class Replayer {
   Replayer(Env& env, Recorder& rec, const TraceSummary& s, const Params& p)
       : env_(env), rec_(rec), s_(s), exec_(env, rec, OpNames{}),
         waitv_width_(p.at("waitv_width")) {
+    exec_.set_trace_mode(true);
     if (!s.markers) rec_.begin_round(true), rec_.timed_begin();
   }
 
@@ -198,14 +199,8 @@ void Replayer::kmem(const TraceEvent& ev) {
     OpCache& c = exec_.names().caches[op.cache];
     if (c.size == 0) c.size = static_cast<uint32_t>(std::max<int64_t>(op.n, 8)), c.flags = k ? k->flags : 0;
   }
-  if (exec_.has_obj(ev.ptr)) {  // its free fell outside the trace (lost events)
-    Op f = mk(OpKind::kfree, ev);
-    f.obj = ev.ptr;
-    run(f);
-    ++implicit_free_;
-  }
-  run(op);
-  if (!exec_.has_obj(ev.ptr)) return;
+  run(op);  // trace mode: an object still live at this pointer is freed first
+  if (!exec_.last_alloc_ok()) return;
   SiteStat& st = site(op.site);
   st.allocs++, st.bytes += op.n;
 }
@@ -213,12 +208,12 @@ void Replayer::kmem(const TraceEvent& ev) {
 void Replayer::kfree(const TraceEvent& ev) {
   if (ev.ptr == 0 || ev.ptr == kZeroSizePtr) return void(++null_free_);
   if (!covered_.empty() && covered_.erase(ev.ptr)) return;
-  if (!exec_.has_obj(ev.ptr)) return void(++before_capture_);  // allocated before the capture
   Op op = mk(ev.kind == TraceKind::kfree ? OpKind::kfree : OpKind::cache_free, ev);
   op.obj = ev.ptr;
   op.cache = UINT32_MAX;
-  run(op);
-  site(exec_.last_freed_site()).frees++;
+  run(op);  // trace mode: an unknown pointer was allocated before the capture
+  if (exec_.last_free_ok()) site(exec_.last_freed_site()).frees++;
+  else --replayed_;
 }
 
 void Replayer::page(const TraceEvent& ev) {
@@ -381,8 +376,8 @@ void Replayer::end() {
   if (!s_.markers) rec_.timed_end(), rec_.end_round(static_cast<uint64_t>(replayed_));
   rec_.metric("trace_events_replayed", replayed_);
   rec_.metric("trace_ops_failed", failed_);
-  rec_.metric("trace_free_before_capture", before_capture_);
-  rec_.metric("trace_implicit_free", implicit_free_);
+  rec_.metric("trace_free_before_capture", before_capture_ + exec_.frees_before_capture());
+  rec_.metric("trace_implicit_free", implicit_free_ + exec_.implicit_frees());
   rec_.metric("trace_kfree_null", null_free_);
   rec_.metric("trace_io_uring_kmem_modelled", covered_count_);
   rec_.metric("trace_unmodelled", unmodelled_);
