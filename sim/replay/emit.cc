@@ -102,6 +102,46 @@ void TraceWriter::marker(const Op& op) {
   line(op, "tracing_mark_write", "simcache " + text.substr(sp + 1));
 }
 
+// kmem and page ops as kmem events; false for the others.
+bool TraceWriter::write_mem(const Op& op) {
+  auto ptr = [](uint64_t obj) { return fmt::format("{:016x}", obj ^ 0xffff000000000000ull); };
+  auto site = [&](uint32_t s) { return s ? names_.sites[s] + "+0x0/0x0" : std::string("0x0"); };
+  const char* acct = (op.gfp & __GFP_ACCOUNT) ? "true" : "false";
+  switch (op.kind) {
+    case OpKind::kmalloc:
+      return emit(op, "kmalloc",
+                  fmt::format("call_site={} ptr={} bytes_req={} bytes_alloc={} gfp_flags={} "
+                              "node=-1 accounted={}", site(op.site), ptr(op.obj), op.n,
+                              kmalloc_size_roundup(static_cast<uint64_t>(op.n)),
+                              format_gfp(op.gfp), acct));
+    case OpKind::page_alloc:
+      if (op.obj == 0) return false;  // pfn 0 reads as a failed allocation
+      return emit(op, "mm_page_alloc",
+                  fmt::format("page={} pfn=0x{:x} order={} migratetype=0 gfp_flags={}",
+                              ptr(op.obj), op.obj, op.n, format_gfp(op.gfp)));
+    case OpKind::page_free:
+      if (op.obj == 0) return false;
+      return emit(op, "mm_page_free",
+                  fmt::format("page={} pfn=0x{:x} order=0", ptr(op.obj), op.obj));
+    case OpKind::kfree:
+      return emit(op, "kfree", fmt::format("call_site=0x0 ptr={}", ptr(op.obj)));
+    case OpKind::cache_alloc: {
+      const OpCache& c = names_.caches.at(op.cache);
+      return emit(op, "kmem_cache_alloc",
+                  fmt::format("call_site={} ptr={} name={} bytes_req={} bytes_alloc={} "
+                              "gfp_flags={} node=-1 accounted={}", site(op.site), ptr(op.obj),
+                              c.name, c.size, c.size, format_gfp(op.gfp), acct));
+    }
+    case OpKind::cache_free:
+      return emit(op, "kmem_cache_free",
+                  op.cache == UINT32_MAX
+                      ? fmt::format("call_site=0x0 ptr={}", ptr(op.obj))
+                      : fmt::format("call_site=0x0 ptr={} name={}", ptr(op.obj),
+                                    names_.caches.at(op.cache).name));
+    default: return false;
+  }
+}
+
 void TraceWriter::write(const Op& op) {
   if (declared_.size() <= op.task) declared_.resize(op.task + 1u);
   if (!declared_[op.task]) {
@@ -111,8 +151,6 @@ void TraceWriter::write(const Op& op) {
          fmt::format("simcache task {} memcg={}", op_task_token(t.name), t.user ? "user" : "root"));
   }
   auto ring = [](int64_t h) { return fmt::format("{:016x}", 0xffff888100000000ull + uint64_t(h) * 0x1000); };
-  auto ptr = [](uint64_t obj) { return fmt::format("{:016x}", obj ^ 0xffff000000000000ull); };
-  auto site = [&](uint32_t s) { return s ? names_.sites[s] + "+0x0/0x0" : std::string("0x0"); };
   auto submit = [&](const Op& o, int64_t r, std::string_view opc) {
     line(o, "io_uring_submit_req",
          fmt::format("ring {}, req {:016x}, user_data 0x0, opcode {}, flags 0x0, sq_thread 0",
@@ -124,7 +162,7 @@ void TraceWriter::write(const Op& op) {
                      ring(r), req, res));
   };
   const uint64_t fd = static_cast<uint64_t>(op.ring + 3);
-  const char* acct = (op.gfp & __GFP_ACCOUNT) ? "true" : "false";
+  if (write_mem(op)) return;
   switch (op.kind) {
     case OpKind::ring_create:
       return line(op, "io_uring_create",
@@ -160,36 +198,6 @@ void TraceWriter::write(const Op& op) {
       if (op.n != 1) break;
       return submit(op, op.ring, "FUTEX_WAKE");
     case OpKind::poll_add: return submit(op, op.ring, "POLL_ADD");
-    case OpKind::kmalloc:
-      return line(op, "kmalloc",
-                  fmt::format("call_site={} ptr={} bytes_req={} bytes_alloc={} gfp_flags={} "
-                              "node=-1 accounted={}", site(op.site), ptr(op.obj), op.n,
-                              kmalloc_size_roundup(static_cast<uint64_t>(op.n)),
-                              format_gfp(op.gfp), acct));
-    case OpKind::page_alloc:
-      if (op.obj == 0) break;  // pfn 0 reads as a failed allocation
-      return line(op, "mm_page_alloc",
-                  fmt::format("page={} pfn=0x{:x} order={} migratetype=0 gfp_flags={}",
-                              ptr(op.obj), op.obj, op.n, format_gfp(op.gfp)));
-    case OpKind::page_free:
-      if (op.obj == 0) break;
-      return line(op, "mm_page_free",
-                  fmt::format("page={} pfn=0x{:x} order=0", ptr(op.obj), op.obj));
-    case OpKind::kfree:
-      return line(op, "kfree", fmt::format("call_site=0x0 ptr={}", ptr(op.obj)));
-    case OpKind::cache_alloc: {
-      const OpCache& c = names_.caches.at(op.cache);
-      return line(op, "kmem_cache_alloc",
-                  fmt::format("call_site={} ptr={} name={} bytes_req={} bytes_alloc={} "
-                              "gfp_flags={} node=-1 accounted={}", site(op.site), ptr(op.obj),
-                              c.name, c.size, c.size, format_gfp(op.gfp), acct));
-    }
-    case OpKind::cache_free:
-      return line(op, "kmem_cache_free",
-                  op.cache == UINT32_MAX
-                      ? fmt::format("call_site=0x0 ptr={}", ptr(op.obj))
-                      : fmt::format("call_site=0x0 ptr={} name={}", ptr(op.obj),
-                                    names_.caches.at(op.cache).name));
     default: break;
   }
   marker(op);

@@ -50,6 +50,10 @@ class TraceWriter {
 
  private:
   void line(const Op& op, std::string_view event, const std::string& payload);
+  bool emit(const Op& op, std::string_view event, const std::string& payload) {
+    return line(op, event, payload), true;
+  }
+  bool write_mem(const Op& op);
   void marker(const Op& op);
   std::FILE* out_;
   const OpNames& names_;
