@@ -436,7 +436,8 @@ bool scan_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s
     if (ev.kind == TraceKind::none) continue;
     ++s->events;
     s->max_cpu = std::max(s->max_cpu, ev.cpu);
-    s->io_uring |= ev.kind >= TraceKind::uring_create && ev.kind <= TraceKind::close;
+    // io_uring tracepoints, not syscalls: a kmem trace may record close() too.
+    s->io_uring |= ev.kind >= TraceKind::uring_create && ev.kind <= TraceKind::uring_complete;
   }
   return true;
 }
