@@ -2,12 +2,7 @@
 // text. It must return true or false with a "FILE:LINE:COL: why" message,
 // never crash, hang or read out of bounds; a parsed program must print
 // back (format_op) and reparse.
-//
-// Until fuzz/ has its CMake wiring (h-harden's scripts/fuzz), build by hand:
-//   clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -I. \
-//     FILE.cc sim/replay/{ops,ops_program,text,trace}.cc -lfmt \
-//     -labsl_hash -labsl_city -labsl_low_level_hash -labsl_raw_hash_set
-// and run on data/ops/ (ops) or tests/data/traces/ (trace) as the corpus.
+// Seeds: fuzz/corpus/<target>/; run with scripts/fuzz.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -1,12 +1,7 @@
 // libFuzzer target: the ftrace / trace-cmd line parser (sim/replay/trace.h)
 // on arbitrary bytes, line by line. A malformed line must come back as
 // false with a column inside the line (or just past it) and a reason.
-//
-// Until fuzz/ has its CMake wiring (h-harden's scripts/fuzz), build by hand:
-//   clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -I. \
-//     FILE.cc sim/replay/{ops,ops_program,text,trace}.cc -lfmt \
-//     -labsl_hash -labsl_city -labsl_low_level_hash -labsl_raw_hash_set
-// and run on data/ops/ (ops) or tests/data/traces/ (trace) as the corpus.
+// Seeds: fuzz/corpus/<target>/; run with scripts/fuzz.
 #include <cstddef>
 #include <cstdint>
 #include <string>
