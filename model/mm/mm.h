@@ -151,6 +151,8 @@ class Mm {
   uint64_t large_bytes_total() const;   // large kmalloc + vmalloc bytes live
 
   FaultInjector& faults() { return faults_; }
+  // The page allocator and memcg below SLUB: trace replay's mm_page_alloc / mm_page_free.
+  SlabBackend& backend() { return *backend_; }
   Memcg& memcg() { return *memcg_; }
   const Memcg& memcg() const { return *memcg_; }
 

@@ -33,6 +33,8 @@ constexpr const char* kUsage =
     "       simcache calibrate --measurements FILE.tsv [--out profile.toml] ...\n"
     "       simcache validate --measurements FILE.tsv [--profile P] ...\n"
     "       simcache geometry-check [--sysfs DIR] [--cpus N] [--kernel K]\n"
+    "       simcache run-ops FILE.ops [--policy P[,P]...] ...   (docs/ops.md)\n"
+    "       simcache replay TRACE [--strict] [--policy P[,P]...] ...\n"
     "       simcache --list | --version | --help\n";
 
 constexpr Flag kFlags[] = {
@@ -347,6 +349,8 @@ bool parse_report_args(const std::vector<std::string>& args, RunRequest* req, st
 CliOutcome run_cli(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "calibrate") return run_calibrate_cli(args);
   if (!args.empty() && args[0] == "validate") return run_validate_cli(args);
+  if (!args.empty() && args[0] == "run-ops") return run_ops_cli(args);
+  if (!args.empty() && args[0] == "replay") return run_replay_cli(args);
   if (!args.empty() && (args[0] == "geometry-check" || args[0] == "check-geometry"))
     return run_geometry_cli(args);
   ParsedFlags f;

@@ -5,6 +5,7 @@
 //   simcache --scenario NAME ...          run and report (counts and times)
 //   simcache calibrate --measurements F   fit a cost profile (calibrate_cli.cc)
 //   simcache validate --measurements F    predicted vs measured (calibrate_cli.cc)
+//   simcache run-ops FILE / replay TRACE  op files and traces (replay_cli.cc)
 #pragma once
 
 #include <map>
@@ -75,5 +76,7 @@ bool kernel_outputs(const ParsedFlags& f, const RunResult& r, std::string* text,
 CliOutcome run_calibrate_cli(const std::vector<std::string>& args);
 CliOutcome run_validate_cli(const std::vector<std::string>& args);
 CliOutcome run_geometry_cli(const std::vector<std::string>& args);  // geometry_cli.cc
+CliOutcome run_ops_cli(const std::vector<std::string>& args);       // replay_cli.cc
+CliOutcome run_replay_cli(const std::vector<std::string>& args);    // replay_cli.cc
 
 }  // namespace simcache::sim

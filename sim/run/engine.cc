@@ -37,6 +37,8 @@ struct Job {
   Params params;
   std::string policy;
   PolicyResult* out;
+  const CustomWorkload* custom = nullptr;
+  std::string error = {};  // custom: why the run failed
 };
 
 std::vector<CacheStats> cache_stats(const Mm& mm) {
@@ -97,7 +99,7 @@ std::vector<std::pair<std::string, std::string>> profile_record(const iou::Kerne
           {"slub_gen", k.slub_gen == SlubGen::v6_18 ? "v6.18" : "7.x"}};
 }
 
-void run_job(const Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
+void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   const uint64_t seed = req.seed;
   MmConfig mc;
   iou::apply_profile(profile, mc);
@@ -121,7 +123,9 @@ void run_job(const Job& j, const iou::KernelProfile& profile, const RunRequest& 
           Task{static_cast<CpuId>(j.params.at("cpu")), user, 0},
           Task{static_cast<CpuId>(j.params.at("kworker_cpu")), kRootMemcg, 0}, seed};
   Recorder rec(mm);
-  j.info->run(env, j.params, rec);
+  std::function<void()> at_end;
+  if (j.custom) j.custom->run(env, j.params, rec, &at_end, &j.error);
+  else j.info->run(env, j.params, rec);
   PolicyResult& r = *j.out;
   r.policy = j.policy;
   r.config = config_record(ps, mc);
@@ -131,6 +135,7 @@ void run_job(const Job& j, const iou::KernelProfile& profile, const RunRequest& 
     r.faults_injected[std::string(fault_point_name(f.point))] = mm.faults().injected(f.point);
   for (const auto& [err, n] : io.failures()) r.failures[iou::errno_name(err)] = n;
   for (CacheId s : mm.caches()) r.slab_state.push_back(mm.info(s));
+  if (at_end) at_end();
   mm.faults().clear();
   io.exit_all(env.kworker);
   mm.check_leaks();
@@ -152,6 +157,18 @@ bool check_machine(const Params& p, std::string* error) {
     return false;
   }
   return true;
+}
+
+void run_jobs(std::vector<Job>& jobs, const iou::KernelProfile& profile, const RunRequest& req) {
+  const int nthreads = std::max(1, std::min<int>(req.jobs, static_cast<int>(jobs.size())));
+  std::vector<std::thread> pool;
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) run_job(jobs[i], profile, req);
+  };
+  for (int t = 1; t < nthreads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
 }
 
 }  // namespace
@@ -231,16 +248,46 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
     if (u == unique.size()) unique.push_back(jobs[i]);
     else copies.emplace_back(i, u);
   }
-  const int nthreads = std::max(1, std::min<int>(req.jobs, static_cast<int>(unique.size())));
-  std::vector<std::thread> pool;
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < unique.size();) run_job(unique[i], *profile, req);
-  };
-  for (int t = 1; t < nthreads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
+  run_jobs(unique, *profile, req);
   for (const auto& [i, u] : copies) *jobs[i].out = *unique[u].out;
+  return true;
+}
+
+bool run_custom(const RunRequest& req, const CustomWorkload& w, RunResult* out,
+                std::string* error) {
+  const iou::KernelProfile* profile = iou::profile_by_name(req.kernel, error);
+  if (!profile) return false;
+  std::vector<std::string> policies = req.policies;
+  if (policies.empty()) policies.push_back("unpatched");
+  for (const std::string& pol : policies) {
+    iou::PolicySet ps;
+    MmConfig mc;
+    if (!iou::parse_policies(pol, profile, &ps, &mc, error)) return false;
+  }
+  ScenarioInfo info{w.name, "", w.op_unit, w.time_unit, w.params, nullptr};
+  info = with_machine(info);
+  Params params;
+  if (!resolve_params(info, {}, req.sets, &params, error) || !check_machine(params, error))
+    return false;
+  out->scenario = w.name;
+  out->kernel = std::string(profile->name);
+  out->seed = req.seed;
+  out->version = SIMCACHE_VERSION;
+  out->policies = policies;
+  out->workloads.assign(1, WorkloadResult{});
+  WorkloadResult& wr = out->workloads[0];
+  wr.scenario = w.name;
+  wr.label = w.label;
+  wr.params = params;
+  wr.op_unit = w.op_unit;
+  wr.time_unit = w.time_unit;
+  wr.policies.resize(policies.size());
+  std::vector<Job> jobs;
+  for (size_t k = 0; k < policies.size(); ++k)
+    jobs.push_back({nullptr, params, policies[k], &wr.policies[k], &w});
+  run_jobs(jobs, *profile, req);
+  for (const Job& j : jobs)
+    if (!j.error.empty()) return *error = j.error, false;
   return true;
 }
 

@@ -3,6 +3,7 @@
 // the same RunResult, whatever --jobs is.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,21 @@ struct RunRequest {
 // --fail probability draws (one generator per point and column) and the
 // boot's random_kmalloc_seed (CONFIG_RANDOM_KMALLOC_CACHES).
 bool run(const RunRequest& req, RunResult* out, std::string* error);
+// A workload that is not a registered driver (an op file, a trace), run
+// for every policy column like a scenario. `run` may fail (bad input found
+// while running): the first failing column's error is returned.
+struct CustomWorkload {
+  std::string name, label, op_unit = "op", time_unit = "ns";
+  std::vector<ParamSpec> params;  // besides machine_params()
+  // `at_end`, if set, runs after the counts are taken and before the
+  // end-of-run teardown and leak check (a trace's objects still live when
+  // the capture ended are not leaks).
+  std::function<bool(Env&, const Params&, Recorder&, std::function<void()>* at_end,
+                     std::string*)>
+      run;
+};
+bool run_custom(const RunRequest& req, const CustomWorkload& w, RunResult* out,
+                std::string* error);
 // Those parameters (a mapping rule may set them: a host's CPU count).
 const std::vector<ParamSpec>& machine_params();
 

@@ -1,0 +1,197 @@
+// simcache run-ops FILE and simcache replay TRACE: an op file or a trace
+// as the workload, reported like a scenario (sim/replay/replay.h).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sim/cli/cli.h"
+#include "sim/cost/cost.h"
+#include "sim/replay/replay.h"
+#include "sim/report/report.h"
+
+namespace simcache::sim {
+namespace {
+
+constexpr const char* kOpsUsage =
+    "usage: simcache run-ops FILE.ops [--policy P[,P]...] [--kernel K] [--set key=value]...\n"
+    "                [--profile NAME|FILE|none] [--format table|json|csv] [--output FILE]\n"
+    "                [--jobs N] [--all-counters] [--explain]\n"
+    "                [--emit-trace FILE] [--emit-ops FILE]   (write, do not report)\n";
+constexpr const char* kReplayUsage =
+    "usage: simcache replay TRACE [--strict] [--policy P[,P]...] [--kernel K]\n"
+    "                [--set key=value]... [--profile NAME|FILE|none]\n"
+    "                [--format table|json|csv] [--output FILE] [--jobs N]\n"
+    "                [--all-counters] [--explain] [--emit-ops FILE]\n";
+
+constexpr Flag kFlags[] = {
+    {"policy", true, "policy columns"},       {"kernel", true, "kernel profile"},
+    {"set", true, "machine parameter"},       {"seed", true, "seed"},
+    {"format", true, "table, json or csv"},   {"output", true, "report file"},
+    {"jobs", true, "worker threads"},         {"all-counters", false, "every counter"},
+    {"profile", true, "cost profile"},        {"explain", false, "time breakdown"},
+    {"strict", false, "stop at the first malformed line"},
+    {"emit-trace", true, "write the ops as a trace"},
+    {"emit-ops", true, "write the ops as an op file"},
+    {"help", false, "this text"},
+};
+
+bool request(const ParsedFlags& f, RunRequest* req, std::string* error) {
+  auto v = f.v;
+  req->sets = f.sets;
+  if (v.count("kernel")) req->kernel = v["kernel"];
+  if (v.count("policy")) {
+    std::string p = v["policy"];
+    for (size_t pos = 0;;) {
+      const size_t c = p.find(',', pos);
+      const std::string one = p.substr(pos, c == std::string::npos ? c : c - pos);
+      if (one.empty()) return *error = "--policy: empty policy name in the list", false;
+      req->policies.push_back(one);
+      if (c == std::string::npos) break;
+      pos = c + 1;
+    }
+    if (req->policies.size() > 8) return *error = "--policy: at most 8 columns", false;
+  }
+  if (v.count("seed")) {
+    try {
+      req->seed = std::stoull(v["seed"]);
+    } catch (...) {
+      return *error = fmt::format("--seed '{}': not a non-negative integer", v["seed"]), false;
+    }
+  }
+  return parse_jobs(f, &req->jobs, error);
+}
+
+// Counts by call site (replay's site:FN:* metrics), busiest first, per column.
+std::string site_table(const RunResult& r) {
+  struct Row {
+    std::string fn;
+    std::vector<int64_t> allocs, frees, bytes;
+  };
+  std::vector<Row> rows;
+  const auto& cols = r.workloads.at(0).policies;
+  for (size_t c = 0; c < cols.size(); ++c) {
+    for (const auto& [k, v] : cols[c].metrics) {
+      if (k.rfind("site:", 0) != 0) continue;
+      const size_t colon = k.rfind(':');
+      const std::string fn = k.substr(5, colon - 5), what = k.substr(colon + 1);
+      auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& x) { return x.fn == fn; });
+      if (it == rows.end()) {
+        rows.push_back({fn, std::vector<int64_t>(cols.size()), std::vector<int64_t>(cols.size()),
+                        std::vector<int64_t>(cols.size())});
+        it = rows.end() - 1;
+      }
+      (what == "allocs" ? it->allocs : what == "frees" ? it->frees : it->bytes)[c] = v;
+    }
+  }
+  if (rows.empty()) return "";
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return a.allocs[0] + a.frees[0] > b.allocs[0] + b.frees[0];
+  });
+  std::string out = "\nby call site (column A; the same in every column): allocs, frees, bytes requested\n";
+  const size_t n = std::min<size_t>(rows.size(), 20);
+  for (size_t i = 0; i < n; ++i)
+    out += fmt::format("  {:<40} {:>10} {:>10} {:>12}\n", rows[i].fn.substr(0, 40),
+                       rows[i].allocs[0], rows[i].frees[0], rows[i].bytes[0]);
+  if (rows.size() > n) out += fmt::format("  ... {} more call sites in --format json|csv\n", rows.size() - n);
+  return out;
+}
+
+CliOutcome report(const ParsedFlags& f, const RunRequest& req, const CustomWorkload& w,
+                  const std::string& note) {
+  auto v = f.v;
+  const std::string format = v.count("format") ? v["format"] : "table";
+  if (format != "table" && format != "json" && format != "csv")
+    return cli_fail(fmt::format("--format '{}': expected table, json or csv", format));
+  std::string error, warning;
+  CostModel cost;
+  bool have_cost = false;
+  const std::string spec = v.count("profile") ? v["profile"] : std::string(kDefaultCostProfile);
+  if (spec != "none") {
+    if (resolve_profile(spec, &cost, &error)) have_cost = true;
+    else if (v.count("profile")) return cli_fail(error);
+    else warning = fmt::format("simcache: warning: {}; times omitted\n", error);
+  }
+  if (v.count("explain") && !have_cost)
+    return cli_fail("--explain needs a cost profile (it splits the time per operation)");
+  RunResult result;
+  if (!run_custom(req, w, &result, &error)) return cli_fail(error);
+  if (!note.empty()) result.workloads[0].note = note;
+  ReportOptions ro;
+  ro.all_counters = v.count("all-counters") > 0;
+  ro.explain = v.count("explain") > 0;
+  if (have_cost) ro.cost = &cost;
+  std::string text = format == "json"  ? format_json(result, ro)
+                     : format == "csv" ? format_csv(result, ro)
+                                       : format_table(result, ro);
+  if (!text.empty() && text.back() != '\n') text += '\n';  // the table ends on the note
+  if (format == "table") text += site_table(result);
+  if (v.count("output")) {
+    if (!write_file_atomic(v["output"], text, &error)) return cli_fail(error);
+    return {0, "", warning};
+  }
+  return {0, text, warning};
+}
+
+bool parse(const std::vector<std::string>& args, const char* usage, ParsedFlags* f,
+           std::string* file, std::string* error) {
+  if (args.size() < 2 || args[1].rfind("--", 0) == 0) {
+    if (args.size() >= 2 && args[1] == "--help") return *error = "", false;
+    return *error = fmt::format("{} needs a file\n{}", args[0], usage), false;
+  }
+  *file = args[1];
+  return parse_flags(args, 2, kFlags, usage, f, error);
+}
+
+}  // namespace
+
+CliOutcome run_ops_cli(const std::vector<std::string>& args) {
+  ParsedFlags f;
+  std::string file, error;
+  if (!parse(args, kOpsUsage, &f, &file, &error))
+    return error.empty() ? CliOutcome{0, kOpsUsage, ""} : cli_fail(error);
+  if (f.v.count("strict")) return cli_fail("--strict applies to replay, not run-ops");
+  RunRequest req;
+  if (!request(f, &req, &error)) return cli_fail(error);
+  for (const char* e : {"emit-trace", "emit-ops"})
+    if (f.v.count(e)) {
+      if (!emit_ops_run(file, f.v[e], std::string(e) == "emit-trace", req, &error))
+        return cli_fail(error);
+      return {0, "", ""};
+    }
+  CustomWorkload w;
+  if (!ops_workload(file, &w, &error)) return cli_fail(error);
+  return report(f, req, w, "");
+}
+
+CliOutcome run_replay_cli(const std::vector<std::string>& args) {
+  ParsedFlags f;
+  std::string file, error;
+  if (!parse(args, kReplayUsage, &f, &file, &error))
+    return error.empty() ? CliOutcome{0, kReplayUsage, ""} : cli_fail(error);
+  if (f.v.count("emit-trace")) return cli_fail("--emit-trace applies to run-ops");
+  RunRequest req;
+  if (!request(f, &req, &error)) return cli_fail(error);
+  ReplayOptions o;
+  o.strict = f.v.count("strict") > 0;
+  TraceSummary s;
+  if (!scan_trace(file, o, &s, &error)) return cli_fail(error);
+  bool cpus_set = false;
+  for (const auto& [k, v] : req.sets) cpus_set |= k == "cpus";
+  if (!cpus_set && s.max_cpu >= 20) req.sets.emplace_back("cpus", std::to_string(s.max_cpu + 1));
+  if (f.v.count("emit-ops")) {
+    if (!emit_trace_ops(file, f.v["emit-ops"], req, &error)) return cli_fail(error);
+    return {0, "", ""};
+  }
+  std::string note = fmt::format("trace: {} lines, {} events, {} skipped", s.lines, s.events,
+                                 s.skipped);
+  if (s.skipped) note += fmt::format(" (first: {})", s.first_skipped);
+  note += s.io_uring ? "; io_uring events drive the io_uring model"
+                     : "; kmem events through kmalloc routing and SLUB";
+  CliOutcome out = report(f, req, trace_workload(s), note);
+  if (out.status == 0 && s.skipped)
+    out.err += fmt::format("simcache: replay: {} malformed line(s) skipped; first: {}\n",
+                           s.skipped, s.first_skipped);
+  return out;
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,232 @@
+// The op format's parser and printer (docs/ops.md).
+#include "sim/replay/ops.h"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "sim/replay/text.h"
+
+namespace simcache::sim {
+namespace {
+
+constexpr std::string_view kOpNames[] = {
+#define SIMCACHE_OP(id, text) text,
+#include "sim/replay/ops.def"
+#undef SIMCACHE_OP
+};
+
+enum Field : uint8_t { kRing, kRing2, kN, kOff, kSlot, kFlag, kObj, kGfp, kCache, kSite,
+                       kAlign, kSlabFlags };
+struct Key {
+  std::string_view name;
+  Field field;
+  bool required;
+  int64_t def;
+};
+struct OpSpec {
+  std::vector<Key> keys;
+};
+
+// Which keys each op takes, in OpKind order.
+const std::vector<OpSpec>& specs() {
+  static const std::vector<OpSpec> s = {
+      {{{"ring", kRing, true, -1}, {"sq", kN, false, 256}, {"cq", kOff, false, 0},
+        {"defer_taskrun", kFlag, false, 0}}},                               // ring_create
+      {{{"ring", kRing, true, -1}}},                                        // ring_exit
+      {{{"ring", kRing, true, -1}}},                                        // enter_begin
+      {{{"ring", kRing, true, -1}}},                                        // enter_end
+      {{{"ring", kRing, true, -1}}},                                        // reap
+      {{{"ring", kRing, true, -1}, {"nr", kN, true, 0}}},                   // register_files
+      {{{"ring", kRing, true, -1}, {"nr", kN, true, 0},
+        {"prefill_flag", kFlag, false, 0}}},                                // register_sparse
+      {{{"ring", kRing, true, -1}}},                                        // unregister_files
+      {{{"ring", kRing, true, -1}, {"off", kOff, false, 0}, {"count", kN, true, 0},
+        {"set", kFlag, false, 0}}},                                         // files_update
+      {{{"src", kRing, true, -1}, {"dst", kRing2, true, -1}, {"src_slot", kOff, false, 0},
+        {"dst_slot", kSlot, false, -1}, {"defer_taskrun", kFlag, false, 0}}},  // send_fd
+      {{{"ring", kRing, true, -1}, {"match", kFlag, false, 1}}},            // futex_wait
+      {{{"ring", kRing, true, -1}, {"nr", kN, false, 8}, {"match", kFlag, false, 1}}},
+      {{{"ring", kRing, true, -1}, {"nr", kN, false, 1}}},                  // futex_wake
+      {{{"ring", kRing, true, -1}}},                                        // poll_add
+      {{{"ring", kRing, true, -1}, {"nr", kN, false, 1}}},                  // nop
+      {{{"obj", kObj, true, 0}, {"size", kN, true, 0}, {"gfp", kGfp, false, 0},
+        {"site", kSite, false, 0}}},                                        // kmalloc
+      {{{"obj", kObj, true, 0}}},                                           // kfree
+      {{{"cache", kCache, true, 0}, {"size", kN, true, 0}, {"align", kAlign, false, 0},
+        {"flags", kSlabFlags, false, 0}}},                                  // kmem_cache_create
+      {{{"obj", kObj, true, 0}, {"cache", kCache, true, 0}, {"gfp", kGfp, false, 0},
+        {"site", kSite, false, 0}}},                                        // kmem_cache_alloc
+      {{{"obj", kObj, true, 0}, {"cache", kCache, false, 0}}},              // kmem_cache_free
+      {{{"page", kObj, true, 0}, {"order", kN, false, 0}, {"gfp", kGfp, false, 0}}},  // alloc_pages
+      {{{"page", kObj, true, 0}}},                                          // free_pages
+      {{{"measured", kFlag, false, 1}}},                                    // round_begin
+      {{{"ops", kN, false, 0}}},                                            // round_end
+      {{}},                                                                 // timed_begin
+      {{}},                                                                 // timed_end
+      {{{"ring", kRing, true, -1}}},                                        // snapshot
+  };
+  return s;
+}
+
+bool set_field(Field f, std::string_view v, OpNames& names, Op* op, uint32_t* align,
+               slab_flags_t* sflags, std::string* why) {
+  int64_t x = 0;
+  switch (f) {
+    case kCache: op->cache = names.cache(v); return true;
+    case kSite: op->site = names.site(v); return true;
+    case kGfp: return parse_gfp(v, /*strict=*/true, &op->gfp, why);
+    case kSlabFlags: return parse_slab_flags(v, sflags, why);
+    case kSlot:
+      if (v == "alloc") return op->slot = -1, true;
+      break;
+    case kObj: {
+      uint64_t u = 0;
+      if (!parse_u64(v, &u)) return *why = "expected an object handle (integer)", false;
+      op->obj = u;
+      return true;
+    }
+    default: break;
+  }
+  if (!parse_i64(v, &x)) return *why = "expected an integer", false;
+  switch (f) {
+    case kRing: op->ring = x; break;
+    case kRing2: op->ring2 = x; break;
+    case kN:
+      if (x < 0) return *why = "expected a non-negative integer", false;
+      op->n = x;
+      break;
+    case kOff: op->off = x; break;
+    case kSlot: op->slot = x; break;
+    case kFlag: op->flag = x; break;
+    case kAlign: *align = static_cast<uint32_t>(x); break;
+    default: break;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view op_name(OpKind k) { return kOpNames[static_cast<size_t>(k)]; }
+
+bool op_kind_by_name(std::string_view name, OpKind* out) {
+  for (size_t i = 0; i < kNumOpKinds; ++i)
+    if (kOpNames[i] == name) return *out = static_cast<OpKind>(i), true;
+  return false;
+}
+
+uint16_t OpNames::task(std::string_view name, bool user_default) {
+  auto it = task_ix.find(absl::string_view(name.data(), name.size()));
+  if (it != task_ix.end()) return static_cast<uint16_t>(it->second);
+  tasks.push_back({std::string(name), user_default});
+  task_ix.emplace(std::string(name), static_cast<uint32_t>(tasks.size() - 1));
+  return static_cast<uint16_t>(tasks.size() - 1);
+}
+
+uint32_t OpNames::cache(std::string_view name) {
+  auto it = cache_ix.find(absl::string_view(name.data(), name.size()));
+  if (it != cache_ix.end()) return it->second;
+  caches.push_back({std::string(name), 0, 0, 0});
+  cache_ix.emplace(std::string(name), static_cast<uint32_t>(caches.size() - 1));
+  return static_cast<uint32_t>(caches.size() - 1);
+}
+
+uint32_t OpNames::site(std::string_view name) {
+  if (name.empty()) return 0;
+  auto it = site_ix.find(absl::string_view(name.data(), name.size()));
+  if (it != site_ix.end()) return it->second;
+  sites.emplace_back(name);
+  site_ix.emplace(std::string(name), static_cast<uint32_t>(sites.size() - 1));
+  return static_cast<uint32_t>(sites.size() - 1);
+}
+
+bool parse_op_args(OpKind kind, std::string_view args, size_t col0, OpNames& names, Op* op,
+                   std::string* error) {
+  const OpSpec& spec = specs()[static_cast<size_t>(kind)];
+  op->kind = kind;
+  uint32_t seen = 0, align = 0;
+  slab_flags_t sflags = 0;
+  for (const Key& k : spec.keys) {  // defaults of the numeric keys
+    std::string why;
+    if (k.field <= kFlag) set_field(k.field, std::to_string(k.def), names, op, &align, &sflags, &why);
+  }
+  op->gfp = GFP_KERNEL;
+  if (kind == OpKind::cache_free) op->cache = UINT32_MAX;  // not named: the object's own
+  size_t pos = 0;
+  while (pos < args.size()) {
+    if (args[pos] == ' ' || args[pos] == '\t') { ++pos; continue; }
+    size_t end = args.find_first_of(" \t", pos);
+    if (end == std::string_view::npos) end = args.size();
+    const std::string_view tok = args.substr(pos, end - pos);
+    const size_t col = col0 + pos;
+    const size_t eq = tok.find('=');
+    if (eq == std::string_view::npos || eq == 0)
+      return *error = fmt::format("{}: '{}': expected key=value", col, tok), false;
+    const std::string_view key = tok.substr(0, eq), val = tok.substr(eq + 1);
+    size_t k = 0;
+    while (k < spec.keys.size() && spec.keys[k].name != key) ++k;
+    if (k == spec.keys.size()) {
+      std::string valid;
+      for (const Key& x : spec.keys) valid += (valid.empty() ? "" : ", ") + std::string(x.name);
+      return *error = fmt::format("{}: {} takes no key '{}' (valid: {})", col, op_name(kind),
+                                  key, valid.empty() ? "none" : valid),
+             false;
+    }
+    std::string why;
+    if (!set_field(spec.keys[k].field, val, names, op, &align, &sflags, &why))
+      return *error = fmt::format("{}: {}='{}': {}", col + eq + 1, key, val, why), false;
+    seen |= 1u << k;
+    pos = end;
+  }
+  for (size_t k = 0; k < spec.keys.size(); ++k)
+    if (spec.keys[k].required && !(seen & (1u << k)))
+      return *error = fmt::format("{}: {} needs {}=", col0, op_name(kind), spec.keys[k].name),
+             false;
+  if (kind == OpKind::cache_create) {
+    OpCache& c = names.caches[op->cache];
+    c.size = static_cast<uint32_t>(op->n), c.align = align, c.flags = sflags;
+  }
+  return true;
+}
+
+std::string op_task_token(std::string_view name) {
+  std::string t(name);  // one token: traced task names may have blanks
+  for (char& c : t)
+    if (c == ' ' || c == '\t' || c == '#' || c == '=' || c == '\r') c = '_';
+  return t.empty() ? "_" : t;
+}
+
+std::string format_op(const Op& op, const OpNames& names) {
+  std::string out = fmt::format("{} {} {}", op.cpu, op_task_token(names.tasks.at(op.task).name),
+                                op_name(op.kind));
+  const OpSpec& spec = specs()[static_cast<size_t>(op.kind)];
+  for (const Key& k : spec.keys) {
+    std::string v;
+    switch (k.field) {
+      case kRing: v = std::to_string(op.ring); break;
+      case kRing2: v = std::to_string(op.ring2); break;
+      case kN: v = std::to_string(op.n); break;
+      case kOff: v = std::to_string(op.off); break;
+      case kSlot: v = op.slot < 0 ? "alloc" : std::to_string(op.slot); break;
+      case kFlag: v = std::to_string(op.flag); break;
+      case kObj: v = std::to_string(op.obj); break;
+      case kGfp: v = format_gfp(op.gfp); break;
+      case kCache:
+        if (op.cache == UINT32_MAX) continue;
+        v = names.caches.at(op.cache).name;
+        break;
+      case kSite:
+        if (op.site == 0) continue;
+        v = names.sites.at(op.site);
+        break;
+      case kAlign: v = std::to_string(names.caches.at(op.cache).align); break;
+      case kSlabFlags: v = format_slab_flags(names.caches.at(op.cache).flags); break;
+    }
+    out += fmt::format(" {}={}", k.name, v);
+  }
+  return out;
+}
+
+}  // namespace simcache::sim

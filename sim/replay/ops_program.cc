@@ -1,0 +1,231 @@
+// The op format's file structure: task declarations, repeat blocks and
+// macros (docs/ops.md). Lines stay small; the tree is what OpExec runs.
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "sim/replay/ops.h"
+#include "sim/replay/text.h"
+
+namespace simcache::sim {
+namespace {
+
+constexpr int64_t kMaxRepeat = int64_t{1} << 32;
+
+struct Tok {
+  std::string_view text;
+  size_t col;  // 1-based
+};
+
+// Splits on blanks up to a '#' comment.
+std::vector<Tok> tokens(std::string_view line) {
+  std::vector<Tok> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    const char c = line[i];
+    if (c == '#') break;
+    if (c == ' ' || c == '\t' || c == '\r') { ++i; continue; }
+    size_t e = i;
+    while (e < line.size() && line[e] != ' ' && line[e] != '\t' && line[e] != '\r' &&
+           line[e] != '#')
+      ++e;
+    out.push_back({line.substr(i, e - i), i + 1});
+    i = e;
+  }
+  return out;
+}
+
+struct Parser {
+  const std::string& file;
+  OpNames& names;
+  OpProgram* prog = nullptr;  // top level only: `unit`
+  absl::flat_hash_map<std::string, OpMacro>* macros;  // null inside a macro body
+  std::string* error;
+
+  bool fail(uint32_t line, size_t col, const std::string& msg) {
+    *error = fmt::format("{}:{}:{}: {}", file, line, col, msg);
+    return false;
+  }
+
+  bool task_line(uint32_t ln, const std::vector<Tok>& t) {
+    if (t.size() < 2 || t[1].text.find('=') != std::string_view::npos)
+      return fail(ln, t[0].col, "task needs a name: task NAME [memcg=root|user]");
+    bool user = default_user_task(t[1].text);
+    for (size_t i = 2; i < t.size(); ++i) {
+      if (t[i].text == "memcg=user") user = true;
+      else if (t[i].text == "memcg=root") user = false;
+      else return fail(ln, t[i].col, fmt::format("'{}': expected memcg=root or memcg=user", t[i].text));
+    }
+    const uint16_t ix = names.task(t[1].text, user);
+    names.tasks[ix].user = user;
+    return true;
+  }
+
+  bool op_line(uint32_t ln, std::string_view line, const std::vector<Tok>& t, OpNode* n) {
+    int64_t cpu = 0;
+    if (!parse_i64(t[0].text, &cpu) || cpu < 0 || cpu > 4095)
+      return fail(ln, t[0].col, fmt::format("'{}': expected a CPU number, or task, repeat, "
+                                            "define, call, end", t[0].text));
+    if (t.size() < 3) return fail(ln, t[0].col, "expected CPU TASK OP [key=value]...");
+    OpKind k;
+    if (!op_kind_by_name(t[2].text, &k))
+      return fail(ln, t[2].col, fmt::format("unknown operation '{}'", t[2].text));
+    n->kind = OpNode::kOp;
+    n->line = ln;
+    n->op.cpu = static_cast<CpuId>(cpu);
+    n->op.task = names.task(t[1].text, default_user_task(t[1].text));
+    const size_t rest = t[2].col - 1 + t[2].text.size();
+    std::string_view args = line.substr(rest);
+    if (size_t h = args.find('#'); h != std::string_view::npos) args = args.substr(0, h);
+    std::string why;
+    if (!parse_op_args(k, args, rest + 1, names, &n->op, &why)) {
+      const size_t colon = why.find(':');
+      return fail(ln, std::stoul(why.substr(0, colon)), why.substr(colon + 2));
+    }
+    return true;
+  }
+
+  // Parses lines[i..] into `out` until an `end` (inside a block) or the end.
+  bool block(const std::vector<std::pair<uint32_t, std::string_view>>& lines, size_t* i,
+             std::vector<OpNode>* out, int depth, uint32_t opened) {
+    for (; *i < lines.size(); ++*i) {
+      const auto [ln, line] = lines[*i];
+      const std::vector<Tok> t = tokens(line);
+      if (t.empty()) continue;
+      const std::string_view w = t[0].text;
+      if (w == "end") {
+        if (depth == 0) return fail(ln, t[0].col, "'end' without repeat or define");
+        return true;
+      }
+      if (w == "task") {
+        if (!task_line(ln, t)) return false;
+      } else if (w == "unit") {
+        if (!prog || t.size() < 2 || t.size() > 3 ||
+            (t.size() == 3 && t[2].text != "ns" && t[2].text != "us"))
+          return fail(ln, t[0].col, "expected unit OP_UNIT [ns|us] (top level)");
+        prog->op_unit = std::string(t[1].text);
+        if (t.size() == 3) prog->time_unit = std::string(t[2].text);
+      } else if (w == "repeat") {
+        int64_t n = 0;
+        if (t.size() != 2 || !parse_i64(t[1].text, &n) || n < 0 || n > kMaxRepeat)
+          return fail(ln, t[0].col, "expected repeat N (0..2^32)");
+        if (depth >= 16) return fail(ln, t[0].col, "repeat nested deeper than 16");
+        OpNode r;
+        r.kind = OpNode::kRepeat, r.line = ln, r.count = n;
+        ++*i;
+        if (!block(lines, i, &r.body, depth + 1, ln)) return false;
+        out->push_back(std::move(r));
+      } else if (w == "define") {
+        if (!macros || depth > 0) return fail(ln, t[0].col, "define only at the top level");
+        if (t.size() != 2) return fail(ln, t[0].col, "expected define NAME");
+        if (!macro(lines, i, std::string(t[1].text))) return false;
+      } else if (w == "call") {
+        if (t.size() < 2) return fail(ln, t[0].col, "expected call NAME [key=value]...");
+        OpNode c;
+        c.kind = OpNode::kCall, c.line = ln, c.macro = std::string(t[1].text);
+        for (size_t k = 2; k < t.size(); ++k) {
+          const size_t eq = t[k].text.find('=');
+          if (eq == std::string_view::npos || eq == 0)
+            return fail(ln, t[k].col, fmt::format("'{}': expected key=value", t[k].text));
+          c.args.emplace_back(t[k].text.substr(0, eq), t[k].text.substr(eq + 1));
+        }
+        if (macros && !macros->contains(c.macro))
+          return fail(ln, t[1].col, fmt::format("unknown macro '{}'", c.macro));
+        out->push_back(std::move(c));
+      } else {
+        OpNode n;
+        if (!op_line(ln, line, t, &n)) return false;
+        out->push_back(std::move(n));
+      }
+    }
+    if (depth > 0) return fail(opened, 1, "repeat without 'end'");
+    return true;
+  }
+
+  bool macro(const std::vector<std::pair<uint32_t, std::string_view>>& lines, size_t* i,
+             std::string name) {
+    OpMacro m;
+    m.line = lines[*i].first;
+    int nest = 0;
+    for (++*i; *i < lines.size(); ++*i) {
+      const std::vector<Tok> t = tokens(lines[*i].second);
+      if (!t.empty() && t[0].text == "repeat") ++nest;
+      if (!t.empty() && t[0].text == "define")
+        return fail(lines[*i].first, t[0].col, "define inside define");
+      if (!t.empty() && t[0].text == "end" && nest-- == 0) {
+        if (!macros->emplace(name, std::move(m)).second)
+          return fail(lines[*i].first, 1, fmt::format("macro '{}' defined twice", name));
+        return true;
+      }
+      m.lines.emplace_back(lines[*i].first, std::string(lines[*i].second));
+    }
+    return fail(m.line, 1, fmt::format("define {} without 'end'", name));
+  }
+};
+
+std::vector<std::pair<uint32_t, std::string_view>> split_lines(std::string_view text) {
+  std::vector<std::pair<uint32_t, std::string_view>> out;
+  uint32_t ln = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t e = text.find('\n', pos);
+    if (e == std::string_view::npos) e = text.size();
+    out.emplace_back(++ln, text.substr(pos, e - pos));
+    pos = e + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool default_user_task(std::string_view name) {
+  for (std::string_view k : {"kworker", "ksoftirqd", "swapper", "<idle>", "rcu_", "migration/",
+                             "kthreadd", "iou-", "kcompactd", "kswapd"})
+    if (name.rfind(k, 0) == 0) return false;
+  return true;
+}
+
+bool parse_op_program(std::string_view text, const std::string& file, OpProgram* out,
+                      std::string* error) {
+  out->file = file;
+  Parser p{file, out->names, out, &out->macros, error};
+  const auto lines = split_lines(text);
+  size_t i = 0;
+  return p.block(lines, &i, &out->nodes, 0, 0);
+}
+
+bool parse_macro_body(const OpMacro& m, const std::string& file,
+                      const std::vector<std::pair<std::string, std::string>>& args,
+                      OpNames& names, std::vector<OpNode>* out, std::string* error) {
+  std::vector<std::string> texts;
+  texts.reserve(m.lines.size());
+  for (const auto& [ln, line] : m.lines) {
+    std::string s = line;
+    for (const auto& [k, v] : args) {
+      const std::string key = "$" + k;
+      for (size_t at = 0; (at = s.find(key, at)) != std::string::npos; at += v.size())
+        s.replace(at, key.size(), v);
+    }
+    if (size_t d = s.find('$'); d != std::string::npos && s.find('#') > d)
+      return *error = fmt::format("{}:{}:{}: '{}' is not an argument of this call", file, ln,
+                                  d + 1, s.substr(d, s.find_first_of(" \t", d) - d)),
+             false;
+    texts.push_back(std::move(s));
+  }
+  std::vector<std::pair<uint32_t, std::string_view>> lines;
+  for (size_t i = 0; i < texts.size(); ++i) lines.emplace_back(m.lines[i].first, texts[i]);
+  Parser p{file, names, nullptr, nullptr, error};
+  size_t i = 0;
+  return p.block(lines, &i, out, 0, 0);
+}
+
+bool load_op_file(const std::string& path, OpProgram* out, std::string* error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return *error = fmt::format("{}: cannot open", path), false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return parse_op_program(ss.str(), path, out, error);
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,72 @@
+// run-ops and replay as workloads of the engine (sim/run/engine.h): an op
+// file or a trace runs once per policy column on a fresh simulated
+// kernel, so reports look like scenario reports. Also the two emitters
+// the round-trip tests use: a run's ops as an op file, and as a trace.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sim/replay/ops.h"
+#include "sim/replay/trace.h"
+#include "sim/run/engine.h"
+
+namespace simcache::sim {
+
+// run-ops FILE: the file is parsed once; every column runs it.
+bool ops_workload(const std::string& path, CustomWorkload* w, std::string* error);
+
+struct ReplayOptions {
+  bool strict = false;  // stop at the first malformed line
+};
+
+// What the first pass over a trace found (every column replays the same).
+struct TraceSummary {
+  std::string file;
+  uint64_t lines = 0, events = 0, skipped = 0;
+  std::string first_skipped;  // "FILE:LINE:COL: why" of the first skipped line
+  uint32_t max_cpu = 0;
+  bool io_uring = false;      // io_uring-level events drive the io_uring model
+  bool markers = false;       // simcache round/timed markers
+};
+
+// Pass 1: parses every line. strict: fails at the first malformed one
+// with "FILE:LINE:COL: why".
+bool scan_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s,
+                std::string* error);
+// The replay workload for a scanned trace. Params: the machine's (cpus
+// defaults to max(20, highest traced CPU + 1)) and waitv_width (FUTEX_WAITV
+// entries: traces do not record sqe->len).
+// `hook` runs on each column's executor before replay starts (emitters).
+CustomWorkload trace_workload(const TraceSummary& s, std::function<void(OpExec&)> hook = {});
+
+// Writes ops as trace text (docs/ops.md, "Ops as a trace"): kernel events
+// where the kernel has a tracepoint, simcache trace markers elsewhere.
+class TraceWriter {
+ public:
+  TraceWriter(std::FILE* out, const OpNames& names) : out_(out), names_(names) {}
+  void write(const Op& op);
+
+ private:
+  void line(const Op& op, std::string_view event, const std::string& payload);
+  bool emit(const Op& op, std::string_view event, const std::string& payload) {
+    return line(op, event, payload), true;
+  }
+  bool write_mem(const Op& op);
+  void marker(const Op& op);
+  std::FILE* out_;
+  const OpNames& names_;
+  uint64_t usec_ = 1000000, req_ = 0;
+  std::vector<bool> declared_;  // tasks announced with a `task` marker
+};
+
+// Runs an op file under one policy, writing its expanded ops as a trace
+// (--emit-trace) or as a flat op file (--emit-ops).
+bool emit_ops_run(const std::string& ops_path, const std::string& out_path, bool as_trace,
+                  const RunRequest& req, std::string* error);
+// Replays a trace, writing the ops it compiled to (replay --emit-ops).
+bool emit_trace_ops(const std::string& trace_path, const std::string& out_path,
+                    const RunRequest& req, std::string* error);
+
+}  // namespace simcache::sim

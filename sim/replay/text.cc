@@ -1,0 +1,173 @@
+#include "sim/replay/text.h"
+
+#include <array>
+
+
+#include <fmt/format.h>
+
+namespace simcache::sim {
+namespace {
+
+struct Name {
+  std::string_view name;
+  uint32_t bits;
+};
+
+// The gfp names show_gfp_flags() prints that change what the model does;
+// composite names first, as the kernel prints them.
+constexpr Name kGfp[] = {
+    {"GFP_KERNEL_ACCOUNT", GFP_KERNEL_ACCOUNT},
+    {"GFP_KERNEL", GFP_KERNEL},
+    {"GFP_NOWAIT", GFP_NOWAIT},
+    {"GFP_ATOMIC", __GFP_HIGH | __GFP_KSWAPD_RECLAIM},
+    {"GFP_NOFS", GFP_KERNEL},
+    {"GFP_NOIO", GFP_KERNEL},
+    {"GFP_USER", GFP_KERNEL},
+    {"GFP_HIGHUSER", GFP_KERNEL},
+    {"GFP_HIGHUSER_MOVABLE", GFP_KERNEL},
+    {"GFP_TRANSHUGE", GFP_KERNEL},
+    {"GFP_TRANSHUGE_LIGHT", 0},
+    {"GFP_DMA", __GFP_DMA},
+    {"__GFP_DMA", __GFP_DMA},
+    {"__GFP_RECLAIMABLE", __GFP_RECLAIMABLE},
+    {"__GFP_ACCOUNT", __GFP_ACCOUNT},
+    {"__GFP_ZERO", __GFP_ZERO},
+    {"__GFP_NOWARN", __GFP_NOWARN},
+    {"__GFP_DIRECT_RECLAIM", __GFP_DIRECT_RECLAIM},
+    {"__GFP_KSWAPD_RECLAIM", __GFP_KSWAPD_RECLAIM},
+    {"__GFP_RECLAIM", __GFP_DIRECT_RECLAIM | __GFP_KSWAPD_RECLAIM},
+    {"__GFP_THISNODE", __GFP_THISNODE},
+    {"__GFP_NOFAIL", __GFP_NOFAIL},
+    {"__GFP_NORETRY", __GFP_NORETRY},
+    {"__GFP_NOMEMALLOC", __GFP_NOMEMALLOC},
+    {"__GFP_HIGH", __GFP_HIGH},
+    {"__GFP_COMP", __GFP_COMP},
+    {"__GFP_NO_OBJ_EXT", __GFP_NO_OBJ_EXT},
+};
+
+constexpr Name kSlab[] = {
+    {"HWCACHE_ALIGN", SLAB_HWCACHE_ALIGN}, {"ACCOUNT", SLAB_ACCOUNT},
+    {"RECLAIM_ACCOUNT", SLAB_RECLAIM_ACCOUNT}, {"CACHE_DMA", SLAB_CACHE_DMA},
+    {"CACHE_DMA32", SLAB_CACHE_DMA32}, {"TYPESAFE_BY_RCU", SLAB_TYPESAFE_BY_RCU},
+    {"PANIC", SLAB_PANIC}, {"NO_MERGE", SLAB_NO_MERGE}, {"RED_ZONE", SLAB_RED_ZONE},
+    {"POISON", SLAB_POISON}, {"STORE_USER", SLAB_STORE_USER},
+    {"NO_OBJ_EXT", SLAB_NO_OBJ_EXT},
+};
+
+template <class F>
+void split_bar(std::string_view s, F&& f) {
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t e = s.find('|', pos);
+    if (e == std::string_view::npos) e = s.size();
+    f(s.substr(pos, e - pos));
+    pos = e + 1;
+  }
+}
+
+}  // namespace
+
+// Hand-rolled digit loops: replay parses several numbers per trace line,
+// and std::from_chars with a base argument is the slowest part of a line.
+namespace {
+// Digit values by character; 0xff: not a digit.
+constexpr std::array<uint8_t, 256> kDigit = [] {
+  std::array<uint8_t, 256> t{};
+  t.fill(0xff);
+  for (int c = 0; c < 10; ++c) t['0' + c] = static_cast<uint8_t>(c);
+  for (int c = 0; c < 6; ++c) t['a' + c] = t['A' + c] = static_cast<uint8_t>(10 + c);
+  return t;
+}();
+
+bool digits(std::string_view s, int base, uint64_t* out) {
+  if (s.empty()) return false;
+  uint64_t v = 0;
+  if (base == 16) {
+    if (s.size() > 16) return false;
+    for (char c : s) {
+      const uint8_t d = kDigit[static_cast<unsigned char>(c)];
+      if (d > 15) return false;
+      v = (v << 4) | d;
+    }
+  } else {
+    if (s.size() > 19) return false;  // below 2^63 by length; no overflow check needed
+    for (char c : s) {
+      const uint8_t d = kDigit[static_cast<unsigned char>(c)];
+      if (d > 9) return false;
+      v = v * 10 + d;
+    }
+  }
+  *out = v;
+  return true;
+}
+}  // namespace
+
+bool parse_u64(std::string_view s, uint64_t* out) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+    return s.size() <= 18 && digits(s.substr(2), 16, out);
+  return digits(s, 10, out);
+}
+
+bool parse_i64(std::string_view s, int64_t* out) {
+  const bool neg = !s.empty() && s[0] == '-';
+  if (neg) s.remove_prefix(1);
+  uint64_t u = 0;
+  if (!parse_u64(s, &u) || u > (uint64_t{1} << 63) - (neg ? 0 : 1)) return false;
+  *out = neg ? static_cast<int64_t>(0 - u) : static_cast<int64_t>(u);
+  return true;
+}
+
+bool parse_hex(std::string_view s, uint64_t* out) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  if (s.empty() || s.size() > 16) return false;
+  return digits(s, 16, out);
+}
+
+bool parse_gfp(std::string_view s, bool strict, gfp_t* out, std::string* why) {
+  *out = 0;
+  if (s.empty()) return *why = "empty gfp flags", false;
+  uint64_t raw = 0;
+  if (s == "0" || (s.size() > 2 && s[0] == '0' && s[1] == 'x' && parse_u64(s, &raw)))
+    return true;  // raw values are kernel-build specific: no model bits
+  bool ok = true;
+  split_bar(s, [&](std::string_view n) {
+    for (const Name& g : kGfp)
+      if (g.name == n) return void(*out |= g.bits);
+    if (n.rfind("0x", 0) == 0) return;  // leftover bits show_gfp_flags() prints in hex
+    if (strict && ok) *why = fmt::format("unknown gfp flag '{}'", n), ok = false;
+  });
+  return ok;
+}
+
+std::string format_gfp(gfp_t g) {
+  std::string out;
+  gfp_t left = g;
+  for (const Name& n : kGfp) {
+    if (n.bits == 0 || (left & n.bits) != n.bits) continue;
+    out += (out.empty() ? "" : "|") + std::string(n.name);
+    left &= ~n.bits;
+  }
+  return out.empty() ? "0" : out;
+}
+
+bool parse_slab_flags(std::string_view s, slab_flags_t* out, std::string* why) {
+  *out = 0;
+  if (s == "0") return true;
+  bool ok = true;
+  split_bar(s, [&](std::string_view n) {
+    if (n.rfind("SLAB_", 0) == 0) n.remove_prefix(5);
+    for (const Name& f : kSlab)
+      if (f.name == n) return void(*out |= f.bits);
+    if (ok) *why = fmt::format("unknown slab flag '{}'", n), ok = false;
+  });
+  return ok;
+}
+
+std::string format_slab_flags(slab_flags_t f) {
+  std::string out;
+  for (const Name& n : kSlab)
+    if (f & n.bits) out += (out.empty() ? "" : "|") + std::string(n.name);
+  return out.empty() ? "0" : out;
+}
+
+}  // namespace simcache::sim

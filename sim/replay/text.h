@@ -1,0 +1,28 @@
+// Small text helpers shared by the op-format and trace parsers: integers
+// in decimal or 0x hex, gfp and slab flag names.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "model/types.h"
+
+namespace simcache::sim {
+
+// Decimal, or hex with a 0x prefix; a leading '-' for signed values.
+bool parse_i64(std::string_view s, int64_t* out);
+bool parse_u64(std::string_view s, uint64_t* out);
+// Hex digits with or without 0x (trace pointers, pfns in hex).
+bool parse_hex(std::string_view s, uint64_t* out);
+
+// "GFP_KERNEL|__GFP_ZERO" as show_gfp_flags() prints it (or "0x..").
+// strict: unknown names are errors (op files); otherwise they are ignored,
+// as kernels add flags over versions (traces).
+bool parse_gfp(std::string_view s, bool strict, gfp_t* out, std::string* why);
+std::string format_gfp(gfp_t g);
+// "HWCACHE_ALIGN|ACCOUNT" (SLAB_ prefix optional) or "0".
+bool parse_slab_flags(std::string_view s, slab_flags_t* out, std::string* why);
+std::string format_slab_flags(slab_flags_t f);
+
+}  // namespace simcache::sim

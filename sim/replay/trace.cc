@@ -1,0 +1,361 @@
+// The ftrace / trace-cmd text parser (trace.h). Formats it takes, as the
+// kernel prints them (include/trace/events/kmem.h, io_uring.h):
+//   kmalloc / kmem_cache_alloc: call_site=%pS|%lx ptr=%p [name=%s] bytes_req=%zu
+//       bytes_alloc=%zu gfp_flags=%s [node=%d] [accounted=%s]
+//   kfree: call_site ptr; kmem_cache_free: call_site ptr [name=%s] (5.12+)
+//   mm_page_alloc: page=%p pfn=%lu|0x%lx order=%d migratetype=%d gfp_flags=%s
+//   mm_page_free: page=%p pfn order=%d
+//   io_uring_create: "ring %p, fd %d sq size %d, cq size %d, flags 0x%x"
+//   io_uring_register: "ring %p, opcode %d, nr_user_files %d, nr_user_bufs %d, ret %ld"
+//   io_uring_submit_req: "ring %p, req %p, user_data 0x%llx, opcode %s, flags 0x%llx, sq_thread %d"
+//   io_uring_complete: "ring %p, req %p, user_data 0x%llx, result %d, cflags 0x%x ..."
+// and the `fields` option's "key=0x8 (8)" decimal annotations.
+#include "sim/replay/trace.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "sim/replay/text.h"
+
+namespace simcache::sim {
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+// Blanks and control characters separate tokens (one compare per char).
+bool is_space(char c) { return static_cast<unsigned char>(c) <= ' '; }
+
+// Tokens are separated by spaces or tabs; memchr finds the next space
+// (a tab inside a token is found by the second scan, which is rare).
+struct Cursor {
+  std::string_view s;
+  size_t i = 0;
+  void skip() {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  }
+  // The next blank-separated token (empty at the end).
+  std::string_view token() {
+    skip();
+    const size_t b = i;
+    const void* sp = std::memchr(s.data() + b, ' ', s.size() - b);
+    size_t e = sp ? static_cast<size_t>(static_cast<const char*>(sp) - s.data()) : s.size();
+    if (const void* tab = std::memchr(s.data() + b, '\t', e - b))
+      e = static_cast<size_t>(static_cast<const char*>(tab) - s.data());
+    i = e;
+    return s.substr(b, e - b);
+  }
+};
+
+struct Name {
+  std::string_view name;
+  TraceKind kind;
+};
+constexpr Name kEvents[] = {
+    {"kmalloc", TraceKind::kmalloc},
+    {"kmalloc_node", TraceKind::kmalloc},
+    {"kmem_cache_alloc", TraceKind::kmem_cache_alloc},
+    {"kmem_cache_alloc_node", TraceKind::kmem_cache_alloc},
+    {"kfree", TraceKind::kfree},
+    {"kmem_cache_free", TraceKind::kmem_cache_free},
+    {"mm_page_alloc", TraceKind::page_alloc},
+    {"mm_page_free", TraceKind::page_free},
+    {"mm_page_free_batched", TraceKind::page_free},
+    {"io_uring_create", TraceKind::uring_create},
+    {"io_uring_register", TraceKind::uring_register},
+    {"io_uring_submit_req", TraceKind::uring_submit},
+    {"io_uring_submit_sqe", TraceKind::uring_submit},
+    {"io_uring_complete", TraceKind::uring_complete},
+    {"sys_enter_io_uring_enter", TraceKind::enter},
+    {"sys_exit_io_uring_enter", TraceKind::enter_exit},
+    {"sys_enter_close", TraceKind::close},
+    {"tracing_mark_write", TraceKind::marker},
+    {"print", TraceKind::marker},
+};
+
+TraceKind kind_of(std::string_view name) {
+  for (const Name& n : kEvents)
+    if (n.name == name) return n.kind;
+  return TraceKind::none;
+}
+
+// "(null)", "0000000000000000", "0x...", "ffff8880..." -> value.
+bool parse_ptr(std::string_view v, uint64_t* out) {
+  if (v == "(null)" || v == "(nil)") return *out = 0, true;
+  return parse_hex(v, out);
+}
+
+bool fail(size_t* col, size_t at, std::string* why, std::string msg) {
+  *col = at + 1;
+  *why = std::move(msg);
+  return false;
+}
+
+// kmem events: key=value tokens; "(123)" annotations skipped.
+bool parse_kmem(std::string_view s, size_t base, TraceEvent* ev, size_t* col, std::string* why) {
+  ev->call_site = ev->gfp = ev->name = {};
+  ev->ptr = ev->pfn = ev->req = 0;
+  ev->bytes_req = ev->bytes_alloc = ev->node = ev->accounted = ev->order = -1;
+  Cursor c{s};
+  bool have_ptr = false, have_pfn = false;
+  for (;;) {
+    const std::string_view t = c.token();
+    if (t.empty()) break;
+    const size_t at = base + (c.i - t.size());
+    if (t[0] == '(') continue;  // the fields option's decimal value
+    const size_t eq = t.find('=');
+    if (eq == std::string_view::npos || eq == 0)
+      return fail(col, at, why, fmt::format("'{}': expected key=value", t));
+    const std::string_view k = t.substr(0, eq), v = t.substr(eq + 1);
+    const size_t vat = at + eq + 1;
+    int64_t x = 0;
+    bool ok = true;
+    // Dispatch on the first letter: this loop runs for every field of every line.
+    const char k0 = k[0];
+    if (k0 == 'c' && k == "call_site") ev->call_site = v;
+    else if (k0 == 'p' && k == "ptr") ok = have_ptr = parse_ptr(v, &ev->ptr);
+    else if (k0 == 'b' && k == "bytes_req") ok = parse_i64(v, &ev->bytes_req) && ev->bytes_req >= 0;
+    else if (k0 == 'b' && k == "bytes_alloc") ok = parse_i64(v, &ev->bytes_alloc) && ev->bytes_alloc >= 0;
+    else if (k0 == 'g' && k == "gfp_flags") ev->gfp = v;
+    else if (k0 == 'n' && k == "node") ok = parse_i64(v, &ev->node);
+    else if (k0 == 'a' && k == "accounted") {
+      if (v == "true") ev->accounted = 1;
+      else if (v == "false") ev->accounted = 0;
+      else ok = parse_i64(v, &x) && (ev->accounted = x != 0, true);
+    } else if (k == "name") ev->name = v;
+    else if (k == "pfn") ok = have_pfn = parse_u64(v, &ev->pfn);
+    else if (k == "order") ok = parse_i64(v, &ev->order) && ev->order >= 0 && ev->order < 11;
+    else if (k == "page") ok = parse_ptr(v, &ev->req);  // the page, if no pfn is printed
+    // other keys (migratetype, percpu_refill, cold, ...) are read and ignored
+    if (!ok) return fail(col, vat, why, fmt::format("{}='{}': not a valid value", k, v));
+  }
+  const bool alloc = ev->kind == TraceKind::kmalloc || ev->kind == TraceKind::kmem_cache_alloc;
+  if ((alloc || ev->kind == TraceKind::kfree || ev->kind == TraceKind::kmem_cache_free) &&
+      !have_ptr)
+    return fail(col, base, why, "no ptr= field");
+  if (alloc && ev->bytes_req < 0 && ev->bytes_alloc < 0)
+    return fail(col, base, why, "no bytes_req= or bytes_alloc= field");
+  if (ev->kind == TraceKind::page_alloc || ev->kind == TraceKind::page_free) {
+    if (!have_pfn && ev->req == 0) return fail(col, base, why, "no pfn= or page= field");
+    if (!have_pfn) ev->pfn = ev->req;
+    if (ev->order < 0) ev->order = 0;
+  }
+  return true;
+}
+
+// io_uring events: "key value" pairs separated by commas and blanks.
+bool parse_uring(std::string_view s, size_t base, TraceEvent* ev, size_t* col, std::string* why) {
+  ev->ring = ev->req = 0;
+  ev->fd = ev->sq = ev->cq = ev->flags = ev->opcode = ev->nr_files = ev->result = -1;
+  ev->opcode_name = {};
+  Cursor c{s};
+  std::string_view prev;
+  bool have_ring = false;
+  for (;;) {
+    std::string_view k = c.token();
+    if (k.empty()) break;
+    if (k.back() == ',') k.remove_suffix(1);
+    auto value = [&](auto parse, auto* out) {
+      std::string_view v = c.token();
+      const size_t at = base + (c.i - v.size());
+      if (!v.empty() && v.back() == ',') v.remove_suffix(1);
+      if (!parse(v, out)) return fail(col, at, why, fmt::format("{} '{}': not a valid value", k, v));
+      return true;
+    };
+    auto num = [](std::string_view v, int64_t* o) { return parse_i64(v, o); };
+    bool ok = true;
+    if (k == "ring") ok = have_ring = value(parse_ptr, &ev->ring);
+    else if (k == "req" || k == "request") ok = value(parse_ptr, &ev->req);
+    else if (k == "fd") ok = value(num, &ev->fd);
+    else if (k == "size" && prev == "sq") ok = value(num, &ev->sq);
+    else if (k == "size" && prev == "cq") ok = value(num, &ev->cq);
+    else if (k == "flags") ok = value(num, &ev->flags);
+    else if (k == "nr_user_files") ok = value(num, &ev->nr_files);
+    else if (k == "result" || k == "ret") ok = value(num, &ev->result);
+    else if (k == "opcode") {
+      std::string_view v = c.token();
+      if (!v.empty() && v.back() == ',') v.remove_suffix(1);
+      ev->opcode_name = v;
+      if (!parse_i64(v, &ev->opcode)) ev->opcode = -1;
+    }
+    if (!ok) return false;
+    prev = k;
+  }
+  if (!have_ring) return fail(col, base, why, "no 'ring' field");
+  return true;
+}
+
+// Syscall events, as ftrace ("sys_io_uring_enter(fd: 3, ...)", "sys_close
+// -> 0x0") or trace-cmd ("sys_enter_io_uring_enter: fd: 0x00000003, ...")
+// prints them. Only the fd matters.
+bool parse_fd(std::string_view s, size_t base, TraceEvent* ev, size_t* col, std::string* why) {
+  ev->fd = -1;
+  const size_t at = s.find("fd:");
+  if (at == std::string_view::npos) return fail(col, base, why, "no 'fd:' argument");
+  Cursor c{s, at + 3};
+  std::string_view v = c.token();
+  while (!v.empty() && (v.back() == ',' || v.back() == ')')) v.remove_suffix(1);
+  uint64_t fd = 0;
+  if (!parse_hex(v, &fd) || fd > INT32_MAX)
+    return fail(col, base + at + 3, why, fmt::format("fd '{}': not a valid value", v));
+  ev->fd = static_cast<int64_t>(fd);
+  return true;
+}
+
+// "[TASK-PID] [CPU] [FLAGS] SECS.USECS:" up to the event name.
+bool parse_prefix(std::string_view line, TraceEvent* ev, size_t* pos, size_t* col,
+                  std::string* why) {
+  size_t b = 0;
+  while (b < line.size() && is_space(line[b])) ++b;
+  size_t i = b;
+  for (;; ++i) {  // the first " [digits]" is the CPU column
+    i = line.find('[', i);
+    if (i == std::string_view::npos) return fail(col, b, why, "no [CPU] column");
+    if (i != b && !is_space(line[i - 1])) continue;
+    size_t j = i + 1;
+    while (j < line.size() && is_digit(line[j])) ++j;
+    if (j > i + 1 && j < line.size() && line[j] == ']' && j - i <= 6) {
+      ev->cpu = static_cast<uint32_t>(std::strtoul(line.data() + i + 1, nullptr, 10));
+      break;
+    }
+  }
+  std::string_view tp = line.substr(b, i - b);
+  while (!tp.empty() && is_space(tp.back())) tp.remove_suffix(1);
+  if (const size_t dash = tp.rfind('-'); dash != std::string_view::npos && dash + 1 < tp.size()) {
+    int64_t pid = 0;
+    if (parse_i64(tp.substr(dash + 1), &pid) && tp[dash + 1] != '-') {
+      ev->pid = pid;
+      tp = tp.substr(0, dash);
+    }
+  }
+  ev->task = tp;
+  Cursor c{line, line.find(']', i) + 1};
+  std::string_view t = c.token();
+  auto is_time = [](std::string_view x) {
+    if (x.size() < 2 || x.back() != ':' || !is_digit(x[0])) return false;
+    for (char ch : x.substr(0, x.size() - 1))
+      if (!is_digit(ch) && ch != '.') return false;
+    return true;
+  };
+  if (!is_time(t)) t = c.token();  // the irqs-off / need-resched / preempt flags column
+  if (!is_time(t)) return fail(col, c.i - t.size(), why, "expected a timestamp 'SECS.USECS:'");
+  *pos = c.i;
+  return true;
+}
+
+}  // namespace
+
+bool parse_trace_line(std::string_view line, TraceEvent* ev, size_t* col, std::string* why) {
+  // Only the prefix is reset here; each payload parser resets its own
+  // fields (a whole-struct reset was a seventh of the parse time).
+  ev->kind = TraceKind::none;
+  ev->task = ev->event = {};
+  ev->pid = -1;
+  ev->cpu = 0;
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+  size_t b = 0;
+  while (b < line.size() && is_space(line[b])) ++b;
+  if (b == line.size() || line[b] == '#') return true;
+  const std::string_view head = line.substr(b);
+  if (head.rfind("cpus=", 0) == 0 || head.rfind("version", 0) == 0 ||
+      (head.rfind("CPU", 0) == 0 && head.find("is empty") != std::string_view::npos))
+    return true;  // trace-cmd report header lines
+  size_t pos = 0;
+  if (!parse_prefix(line, ev, &pos, col, why)) return false;
+  Cursor c{line, pos};
+  std::string_view name = c.token();
+  const size_t name_at = c.i - name.size();
+  std::string_view rest = line.substr(c.i);
+  if (name.rfind("sys_", 0) == 0 && name.find('(') != std::string_view::npos) {
+    // ftrace's own syscall output: "sys_io_uring_enter(fd: 3, ...)"
+    const std::string_view call = name.substr(4, name.find('(') - 4);
+    ev->kind = call == "io_uring_enter" ? TraceKind::enter
+               : call == "close"        ? TraceKind::close
+                                        : TraceKind::none;
+    rest = line.substr(name_at);
+  } else if (name.rfind("sys_", 0) == 0 && rest.find("->") != std::string_view::npos) {
+    ev->kind = name == "sys_io_uring_enter" ? TraceKind::enter_exit : TraceKind::none;
+    ev->event = name;
+    return true;
+  } else {
+    if (name.size() < 2 || name.back() != ':')
+      return fail(col, name_at, why, fmt::format("'{}': expected an event name 'NAME:'", name));
+    name.remove_suffix(1);
+    if (const size_t sys = name.rfind(':'); sys != std::string_view::npos) name = name.substr(sys + 1);
+    ev->kind = kind_of(name);
+  }
+  ev->event = name;
+  const size_t base = line.size() - rest.size();
+  switch (ev->kind) {
+    case TraceKind::none: return true;
+    case TraceKind::kmalloc: case TraceKind::kmem_cache_alloc: case TraceKind::kfree:
+    case TraceKind::kmem_cache_free: case TraceKind::page_alloc: case TraceKind::page_free:
+      return parse_kmem(rest, base, ev, col, why);
+    case TraceKind::uring_create: case TraceKind::uring_register:
+    case TraceKind::uring_submit: case TraceKind::uring_complete:
+      return parse_uring(rest, base, ev, col, why);
+    case TraceKind::enter: case TraceKind::close: return parse_fd(rest, base, ev, col, why);
+    case TraceKind::enter_exit: return true;
+    case TraceKind::marker: {
+      Cursor m{rest};
+      std::string_view w = m.token();
+      if (w == "tracing_mark_write:") w = m.token();  // trace-cmd's "print: tracing_mark_write: "
+      ev->text = {};
+      if (w != "simcache") return ev->kind = TraceKind::none, true;  // someone else's marker
+      m.skip();
+      ev->text = rest.substr(m.i);
+      while (!ev->text.empty() && is_space(ev->text.back())) ev->text.remove_suffix(1);
+      return true;
+    }
+  }
+  return true;
+}
+
+LineReader::LineReader(const std::string& path, size_t buf) : buf_(std::max<size_t>(buf, 64)) {
+  f_ = std::fopen(path.c_str(), "rb");
+}
+
+LineReader::~LineReader() {
+  if (f_) std::fclose(f_);
+}
+
+bool LineReader::next(std::string_view* line, bool* too_long) {
+  *too_long = false;
+  for (;;) {
+    const char* nl = static_cast<const char*>(
+        std::memchr(buf_.data() + begin_, '\n', end_ - begin_));
+    if (nl) {
+      const size_t n = static_cast<size_t>(nl - (buf_.data() + begin_));
+      *line = std::string_view(buf_.data() + begin_, n);
+      begin_ += n + 1;
+      ++line_no_;
+      return true;
+    }
+    if (eof_) {
+      if (begin_ == end_) return false;
+      *line = std::string_view(buf_.data() + begin_, end_ - begin_);
+      begin_ = end_;
+      ++line_no_;
+      return true;
+    }
+    if (begin_ == 0 && end_ == buf_.size()) {  // a line longer than the buffer
+      *line = std::string_view(buf_.data(), std::min<size_t>(256, buf_.size()));
+      *too_long = true;
+      ++line_no_;
+      int ch;
+      while ((ch = std::fgetc(f_)) != EOF && ch != '\n') {
+      }
+      if (ch == EOF) eof_ = true;
+      begin_ = end_ = 0;
+      return true;
+    }
+    std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+    const size_t got = std::fread(buf_.data() + end_, 1, buf_.size() - end_, f_);
+    end_ += got;
+    if (got == 0) eof_ = true;
+  }
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,137 @@
+// The op format: the shipped op files reproduce the built-in drivers
+// count for count; parse errors name file, line and column; macros,
+// repeats and the executor's checks.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "sim/replay/ops.h"
+#include "test_replay_util.h"
+
+using namespace simcache;
+using namespace simcache::sim;
+using namespace simcache::testing;
+
+namespace {
+
+const std::vector<std::string> kPolicies = {
+    "unpatched", "node-slab+bulk-refill", "node-slab+bulk-refill+prefill",
+    "node-slab-account+slab-nomerge", "futex-return-to-cache", "waitv-account"};
+
+bool parse_error(const std::string& text, std::string* err) {
+  OpProgram p;
+  return !parse_op_program(text, "t.ops", &p, err);
+}
+
+}  // namespace
+
+TEST_CASE("data/ops files match the built-in scenarios count for count", "[ops]") {
+  for (const std::string kernel : {"v6.18", "v7.1"}) {
+    for (const char* s : {"sparse-fill", "arm-fail", "waitv"}) {
+      INFO(s << " on " << kernel);
+      std::vector<std::string> pols;
+      for (const std::string& p : kPolicies)  // the ones this kernel runs
+        if (kernel == "v6.18" || p != "waitv-account") pols.push_back(p);
+      const RunRequest req = request(pols, kernel);
+      const RunResult scen = run_scenario(s, req);
+      const RunResult ops = run_ops(source_path(std::string("data/ops/") + s + ".ops"), req);
+      require_same_counts(scen, ops);
+      for (const auto& p : ops.workloads[0].policies) CHECK(p.kasan.empty());
+      CHECK(ops.workloads[0].op_unit == scen.workloads[0].op_unit);
+    }
+  }
+}
+
+TEST_CASE("the op files do real work: sparse-fill installs 15 x 4096 timed", "[ops]") {
+  const RunResult r = run_ops(source_path("data/ops/sparse-fill.ops"), request({"unpatched"}, "v6.18"));
+  const PolicyResult& p = r.workloads[0].policies[0];
+  CHECK(p.timed_ops == 15u * 4096u);
+  CHECK(p.timed[Event::msg_ring_send_fd] == 15u * 4096u);
+  CHECK(p.total[Event::ring_create] == 1u + 1u + 3u + 15u);
+  CHECK(p.total[Event::ring_teardown] == p.total[Event::ring_create]);
+}
+
+TEST_CASE("op parse errors name the file, line and column", "[ops]") {
+  std::string err;
+  CHECK(parse_error("2 bench ring_create ring=0\n2 bench bogus ring=0\n", &err));
+  CHECK(err == "t.ops:2:9: unknown operation 'bogus'");
+  CHECK(parse_error("2 bench ring_create ring=x\n", &err));
+  CHECK(err == "t.ops:1:26: ring='x': expected an integer");
+  CHECK(parse_error("2 bench ring_create sq=4\n", &err));
+  CHECK(err == "t.ops:1:20: ring_create needs ring=");
+  CHECK(parse_error("2 bench futex_wait ring=0 colour=blue\n", &err));
+  CHECK(err == "t.ops:1:27: futex_wait takes no key 'colour' (valid: ring, match)");
+  CHECK(parse_error("repeat 3\n2 bench timed_begin\n", &err));
+  CHECK(err == "t.ops:1:1: repeat without 'end'");
+  CHECK(parse_error("end\n", &err));
+  CHECK(err == "t.ops:1:1: 'end' without repeat or define");
+  CHECK(parse_error("bench 2 timed_begin\n", &err));
+  CHECK(err.rfind("t.ops:1:1: 'bench': expected a CPU number", 0) == 0);
+  CHECK(parse_error("2 bench kmalloc obj=1 size=8 gfp=GFP_BOGUS\n", &err));
+  CHECK(err == "t.ops:1:34: gfp='GFP_BOGUS': unknown gfp flag 'GFP_BOGUS'");
+  CHECK(parse_error("call nothing\n", &err));
+  CHECK(err == "t.ops:1:6: unknown macro 'nothing'");
+}
+
+TEST_CASE("op runtime errors: unknown handles and double allocations stop the run", "[ops]") {
+  const std::string path = "ops_runtime_error.ops";
+  {
+    std::ofstream f(path);
+    f << "2 bench kmalloc obj=1 size=64\n2 bench kmalloc obj=1 size=64\n";
+  }
+  CustomWorkload w;
+  std::string err;
+  REQUIRE(ops_workload(path, &w, &err));
+  RunResult r;
+  CHECK_FALSE(run_custom(request({"unpatched"}, "v6.18"), w, &r, &err));
+  CHECK(err == path + ":2:1: kmalloc: object 1 is still allocated");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("a hand-written op file: kmalloc, caches, macros and leaks", "[ops]") {
+  const std::string path = "ops_hand.ops";
+  {
+    std::ofstream f(path);
+    f << "unit object ns\n"
+         "task app memcg=user\n"
+         "define pair\n"
+         "1 app kmalloc obj=$id size=$size gfp=GFP_KERNEL_ACCOUNT site=my_site\n"
+         "1 app kfree obj=$id\n"
+         "end\n"
+         "1 app kmem_cache_create cache=my_cache size=200 flags=HWCACHE_ALIGN|ACCOUNT\n"
+         "1 app round_begin measured=1\n"
+         "1 app timed_begin\n"
+         "repeat 10\n"
+         "call pair id=7 size=100\n"
+         "1 app kmem_cache_alloc obj=8 cache=my_cache\n"
+         "4 app kmem_cache_free obj=8\n"
+         "end\n"
+         "1 app timed_end\n"
+         "1 app round_end ops=20\n"
+         "1 app kmalloc obj=9 size=32   # never freed: a leak\n";
+  }
+  const RunResult r = run_ops(path, request({"unpatched", "slab-nomerge"}, "v6.18"));
+  for (size_t c = 0; c < 2; ++c) {
+    const PolicyResult& p = r.workloads[0].policies[c];
+    CHECK(p.timed[Event::kmalloc] == 10);
+    CHECK(p.timed[Event::kfree] == 10);
+    CHECK(p.timed[Event::kmem_cache_alloc] == 10);
+    CHECK(p.timed[Event::kmem_cache_free] == 10);
+    CHECK(p.timed[Event::memcg_post_alloc_hook] == 20);  // both accounted
+    CHECK(p.total[Event::kmalloc] == 11);
+    REQUIRE(p.kasan.size() == 1);
+    CHECK(p.kasan[0].kind == "leak");
+  }
+  CHECK(r.workloads[0].op_unit == "object");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("run-ops --emit-ops writes a flat op file that runs to the same counts", "[ops]") {
+  const std::string out = "emitted_arm_fail.ops";
+  std::string err;
+  const RunRequest req = request({"unpatched"}, "v6.18");
+  REQUIRE(emit_ops_run(source_path("data/ops/arm-fail.ops"), out, false, req, &err));
+  require_same_counts(run_ops(source_path("data/ops/arm-fail.ops"), req), run_ops(out, req));
+  std::remove(out.c_str());
+}

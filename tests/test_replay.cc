@@ -1,0 +1,307 @@
+// Trace replay: the shared LKML capture, a fixture per format, strict and
+// skipping modes, pairing across the capture start, policies acting on
+// io_uring-level and kmem-only traces, bounded memory, and the round trip
+// scenario -> ops -> trace -> replay.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "sim/cli/cli.h"
+#include "test_replay_util.h"
+
+using namespace simcache;
+using namespace simcache::sim;
+using namespace simcache::testing;
+
+namespace {
+
+std::string fixture(const std::string& name) { return source_path("tests/data/traces/" + name); }
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  std::ofstream f(name, std::ios::binary);
+  f << text;
+  return name;
+}
+
+// A kmem-only trace of `lines` lines in the 6.x format: `live` kmallocs,
+// then each slot in turn freed and allocated again at a new address.
+std::string generate(const std::string& path, uint64_t lines, uint64_t live) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  auto ptr = [](uint64_t slot, uint64_t gen) {
+    return static_cast<unsigned long long>(0xffff888000000000ull + (slot * 4096 + gen % 7) * 64);
+  };
+  for (uint64_t i = 0; i < lines; ++i) {
+    const bool alloc = i < live || (i - live) % 2 == 1;
+    const uint64_t k = i < live ? i : (i - live) / 2;
+    const uint64_t slot = k % live, gen = i < live ? 0 : k / live + (alloc ? 1 : 0);
+    if (alloc)
+      std::fprintf(f, "  bash-7  [%03u] ..... 1.%06u: kmalloc: call_site=do_sys_open+0x2c/0x80 "
+                      "ptr=%016llx bytes_req=%u bytes_alloc=64 gfp_flags=GFP_KERNEL node=-1 "
+                      "accounted=false\n",
+                   static_cast<unsigned>(i % 4), static_cast<unsigned>(i % 1000000),
+                   ptr(slot, gen), static_cast<unsigned>(8 + slot % 512));
+    else
+      std::fprintf(f, "  bash-7  [%03u] ..... 1.%06u: kfree: call_site=putname+0x47/0x50 "
+                      "ptr=%016llx\n",
+                   static_cast<unsigned>((i + 1) % 4), static_cast<unsigned>(i % 1000000),
+                   ptr(slot, gen));
+  }
+  std::fclose(f);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("the LKML 2019 capture replays: 3 frees before the capture, 6 events paired",
+          "[replay]") {
+  TraceSummary s;
+  const RunResult r = run_trace(fixture("lkml-2019-kmem.txt"), request({"unpatched"}, "v6.18"), &s);
+  CHECK(s.lines == 10);
+  CHECK(s.events == 9);
+  CHECK(s.skipped == 0);
+  CHECK_FALSE(s.io_uring);
+  CHECK(metric(r, "trace_events_replayed") == 6);
+  CHECK(metric(r, "trace_free_before_capture") == 3);
+  CHECK(total(r, Event::kmalloc) == 1);
+  CHECK(total(r, Event::kfree) == 1);
+  CHECK(total(r, Event::kmem_cache_alloc) == 2);
+  CHECK(total(r, Event::kmem_cache_free) == 2);
+  CHECK(metric(r, "site:prepare_creds:allocs") == 1);
+  CHECK(metric(r, "site:prepare_creds:bytes_req") == 168);
+  CHECK(metric(r, "site:getname_flags:frees") == 1);
+  CHECK(metric(r, "site:security_prepare_creds:bytes_req") == 8);
+  CHECK(r.workloads[0].policies[0].kasan.empty());
+  bool names_cache = false;
+  for (const CacheStats& c : r.workloads[0].policies[0].caches) names_cache |= c.name == "names_cache";
+  CHECK(names_cache);  // getname_flags -> the kernel's names_cache, not a size cache
+}
+
+TEST_CASE("every fixture format replays under --strict with no line skipped", "[replay]") {
+  struct Case {
+    const char* file;
+    uint64_t events;
+    bool io_uring;
+  };
+  const Case cases[] = {
+      {"lkml-2019-kmem.txt", 9, false},   {"ftrace-6x-kmem.txt", 14, false},
+      {"ftrace-4x-rawhex.txt", 10, false}, {"ftrace-fields.txt", 4, false},
+      {"trace-cmd-report.txt", 14, true},  {"ftrace-io_uring-6x.txt", 20, true},
+      {"ftrace-io_uring-5x.txt", 6, true},
+  };
+  for (const Case& c : cases) {
+    INFO(c.file);
+    TraceSummary s;
+    RunRequest req = request({"unpatched", "slab-nomerge"}, "v6.18");
+    req.sets = {{"cpus", "24"}};  // ftrace-6x-kmem.txt runs on CPU 23
+    const RunResult r = run_trace(fixture(c.file), req, &s);
+    CHECK(s.skipped == 0);
+    CHECK(s.events == c.events);
+    CHECK(s.io_uring == c.io_uring);
+    for (const auto& p : r.workloads[0].policies) {
+      CHECK(p.metrics.at("trace_ops_failed") == 0);
+      for (const auto& k : p.kasan) INFO(k.kind << " " << k.cache << " " << k.detail);
+      CHECK(p.kasan.empty());
+    }
+  }
+}
+
+TEST_CASE("6.x kmem fixture: name=, accounted=, kfree(NULL), pages, CPU 23", "[replay]") {
+  RunRequest req = request({"unpatched"}, "v6.18");
+  req.sets = {{"cpus", "24"}};
+  const RunResult r = run_trace(fixture("ftrace-6x-kmem.txt"), req);
+  CHECK(total(r, Event::kmalloc) == 2);
+  CHECK(total(r, Event::kfree) == 2);
+  CHECK(total(r, Event::kmem_cache_alloc) == 3);
+  CHECK(total(r, Event::kmem_cache_free) == 2);  // seq_file and one filp; dentry predates it
+  CHECK(metric(r, "trace_kfree_null") == 1);
+  CHECK(metric(r, "trace_free_before_capture") == 1);
+  CHECK(metric(r, "peak_live_pages") == 2);
+  // GFP_KERNEL_ACCOUNT charges the web task's memcg; the kworker's filp
+  // allocations are accounted but a kernel thread is in the root memcg.
+  CHECK(total(r, Event::memcg_post_alloc_hook) == 2);
+}
+
+TEST_CASE("without --set cpus a trace naming CPU 23 is refused at that op", "[replay]") {
+  TraceSummary s;
+  std::string err;
+  REQUIRE(scan_trace(fixture("ftrace-6x-kmem.txt"), {}, &s, &err));
+  CHECK(s.max_cpu == 23);
+  // run-time failures are counted, not fatal: the CLI raises cpus itself
+  RunResult r;
+  REQUIRE(run_custom(request({"unpatched"}, "v6.18"), trace_workload(s), &r, &err));
+  CHECK(metric(r, "trace_ops_failed") == 4);  // the four lines on CPU 23
+  const CliOutcome cli = run_cli({"replay", fixture("ftrace-6x-kmem.txt"), "--strict",
+                                  "--profile", "none", "--format", "json"});
+  CHECK(cli.status == 0);
+  CHECK(cli.out.find("\"cpus\": 24") != std::string::npos);
+  CHECK(cli.out.find("\"trace_ops_failed\": 0") != std::string::npos);
+}
+
+TEST_CASE("io_uring-level events drive the io_uring model", "[replay]") {
+  const RunResult r = run_trace(fixture("ftrace-io_uring-6x.txt"),
+                                request({"unpatched", "node-slab+bulk-refill"}, "v6.18"));
+  for (size_t c = 0; c < 2; ++c) {
+    CHECK(total(r, Event::ring_create, c) == 2);
+    CHECK(total(r, Event::ring_teardown, c) == 2);
+    CHECK(total(r, Event::msg_ring_send_fd, c) == 2);
+    CHECK(total(r, Event::fixed_file_install, c) == 2);
+    CHECK(total(r, Event::poll_add, c) == 1);
+    CHECK(total(r, Event::futex_waitv, c) == 1);
+    CHECK(total(r, Event::futexv_entries, c) == 8);
+    CHECK(total(r, Event::io_sqe_files_register, c) == 2);
+    CHECK(metric(r, "trace_io_uring_kmem_modelled", c) == 2);
+  }
+  // node-slab + bulk-refill: one bulk refill per ring's first node (the
+  // source's one real file, the target's first install).
+  CHECK(total(r, Event::io_cache_bulk_refill, 0) == 0);
+  CHECK(total(r, Event::io_cache_bulk_refill, 1) == 2);
+
+  const RunResult t = run_trace(fixture("trace-cmd-report.txt"),
+                                request({"unpatched", "futex-return-to-cache"}, "v6.18"));
+  CHECK(total(t, Event::futex_wait) == 2);
+  CHECK(total(t, Event::futex_wait_arm_fail) == 1);  // the -EAGAIN completion
+  CHECK(total(t, Event::io_uring_enter) == 2);
+  CHECK(total(t, Event::futex_arm_fail_kfree, 0) == 1);
+  CHECK(total(t, Event::futex_arm_fail_kfree, 1) == 0);  // returned to futex_cache instead
+
+  const RunResult o = run_trace(fixture("ftrace-io_uring-5x.txt"), request({"unpatched"}, "v6.18"));
+  CHECK(total(o, Event::sqe_submit) == 2);  // NOP and POLL_ADD; opcode 22 is not modelled
+  CHECK(metric(o, "trace_unmodelled") == 1);
+}
+
+TEST_CASE("kmem-only traces: slab merging changes which caches serve them", "[replay]") {
+  const std::string path = write_temp("replay_merge.txt",
+      "  app-9  [001] ..... 1.000001: kmem_cache_alloc: call_site=my_alloc+0x1/0x2 ptr=0000000000001000 name=my_cache bytes_req=64 bytes_alloc=64 gfp_flags=GFP_KERNEL node=-1 accounted=false\n"
+      "  app-9  [001] ..... 1.000002: kmem_cache_alloc: call_site=other+0x1/0x2 ptr=0000000000002000 name=other_cache bytes_req=64 bytes_alloc=64 gfp_flags=GFP_KERNEL node=-1 accounted=false\n"
+      "  app-9  [001] ..... 1.000003: kmem_cache_free: call_site=my_free+0x1/0x2 ptr=0000000000001000 name=my_cache\n");
+  const RunResult r = run_trace(path, request({"unpatched", "slab-nomerge"}, "v6.18"));
+  auto find = [&](size_t c, const std::string& name) -> const CacheStats* {
+    for (const CacheStats& s : r.workloads[0].policies[c].caches)
+      if (s.name == name) return &s;
+    return nullptr;
+  };
+  auto slabs = [](const CacheStats* s) { return s->stat[static_cast<size_t>(SlubStat::ALLOC_SLAB)]; };
+  // Merged: other_cache is an alias of my_cache; one slab serves both.
+  REQUIRE(find(0, "my_cache"));
+  CHECK(find(0, "other_cache") == nullptr);
+  CHECK(slabs(find(0, "my_cache")) == 1);
+  // slab_nomerge: two caches, a slab each.
+  REQUIRE(find(1, "my_cache"));
+  REQUIRE(find(1, "other_cache"));
+  CHECK(slabs(find(1, "other_cache")) == 1);
+  CHECK(total(r, Event::allocate_slab, 0) + 1 == total(r, Event::allocate_slab, 1));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("malformed lines: --strict stops at the first, the default skips and counts",
+          "[replay]") {
+  const std::string path = write_temp("replay_bad.txt",
+      "  bash-7  [001] ..... 1.000001: kmalloc: call_site=f+0x1/0x2 ptr=0000000000001000 bytes_req=8 bytes_alloc=8 gfp_flags=GFP_KERNEL\n"
+      "  bash-7  [001] ..... 1.000002: kmalloc: call_site=f+0x1/0x2 ptr=zz bytes_req=8\n"
+      "garbage without a cpu column\n"
+      "  bash-7  [001] ..... 1.000003: kfree: call_site=f+0x1/0x2 ptr=0000000000001000\n");
+  TraceSummary s;
+  std::string err;
+  ReplayOptions strict;
+  strict.strict = true;
+  CHECK_FALSE(scan_trace(path, strict, &s, &err));
+  CHECK(err == path + ":2:66: ptr='zz': not a valid value");
+  REQUIRE(scan_trace(path, {}, &s, &err));
+  CHECK(s.skipped == 2);
+  CHECK(s.events == 2);
+  CHECK(s.first_skipped == err);
+  const CliOutcome bad = run_cli({"replay", path, "--strict", "--profile", "none"});
+  CHECK(bad.status == 2);
+  CHECK(bad.err == "simcache: " + path + ":2:66: ptr='zz': not a valid value\n");
+  const CliOutcome ok = run_cli({"replay", path, "--profile", "none"});
+  CHECK(ok.status == 0);
+  CHECK(ok.out.find("2 skipped") != std::string::npos);
+  CHECK(ok.err.find("2 malformed line(s) skipped") != std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("replay memory is bounded by live objects, not trace length", "[replay][stream]") {
+  const std::string a = generate("replay_1e5.txt", 100000, 300);
+  const std::string b = generate("replay_1e6.txt", 1000000, 300);
+  const RunResult ra = run_trace(a, request({"unpatched"}, "v6.18"));
+  const RunResult rb = run_trace(b, request({"unpatched"}, "v6.18"));
+  CHECK(metric(ra, "peak_live_objects") == 300);
+  CHECK(metric(rb, "peak_live_objects") == 300);
+  CHECK(metric(ra, "peak_replay_maps") == metric(rb, "peak_replay_maps"));
+  CHECK(metric(rb, "peak_replay_maps") <= 310);
+  CHECK(metric(rb, "trace_events_replayed") == 1000000);
+  CHECK(total(rb, Event::kmalloc) == 300 + (1000000 - 300) / 2);
+  CHECK(metric(rb, "trace_free_before_capture") == 0);
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
+TEST_CASE("a scenario's op stream as a trace replays to the scenario's counts", "[replay]") {
+  for (const char* s : {"sparse-fill", "arm-fail", "waitv"}) {
+    INFO(s);
+    const std::string trace = std::string("roundtrip_") + s + ".trace";
+    const RunRequest one = request({"unpatched"}, "v6.18");
+    std::string err;
+    REQUIRE(emit_ops_run(source_path(std::string("data/ops/") + s + ".ops"), trace, true, one, &err));
+    const RunRequest req = request({"unpatched", "node-slab+bulk-refill+prefill",
+                                    "futex-return-to-cache"}, "v6.18");
+    require_same_counts(run_scenario(s, req), run_trace(trace, req));
+    std::remove(trace.c_str());
+  }
+}
+
+TEST_CASE("replay --emit-ops: a trace compiled to ops runs to the same counts", "[replay]") {
+  for (const char* f : {"lkml-2019-kmem.txt", "ftrace-io_uring-6x.txt", "ftrace-6x-kmem.txt"}) {
+    INFO(f);
+    RunRequest req = request({"unpatched"}, "v6.18");
+    req.sets = {{"cpus", "24"}};
+    const std::string out = "emitted_trace.ops";
+    std::string err;
+    REQUIRE(emit_trace_ops(fixture(f), out, req, &err));
+    const RunResult ops = run_ops(out, req), tr = run_trace(fixture(f), req);
+    const auto& a = tr.workloads[0].policies[0];
+    const auto& b = ops.workloads[0].policies[0];
+    for (size_t e = 0; e < kNumEvents; ++e) {
+      INFO(kEventInfo[e].name);
+      CHECK(a.total.v[e] == b.total.v[e]);
+    }
+    std::remove(out.c_str());
+  }
+}
+
+TEST_CASE("simcache replay on the LKML capture: a report with counts by call site", "[replay][cli]") {
+  const CliOutcome r = run_cli({"replay", fixture("lkml-2019-kmem.txt"), "--policy",
+                                "unpatched,slab-nomerge", "--profile", "none"});
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("A = unpatched") != std::string::npos);
+  CHECK(r.out.find("B = slab-nomerge") != std::string::npos);
+  CHECK(r.out.find("trace: 10 lines, 9 events, 0 skipped") != std::string::npos);
+  CHECK(r.out.find("by call site") != std::string::npos);
+  CHECK(r.out.find("  prepare_creds                                     1          1          168\n") !=
+        std::string::npos);
+  const CliOutcome ops = run_cli({"run-ops", source_path("data/ops/arm-fail.ops"), "--profile",
+                                  "none", "--format", "csv"});
+  CHECK(ops.status == 0);
+  CHECK(ops.out.find("futex_wait_arm_fail") != std::string::npos);
+}
+
+TEST_CASE("an allocation at a live pointer means its free was lost: counted, paired anew",
+          "[replay]") {
+  const std::string path = write_temp("replay_lost_free.txt",
+      "  a-1  [000] ..... 1.000001: kmalloc: call_site=f+0x1/0x2 ptr=0000000000001000 bytes_req=32 bytes_alloc=32 gfp_flags=GFP_KERNEL\n"
+      "  a-1  [000] ..... 1.000002: kmalloc: call_site=f+0x1/0x2 ptr=0000000000001000 bytes_req=64 bytes_alloc=64 gfp_flags=GFP_KERNEL\n"
+      "  a-1  [000] ..... 1.000003: kfree: call_site=g+0x1/0x2 ptr=0000000000001000\n"
+      "  a-1  [000] ..... 1.000004: kfree: call_site=g+0x1/0x2 ptr=0000000000001000\n");
+  const RunResult r = run_trace(path, request({"unpatched"}, "v6.18"));
+  CHECK(metric(r, "trace_implicit_free") == 1);
+  CHECK(metric(r, "trace_free_before_capture") == 1);  // the second free: nothing live there
+  CHECK(total(r, Event::kmalloc) == 2);
+  CHECK(total(r, Event::kfree) == 2);
+  CHECK(metric(r, "site:f:allocs") == 2);
+  CHECK(metric(r, "site:f:frees") == 1);  // traced frees; the lost one is trace_implicit_free
+  CHECK(r.workloads[0].policies[0].kasan.empty());
+  std::remove(path.c_str());
+}
