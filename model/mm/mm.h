@@ -12,6 +12,7 @@
 
 #include "model/counters.h"
 #include "model/mm/fault.h"
+#include "model/mm/geometry.h"
 #include "model/mm/memcg.h"
 #include "model/types.h"
 
@@ -29,6 +30,8 @@ struct MmConfig {
   bool hardened_usercopy = false;      // kmalloc caches get usersize
   bool preempt_rt = false;             // PREEMPT_RT: no lockless fast path (6.18)
   bool memcg_batch_charge = false;     // seed 002's batched post-alloc hook
+  bool memcg_batch_free = false;       // its free side: one uncharge per run
+  GeometryOverride geometry;           // knobs over computed geometry
   bool track_history = true;           // KASAN-style per-object history
   MemcgConfig memcg;
 };
