@@ -1,7 +1,6 @@
 #include "sim/cli/cli.h"
 
 #include <absl/strings/numbers.h>
-#include <absl/strings/str_split.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -25,7 +24,12 @@ constexpr const char* kUsage =
     "                [--kernel K] [--seed N] [--format table|json|csv]\n"
     "                [--output FILE] [--jobs N] [--all-counters]\n"
     "                [--profile NAME|FILE|none] [--measurements FILE|none]\n"
-    "                [--mapping FILE] [--explain]\n"
+    "                [--mapping FILE] [--explain] [--config run.toml]\n"
+    "                [--dump-config] [--verbose|--quiet]\n"
+    "       simcache sweep grid.toml [--jobs N] [--shard i/N] [--output FILE]\n"
+    "                [--plot FILE.svg] [--html FILE.html]\n"
+    "       simcache merge FILE... [--format table|csv|json] [--plot FILE.svg]\n"
+    "                [--html FILE.html] [--output FILE]\n"
     "       simcache calibrate --measurements FILE.tsv [--out profile.toml] ...\n"
     "       simcache validate --measurements FILE.tsv [--profile P] ...\n"
     "       simcache geometry-check [--sysfs DIR] [--cpus N] [--kernel K]\n"
@@ -46,6 +50,10 @@ constexpr Flag kFlags[] = {
     {"mapping", true, "mapping of measured rows to simulations (TOML)"},
     {"explain", false, "break each policy's time per op into its parameters"},
     {"list", false, "list scenarios, presets, policies and kernel profiles"},
+    {"config", true, "read flags from a TOML run configuration (docs/knobs.md)"},
+    {"dump-config", false, "print the resolved configuration as TOML and exit"},
+    {"verbose", false, "log what is resolved and run (stderr)"},
+    {"quiet", false, "only errors on stderr"},
     {"help", false, "this text"},
 };
 
@@ -93,11 +101,13 @@ std::string list_text() {
 bool build_request(const ParsedFlags& f, RunRequest* req, std::string* error) {
   auto v = f.v;
   req->scenario = v["scenario"];
-  req->sets = f.sets;
+  for (const auto& [k, val] : f.sets) {
+    if (k.rfind("policy.", 0) == 0) req->knobs.emplace_back(k.substr(7), val);
+    else req->sets.emplace_back(k, val);
+  }
   if (v.count("kernel")) req->kernel = v["kernel"];
   if (v.count("policy")) {
-    const std::vector<std::string> cols = absl::StrSplit(v["policy"], ',');
-    for (const std::string& p : cols) {
+    for (const std::string& p : split_policy_columns(v["policy"])) {
       if (p.empty()) return *error = "--policy: empty policy name in the list", false;
       req->policies.emplace_back(p);
     }
@@ -154,6 +164,12 @@ CliOutcome run_report(const ParsedFlags& f) {
   RunRequest req;
   std::string error, warning;
   if (!build_request(f, &req, &error)) return cli_fail(error);
+  if (v.count("dump-config")) {
+    std::string toml;
+    if (!dump_config(f, req, &toml, &error)) return cli_fail(error);
+    return {0, toml, ""};
+  }
+  log_request(req);
   const std::string format = v.count("format") ? v["format"] : "table";
   if (format != "table" && format != "json" && format != "csv")
     return cli_fail(fmt::format("--format '{}': expected table, json or csv", format));
@@ -253,6 +269,8 @@ bool write_file_atomic(const std::string& path, const std::string& data, std::st
 }
 
 CliOutcome run_cli(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "sweep") return run_sweep_cli(args);
+  if (!args.empty() && args[0] == "merge") return run_merge_cli(args);
   if (!args.empty() && args[0] == "calibrate") return run_calibrate_cli(args);
   if (!args.empty() && args[0] == "validate") return run_validate_cli(args);
   if (!args.empty() && (args[0] == "geometry-check" || args[0] == "check-geometry"))
@@ -262,7 +280,35 @@ CliOutcome run_cli(const std::vector<std::string>& args) {
   if (!parse_flags(args, 0, kFlags, kUsage, &f, &error)) return cli_fail(error);
   if (f.v.count("help")) return {0, kUsage, ""};
   if (f.v.count("list")) return {0, list_text(), ""};
+  setup_logging(f);
+  if (f.v.count("config")) {
+    ParsedFlags merged;
+    if (!load_config(f.v["config"], &merged, &error)) return cli_fail(error);
+    overlay_flags(f, &merged);
+    return run_report(merged);
+  }
   return run_report(f);
+}
+
+}  // namespace simcache::sim
+
+namespace simcache::sim {
+
+std::vector<std::string> split_policy_columns(const std::string& s) {
+  std::vector<std::string> out;
+  int depth = 0;
+  size_t from = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || (s[i] == ',' && depth == 0)) {
+      out.push_back(s.substr(from, i - from));
+      from = i + 1;
+    } else if (s[i] == '(') {
+      ++depth;
+    } else if (s[i] == ')') {
+      --depth;
+    }
+  }
+  return out;
 }
 
 }  // namespace simcache::sim
