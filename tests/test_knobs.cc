@@ -55,7 +55,7 @@ std::string other_value(const PolicyFieldInfo& f) {
 
 }  // namespace
 
-TEST_CASE("knobs: every row has a unit, a range, a source; NAME=V sets that field only",
+TEST_CASE("knobs: every row has a unit, a range and a source, NAME=V sets that field only",
           "[knobs]") {
   for (const PolicyFieldInfo& f : policy_fields()) {
     INFO(f.name);
@@ -100,7 +100,7 @@ TEST_CASE("knobs: a default from the kernel prints and parses as `kernel`", "[kn
   CHECK(knob_spec(PolicySet{}) == "unpatched");
 }
 
-TEST_CASE("knobs: NAME(key=value) takes short and full keys; --set policy.K=V the same",
+TEST_CASE("knobs: NAME(key=value) takes short and full keys, --set policy.K=V the same",
           "[knobs]") {
   PolicySet a, b, c;
   MmConfig mm;

@@ -8,7 +8,7 @@
 namespace simcache::sim {
 namespace {
 
-constexpr int kLeft = 80, kRight = 190, kTop = 34, kBottom = 48;
+constexpr int kLeft = 80, kRight = 330, kTop = 34, kBottom = 48;
 
 std::string esc(const std::string& s) {
   std::string o;
@@ -122,7 +122,7 @@ std::string svg_chart(const PlotChart& c, int width, int height) {
 }
 
 std::string svg_document(const std::vector<PlotChart>& charts) {
-  constexpr int w = 760, h = 360;
+  constexpr int w = kChartWidth, h = kChartHeight;
   std::string s = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
@@ -143,7 +143,8 @@ std::string html_page(const std::string& title, const std::vector<PlotChart>& ch
       "<style>body{{margin:16px;background:#ffffff;font-family:sans-serif}}"
       "pre{{font-size:11px}}</style></head>\n<body>\n<h1 style=\"font-size:18px\">{0}</h1>\n",
       esc(title));
-  for (const PlotChart& c : charts) s += "<div>\n" + svg_chart(c, 760, 360) + "</div>\n";
+  for (const PlotChart& c : charts)
+    s += "<div>\n" + svg_chart(c, kChartWidth, kChartHeight) + "</div>\n";
   return s + "<pre>" + esc(table) + "</pre>\n</body></html>\n";
 }
 

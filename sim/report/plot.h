@@ -27,6 +27,9 @@ struct PlotChart {
 // grey, black or white, so a screenshot's pixels tell the series apart.
 const std::vector<std::string>& plot_palette();
 
+// The size of each chart in svg_document() and html_page().
+inline constexpr int kChartWidth = 1000, kChartHeight = 360;
+
 // One chart as an <svg> element of `width` x `height` pixels.
 std::string svg_chart(const PlotChart& c, int width, int height);
 // Every chart stacked in one SVG document.
