@@ -1,4 +1,4 @@
-/* simcache measurement kit: the programs of ../shared/workloads.md replayed
+/* simcache measurement kit: the programs of docs/workloads.md replayed
  * on the running kernel, printing rows in the columns of calibration.tsv.
  * Shared pieces: the host record, clocks and statistics, the row writer,
  * and the raw SQE fills liburing 2.3 has no helper for. */

@@ -1,4 +1,4 @@
-/* simcache-measure: replays one program of ../shared/workloads.md on the
+/* simcache-measure: replays one program of docs/workloads.md on the
  * running kernel and prints its rows (the columns of calibration.tsv).
  *
  *   simcache-measure [common flags] PROGRAM [program flags]

@@ -2,6 +2,7 @@
 // count, the parameter table of record covers every event, and profiles
 // are read strictly.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "sim/cost/cost.h"
@@ -139,7 +140,12 @@ TEST_CASE("a profile survives a write and a read", "[cost][profile]") {
     CHECK(back.params[i].events == m.params[i].events);
     CHECK(back.params[i].pinned == m.params[i].pinned);
     CHECK(back.params[i].source == m.params[i].source);
+    CHECK(back.params[i].prior_sd == Approx(m.params[i].prior_sd).epsilon(1e-5));
+    CHECK(back.params[i].prior_source == m.params[i].prior_source);
   }
+  REQUIRE(back.corr.size() == m.corr.size());
+  for (size_t i = 0; i < m.corr.size(); ++i)
+    CHECK(back.corr[i] == Approx(m.corr[i]).epsilon(1e-8).margin(1e-12));
   REQUIRE(back.noise.has_value());
   CHECK(back.noise->entries.size() == m.noise->entries.size());
 }
@@ -202,17 +208,19 @@ TEST_CASE("every shipped parameter records its origin", "[cost][profile]") {
   for (const CostParam& p : m.params) {
     INFO(p.name);
     CHECK_FALSE(p.source.empty());
+    CHECK_FALSE(p.prior_source.empty());
+    CHECK(p.prior_sd > 0);
+    CHECK(p.stderr_ns > 0);
     if (p.pinned) {
       ++pinned;
       CHECK(p.source.rfind("fit: ", 0) == 0);
-      CHECK(p.stderr_ns >= 0);
     } else {
-      CHECK(p.source.rfind("prior: ", 0) == 0);
-      CHECK(p.source.find("not pinned") != std::string::npos);
+      CHECK(p.source.rfind("prior", 0) == 0);
     }
   }
   CHECK(pinned >= 5);
   REQUIRE(m.noise.has_value());
+  CHECK(m.corr.size() == m.params.size() * m.params.size());
 }
 
 TEST_CASE("docs/calibration.md names every cost parameter", "[cost][docs]") {
@@ -225,7 +233,9 @@ TEST_CASE("docs/calibration.md names every cost parameter", "[cost][docs]") {
   }
   const std::string out =
       simcache::testing::read_text(simcache::testing::repo_file("docs/output.md"));
-  for (const char* key : {"per_op", "per_op_ns", "rounds_per_op_ns", "stderr_pct", "drift_pct",
+  for (const char* key : {"per_op", "per_op_ns", "rounds_per_op_ns", "noise_stderr_pct",
+                          "model_sd_ns", "interval90_per_op", "rests_on_priors",
+                          "delta_interval90_pct", "phases", "drift_pct",
                           "delta_pct", "significant", "breakdown_ns", "measured", "error_pct",
                           "time_unit", "profile", "measurements"}) {
     INFO(key);

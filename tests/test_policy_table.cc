@@ -35,6 +35,9 @@ std::string stated_rejection(const PolicySet& p, const KernelProfile& k) {
     return "'" + std::string(k.name) + "' allocates none";
   if (p.prefill != Prefill::off && !k.has_node_cache)
     return "prefill modes need a kernel profile with a per-ring node cache";
+  if (p.kmalloc_prefill && (k.has_node_cache || !k.install_allocates_node))
+    return "kmalloc-prefill needs a kernel profile that allocates a node per install and "
+           "has no node cache (v6.13); '" + std::string(k.name) + "' does not";
   return "";
 }
 
@@ -182,11 +185,13 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
           "[policy][table]") {
   const auto table = PolicyRegistry::get().all();
   // Entries that no partner rescues: the node-slab family without a node
-  // cache (v6.12, v6.13), slab-prime without per-install nodes (v6.12).
+  // cache (v6.12, v6.13), slab-prime without per-install nodes (v6.12),
+  // kmalloc-prefill anywhere but v6.13 (it needs per-install nodes and no
+  // node cache).
   const std::vector<std::pair<std::string_view, size_t>> want = {
-      {"v6.12", table.size() - 8}, {"v6.13", table.size() - 7},
-      {"v6.18", table.size()},     {"v7.1", table.size()},
-      {"v7.2", table.size()}};
+      {"v6.12", table.size() - 9}, {"v6.13", table.size() - 7},
+      {"v6.18", table.size() - 1}, {"v7.1", table.size() - 1},
+      {"v7.2", table.size() - 1}};
   for (const auto& [name, n] : want) {
     const KernelProfile& k = *profile_by_name(name, nullptr);
     INFO(name);
@@ -194,9 +199,9 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
     CHECK(specs.size() == n);
     for (const std::string& s : specs) CHECK(testing::policy_ok(s, k));
     // Both walks reach as many groups as the profile allows: 5 on v6.12,
-    // 6 on v6.13, 9 elsewhere (waitv-cache and waitv-account both set
-    // waitv_account, so a walk takes one of them).
-    const size_t groups = name == "v6.12" ? 5 : name == "v6.13" ? 6 : 9;
+    // 7 on v6.13, 9 elsewhere (all but kmalloc_prefill; waitv-cache and
+    // waitv-account both set waitv_account, so a walk takes one of them).
+    const size_t groups = name == "v6.12" ? 5 : name == "v6.13" ? 7 : 9;
     for (bool backward : {false, true}) {
       const std::string m = testing::maximal_policy(k, backward);
       INFO(m);
@@ -257,7 +262,8 @@ TEST_CASE("policy fields: describe() lists every field in table order", "[policy
   CHECK(describe(d) ==
         "futex_return_to_cache = false\nnode_alloc = kmalloc\nbulk_refill = 0\n"
         "prefill = off\nprefill_max = 4096\nslab_prime = false\n"
-        "waitv_account = profile\nmemcg_batch_charge = false\nslab_nomerge = false\n"
+        "kmalloc_prefill = false\nwaitv_account = profile\nmemcg_batch_charge = false\n"
+        "slab_nomerge = false\n"
         "io_alloc_cache_max = kernel\nfutex_cache_max = kernel\nreq_alloc_batch = 8\n"
         "waitv_cache_max = 0\nwaitv_cache_nr = 8\nmemcg_batch_free = false\n"
         "memcg_charge_batch = 64\nobj_stock_slots = kernel\nslab_sheaf_capacity = kernel\n"
@@ -265,7 +271,7 @@ TEST_CASE("policy fields: describe() lists every field in table order", "[policy
         "random_kmalloc_caches = false\n");
   const auto fields = policy_fields();
   REQUIRE(fields.size() == kNumPolicyFields);
-  REQUIRE(kNumPolicyFields == 21);
+  REQUIRE(kNumPolicyFields == 22);
   // Every value of every field prints under its name, and reads back.
   size_t values = 0;
   for (const PolicyFieldInfo& f : fields) {
@@ -291,7 +297,7 @@ TEST_CASE("policy fields: describe() lists every field in table order", "[policy
       ++values;
     }
   }
-  CHECK(values == 59);  // 6 bools x 2, 12 unsigned x 3, enums of 3 + 5 + 3 values
+  CHECK(values == 61);  // 7 bools x 2, 12 unsigned x 3, enums of 3 + 5 + 3 values
   PolicySet bug;
   bug.debug_bug = DebugBug::leak_node;
   CHECK(lines_of(describe(bug)).back() == "debug_bug = set");
@@ -323,7 +329,7 @@ TEST_CASE("policy fields: kinds, readers and the run record", "[policy][fields]"
   CHECK(rec[1].text == "slab");
   CHECK(rec[2].field->name == "bulk_refill");
   CHECK(rec[2].text == "32");
-  CHECK(rec[7].text == "true");
+  CHECK(rec[static_cast<size_t>(policy_field_by_name("memcg_batch_charge")->id)].text == "true");
 
   // Only a changed mm-layer field is copied: a caller's true survives.
   MmConfig preset;

@@ -4,6 +4,8 @@
 // convention of docs/workloads.md.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <cmath>
+#include <tuple>
 
 #include "test_cost_util.h"
 #include "sim/calibrate/validate.h"
@@ -44,7 +46,7 @@ std::vector<Bad> bad_inputs() {
   std::vector<Bad> b;
   const std::string bad_value = row("X-2", "sparse-fill", kShapeF0, "U unpatched", "12x.5");
   b.push_back({"value", kHeader + good + bad_value, ":3:" + std::to_string(column_of(bad_value, 5)),
-               "value: '12x.5' is not a positive number"});
+               "value: '12x.5' is not a number"});
   const std::string bad_wl = row("X-2", "no-such-workload", kShapeF0, "U unpatched", "1");
   b.push_back({"workload", kHeader + good + bad_wl, ":3:" + std::to_string(column_of(bad_wl, 1)),
                "workload: no [[shape]] rule"});
@@ -157,8 +159,9 @@ TEST_CASE("validate on the calibration rows reports every row and effect", "[val
   REQUIRE(r.status == 0);
   for (const char* id : {"SF-001", "SF-199", "SF-289", "WV-002", "WV-021"})
     CHECK(r.out.find(std::string("\n") + id + " ") != std::string::npos);
-  CHECK(r.out.find("summary: 21 rows, mean abs error") != std::string::npos);
-  CHECK(r.out.find("11 effects") != std::string::npos);
+  CHECK(r.out.find("summary: 46 rows, mean abs error") != std::string::npos);
+  CHECK(r.out.find("22 effects") != std::string::npos);
+  CHECK(r.out.find("coverage of the 90% model-uncertainty intervals: rows ") != std::string::npos);
   // seed 000's formal result, child vs the midpoint of the parents: +8.091%.
   CHECK(r.out.find("WV-002   WV-001, WV-003     +8.09%") != std::string::npos);
 }
@@ -191,7 +194,96 @@ TEST_CASE("effects compare a child with the midpoint of its parents", "[validate
   CHECK(v.effects[0].model == Approx(0.2));
   CHECK(v.effects[0].bases == std::vector<size_t>{0, 2});
   CHECK(v.effects[0].agrees);
+  // No stderr in this model: the interval is the point, and the measured
+  // +8.9% lies outside it; the row intervals are points too.
+  CHECK(v.effects[0].lo == Approx(0.2));
+  CHECK(v.effects[0].hi == Approx(0.2));
+  CHECK_FALSE(v.effects[0].covered);
+  CHECK(v.rows_covered == 0);
   CHECK(v.mean_abs_err == Approx((0.5 + (1 - 60.0 / 110) + (1 - 50.0 / 102)) / 3));
+}
+
+TEST_CASE("effect intervals follow the posterior covariance", "[validate]") {
+  // Two parameters, base = 10 x a, variant = 10 x a + 5 x b; a = 1 +- 0.1,
+  // b = 2 +- 0.2, uncorrelated. effect = 5b / 10a = 1; d/da = -5b/(10a^2)
+  // = -1, d/db = 5/(10a) = 0.5: sd = sqrt(0.01 + 0.01) = 0.1414.
+  CostModel m;
+  m.name = "t";
+  for (const auto& [n, e, v, sd] : {std::tuple{"a", Event::kmalloc, 1.0, 0.1},
+                                    std::tuple{"b", Event::kfree, 2.0, 0.2}}) {
+    CostParam p;
+    p.name = n;
+    p.unit = "ns/call";
+    p.events = {e};
+    p.value = v;
+    p.stderr_ns = sd;
+    p.prior_sd = sd * 10;
+    p.source = "t";
+    m.params.push_back(p);
+  }
+  std::string err;
+  REQUIRE(m.validate(&err));
+  const EffectInterval iv = effect_interval(m, {10, 0}, {10, 5});
+  CHECK(iv.effect == Approx(1.0));
+  CHECK(iv.hi - iv.effect == Approx(kIntervalZ * std::sqrt(0.02)));
+  CHECK_FALSE(iv.prior_based);
+  // Perfectly correlated errors (r = +1) partly cancel: sd = |-0.1 + 0.1| = 0.
+  m.corr = {1, 1, 1, 1};
+  const EffectInterval c = effect_interval(m, {10, 0}, {10, 5});
+  CHECK(c.hi - c.effect == Approx(0.0).margin(1e-9));
+}
+
+TEST_CASE("ratio and negative rows are skipped with a reason, not errors", "[validate]") {
+  const std::string tsv =
+      "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n"
+      "X-1\tsparse-fill\tF0: slots=4096 sparse, 4096 MSG_RING SEND_FD installs/round as 64 "
+      "batches of QD=64\tparent e410ffca5886\tratio\t0.9\tratio\ttiming\ts\t\n"
+      "X-2\tsparse-fill\tF0: slots=4096 sparse, 4096 MSG_RING SEND_FD installs/round as 64 "
+      "batches of QD=64\tparent e410ffca5886\tdelta\t-3\tns/install\ttiming\ts\t\n"
+      "X-3\tsparse-fill\tF0: slots=4096 sparse, 4096 MSG_RING SEND_FD installs/round as 64 "
+      "batches of QD=64\tparent e410ffca5886\tmean ns/install\t102\tns/install\ttiming\ts\t\n";
+  Mapping map;
+  std::string err;
+  REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &map, &err));
+  std::vector<MeasuredRow> rows;
+  REQUIRE(parse_measurements(tsv, "x.tsv", &rows, &err));
+  std::vector<MappedRow> mapped;
+  std::vector<std::string> why;
+  REQUIRE(map_rows(map, rows, &mapped, nullptr, &err, &why));
+  REQUIRE(mapped.size() == 1);
+  CHECK(mapped[0].row.id == "X-3");
+  REQUIRE(why.size() == 2);
+  CHECK(why[0].find("x.tsv:2:") == 0);
+  CHECK(why[0].find("is a ratio") != std::string::npos);
+  CHECK(why[1].find("not positive") != std::string::npos);
+}
+
+TEST_CASE("the metric column picks the lifecycle phase", "[validate]") {
+  Mapping map;
+  std::string err;
+  REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &map, &err));
+  const std::string shape =
+      "lifecycle paced-4096-64: 4096 sparse slots, 64 installs; new ring per op";
+  auto phase_of = [&](const std::string& metric) {
+    MeasuredRow r;
+    r.file = "x.tsv";
+    r.id = "L-1";
+    r.workload = "sparse-fill";
+    r.shape = shape;
+    r.variant = "U unpatched v6.18-rc4";
+    r.metric = metric;
+    r.unit = "us";
+    r.kind = "timing";
+    r.value = 20;
+    MappedRow out;
+    std::string e;
+    REQUIRE(map_row(map, r, &out, &e));
+    return out.phase;
+  };
+  CHECK(phase_of("interval time per op (registration or removal start to fill end)").empty());
+  CHECK(phase_of("registration time per op") == "registration");
+  CHECK(phase_of("fill time per op") == "fill");
+  CHECK(phase_of("refill time per op") == "refill");
 }
 
 TEST_CASE("calibrate writes a profile that loads and reproduces its fit", "[validate]") {
@@ -203,7 +295,8 @@ TEST_CASE("calibrate writes a profile that loads and reproduces its fit", "[vali
                "--out", out, "--name", "test-machine", "--jobs", "2"});
   INFO(r.err);
   REQUIRE(r.status == 0);
-  CHECK(r.out.find("NOT PINNED") != std::string::npos);
+  CHECK(r.out.find(" prior\n    no data: no calibration row counts") != std::string::npos);
+  CHECK(r.out.find("row noise (estimated)") != std::string::npos);
   CHECK(r.out.find("rms relative residual") != std::string::npos);
   CostModel m;
   std::string err;

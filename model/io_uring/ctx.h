@@ -36,6 +36,7 @@ struct IoFileTable {
   uint32_t alloc_start = 0;
   uint32_t alloc_end = 0;
   std::vector<Ptr> anchors;     // slab-prime anchor objects, freed at unregister
+  std::vector<Ptr> prefilled;   // kmalloc-prefill: kzalloc'd nodes not yet handed out
 
   bool test_bit(uint32_t i) const { return (bitmap[i >> 6] >> (i & 63)) & 1; }
 };
@@ -57,6 +58,7 @@ struct IoRingCtx {
   Task submitter;              // the task that set the ring up (task_work CPU)
   RingParams params;
   Ptr ctx_mem = kNull;         // kzalloc(sizeof(struct io_ring_ctx))
+  Ptr ring_node = kNull;       // v6.12 ctx->rsrc_node (per_ring_rsrc_node)
   Ptr cancel_hbs = kNull;      // cancel_table.hbs
 
   // The per-ring io_alloc_caches, in io_ring_ctx_alloc()'s order.

@@ -81,6 +81,7 @@ int io_ring_ctx_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
     ret |= io_futex_cache_init(k, ctx, t);
     ret |= io_rsrc_cache_init(k, ctx, t);
   }
+  if (ret == 0 && k.profile.per_ring_rsrc_node) ret = io_rsrc_ring_node_switch(k, ctx, t);
   if (ret != 0) {
     io_free_alloc_caches(k, ctx, t);
     k.mm.kvfree(ctx.cancel_hbs, t);
@@ -115,6 +116,11 @@ template <IoAllocator A>
 void io_ring_ctx_free(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   io_ring_exit_cancel(k, ctx, kworker);
   if (ctx.files.registered) io_sqe_files_unregister(k, ctx, kworker);
+  if (ctx.ring_node != kNull) {
+    ev(k.mm, Event::io_free_rsrc_node);
+    k.mm.kfree(ctx.ring_node, kworker);
+    ctx.ring_node = kNull;
+  }
   io_free_alloc_caches(k, ctx, kworker);
   io_req_caches_free(k, ctx, kworker);
   k.mm.kvfree(ctx.cancel_hbs, kworker);

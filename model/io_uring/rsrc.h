@@ -23,7 +23,11 @@ template <IoAllocator A>
 Ptr io_rsrc_node_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   ev(k.mm, Event::io_rsrc_node_alloc);
   Ptr node;
-  if (!k.profile.has_node_cache) {
+  if (!k.profile.has_node_cache && !ctx.files.prefilled.empty()) {
+    node = ctx.files.prefilled.back();
+    ctx.files.prefilled.pop_back();
+    ev(k.mm, Event::io_cache_get);
+  } else if (!k.profile.has_node_cache) {
     const gfp_t gfp = k.profile.node_kzalloc ? GFP_KERNEL | __GFP_ZERO : GFP_KERNEL;
     node = k.mm.kmalloc(k.profile.rsrc_node_size, gfp, at_site(t, kSiteNodeKzalloc));
   } else {
@@ -155,7 +159,25 @@ void io_rsrc_slab_prime(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, const Task&
   ev(k.mm, Event::slab_prime_anchor, ctx.files.anchors.size());
 }
 
-// Frees the slab-prime anchors (at unregister).
+// Seed 004 diagnostic 63e60a1059df on v6.13 (policy kmalloc-prefill):
+// kzalloc min(nr, prefill_max) nodes at the install site and stash them;
+// taken last-allocated first. Best effort, like the diagnostic.
+template <IoAllocator A>
+void io_rsrc_kmalloc_prefill(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, const Task& t) {
+  if (k.profile.has_node_cache) return;
+  const uint32_t want = std::min(nr, k.policy.prefill_max);
+  const gfp_t gfp = k.profile.node_kzalloc ? GFP_KERNEL | __GFP_ZERO : GFP_KERNEL;
+  ctx.files.prefilled.reserve(want);
+  for (uint32_t i = 0; i < want; i++) {
+    const Ptr p = k.mm.kmalloc(k.profile.rsrc_node_size, gfp, at_site(t, kSiteNodeKzalloc));
+    if (p == kNull) break;
+    ctx.files.prefilled.push_back(p);
+  }
+  ev(k.mm, Event::io_cache_prefill, ctx.files.prefilled.size());
+}
+
+// Frees the slab-prime anchors and the kmalloc-prefill leftovers (at
+// unregister).
 template <IoAllocator A>
 void io_rsrc_free_anchors(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   const CacheId slab = k.profile.has_node_cache ? ctx.node_cache.slab : kNoCache;
@@ -166,6 +188,8 @@ void io_rsrc_free_anchors(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
       k.mm.kfree(p, t);
   }
   ctx.files.anchors.clear();
+  for (Ptr p : ctx.files.prefilled) k.mm.kfree(p, t);
+  ctx.files.prefilled.clear();
 }
 
 // The seed 004 hooks of a sparse registration: slab-prime, then prefill
@@ -176,6 +200,7 @@ template <IoAllocator A>
 void io_rsrc_sparse_register_hooks(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr,
                                    bool optin, const Task& t) {
   if (k.policy.slab_prime) io_rsrc_slab_prime(k, ctx, nr, t);
+  if (k.policy.kmalloc_prefill) io_rsrc_kmalloc_prefill(k, ctx, nr, t);
   if (!k.profile.has_node_cache) return;
   switch (k.policy.prefill) {
     case Prefill::off: break;
@@ -194,6 +219,23 @@ void io_rsrc_sparse_register_hooks(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr,
   }
 }
 
+// Mirrors io_rsrc_node_switch() before 7029acd8a950 (v6.12): allocate the
+// ring's next ctx->rsrc_node (kzalloc) and free the current one, at ring
+// set-up and at every unregister quiesce. 0 or kENOMEM.
+template <IoAllocator A>
+int io_rsrc_ring_node_switch(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  ev(k.mm, Event::io_rsrc_node_alloc);
+  const Ptr node = k.mm.kmalloc(k.profile.rsrc_node_size, GFP_KERNEL | __GFP_ZERO,
+                                at_site(t, kSiteNodeKzalloc));
+  if (node == kNull) return kENOMEM;
+  if (ctx.ring_node != kNull) {
+    ev(k.mm, Event::io_free_rsrc_node);
+    k.mm.kfree(ctx.ring_node, t);
+  }
+  ctx.ring_node = node;
+  return 0;
+}
+
 // Mirrors io_sqe_files_unregister() / io_rsrc_data_free(), 6.16+: put
 // every node from the top index down (each may land in node_cache), free
 // the table arrays, reset the allocation range.
@@ -206,6 +248,9 @@ int io_sqe_files_unregister(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   io_rsrc_free_anchors(k, ctx, t);
   ctx.node_cache.lazy_fill = 0;  // a lazy fill no miss took
   io_file_table_set_alloc_range(ft, 0, 0);
+  // v6.12: the unregister quiesce switches the ring's node (best effort:
+  // on failure the old node stays)
+  if (k.profile.per_ring_rsrc_node && ctx.ring_node != kNull) io_rsrc_ring_node_switch(k, ctx, t);
   ev(k.mm, Event::io_sqe_files_unregister);
   return 0;
 }
@@ -222,6 +267,7 @@ int io_sqe_files_register(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, bool spar
   if (nr > IORING_MAX_FIXED_FILES) return kEMFILE;
   if (!io_alloc_file_tables(k, ctx, nr, t)) return kENOMEM;
   ev(k.mm, Event::io_sqe_files_register);
+  ev(k.mm, Event::file_table_slot, nr);
   if (sparse) io_rsrc_sparse_register_hooks(k, ctx, nr, optin, t);
   for (uint32_t i = 0; !sparse && i < nr; i++) {
     ev(k.mm, Event::fget);

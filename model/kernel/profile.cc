@@ -16,6 +16,7 @@ constexpr KernelProfile kV6_12 = [] {
   p.name = "v6.12";
   p.summary = "parent of 7029acd8a950: fixed-file installs allocate no node";
   p.install_allocates_node = false;
+  p.per_ring_rsrc_node = true;
   p.has_node_cache = false;
   p.rsrc_node_size = 32;
   p.futex_data_size = 136;

@@ -24,6 +24,9 @@ struct KernelProfile {
 
   // rsrc nodes and the fixed-file table.
   bool install_allocates_node = true;  // false before 7029acd8a950 (v6.12)
+  // before 7029acd8a950: ctx->rsrc_node, one node per ring, switched (a
+  // new one allocated, the old one freed) at every unregister quiesce
+  bool per_ring_rsrc_node = false;
   bool has_node_cache = true;          // ctx->node_cache + imu_cache (6.15+)
   bool node_kzalloc = false;           // 6.13/6.14: kzalloc per node, no cache
   uint32_t rsrc_node_size = 24;        // sizeof(struct io_rsrc_node)

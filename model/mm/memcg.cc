@@ -305,6 +305,7 @@ void Memcg::drain_obj_stock(ObjStock& stock) {
 // PAGE_SIZE (or, 7.1, above the uint16 slot) go to obj_cgroup_uncharge_pages.
 void Memcg::refill_obj_stock(CpuId cpu, ObjcgId objcg, uint32_t bytes,
                              bool allow_uncharge) {
+  ev_->add(Event::obj_stock_refill);
   ObjStock& stock = obj_stock_[cpu];
   int slot = -1, empty = -1;
   for (int i = 0; i < obj_slots_ && slot == -1; ++i) {

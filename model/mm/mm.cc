@@ -99,6 +99,26 @@ CacheId Mm::kmalloc_cache_slow(uint32_t size, gfp_t gfp, SiteId site) const {
   return kmalloc_caches_[static_cast<uint32_t>(kt)][kmalloc_index(size)];
 }
 
+// Counts an object whose last free ran on another CPU: its cache lines
+// are remote (seed 004's cold rounds after a teardown on the kworker).
+void Mm::note_alloc(Ptr p, const Task& t) {
+  auto it = last_free_cpu_.find(p);
+  if (it == last_free_cpu_.end()) return;
+  if (it->second != t.cpu) events_.add(Event::slab_alloc_remote);
+  last_free_cpu_.erase(it);
+}
+
+void Mm::note_free(Ptr p, const Task& t) {
+  last_free_cpu_[p] = t.cpu;
+  if (last_free_cpu_.size() < prune_at_) return;
+  // Objects of slabs discarded since no longer decode: drop them, so the
+  // map stays proportional to the objects of existing slabs.
+  int32_t slab;
+  uint32_t idx;
+  absl::erase_if(last_free_cpu_, [&](const auto& kv) { return !slub_->decode(kv.first, &slab, &idx); });
+  prune_at_ = std::max<size_t>(4096, 2 * last_free_cpu_.size());
+}
+
 // mirrors __do_kmalloc_node().
 Ptr Mm::kmalloc(uint32_t size, gfp_t gfp, const Task& t) {
   if (size == 0) return kZeroSizePtr;
@@ -106,6 +126,7 @@ Ptr Mm::kmalloc(uint32_t size, gfp_t gfp, const Task& t) {
   events_.add(Event::kmalloc);
   const Ptr p = slub_->alloc(kmalloc_cache(size, gfp, t.site), gfp, t);
   if (p == kNull) events_.add(Event::alloc_failed);
+  else note_alloc(p, t);
   return p;
 }
 
@@ -117,6 +138,7 @@ void Mm::kfree(Ptr p, const Task& t) {
     return;
   }
   events_.add(Event::kfree);
+  note_free(p, t);
   slub_->free(kNoCache, p, t);
 }
 
@@ -124,6 +146,7 @@ Ptr Mm::kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t) {
   events_.add(Event::kmem_cache_alloc);
   const Ptr p = slub_->alloc(s, gfp, t);
   if (p == kNull) events_.add(Event::alloc_failed);
+  else note_alloc(p, t);
   return p;
 }
 
@@ -134,6 +157,7 @@ void Mm::kmem_cache_free(CacheId s, Ptr p, const Task& t) {
     slub_->report("invalid-free", p, s, "kmem_cache_free() of a non-slab pointer");
     return;
   }
+  note_free(p, t);
   slub_->free(s, p, t);
 }
 
@@ -141,6 +165,7 @@ int Mm::kmem_cache_alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t
   events_.add(Event::kmem_cache_alloc_bulk);
   const int got = slub_->alloc_bulk(s, gfp, n, p, t);
   events_.add(Event::bulk_objects, got);
+  for (int i = 0; i < got; ++i) note_alloc(p[i], t);
   if (!got && n) events_.add(Event::alloc_failed);
   return got;
 }
@@ -149,6 +174,7 @@ void Mm::kmem_cache_free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
   if (n <= 0) return;
   events_.add(Event::kmem_cache_free_bulk);
   events_.add(Event::bulk_free_objects, n);
+  for (int i = 0; i < n; ++i) note_free(p[i], t);
   slub_->free_bulk(s, n, p, t);
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
 #include "model/counters.h"
 #include "model/mm/fault.h"
 #include "model/mm/geometry.h"
@@ -144,6 +145,9 @@ class Mm {
   // number of new reports.
   size_t check_leaks();
 
+  // Freed objects whose last-free CPU is tracked (slab_alloc_remote).
+  size_t remote_tracked() const { return last_free_cpu_.size(); }
+
   Slub& slub() { return *slub_; }
   const Slub& slub() const { return *slub_; }
   PageAllocator& pages() { return *pages_; }
@@ -162,9 +166,16 @@ class Mm {
   void free_large(Ptr p, const Task& t, bool via_kvfree);
   Large* large(Ptr p);
   const Large* large(Ptr p) const;
+  void note_alloc(Ptr p, const Task& t);
+  void note_free(Ptr p, const Task& t);
 
   MmConfig cfg_;
   Counters events_;
+  // CPU of the last free of each freed slab object not yet reallocated
+  // (slab_alloc_remote); bounded by the objects of existing slabs.
+  // Entries of discarded slabs are pruned when the map doubles.
+  absl::flat_hash_map<Ptr, CpuId> last_free_cpu_;
+  size_t prune_at_ = 4096;
   FaultInjector faults_;
   std::unique_ptr<PageAllocator> pages_;
   std::unique_ptr<Memcg> memcg_;

@@ -1,7 +1,8 @@
 // Calibration: simulate every mapped measurement, build the design matrix
-// (per-op event counts priced by each parameter), decide which parameters
-// the rows pin down, fit those with non-negative least squares on the
-// relative error, and write a profile. docs/calibration.md has the method.
+// (per-op event counts priced by each parameter), combine it with every
+// parameter's prior in a non-negative regularised fit on the relative
+// error, and write a profile with the posterior uncertainties and
+// correlations. docs/calibration.md has the method.
 #pragma once
 
 #include <array>
@@ -29,8 +30,9 @@ enum class PinStatus { pinned, no_data, collinear, weak };
 struct ParamFit {
   PinStatus status = PinStatus::no_data;
   std::string reason;             // why it is not pinned (empty if pinned)
-  double fitted = 0;              // NNLS value when it was last free
-  double stderr_ns = -1;          // standard error under the fit's noise, if free
+  double fitted = 0;              // posterior mode
+  double stderr_ns = -1;          // posterior standard deviation
+  double data_share = 0;          // 1 - posterior variance / prior variance
   std::vector<std::string> rows;  // ids of the rows that count its events
 };
 
@@ -41,6 +43,8 @@ struct FitReport {
   double rms_rel = 0, max_rel = 0;
   size_t max_row = 0;
   bool converged = true;
+  double row_noise = 0;         // relative row noise the fit estimated (>= noise_cv)
+  double effective_params = 0;  // what the rows determine, P - tr(H^-1)
 };
 
 // Fits the parameters of `structure` (names, events, priors) to `rows`.

@@ -176,4 +176,49 @@ std::vector<double> orthogonal_part(const std::vector<std::vector<double>>& basi
   return v;
 }
 
+bool spd_inverse(const Matrix& m, Matrix* inv) {
+  const size_t n = m.rows;
+  double eps = 0, maxd = 0;
+  for (size_t i = 0; i < n; ++i) maxd = std::max(maxd, m(i, i));
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Matrix l(n, n);
+    bool ok = true;
+    for (size_t j = 0; j < n && ok; ++j) {
+      double d = m(j, j) + eps;
+      for (size_t k = 0; k < j; ++k) d -= l(j, k) * l(j, k);
+      if (!(d > 0)) {
+        ok = false;
+        break;
+      }
+      l(j, j) = std::sqrt(d);
+      for (size_t i = j + 1; i < n; ++i) {
+        double v = m(i, j);
+        for (size_t k = 0; k < j; ++k) v -= l(i, k) * l(j, k);
+        l(i, j) = v / l(j, j);
+      }
+    }
+    if (ok) {
+      // inv = L^-T L^-1, column by column.
+      *inv = Matrix(n, n);
+      for (size_t c = 0; c < n; ++c) {
+        std::vector<double> z(n, 0.0);
+        for (size_t i = 0; i < n; ++i) {
+          double v = i == c ? 1.0 : 0.0;
+          for (size_t k = 0; k < i; ++k) v -= l(i, k) * z[k];
+          z[i] = v / l(i, i);
+        }
+        for (size_t i = n; i-- > 0;) {
+          double v = z[i];
+          for (size_t k = i + 1; k < n; ++k) v -= l(k, i) * (*inv)(k, c);
+          (*inv)(i, c) = v / l(i, i);
+        }
+      }
+      return attempt == 0;
+    }
+    eps = eps == 0 ? 1e-12 * std::max(maxd, 1.0) : eps * 100;
+  }
+  *inv = Matrix(n, n);
+  return false;
+}
+
 }  // namespace simcache::sim

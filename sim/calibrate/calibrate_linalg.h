@@ -39,4 +39,8 @@ std::vector<double> orthogonal_part(const std::vector<std::vector<double>>& basi
 
 double norm(const std::vector<double>& v);
 
+// Inverse of a symmetric positive definite matrix by Cholesky; false if
+// it is not positive definite (the inverse is then of M + eps I).
+bool spd_inverse(const Matrix& m, Matrix* inv);
+
 }  // namespace simcache::sim

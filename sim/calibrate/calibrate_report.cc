@@ -26,11 +26,11 @@ const char* status_text(PinStatus s) {
     case PinStatus::pinned:
       return "pinned";
     case PinStatus::no_data:
-      return "NOT PINNED";
+      return "prior";
     case PinStatus::collinear:
-      return "NOT PINNED";
+      return "prior";
     case PinStatus::weak:
-      return "NOT PINNED";
+      return "prior";
   }
   return "";
 }
@@ -108,9 +108,10 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                        const std::string& measurements, const Mapping& m) {
   std::string out = fmt::format(
       "simcache calibrate: {} rows of {}, mapping {}\n"
-      "fit: non-negative least squares (Lawson-Hanson) on relative error; a parameter is\n"
-      "pinned if the rows give it a direction of its own and, at {:.3g}% noise per row,\n"
-      "a standard error of at most {:.0f}% of its value\n\n",
+      "fit: Gaussian prior per parameter (sim/cost_params.def) + rows on relative error,\n"
+      "non-negative (NNLS on the stacked system); row noise estimated from the residuals,\n"
+      "at least {:.3g}%; a parameter is pinned when its posterior sd is at most {:.0f}% of\n"
+      "its prior sd\n\n",
       rows.size(), measurements, m.path, m.fit.noise_cv * 100, m.fit.pin_threshold * 100);
   out += fmt::format("{:<8} {:>12} {:>12} {:>7}  {}\n", "row", "measured", "model", "resid",
                      "simulation");
@@ -125,25 +126,25 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
       "rms relative residual {:.2f}%, largest {:+.2f}% ({})\n", r.rms_rel * 100,
       rows.empty() ? 0.0 : (r.predicted[r.max_row] / rows[r.max_row].value_ns - 1) * 100,
       rows.empty() ? "" : rows[r.max_row].row.id);
+  out += fmt::format("row noise (estimated) {:.2f}%, {:.1f} effective parameters for {} rows\n",
+                     r.row_noise * 100, r.effective_params, rows.size());
   if (!r.converged)
     out += "warning: NNLS did not converge; the values are its last feasible point\n";
-  out += fmt::format("\n{:<24} {:>11} {:>10} {:<12} {}\n", "parameter", "value", "stderr", "unit",
-                     "status");
+  out += fmt::format("\n{:<24} {:>11} {:>10} {:>11} {:>10} {:<12} {}\n", "parameter", "value",
+                     "sd", "prior", "prior sd", "unit", "status");
   size_t pinned = 0;
   for (size_t j = 0; j < r.params.size(); ++j) {
     const CostParam& p = r.model.params[j];
     const ParamFit& f = r.params[j];
     pinned += f.status == PinStatus::pinned;
-    const std::string se = f.status == PinStatus::pinned ? fmt::format("{:.3g}", f.stderr_ns) : "-";
-    out += fmt::format("{:<24} {:>11.5g} {:>10} {:<12} {}\n", p.name, p.value, se, p.unit,
-                       status_text(f.status));
-    if (f.status != PinStatus::pinned)
-      out += fmt::format("    {}; kept at its prior ({})\n", f.reason, p.value);
+    out += fmt::format("{:<24} {:>11.5g} {:>10.3g} {:>11.5g} {:>10.3g} {:<12} {}\n", p.name,
+                       p.value, f.stderr_ns, p.prior, p.prior_sd, p.unit, status_text(f.status));
+    if (f.status != PinStatus::pinned) out += fmt::format("    {}\n", f.reason);
   }
   out += fmt::format(
-      "\n{} of {} parameters pinned by the rows; the others keep the prior "
-      "of sim/cost_params.def\n",
-      pinned, r.params.size());
+      "\n{} of {} parameters pinned by the rows (posterior sd <= {:.0f}% of the prior sd); "
+      "the others rest mostly on their priors (sim/cost_params.def)\n",
+      pinned, r.params.size(), m.fit.pin_threshold * 100);
   return out;
 }
 

@@ -104,8 +104,9 @@ bool parse_row(const Header& h, const std::string& file, int line, std::string_v
   r->variant = v["variant"], r->metric = v["metric"], r->unit = v["unit"];
   r->kind = v["kind"].empty() ? "timing" : v["kind"];
   r->source = v["source"], r->note = v["note"];
-  if (!parse_value(v["value"], &r->value) || r->value <= 0) {
-    *error = fmt::format("{}: value: '{}' is not a positive number", r->where("value"), v["value"]);
+  // Negative values (differences) parse; map_rows() leaves them out.
+  if (!parse_value(v["value"], &r->value)) {
+    *error = fmt::format("{}: value: '{}' is not a number", r->where("value"), v["value"]);
     return false;
   }
   return true;

@@ -87,6 +87,10 @@ struct MappedRow {
   double value_ns = 0;    // the measurement in ns per op
   std::string time_unit;  // unit of the value ("ns", "us")
   std::string group;      // rows of the same program and shape
+  // The part of the timed operation the metric column names
+  // ("registration", "fill", "removal", "refill"), or "" for the whole
+  // timed region (an interval, a mean, a first fill).
+  std::string phase;
 };
 
 // Resolves a row; an unmappable row is an error naming the column that
@@ -94,8 +98,12 @@ struct MappedRow {
 bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string* error);
 // Maps every row; stops at the first error unless `skipped` is given, in
 // which case unmappable rows are reported there and left out.
+// Rows that are not times (a ratio or percentage unit, a negative value)
+// are never errors: they are left out with the reason in `not_timed` (or
+// in `skipped` when `not_timed` is null).
 bool map_rows(const Mapping& m, const std::vector<MeasuredRow>& rows, std::vector<MappedRow>* out,
-              std::vector<std::string>* skipped, std::string* error);
+              std::vector<std::string>* skipped, std::string* error,
+              std::vector<std::string>* not_timed = nullptr);
 
 // The row's parameters without the repeat parameters (what identifies the
 // workload's shape).

@@ -1,6 +1,8 @@
 // Resolving one measured row through the mapping rules.
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <regex>
 
 #include <fmt/format.h>
 #include "sim/calibrate/measure.h"
@@ -130,6 +132,32 @@ bool resolve_variant(const Mapping& m, const MeasuredRow& r, MappedRow* out, std
   return true;
 }
 
+// The phase a metric names, for scenarios that time phases (lifecycle):
+// "registration time ...", "fill ...", "removal ...", "refill ...". An
+// "interval" (registration or removal start to fill end) is the whole.
+std::string metric_phase(const std::string& scenario, const std::string& metric) {
+  if (scenario != "lifecycle") return "";
+  static const std::regex interval(R"(\binterval\b)", std::regex::icase);
+  static const std::regex phase(R"(^\s*(registration|removal|refill|fill)\b)", std::regex::icase);
+  std::smatch m;
+  if (std::regex_search(metric, interval) || !std::regex_search(metric, m, phase)) return "";
+  std::string p = m[1].str();
+  for (char& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return p;
+}
+
+// Why a row is not a time the model can predict, or "".
+std::string not_a_time(const MeasuredRow& r) {
+  static const std::regex ratio(R"(^\s*(ratio|%|percent|x|pp)\b)", std::regex::icase);
+  if (std::regex_search(r.unit, ratio))
+    return fmt::format("{}: unit: '{}' is a ratio, not a time; row {} skipped", r.where("unit"),
+                       r.unit, r.id);
+  if (r.value <= 0)
+    return fmt::format("{}: value: {} is not positive (a difference, not a time); row {} skipped",
+                       r.where("value"), r.value, r.id);
+  return "";
+}
+
 }  // namespace
 
 bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string* error) {
@@ -171,16 +199,22 @@ bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string
   }
   if (!resolve_variant(m, r, &mr, error)) return false;
   mr.group = r.workload + '\x1f' + r.shape + '\x1f' + r.metric + '\x1f' + r.unit;
+  mr.phase = metric_phase(mr.scenario, r.metric);
   *out = std::move(mr);
   return true;
 }
 
 bool map_rows(const Mapping& m, const std::vector<MeasuredRow>& rows, std::vector<MappedRow>* out,
-              std::vector<std::string>* skipped, std::string* error) {
+              std::vector<std::string>* skipped, std::string* error,
+              std::vector<std::string>* not_timed) {
   out->clear();
   for (const MeasuredRow& r : rows) {
     MappedRow mr;
     std::string err;
+    if (const std::string why = not_a_time(r); !why.empty()) {
+      if (std::vector<std::string>* to = not_timed ? not_timed : skipped) to->push_back(why);
+      continue;
+    }
     if (map_row(m, r, &mr, &err)) {
       out->push_back(std::move(mr));
     } else if (skipped) {

@@ -40,11 +40,58 @@ std::string ids_of(const std::vector<MappedRow>& rows, const std::vector<size_t>
 
 }  // namespace
 
+std::vector<double> param_counts(const CostModel& m, const PerOpCounts& c) {
+  std::vector<double> g(m.params.size(), 0.0);
+  for (size_t j = 0; j < m.params.size(); ++j)
+    for (Event e : m.params[j].events) g[j] += c[static_cast<size_t>(e)];
+  return g;
+}
+
+// One effect of a group: row i against the mean of `bases`.
+Effect make_effect(const CostModel& m, const std::vector<MappedRow>& rows, const Validation& v,
+                   const std::vector<std::vector<double>>& counts, size_t i,
+                   const std::vector<size_t>& bases) {
+  Effect e;
+  e.row = i;
+  e.bases = bases;
+  double bm = 0, bp = 0;
+  std::vector<double> bc(m.params.size(), 0.0);
+  for (size_t b : bases) {
+    bm += rows[b].value_ns, bp += v.predicted[b];
+    for (size_t j = 0; j < bc.size(); ++j) bc[j] += counts[b][j] / static_cast<double>(bases.size());
+  }
+  bm /= static_cast<double>(bases.size());
+  bp /= static_cast<double>(bases.size());
+  e.measured = rows[i].value_ns / bm - 1;
+  e.model = v.predicted[i] / bp - 1;
+  const EffectInterval iv = effect_interval(m, bc, counts[i]);
+  e.lo = iv.lo;
+  e.hi = iv.hi;
+  e.prior_based = iv.prior_based;
+  e.noise = row_noise(m, rows[i]);
+  e.covered = e.measured >= e.lo && e.measured <= e.hi;
+  const double half = (e.hi - e.lo) / 2;
+  e.covered_noise = std::fabs(e.measured - e.model) <=
+                    std::sqrt(half * half + kIntervalZ * kIntervalZ * e.noise * e.noise);
+  e.dir_measured = std::fabs(e.measured) < e.noise ? 0 : sign(e.measured);
+  e.dir_model = std::fabs(e.model) < e.noise ? 0 : sign(e.model);
+  e.agrees = e.dir_measured == e.dir_model;
+  e.same_sign = sign(e.measured) == sign(e.model);
+  return e;
+}
+
 Validation validate_rows(const CostModel& m, const std::vector<MappedRow>& rows,
                          const std::vector<PerOpCounts>& per_op) {
   Validation v;
+  std::vector<std::vector<double>> counts;
   for (size_t i = 0; i < rows.size(); ++i) {
+    counts.push_back(param_counts(m, per_op[i]));
     v.predicted.push_back(predict_ns(m, per_op[i]));
+    const double sd = std::sqrt(m.variance(counts[i]));
+    v.lo.push_back(v.predicted[i] - kIntervalZ * sd);
+    v.hi.push_back(v.predicted[i] + kIntervalZ * sd);
+    v.prior_based.push_back(rests_on_priors(m, counts[i]));
+    v.rows_covered += rows[i].value_ns >= v.lo[i] && rows[i].value_ns <= v.hi[i];
     const double err = std::fabs(v.predicted[i] / rows[i].value_ns - 1);
     v.mean_abs_err += err;
     if (err > v.max_abs_err) v.max_abs_err = err, v.max_row = i;
@@ -61,22 +108,11 @@ Validation validate_rows(const CostModel& m, const std::vector<MappedRow>& rows,
     for (size_t i : groups[g])
       if (rows[i].base) bases.push_back(i);
     if (bases.empty()) continue;
-    double bm = 0, bp = 0;
-    for (size_t b : bases) bm += rows[b].value_ns, bp += v.predicted[b];
-    bm /= static_cast<double>(bases.size());
-    bp /= static_cast<double>(bases.size());
     for (size_t i : groups[g]) {
       if (rows[i].base) continue;
-      Effect e;
-      e.row = i;
-      e.bases = bases;
-      e.measured = rows[i].value_ns / bm - 1;
-      e.model = v.predicted[i] / bp - 1;
-      e.noise = row_noise(m, rows[i]);
-      e.dir_measured = std::fabs(e.measured) < e.noise ? 0 : sign(e.measured);
-      e.dir_model = std::fabs(e.model) < e.noise ? 0 : sign(e.model);
-      e.agrees = e.dir_measured == e.dir_model;
-      e.same_sign = sign(e.measured) == sign(e.model);
+      Effect e = make_effect(m, rows, v, counts, i, bases);
+      v.effects_covered += e.covered;
+      v.effects_covered_noise += e.covered_noise;
       v.agree += e.agrees;
       v.same_sign += e.same_sign;
       v.mean_abs_effect_err += std::fabs(e.model - e.measured) * 100;
@@ -109,25 +145,30 @@ std::string format_validation(const Validation& v, const CostModel& m,
   for (size_t k = 0; k < confs.size(); ++k) out += fmt::format("  [{}] {}\n", k + 1, confs[k]);
   out +=
       fmt::format("\n{:<8} {:>14} {:>14} {:>8}  {}\n", "row", "measured", "model", "error", "sim");
-  for (size_t i = 0; i < rows.size(); ++i)
-    out += fmt::format("{:<8} {:>14} {:>14} {:>+7.2f}%  [{}]\n", rows[i].row.id,
-                       unit_value(rows[i].value_ns, rows[i].time_unit),
-                       unit_value(v.predicted[i], rows[i].time_unit),
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double s = unit_scale(rows[i].time_unit);
+    out += fmt::format("{:<8} {:>14} {:>14} [{:.3f}, {:.3f}]{} {:>+7.2f}%  [{}]\n",
+                       rows[i].row.id, unit_value(rows[i].value_ns, rows[i].time_unit),
+                       unit_value(v.predicted[i], rows[i].time_unit), v.lo[i] / s, v.hi[i] / s,
+                       v.prior_based[i] ? " (prior)" : "",
                        (v.predicted[i] / rows[i].value_ns - 1) * 100, conf_of[i]);
+  }
   if (!v.effects.empty()) {
     out +=
         "\neffects: each variant against the base rows of its group (A/B/A: child vs\n"
         "the midpoint of the parents); error in percentage points. Direction: up,\n"
         "down, or n.s. when the effect is within the noise of the profile's [noise]\n"
         "model (noise column); it agrees when model and measurement say the same\n";
-    out += fmt::format("{:<8} {:<15} {:>9} {:>9} {:>8} {:>6}  {}\n", "row", "base", "measured",
-                       "model", "error", "noise", "direction (measured/model)");
+    out += fmt::format("{:<8} {:<15} {:>9} {:>28} {:>8} {:>6}  {}\n", "row", "base", "measured",
+                       "model [90% model interval]", "error", "noise", "direction (measured/model)");
     for (const Effect& e : v.effects)
-      out += fmt::format("{:<8} {:<15} {:>+8.2f}% {:>+8.2f}% {:>+6.2f}pp {:>5.2f}%  {} ({}/{})\n",
-                         rows[e.row].row.id, ids_of(rows, e.bases), e.measured * 100, e.model * 100,
-                         (e.model - e.measured) * 100, e.noise * 100,
-                         e.agrees ? "agrees" : "DISAGREES", dir_text(e.dir_measured),
-                         dir_text(e.dir_model));
+      out += fmt::format(
+          "{:<8} {:<15} {:>+8.2f}% {:>28} {:>+6.2f}pp {:>5.2f}%  {} ({}/{}){}{}\n",
+          rows[e.row].row.id, ids_of(rows, e.bases), e.measured * 100,
+          fmt::format("{:+.2f}% [{:+.2f}, {:+.2f}]", e.model * 100, e.lo * 100, e.hi * 100),
+          (e.model - e.measured) * 100, e.noise * 100, e.agrees ? "agrees" : "DISAGREES",
+          dir_text(e.dir_measured), dir_text(e.dir_model), e.covered ? "" : " outside",
+          e.prior_based ? " (prior)" : "");
   }
   out += fmt::format(
       "\nsummary: {} rows, mean abs error {:.2f}% (max {:.2f}% {}); {} effects, mean abs "
@@ -135,6 +176,11 @@ std::string format_validation(const Validation& v, const CostModel& m,
       rows.size(), v.mean_abs_err * 100, v.max_abs_err * 100,
       rows.empty() ? "" : rows[v.max_row].row.id, v.effects.size(), v.mean_abs_effect_err, v.agree,
       v.effects.size(), v.same_sign, v.effects.size());
+  out += fmt::format(
+      "coverage of the {:.0f}% model-uncertainty intervals: rows {}/{}; effects {}/{} "
+      "(with measurement noise added: {}/{})\n",
+      kIntervalLevel * 100, v.rows_covered, rows.size(), v.effects_covered, v.effects.size(),
+      v.effects_covered_noise, v.effects.size());
   return out;
 }
 

@@ -23,10 +23,20 @@ struct Effect {
   // one; `same_sign`: the raw signs agree, ignoring the noise.
   int dir_measured = 0, dir_model = 0;
   bool agrees = false, same_sign = false;
+  // The model's 90 % uncertainty interval of the effect (posterior of the
+  // profile; measurement noise kept apart), whether it rests mostly on
+  // priors, and whether the measured effect falls inside it (`covered`),
+  // or inside it widened by the measurement noise (`covered_noise`).
+  double lo = 0, hi = 0;
+  bool prior_based = false, covered = false, covered_noise = false;
 };
 
 struct Validation {
   std::vector<double> predicted;  // ns per op, per row
+  std::vector<double> lo, hi;     // 90 % model-uncertainty interval per row
+  std::vector<bool> prior_based;  // the row's interval rests mostly on priors
+  size_t rows_covered = 0;        // measured value inside [lo, hi]
+  size_t effects_covered = 0, effects_covered_noise = 0;
   std::vector<Effect> effects;
   double mean_abs_err = 0, max_abs_err = 0;  // relative, over rows
   size_t max_row = 0;

@@ -56,7 +56,8 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, Inputs* in, std::stri
   int jobs = 1;
   if (!parse_jobs(f, &jobs, error) || !load_mapping(mpath, &in->map, error) ||
       !read_measurements(in->measurements, &rows, error) ||
-      !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error))
+      !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error,
+                &in->skipped))
     return false;
   return simulate_rows(in->rows, jobs, &in->per_op, error);
 }

@@ -9,8 +9,8 @@ namespace simcache::sim {
 
 std::span<const CostParamSpec> default_param_specs() {
   static const CostParamSpec specs[] = {
-#define COST_PARAM(name, group, unit, events, prior, prior_source, meaning) \
-  {#name, group, unit, events, prior, prior_source, meaning},
+#define COST_PARAM(name, group, unit, events, prior, prior_sd, prior_source, meaning) \
+  {#name, group, unit, events, prior, prior_sd, prior_source, meaning},
 #define COST_UNPRICED(event, reason)
 #include "sim/cost/cost_params.def"
 #undef COST_PARAM
@@ -21,7 +21,7 @@ std::span<const CostParamSpec> default_param_specs() {
 
 std::span<const UnpricedSpec> unpriced_events() {
   static const UnpricedSpec specs[] = {
-#define COST_PARAM(name, group, unit, events, prior, prior_source, meaning)
+#define COST_PARAM(name, group, unit, events, prior, prior_sd, prior_source, meaning)
 #define COST_UNPRICED(event, reason) {#event, reason},
 #include "sim/cost/cost_params.def"
 #undef COST_PARAM
@@ -110,6 +110,63 @@ const CostParam* CostModel::find(std::string_view n) const {
   return nullptr;
 }
 
+std::vector<double> CostModel::param_counts(const Counters& c) const {
+  std::vector<double> g(params.size(), 0.0);
+  for (size_t i = 0; i < params.size(); ++i)
+    for (Event e : params[i].events) g[i] += static_cast<double>(c[e]);
+  return g;
+}
+
+double CostModel::variance(const std::vector<double>& g) const {
+  const size_t n = params.size();
+  std::vector<double> s(n, 0.0);
+  for (size_t i = 0; i < n; ++i) s[i] = g[i] * std::max(params[i].stderr_ns, 0.0);
+  double v = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (s[i] == 0) continue;
+    v += s[i] * s[i];
+    if (corr.size() != n * n) continue;
+    for (size_t j = i + 1; j < n; ++j) v += 2 * s[i] * s[j] * corr[i * n + j];
+  }
+  return std::max(v, 0.0);
+}
+
+double CostModel::prior_variance(const std::vector<double>& g) const {
+  double v = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const double sd = std::max(params[i].prior_sd, 0.0);
+    v += g[i] * g[i] * sd * sd;
+  }
+  return v;
+}
+
+bool rests_on_priors(const CostModel& m, const std::vector<double>& g) {
+  const double pv = m.prior_variance(g);
+  return pv > 0 && m.variance(g) > 0.5 * pv;
+}
+
+EffectInterval effect_interval(const CostModel& m, const std::vector<double>& bc,
+                               const std::vector<double>& vc) {
+  EffectInterval r;
+  double tb = 0, tv = 0;
+  for (size_t i = 0; i < m.params.size(); ++i)
+    tb += bc[i] * m.params[i].value, tv += vc[i] * m.params[i].value;
+  if (tb <= 0) return r;
+  r.effect = tv / tb - 1;
+  // d(tv/tb)/dx_j = vc_j / tb - tv bc_j / tb^2
+  std::vector<double> g(m.params.size());
+  for (size_t i = 0; i < g.size(); ++i) g[i] = vc[i] / tb - tv * bc[i] / (tb * tb);
+  const double sd = std::sqrt(m.variance(g));
+  r.lo = r.effect - kIntervalZ * sd;
+  r.hi = r.effect + kIntervalZ * sd;
+  r.prior_based = rests_on_priors(m, g);
+  return r;
+}
+
+EffectInterval effect_interval(const CostModel& m, const PolicyTime& base, const PolicyTime& v) {
+  return effect_interval(m, base.counts, v.counts);
+}
+
 CostModel prior_model() {
   CostModel m;
   m.name = "prior";
@@ -124,7 +181,11 @@ CostModel prior_model() {
       if (event_by_name(ev, &e)) p.events.push_back(e);
     }
     p.value = s.prior;
-    p.source = std::string(s.prior_source);
+    p.prior = s.prior;
+    p.prior_sd = s.prior_sd;
+    p.stderr_ns = s.prior_sd;
+    p.prior_source = std::string(s.prior_source);
+    p.source = "prior: " + p.prior_source;
     p.pinned = false;
     p.meaning = std::string(s.meaning);
     m.params.push_back(std::move(p));
@@ -140,6 +201,15 @@ PolicyTime policy_time(const CostModel& m, const WorkloadResult& w, const Policy
   if (ops > 0) t.per_op_ns = m.time_ns(p.timed) / ops;
   t.breakdown = m.contributions(p.timed);
   for (double& b : t.breakdown) b = ops > 0 ? b / ops : 0.0;
+  t.counts = m.param_counts(p.timed);
+  for (double& c : t.counts) c = ops > 0 ? c / ops : 0.0;
+  t.model_sd_ns = std::sqrt(m.variance(t.counts));
+  t.prior_based = rests_on_priors(m, t.counts);
+  for (const auto& [name, c] : p.phases) {
+    std::vector<double> g = m.param_counts(c);
+    for (double& x : g) x = ops > 0 ? x / ops : 0.0;
+    t.phases.push_back({name, ops > 0 ? m.time_ns(c) / ops : 0.0, std::sqrt(m.variance(g))});
+  }
   const double per_round = static_cast<double>(p.ops_per_round);
   for (const Counters& c : p.rounds)
     t.round_per_op_ns.push_back(per_round > 0 ? m.time_ns(c) / per_round : 0.0);

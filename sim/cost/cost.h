@@ -25,7 +25,8 @@ struct CostParamSpec {
   std::string_view group;
   std::string_view unit;
   std::string_view events;  // space-separated event names
-  double prior;             // ns per event unit when not pinned
+  double prior;             // prior mean, ns per event unit
+  double prior_sd;          // prior standard deviation
   std::string_view prior_source;
   std::string_view meaning;
 };
@@ -45,8 +46,11 @@ struct CostParam {
   std::vector<Event> events;  // the events it prices
   double value = 0;           // ns per event unit
   std::string source;         // where the value comes from
-  bool pinned = true;         // false: a prior the calibration rows do not determine
-  double stderr_ns = -1;      // standard error of a fitted value; < 0: none
+  bool pinned = true;         // false: the value rests mostly on its prior
+  double stderr_ns = -1;      // posterior standard deviation (model uncertainty); < 0: none
+  double prior = -1;          // prior mean; < 0: none recorded
+  double prior_sd = -1;       // prior standard deviation; < 0: none recorded
+  std::string prior_source;   // where the prior comes from
   std::string meaning;
 };
 
@@ -76,6 +80,10 @@ class CostModel {
   std::string path;  // file it was loaded from ("" if built in memory)
   std::vector<CostParam> params;
   std::optional<NoiseModel> noise;
+  // Posterior correlations between parameters (row-major, params x
+  // params; empty: independent). With each stderr_ns it gives the
+  // covariance every predicted time's model-uncertainty interval uses.
+  std::vector<double> corr;
 
   // Rejects duplicate names, an event priced twice and negative or
   // non-finite values. Call after building or loading; the time functions
@@ -86,6 +94,14 @@ class CostModel {
   // ns of each parameter (same order as `params`).
   std::vector<double> contributions(const Counters& c) const;
   const CostParam* find(std::string_view name) const;
+
+  // Counts per parameter (the gradient of time_ns in the values).
+  std::vector<double> param_counts(const Counters& c) const;
+  // Variance (ns^2) of sum g_j x value_j under the posterior, and under
+  // the priors alone. A parameter with no stderr contributes nothing to
+  // the posterior one (its value is taken as exact).
+  double variance(const std::vector<double>& g) const;
+  double prior_variance(const std::vector<double>& g) const;
 
  private:
   std::vector<int> param_of_event_;  // per event: index into params, -1 if unpriced
@@ -102,10 +118,39 @@ CostModel prior_model();
 struct PolicyTime {
   double per_op_ns = 0;                 // timed time / timed_ops
   std::vector<double> round_per_op_ns;  // each measured round / ops_per_round
-  double stderr_rel = 0;                // standard error of the mean, relative
+  // Expected measurement noise of the mean (from the profile's [noise]
+  // model, not from the model's parameters), relative.
+  double stderr_rel = 0;
   double drift = 0;                     // boot-to-boot drift, relative
   std::vector<double> breakdown;        // ns per op of each parameter
+  std::vector<double> counts;           // per-op counts per parameter
+  double model_sd_ns = 0;               // model uncertainty of per_op_ns (posterior)
+  bool prior_based = false;             // the uncertainty rests mostly on priors
+  // Per named phase of the operation (PolicyResult::phases): time per op
+  // and its model uncertainty; the phases sum exactly to per_op_ns.
+  struct Phase {
+    std::string name;
+    double per_op_ns = 0, model_sd_ns = 0;
+  };
+  std::vector<Phase> phases;
 };
+
+// Two-sided interval of the model's uncertainty: z for 90 %.
+inline constexpr double kIntervalZ = 1.6448536;
+inline constexpr double kIntervalLevel = 0.90;
+
+// Model-uncertainty interval of a relative effect v/b - 1 (delta method
+// on the posterior covariance); `prior_based` when the priors contribute
+// most of its variance.
+struct EffectInterval {
+  double effect = 0, lo = 0, hi = 0;
+  bool prior_based = false;
+};
+EffectInterval effect_interval(const CostModel& m, const PolicyTime& base, const PolicyTime& v);
+EffectInterval effect_interval(const CostModel& m, const std::vector<double>& base_counts,
+                               const std::vector<double>& counts);
+// True when more than half of the prior variance along g survives the fit.
+bool rests_on_priors(const CostModel& m, const std::vector<double>& g);
 PolicyTime policy_time(const CostModel& m, const WorkloadResult& w, const PolicyResult& p);
 
 // The number of repeats a per-round CV averages over in a workload: its

@@ -28,7 +28,8 @@ bool read_param(const Reader& r, const toml::table& t, size_t idx, CostParam* p)
   if (!r.str(t, "name", where, true, &p->name)) return false;
   where = fmt::format("param '{}': ", p->name);
   if (!r.keys(t,
-              {"name", "value", "unit", "events", "source", "group", "pinned", "stderr", "meaning"},
+              {"name", "value", "unit", "events", "source", "group", "pinned", "stderr", "meaning",
+               "prior", "prior_sd", "prior_source"},
               where))
     return false;
   if (!r.num(t, "value", where, true, 0, 1e12, &p->value)) return false;
@@ -39,6 +40,9 @@ bool read_param(const Reader& r, const toml::table& t, size_t idx, CostParam* p)
   if (!r.str(t, "group", where, false, &p->group)) return false;
   if (!r.str(t, "meaning", where, false, &p->meaning)) return false;
   if (!r.num(t, "stderr", where, false, 0, 1e12, &p->stderr_ns)) return false;
+  if (!r.num(t, "prior", where, false, 0, 1e12, &p->prior)) return false;
+  if (!r.num(t, "prior_sd", where, false, 0, 1e12, &p->prior_sd)) return false;
+  if (!r.str(t, "prior_source", where, false, &p->prior_source)) return false;
   if (const toml::node* n = t.get("pinned")) {
     if (!n->is_boolean()) return r.fail(n, where + "pinned", "expected true or false");
     p->pinned = n->value<bool>().value_or(true);
@@ -101,6 +105,38 @@ bool read_noise(const Reader& r, const toml::node& n, NoiseModel* out) {
   return true;
 }
 
+// [correlation] x = { y = -0.93, z = 0.1 }: the posterior correlations of
+// parameter x with the ones listed (each pair once).
+bool read_correlations(const Reader& r, const toml::node& n, CostModel* m) {
+  const toml::table* tbl = n.as_table();
+  if (!tbl) return r.fail(&n, "correlation", "expected a [correlation] table");
+  const size_t np = m->params.size();
+  auto index = [&](std::string_view name) {
+    for (size_t k = 0; k < np; ++k)
+      if (m->params[k].name == name) return k;
+    return np;
+  };
+  m->corr.assign(np * np, 0.0);
+  for (size_t i = 0; i < np; ++i) m->corr[i * np + i] = 1;
+  for (const auto& [ka, va] : *tbl) {
+    const std::string where = "correlation." + std::string(ka.str());
+    const size_t ia = index(ka.str());
+    if (ia == np) return r.fail(&va, where, "not a parameter of this profile");
+    const toml::table* row = va.as_table();
+    if (!row) return r.fail(&va, where, "expected an inline table of correlations");
+    for (const auto& [kb, vb] : *row) {
+      const size_t ib = index(kb.str());
+      const std::string w2 = where + "." + std::string(kb.str());
+      if (ib == np || ib == ia) return r.fail(&vb, w2, "not another parameter of this profile");
+      const std::optional<double> v = vb.value<double>();
+      if (!vb.is_number() || !v || !(*v >= -1 && *v <= 1))
+        return r.fail(&vb, w2, "expected a number in [-1, 1]");
+      m->corr[ia * np + ib] = m->corr[ib * np + ia] = *v;
+    }
+  }
+  return true;
+}
+
 std::string quote(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
@@ -141,7 +177,8 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
   if (!r.parse(text, &tbl)) return false;
   CostModel m;
   m.path = path;
-  if (!r.keys(tbl, {"name", "description", "generated_by", "param", "noise"}, "")) return false;
+  if (!r.keys(tbl, {"name", "description", "generated_by", "param", "noise", "correlation"}, ""))
+    return false;
   if (!r.str(tbl, "name", "", true, &m.name)) return false;
   if (!r.str(tbl, "description", "", false, &m.description)) return false;
   const toml::node* pn = tbl.get("param");
@@ -154,6 +191,8 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
     if (!read_param(r, *t, i, &p)) return false;
     m.params.push_back(std::move(p));
   }
+  if (const toml::node* cn = tbl.get("correlation"))
+    if (!read_correlations(r, *cn, &m)) return false;
   if (const toml::node* nn = tbl.get("noise")) {
     NoiseModel nm;
     if (!read_noise(r, *nn, &nm)) return false;
@@ -225,7 +264,26 @@ std::string profile_toml(const CostModel& m, const std::string& header) {
     out += fmt::format("]\ngroup = {}\npinned = {}\n", quote(p.group), p.pinned ? "true" : "false");
     if (p.stderr_ns >= 0) out += fmt::format("stderr = {}\n", number(p.stderr_ns));
     out += fmt::format("source = {}\n", quote(p.source));
+    if (p.prior >= 0) out += fmt::format("prior = {}\n", number(p.prior));
+    if (p.prior_sd >= 0) out += fmt::format("prior_sd = {}\n", number(p.prior_sd));
+    if (!p.prior_source.empty()) out += fmt::format("prior_source = {}\n", quote(p.prior_source));
     if (!p.meaning.empty()) out += fmt::format("meaning = {}\n", quote(p.meaning));
+  }
+  // Every correlation the fit gives, at full precision: the posterior is
+  // tight only along combinations of parameters, and dropping or rounding
+  // small correlations would widen every interval.
+  const size_t np = m.params.size();
+  if (m.corr.size() == np * np) {
+    std::string block;
+    for (size_t i = 0; i < np; ++i) {
+      std::string row;
+      for (size_t j = i + 1; j < np; ++j)
+        if (m.corr[i * np + j] != 0)
+          row += fmt::format("{}{} = {:.9g}", row.empty() ? "" : ", ", m.params[j].name,
+                             m.corr[i * np + j]);
+      if (!row.empty()) block += fmt::format("{} = {{ {} }}\n", m.params[i].name, row);
+    }
+    if (!block.empty()) out += "\n[correlation]\n" + block;
   }
   if (m.noise) {
     out += noise_toml(m.noise->fallback, true);

@@ -83,12 +83,26 @@ ordered_json time_json(const RunResult& r, const WorkloadResult& w, size_t col,
   ordered_json rounds = ordered_json::array();
   for (double v : t.round_per_op_ns) rounds.push_back(round6(v));
   j["rounds_per_op_ns"] = rounds;
-  j["stderr_pct"] = round6(t.stderr_rel * 100);
+  j["model_sd_ns"] = round6(t.model_sd_ns);
+  j["interval90_per_op"] = {round6((t.per_op_ns - kIntervalZ * t.model_sd_ns) / scale),
+                            round6((t.per_op_ns + kIntervalZ * t.model_sd_ns) / scale)};
+  j["rests_on_priors"] = t.prior_based;
+  if (!t.phases.empty()) {
+    ordered_json ph = ordered_json::object();
+    for (const PolicyTime::Phase& f : t.phases)
+      ph[f.name] = {{"per_op", round6(f.per_op_ns / scale)},
+                    {"per_op_ns", round6(f.per_op_ns)},
+                    {"model_sd_ns", round6(f.model_sd_ns)}};
+    j["phases"] = ph;
+  }
+  j["noise_stderr_pct"] = round6(t.stderr_rel * 100);
   j["drift_pct"] = round6(t.drift * 100);
   const double noise = delta_noise(t0, t);
   if (col > 0 && t0.per_op_ns > 0) {
     const double d = t.per_op_ns / t0.per_op_ns - 1;
     j["delta_pct"] = round6(d * 100);
+    const EffectInterval ei = effect_interval(m, t0, t);
+    j["delta_interval90_pct"] = {round6(ei.lo * 100), round6(ei.hi * 100)};
     j["significant"] = std::fabs(d) >= noise;
   }
   ordered_json b = ordered_json::object();
@@ -165,6 +179,12 @@ std::string format_csv(const RunResult& r, const ReportOptions& o) {
       if (o.cost) {
         const PolicyTime t = policy_time(*o.cost, w, p);
         out += pre + fmt::format("time,per_op_ns,{}\n", round6(t.per_op_ns));
+        out += pre + fmt::format("time,per_op_ns_lo90,{}\n",
+                                 round6(t.per_op_ns - kIntervalZ * t.model_sd_ns));
+        out += pre + fmt::format("time,per_op_ns_hi90,{}\n",
+                                 round6(t.per_op_ns + kIntervalZ * t.model_sd_ns));
+        for (const PolicyTime::Phase& f : t.phases)
+          out += pre + fmt::format("time:phase,{},{}\n", f.name, round6(f.per_op_ns));
         for (size_t i = 0; i < o.cost->params.size(); ++i)
           if (t.breakdown[i] > 0)
             out += pre + fmt::format("time:breakdown_ns,{},{}\n", o.cost->params[i].name,

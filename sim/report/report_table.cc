@@ -89,18 +89,29 @@ void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions&
   const double sim_rounds = ps.empty() ? 0.0 : static_cast<double>(ps[0].rounds.size());
   const auto nr = static_cast<int64_t>(noise_rounds(w.params, sim_rounds));
   const bool groups = !w.params.count("rounds") && w.params.count("groups");
-  Row model{"model " + per, {}, {}},
-      se{fmt::format("  +- ({} {})", nr, groups ? "groups" : "rounds"), {}, {}};
-  Row delta{"  vs A", {}, {}}, meas{"measured " + per, {}, {}}, mdelta{"  vs A", {}, {}};
+  Row model{"model " + per, {}, {}}, iv{"  90% model interval", {}, {}},
+      se{fmt::format("  noise +- ({} {})", nr, groups ? "groups" : "rounds"), {}, {}};
+  Row delta{"  vs A", {}, {}}, delta_iv{"    90% model interval", {}, {}},
+      meas{"measured " + per, {}, {}}, mdelta{"  vs A", {}, {}};
   std::string ids;
   bool any = false;
   std::vector<const MeasuredPoint*> mp;
   for (size_t i = 0; i < ps.size(); ++i) {
     model.text.push_back(fmt_time(t[i].per_op_ns, unit));
+    const double half = kIntervalZ * t[i].model_sd_ns;
+    iv.text.push_back(fmt::format("[{}, {}]{}", fmt_time(t[i].per_op_ns - half, unit),
+                                  fmt_time(t[i].per_op_ns + half, unit),
+                                  t[i].prior_based ? "*" : ""));
     se.text.push_back(fmt::format("+-{:.2f}%", t[i].stderr_rel * 100));
     const double noise = delta_noise(t[0], t[i]);
-    delta.text.push_back(
-        i == 0 || t[0].per_op_ns <= 0 ? "" : fmt_delta(t[i].per_op_ns / t[0].per_op_ns - 1, noise));
+    std::string d, di;
+    if (i > 0 && t[0].per_op_ns > 0) {
+      const EffectInterval ei = effect_interval(*o.cost, t[0], t[i]);
+      d = fmt_delta(ei.effect, noise);
+      di = fmt::format("[{:+.1f}, {:+.1f}]{}", ei.lo * 100, ei.hi * 100, ei.prior_based ? "*" : "");
+    }
+    delta.text.push_back(d);
+    delta_iv.text.push_back(di);
     mp.push_back(find_measured(o, r, w, ps[i]));
     meas.text.push_back(mp[i] ? fmt_time(mp[i]->value_ns, unit) : "-");
     mdelta.text.push_back(
@@ -115,8 +126,19 @@ void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions&
   rows->push_back(
       {fmt::format("time, profile {}", o.cost->name), {}, std::vector<std::string>(ps.size())});
   rows->push_back(model);
+  rows->push_back(iv);
+  for (size_t k = 0; !t.empty() && k < t[0].phases.size(); ++k) {
+    Row ph{"  phase " + t[0].phases[k].name, {}, {}};
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const PolicyTime::Phase* f = k < t[i].phases.size() ? &t[i].phases[k] : nullptr;
+      ph.text.push_back(f ? fmt::format("{} +-{}", fmt_time(f->per_op_ns, unit),
+                                        fmt_time(kIntervalZ * f->model_sd_ns, unit))
+                          : "-");
+    }
+    rows->push_back(ph);
+  }
   if (o.cost->noise) rows->push_back(se);
-  if (ps.size() > 1) rows->push_back(delta);
+  if (ps.size() > 1) rows->push_back(delta), rows->push_back(delta_iv);
   if (!any) return;
   rows->push_back(meas);
   bool any_delta = false;
@@ -226,8 +248,11 @@ std::string format_table(const RunResult& r, const ReportOptions& o) {
   if (o.cost) {
     out += fmt::format("  time = counted events x costs of profile {} (docs/calibration.md)\n",
                        o.cost->name);
+    out += "  [a, b]: 90% model-uncertainty interval (posterior of the profile's parameters;\n"
+           "  * = rests mostly on priors); phase rows: time +- half that interval\n";
     if (o.cost->noise)
-      out += "  +-: standard error over the rounds; (n.s.): delta within the noise\n";
+      out += "  noise +-: expected standard error of a measured mean, from the profile's\n"
+             "  [noise] model (not the model's uncertainty); (n.s.): delta within that noise\n";
   }
   for (const auto& w : r.workloads) block(&out, r, w, o);
   if (o.explain && o.cost) out += format_explain(r, o);

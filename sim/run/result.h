@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/counters.h"
@@ -33,6 +34,10 @@ struct PolicyResult {
   // arrays at the end of the last measured round), nodes_unused (nodes
   // allocated into a cache and never handed out).
   std::map<std::string, int64_t> metrics;
+  // Timed counts per named phase of the operation (lifecycle:
+  // registration, removal, fill), summed over the measured rounds; when
+  // present they partition `timed` exactly.
+  std::vector<std::pair<std::string, Counters>> phases;  // in operation order
   std::vector<CacheStats> caches;  // caches that saw any traffic
   std::vector<KasanReport> kasan;  // reports, including end-of-run leaks
 };

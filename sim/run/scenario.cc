@@ -6,26 +6,45 @@
 
 namespace simcache::sim {
 
+namespace {
+// Adds `c` to the phase `name`, appending it on first use (so the phases
+// keep the order the operation runs them in).
+void add_phase(std::vector<std::pair<std::string, Counters>>* v, const std::string& name,
+               const Counters& c) {
+  for (auto& [k, acc] : *v)
+    if (k == name) {
+      acc += c;
+      return;
+    }
+  v->emplace_back(name, c);
+}
+}  // namespace
+
 void Recorder::begin_round(bool measured) {
   measured_ = measured;
   round_ = Counters{};
+  phase_round_.clear();
 }
 
-void Recorder::timed_begin() {
+void Recorder::timed_begin(std::string_view phase) {
   in_timed_ = true;
+  phase_ = std::string(phase);
   mark_ = mm_.events();
 }
 
 void Recorder::timed_end() {
   if (!in_timed_) return;
   in_timed_ = false;
-  round_ += mm_.events() - mark_;
+  const Counters d = mm_.events() - mark_;
+  round_ += d;
+  if (!phase_.empty()) add_phase(&phase_round_, phase_, d);
 }
 
 void Recorder::end_round(uint64_t ops) {
   if (!measured_) return;
   rounds_.push_back(round_);
   timed_sum_ += round_;
+  for (const auto& [k, c] : phase_round_) add_phase(&phase_sum_, k, c);
   total_ops_ += ops;
   ops_per_round_ = ops;
   measured_ = false;
@@ -38,6 +57,7 @@ void Recorder::finish(PolicyResult* out) const {
   out->ops_per_round = ops_per_round_;
   out->timed_ops = total_ops_;
   out->metrics = metrics_;
+  out->phases = phase_sum_;
 }
 
 ScenarioRegistry& ScenarioRegistry::get() {

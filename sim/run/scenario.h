@@ -31,7 +31,10 @@ class Recorder {
  public:
   explicit Recorder(Mm& mm) : mm_(mm) {}
   void begin_round(bool measured);
-  void timed_begin();
+  // A timed region; `phase` names the part of the operation it times
+  // ("registration", "fill", ...). The phases of a round partition its
+  // timed region, so their counts sum exactly to it.
+  void timed_begin(std::string_view phase = "");
   void timed_end();
   void end_round(uint64_t ops);  // `ops` operations were timed this round
   void metric(const std::string& name, int64_t value) { metrics_[name] = value; }
@@ -42,6 +45,8 @@ class Recorder {
   Mm& mm_;
   bool measured_ = false, in_timed_ = false;
   Counters round_, mark_, timed_sum_;
+  std::string phase_;
+  std::vector<std::pair<std::string, Counters>> phase_round_, phase_sum_;  // operation order
   std::vector<Counters> rounds_;
   uint64_t ops_per_round_ = 0, total_ops_ = 0;
   std::map<std::string, int64_t> metrics_;

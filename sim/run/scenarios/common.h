@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <vector>
 
 #include "sim/run/scenario.h"
 #include "model/mm/geometry.h"
@@ -14,16 +15,21 @@ using iou::RingId;
 // Queue `installs` IORING_OP_MSG_RING SEND_FDs of the source ring's slot 0
 // into `dst` ("allocate any free slot") in batches of `qd`: one
 // io_uring_enter() submits a batch and waits for it; the program then
-// drains the source and target CQEs. Returns the installs that succeeded.
+// drains the source and target CQEs. Returns the installs that succeeded;
+// `slots`, if given, gets the slot each successful install's CQE reports.
 inline int64_t send_fd_fill(Env& e, RingId src, RingId dst, int64_t installs,
-                            int64_t qd, bool defer_taskrun) {
+                            int64_t qd, bool defer_taskrun,
+                            std::vector<uint32_t>* slots = nullptr) {
   int64_t ok = 0;
   for (int64_t done = 0; done < installs;) {
     const int64_t batch = std::min(qd, installs - done);
     e.io.enter_begin(src);
-    for (int64_t i = 0; i < batch; ++i)
-      ok += e.io.msg_ring_send_fd(src, dst, 0, iou::IORING_FILE_INDEX_ALLOC,
-                                  defer_taskrun) >= 0;
+    for (int64_t i = 0; i < batch; ++i) {
+      const int r = e.io.msg_ring_send_fd(src, dst, 0, iou::IORING_FILE_INDEX_ALLOC,
+                                          defer_taskrun);
+      ok += r >= 0;
+      if (r >= 0 && slots) slots->push_back(static_cast<uint32_t>(r));
+    }
     e.io.enter_end(src);
     e.io.reap_cq(dst);
     done += batch;
@@ -53,10 +59,30 @@ inline int64_t ring_cache_bytes(Env& e, RingId r) {
 
 // Nodes a round put into a cache ahead of need (prefill, bulk-refill
 // stash) that no install took out again: stashed - hits, floored at 0.
-inline int64_t unused_nodes(const Counters& round) {
+// `reused` is the hits served by nodes the cache held before the round
+// (a previous ring's teardown does not fill this ring's cache, but a
+// same-ring refill reuses the nodes its removal parked).
+inline int64_t unused_nodes(const Counters& round, int64_t reused = 0) {
   const int64_t stashed = static_cast<int64_t>(round[Event::io_cache_prefill] +
                                                round[Event::io_cache_refill_stash]);
-  return std::max<int64_t>(0, stashed - static_cast<int64_t>(round[Event::io_cache_get]));
+  const int64_t hits = static_cast<int64_t>(round[Event::io_cache_get]) - reused;
+  return std::max<int64_t>(0, stashed - std::max<int64_t>(hits, 0));
+}
+
+// FILES_UPDATE(-1) of exactly the recorded slots: one call per run of
+// consecutive slots, split into chunks of at most `span` (the reuse
+// program removes what the CQEs reported, not a guessed range).
+inline void remove_recorded_slots(Env& e, RingId r, std::vector<uint32_t>* slots, int64_t span) {
+  std::sort(slots->begin(), slots->end());
+  for (size_t i = 0; i < slots->size();) {
+    size_t j = i + 1;
+    while (j < slots->size() && (*slots)[j] == (*slots)[j - 1] + 1 &&
+           static_cast<int64_t>(j - i) < span)
+      ++j;
+    e.io.files_update_remove(r, (*slots)[i], static_cast<uint32_t>(j - i));
+    i = j;
+  }
+  slots->clear();
 }
 
 // Runs `smoke` + `warmup` unmeasured rounds and `rounds` measured ones.

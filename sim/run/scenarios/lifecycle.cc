@@ -38,6 +38,16 @@ void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
 
 enum Mode : int64_t { kSerial = 0, kPaced = 1, kReuse = 2 };
 
+// Tears down the pending ring (serial mode) and returns the counts it
+// made, which belong to that ring, not to the operation's cache traffic.
+Counters exit_pending(Env& e, RingId* pending) {
+  if (*pending < 0) return {};
+  const Counters before = e.mm.events();
+  e.io.ring_exit(*pending, e.kworker);
+  *pending = -1;
+  return e.mm.events() - before;
+}
+
 // One operation of serial-S-N / paced-S-N: a new ring, timed sparse
 // registration and fill ("interval"), untimed unregister and close.
 // reuse-S-N: on one ring, timed FILES_UPDATE(-1) removal of every
@@ -51,36 +61,42 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
   if (src < 0) return;
   e.io.files_register(src, 1);
   RingId reuse_ring = -1, pending = -1;
+  std::vector<uint32_t> taken;  // reuse: the slots the CQEs reported
   if (mode == kReuse) {
     reuse_ring = e.io.ring_create(e.submitter, {256, 0, false});
     if (reuse_ring < 0) return e.io.exit_all(e.kworker);
     e.io.files_register_sparse(reuse_ring, static_cast<uint32_t>(slots), optin);
-    send_fd_fill(e, src, reuse_ring, installs, p.at("qd"), false);
+    send_fd_fill(e, src, reuse_ring, installs, p.at("qd"), false, &taken);
   }
   auto op = [&](bool measured) {
     rec.begin_round(measured);
     const Counters start = e.mm.events();
+    Counters teardown;  // serial: the previous ring's exit inside this op
     RingId dst = reuse_ring;
     if (mode == kReuse) {
-      rec.timed_begin();
-      for (int64_t off = 0; off < installs; off += span)
-        e.io.files_update_remove(dst, static_cast<uint32_t>(off),
-                                 static_cast<uint32_t>(std::min(span, installs - off)));
+      rec.timed_begin("removal");
+      remove_recorded_slots(e, dst, &taken, span);
+      rec.timed_end();
+      rec.timed_begin("refill");
     } else {
       dst = e.io.ring_create(e.submitter, {256, 0, false});
       if (dst < 0) return rec.end_round(0);
-      rec.timed_begin();
+      rec.timed_begin("registration");
+      // paced: the 50 ms untimed sleep before this operation left the
+      // caches cold and the CPU idle; the first operation pays for it.
+      if (mode == kPaced) e.mm.events().add(Event::idle_gap);
       e.io.files_register_sparse(dst, static_cast<uint32_t>(slots), optin);
       rec.timed_end();
       // serial: the previous ring's teardown overlaps this operation.
-      if (pending >= 0) e.io.ring_exit(pending, e.kworker), pending = -1;
-      rec.timed_begin();
+      teardown = exit_pending(e, &pending);
+      rec.timed_begin("fill");
     }
-    send_fd_fill(e, src, dst, installs, p.at("qd"), false);
+    send_fd_fill(e, src, dst, installs, p.at("qd"), false, mode == kReuse ? &taken : nullptr);
     rec.timed_end();
     if (measured) {
       rec.metric("bytes_retained", ring_cache_bytes(e, dst));
-      rec.metric("nodes_unused", unused_nodes(e.mm.events() - start));
+      // the teardown's counts are not this ring's cache traffic
+      rec.metric("nodes_unused", unused_nodes(e.mm.events() - start - teardown));
     }
     if (mode != kReuse) {
       e.io.files_unregister(dst);

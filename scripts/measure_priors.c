@@ -1,0 +1,91 @@
+// Tiny measurements on the build machine (Linux 6.18) that give priors to
+// the cost parameters no calibration row determines (docs/calibration.md,
+// "Priors"). Build: cc -O2 -o /tmp/measure_priors scripts/measure_priors.c -luring
+// Prints name, ns per unit, and the spread over 7 repeats (min..max).
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+typedef double (*bench_fn)(long n);
+static volatile long sink;
+
+static double b_syscall(long n) {  // getppid: syscall entry/exit floor
+  double t = now();
+  for (long i = 0; i < n; i++) sink += syscall(SYS_getppid);
+  return (now() - t) / n;
+}
+static int efd;
+static double b_fget(long n) {  // fcntl(F_GETFL): syscall + fdget/fdput
+  double t = now();
+  for (long i = 0; i < n; i++) sink += fcntl(efd, F_GETFL);
+  return (now() - t) / n;
+}
+static char buf[1 << 15];
+static double b_memset(long n) {  // ns per byte zeroed, 32 KiB in cache
+  double t = now();
+  for (long i = 0; i < n; i++) {
+    memset(buf, 0, sizeof buf);
+    __asm__ volatile("" ::"r"(buf) : "memory");
+  }
+  return (now() - t) / n / sizeof buf;
+}
+static double b_page(long n) {  // mmap + first touch + munmap of one page
+  double t = now();
+  for (long i = 0; i < n; i++) {
+    char* p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p[0] = 1;
+    munmap(p, 4096);
+  }
+  return (now() - t) / n;
+}
+static struct io_uring ring;
+static double nop_batch(long n, unsigned qd) {  // NOP SQE+CQE at queue depth qd
+  double t = now();
+  for (long i = 0; i < n; i += qd) {
+    for (unsigned j = 0; j < qd; j++) io_uring_prep_nop(io_uring_get_sqe(&ring));
+    io_uring_submit_and_wait(&ring, qd);
+    io_uring_cq_advance(&ring, qd);
+  }
+  return (now() - t) / n;
+}
+static double b_nop1(long n) { return nop_batch(n, 1); }
+static double b_nop64(long n) { return nop_batch(n, 64); }
+
+static void run(const char* name, const char* unit, bench_fn f, long n) {
+  double lo = 1e18, hi = 0, v[7];
+  f(n / 10);
+  for (int r = 0; r < 7; r++) {
+    v[r] = f(n);
+    if (v[r] < lo) lo = v[r];
+    if (v[r] > hi) hi = v[r];
+  }
+  double s = 0;
+  for (int r = 0; r < 7; r++) s += v[r];
+  printf("%-22s %10.4f %-10s (min %.4f, max %.4f)\n", name, s / 7, unit, lo, hi);
+}
+
+int main(void) {
+  efd = eventfd(0, 0);
+  if (io_uring_queue_init(128, &ring, 0) < 0) return 1;
+  run("syscall_getppid", "ns/call", b_syscall, 1000000);
+  run("fcntl_getfl", "ns/call", b_fget, 1000000);
+  run("memset_32k", "ns/byte", b_memset, 20000);
+  run("page_mmap_touch_unmap", "ns/page", b_page, 50000);
+  run("io_uring_nop_qd1", "ns/sqe", b_nop1, 200000);
+  run("io_uring_nop_qd64", "ns/sqe", b_nop64, 2000000);
+  return 0;
+}
