@@ -1,7 +1,9 @@
 // simcache sweep GRID.toml and simcache merge FILE...: see sim/sweep/sweep.h.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <thread>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -87,6 +89,8 @@ CliOutcome run_sweep_cli(const std::vector<std::string>& args) {
   if (!load_grid(pos[0], &grid, &error) || !expand_grid(grid, &points, &error))
     return cli_fail(error);
   SweepOptions o;
+  // Every host core by default; the output does not depend on it.
+  o.jobs = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 256);
   if (!parse_jobs(f, &o.jobs, &error)) return cli_fail(error);
   if (f.v.count("shard") && !parse_shard(f.v["shard"], &o.shard, &o.shards, &error))
     return cli_fail(error);
