@@ -238,6 +238,11 @@ TEST_CASE("seed 000: a per-ring WAITV cache allocates once per vector in flight"
   CHECK(col(r, 1).timed[Event::io_cache_get] == 4096 - 8);
   CHECK(col(r, 1).timed[Event::io_cache_put] == 4096);
   CHECK(col(r, 1).timed[Event::memcg_free_hook] == 0);
+  // What it keeps: 8 cached io_futexv_data of 8 + 8 x 160 bytes
+  // (kmalloc-cg-2k) and its 32-entry array, beside node_cache's and
+  // futex_cache's arrays (128 + 32 entries).
+  CHECK(col(r, 0).metrics.at("bytes_retained") == (128 + 32) * 8);
+  CHECK(col(r, 1).metrics.at("bytes_retained") == (128 + 32) * 8 + 32 * 8 + 8 * 2048);
   // Vectors of 8 do not fit elements sized for 4: every WAITV kmallocs.
   CHECK(col(r, 2).timed[Event::futexv_alloc_account] == 4096);
   CHECK(col(r, 2).timed[Event::io_cache_get] == 0);

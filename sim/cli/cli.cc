@@ -181,6 +181,7 @@ CliOutcome run_report(const ParsedFlags& f) {
   if (have_cost && !load_measured(f, &measured, &ro.measured_file, &error)) return cli_fail(error);
   if (v.count("explain") && !have_cost)
     return cli_fail("--explain needs a cost profile (it splits the time per operation)");
+  if (v.count("quiet")) warning.clear();
   RunResult result;
   if (!run(req, &result, &error)) return cli_fail(error);
   ro.all_counters = v.count("all-counters") > 0;
