@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <thread>
 #include <sstream>
 
@@ -86,22 +87,23 @@ CliOutcome run_sweep_cli(const std::vector<std::string>& args) {
   setup_logging(f);
   SweepGrid grid;
   std::vector<SweepPoint> points;
-  if (!load_grid(pos[0], &grid, &error) || !expand_grid(grid, &points, &error))
-    return cli_fail(error);
+  if (!load_grid(pos[0], &grid, &error)) return cli_fail(error);
   SweepOptions o;
   // Every host core by default; the output does not depend on it.
   o.jobs = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 256);
   if (!parse_jobs(f, &o.jobs, &error)) return cli_fail(error);
   if (f.v.count("shard") && !parse_shard(f.v["shard"], &o.shard, &o.shards, &error))
     return cli_fail(error);
-  CostModel cost;
-  const std::string spec = f.v.count("profile") ? f.v["profile"]
-                           : grid.cost_profile.empty() ? std::string(kDefaultCostProfile)
-                                                       : grid.cost_profile;
-  if (spec != "none") {
-    if (!resolve_profile(spec, &cost, &error)) return cli_fail(error);
-    o.cost = &cost;
-  }
+  // --profile replaces the grid's profiles with one.
+  if (f.v.count("profile")) grid.cost_profiles = {f.v["profile"]};
+  if (!expand_grid(grid, &points, &error)) return cli_fail(error);
+  std::map<std::string, CostModel> costs;
+  for (const SweepPoint& p : points)
+    if (!p.cost_profile.empty() && !costs.count(p.cost_profile)) {
+      if (!resolve_profile(p.cost_profile, &costs[p.cost_profile], &error))
+        return cli_fail(fmt::format("{}: profile: {}", pos[0], error));
+      o.costs[p.cost_profile] = &costs[p.cost_profile];
+    }
   o.progress = isatty(2) && !f.v.count("quiet");
   spdlog::debug("sweep {}: {} points, shard {}/{}, {} job(s)", pos[0], points.size(), o.shard,
                 o.shards, o.jobs);

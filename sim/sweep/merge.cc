@@ -80,12 +80,14 @@ bool merge_records(const std::vector<std::pair<std::string, std::string>>& files
 
 std::string records_csv(const std::vector<nlohmann::json>& r) {
   std::string s =
-      "point,workload,scenario,label,kernel,seed,policy,settings,status,reason,ns_per_op,"
+      "point,workload,scenario,label,kernel,cost_profile,seed,policy,settings,status,reason,"
+      "ns_per_op,"
       "bytes_retained,nodes_unused,accounted_bytes,unaccounted_bytes\n";
   for (const auto& j : r) {
     const std::vector<std::string> f = {
         text_of(j, "point"),  text_of(j, "workload"), text_of(j, "scenario"),
-        text_of(j, "label"),  text_of(j, "kernel"),   text_of(j, "seed"),
+        text_of(j, "label"),  text_of(j, "kernel"),   text_of(j, "cost_profile"),
+        text_of(j, "seed"),
         text_of(j, "policy"), grid_text(j),           text_of(j, "status"),
         text_of(j, "reason"), ns_text(j),             metric(j, "bytes_retained"),
         metric(j, "nodes_unused"), text_of(j, "accounted_bytes"),

@@ -72,9 +72,10 @@ bool grid_key(const TomlReader& r, const std::string& k, const toml::node& v, Sw
     }
     return true;
   }
-  if (k == "profile" || k == "plot_x") {
+  if (k == "profile" || k == "profiles") return values(r, v, k, &g->cost_profiles);
+  if (k == "plot_x") {
     if (!v.is_string()) return r.fail(&v, k, "expected a string");
-    (k == "profile" ? g->cost_profile : g->plot_x) = *v.value<std::string>();
+    g->plot_x = *v.value<std::string>();
     return true;
   }
   return r.fail(&v, k, "unknown field (see docs/sweeps.md)");
@@ -136,20 +137,23 @@ bool expand_grid(const SweepGrid& g, std::vector<SweepPoint>* out, std::string* 
   // Every column must parse without a profile; the profile decides skips.
   for (const std::string& pol : g.policies)
     for (const auto& ks : knob_sets) {
-      SweepPoint p{0, "", "", 0, {}, pol, ks};
+      SweepPoint p{0, "", "", 0, {}, pol, "", ks};
       iou::PolicySet ps;
       MmConfig mc;
       if (!iou::parse_policies(column_spec(p), nullptr, &ps, &mc, error))
         return *error = g.path + ": policy: " + *error, false;
     }
   out->clear();
+  std::vector<std::string> costs = g.cost_profiles;
+  if (costs.empty()) costs.push_back(std::string(kDefaultCostProfile));
   for (const std::string& s : g.scenarios)
     for (const std::string& k : g.kernels)
-      for (uint64_t seed : g.seeds)
-        for (const auto& ps : param_sets)
-          for (const std::string& pol : g.policies)
-            for (const auto& ks : knob_sets)
-              out->push_back({out->size(), s, k, seed, ps, pol, ks});
+      for (const std::string& c : costs)
+        for (uint64_t seed : g.seeds)
+          for (const auto& ps : param_sets)
+            for (const std::string& pol : g.policies)
+              for (const auto& ks : knob_sets)
+                out->push_back({out->size(), s, k, seed, ps, pol, c == "none" ? "" : c, ks});
   return true;
 }
 
@@ -177,6 +181,7 @@ nlohmann::json point_head(const SweepPoint& p) {
   j["kernel"] = p.kernel;
   j["seed"] = p.seed;
   j["policy"] = p.policy;
+  j["cost_profile"] = p.cost_profile;
   j["grid"] = nlohmann::json::object();
   for (const auto& [k, v] : p.params) j["grid"][k] = v;
   j["knobs"] = nlohmann::json::object();
@@ -255,7 +260,8 @@ bool run_sweep(const std::vector<SweepPoint>& points, const SweepOptions& o,
   std::mutex progress_mu;
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < mine.size();) {
-      ok[i] = run_point(*mine[i], o.cost, &res[i], &errs[i]);
+      const auto c = o.costs.find(mine[i]->cost_profile);
+      ok[i] = run_point(*mine[i], c == o.costs.end() ? nullptr : c->second, &res[i], &errs[i]);
       const size_t d = ++done;
       if (o.progress) {
         std::lock_guard<std::mutex> l(progress_mu);

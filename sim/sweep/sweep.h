@@ -26,6 +26,7 @@ struct SweepPoint {
   uint64_t seed = 1;
   std::vector<std::pair<std::string, std::string>> params;  // scenario --set
   std::string policy;                                       // the column as written
+  std::string cost_profile;                                 // "" = counts only
   std::vector<std::pair<std::string, std::string>> knobs;   // policy.NAME=VALUE
 };
 
@@ -35,7 +36,9 @@ struct SweepGrid {
   std::vector<uint64_t> seeds;
   // Each key's values, crossed in key order.
   std::map<std::string, std::vector<std::string>> params, knobs;
-  std::string cost_profile;  // "" = the default; "none" = no times
+  // Cost profiles crossed like kernels (names, files or "none"); empty:
+  // the default profile.
+  std::vector<std::string> cost_profiles;
   std::string plot_x;        // the parameter "time against table size" uses
 };
 
@@ -48,7 +51,8 @@ bool expand_grid(const SweepGrid& g, std::vector<SweepPoint>* out, std::string* 
 struct SweepOptions {
   int jobs = 1;
   uint32_t shard = 0, shards = 1;
-  const CostModel* cost = nullptr;
+  // The loaded cost profiles, by the name the points carry.
+  std::map<std::string, const CostModel*> costs;
   bool progress = false;  // a progress line on stderr (a terminal)
 };
 // Parses "i/N" (0 <= i < N <= 100000).

@@ -7,9 +7,10 @@
 namespace simcache::sim {
 namespace {
 
-std::string series_name(const nlohmann::json& j, bool kernels) {
+std::string series_name(const nlohmann::json& j, bool kernels, bool profiles) {
   std::string s = j.at("policy").get<std::string>();
   if (kernels) s = j.at("kernel").get<std::string>() + " " + s;
+  if (profiles) s += " @" + j.value("cost_profile", std::string());
   for (const auto& [k, v] : j.at("knobs").items()) s += " " + k + "=" + v.get<std::string>();
   if (j.contains("label") && j.at("label").get<std::string>() != j.at("scenario").get<std::string>())
     s += " [" + j.at("label").get<std::string>() + "]";
@@ -59,11 +60,14 @@ std::vector<PlotChart> sweep_charts(const std::vector<nlohmann::json>& records,
                 plot_x.empty() ? "point" : plot_x, "ns per operation", true, {}};
   acc.chart = {"Accounted against unaccounted slab memory", "unaccounted slab bytes",
                "accounted (memcg) slab bytes", false, {}};
-  std::set<std::string> kernels;
-  for (const auto& j : records) kernels.insert(j.at("kernel").get<std::string>());
+  std::set<std::string> kernels, profiles;
+  for (const auto& j : records) {
+    kernels.insert(j.at("kernel").get<std::string>());
+    profiles.insert(j.value("cost_profile", std::string()));
+  }
   for (const auto& j : records) {
     if (j.at("status") != "ok") continue;
-    const std::string name = series_name(j, kernels.size() > 1);
+    const std::string name = series_name(j, kernels.size() > 1, profiles.size() > 1);
     const bool ns = j.contains("ns_per_op");
     if (ns && has(j, "bytes_retained")) mem.add(name, num(j, "bytes_retained"), num(j, "ns_per_op"));
     if (ns) {
