@@ -78,6 +78,17 @@ std::string list_text() {
   std::sort(pols.begin(), pols.end(), [](auto* a, auto* b) { return a->name < b->name; });
   pols.insert(pols.begin(), &preg.baseline());
   for (const auto* p : pols) out += fmt::format("  {:<22} {}\n", p->name, p->summary);
+  out += "knobs (--set policy.NAME=VALUE, or NAME(key=value) after a policy; docs/knobs.md):\n";
+  for (const iou::PolicyFieldInfo& f : iou::policy_fields()) {
+    std::string range;
+    if (f.kind == iou::FieldKind::unsigned_int)
+      range = fmt::format("{}..{} {}", f.min, f.max, f.unit);
+    else
+      for (const iou::EnumValueInfo& e : f.values) range += (range.empty() ? "" : "|") + std::string(e.name);
+    if (f.kind == iou::FieldKind::boolean) range = "true|false";
+    out += fmt::format("  {:<22} {} = {} ({})\n", f.name, "default",
+                       iou::field_value_text(f.id, f.def_raw), range);
+  }
   out += "kernels:\n";
   for (const auto& k : iou::kernel_profiles())
     out += fmt::format("  {:<20} {}{}\n", k.name, k.summary,

@@ -160,6 +160,8 @@ bool dump_config(const ParsedFlags& f, const RunRequest& req, std::string* out,
   for (const std::string& k : kBoolKeys)
     if (f.v.count(k)) t.insert_or_assign(k, true);
   std::vector<std::string> cols = req.policies;
+  if (const PresetInfo* pr = ScenarioRegistry::get().find_preset(req.scenario); cols.empty() && pr)
+    cols = pr->policies;  // the preset's columns (its items may name their own)
   if (cols.empty()) cols.push_back("unpatched");
   toml::array pol, resolved_cols;
   const iou::KernelProfile* profile = iou::profile_by_name(req.kernel, error);
@@ -174,7 +176,7 @@ bool dump_config(const ParsedFlags& f, const RunRequest& req, std::string* out,
     resolved_cols.push_back(iou::knob_spec(ps));
   }
   if (!req.policies.empty() || ScenarioRegistry::get().find(req.scenario))
-    t.insert_or_assign("policy", pol);
+    t.insert_or_assign("policy", pol);  // a preset without --policy keeps its own
   toml::table set, knobs;
   if (!resolved_params(req, &set, error)) return false;
   for (const auto& [k, v] : req.knobs) put_scalar(knobs, k, v);
