@@ -106,6 +106,11 @@ TEST_CASE("config: a bad configuration is one line with file, line and field, ex
       {"scenario = \"waitv\"\n[set]\nrounds = [1]\n",
        ":3: set.rounds: expected an integer, a string or a boolean\n"},
       {"scenario = \n", ":1: syntax: "},
+      {"scenario = \"waitv\"\n[knobs]\nprefill_max = 0\n",
+       ":3: knobs.prefill_max: policy.prefill_max = '0': expected 1..1048576 entries\n"},
+      {"scenario = \"waitv\"\npolicy = [\"unpatched\", \"bogus\"]\n", ":2: policy: unknown policy 'bogus'"},
+      {"scenario = \"nope\"\n", ":1: scenario: unknown scenario 'nope'"},
+      {"kernel = \"v9\"\n", ":1: kernel: unknown kernel profile 'v9'"},
   };
   for (const auto& [text, want] : cases) {
     const std::string p = d.file("bad.toml", text);

@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <set>
@@ -18,6 +19,7 @@
 #include "sim/cli/cli.h"
 #include "sim/cost/toml_reader.h"
 #include "sim/run/engine.h"
+#include "sim/run/scenario.h"
 
 namespace simcache::sim {
 namespace {
@@ -67,15 +69,46 @@ bool read_policy(const TomlReader& r, const toml::node& n, ParsedFlags* out) {
   return true;
 }
 
+// The values a config can be wrong about before anything runs are
+// checked here, so the error names the file and the line.
+bool check_value(const TomlReader& r, const std::string& key, const toml::node& v,
+                 const ParsedFlags& f) {
+  std::string why;
+  if (key == "policy")
+    for (const std::string& col : split_policy_columns(f.v.at("policy"))) {
+      iou::PolicySet p;
+      MmConfig mm;
+      if (!iou::parse_policies(col, nullptr, &p, &mm, &why)) return r.fail(&v, key, why);
+    }
+  if (key == "knobs")
+    for (const auto& [k, node] : *v.as_table()) {
+      iou::PolicySet p;
+      const auto it = std::find_if(f.sets.begin(), f.sets.end(), [&](const auto& s) {
+        return s.first == "policy." + std::string(k.str());
+      });
+      if (!iou::set_knob(k.str(), it->second, &p, nullptr, &why))
+        return r.fail(&node, "knobs." + std::string(k.str()), why);
+    }
+  if (key == "kernel" && !iou::profile_by_name(f.v.at("kernel"), &why)) return r.fail(&v, key, why);
+  if (key == "scenario") {
+    const ScenarioRegistry& reg = ScenarioRegistry::get();
+    const std::string& s = f.v.at("scenario");
+    if (!reg.find(s) && !reg.find_preset(s))
+      return r.fail(&v, key, fmt::format("unknown scenario '{}' (valid: {})", s, reg.names()));
+  }
+  return true;
+}
+
 bool read_key(const TomlReader& r, const std::string& key, const toml::node& v, ParsedFlags* out) {
-  if (key == "policy") return read_policy(r, v, out);
+  if (key == "policy") return read_policy(r, v, out) && check_value(r, key, v, *out);
   if (key == "set") return read_pairs(r, v, "set", "", out);
-  if (key == "knobs") return read_pairs(r, v, "knobs", "policy.", out);
+  if (key == "knobs")
+    return read_pairs(r, v, "knobs", "policy.", out) && check_value(r, key, v, *out);
   if (key == "resolved") return true;  // written by --dump-config for the record
   if (kStringKeys.count(key)) {
     if (!v.is_string()) return r.fail(&v, key, "expected a string");
     out->v[key] = *v.value<std::string>();
-    return true;
+    return check_value(r, key, v, *out);
   }
   if (kBoolKeys.count(key)) {
     if (!v.is_boolean()) return r.fail(&v, key, "expected true or false");
