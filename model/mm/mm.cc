@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include <fmt/format.h>
+#include "model/mm/backend.h"
 #include "model/mm/geometry.h"
 #include "model/mm/page_alloc.h"
 #include "model/mm/slub.h"
@@ -24,16 +25,22 @@ std::string_view obj_state_name(ObjState s) {
   return "?";
 }
 
-Mm::Mm(const MmConfig& cfg) : cfg_(cfg) {
+Mm::Mm(const MmConfig& cfg) : Mm(cfg, nullptr) {}
+
+Mm::Mm(const MmConfig& cfg, SlabBackend* backend) : cfg_(cfg) {
   if (cfg_.nr_cpus == 0 || cfg_.nr_nodes == 0 || cfg_.nr_nodes > cfg_.nr_cpus) {
     std::fprintf(stderr, "simcache: invalid mm config: %u cpus, %u nodes\n",
                  cfg_.nr_cpus, cfg_.nr_nodes);
     std::exit(2);
   }
-  pages_ = std::make_unique<PageAllocator>(&events_, &faults_, cfg_.nr_nodes);
+  pages_ = std::make_unique<PageAllocator>(&events_, &faults_);
   memcg_ = std::make_unique<Memcg>(cfg_.memcg, &events_, cfg_.nr_cpus, cfg_.nr_nodes);
-  slub_ = std::make_unique<Slub>(this, cfg_, &events_, pages_.get(), &faults_,
-                                 memcg_.get());
+  if (!backend) {
+    own_backend_ = std::make_unique<KernelBackend>(pages_.get(), memcg_.get());
+    backend = own_backend_.get();
+  }
+  backend_ = backend;
+  slub_ = std::make_unique<Slub>(this, cfg_, &events_, backend_, &faults_);
   // create_kmalloc_caches(): every type and size exists from boot, so no
   // cache is ever created in the middle of an allocation.
   kmalloc_caches_.assign(kNumKmallocTypes, std::vector<CacheId>(kNumKmallocIndex, kNoCache));
@@ -215,9 +222,9 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
   if (vmalloc) {
     l.nr_pages = static_cast<uint32_t>((size + PAGE_SIZE - 1) / PAGE_SIZE);
     for (uint32_t i = 0; i < l.nr_pages; ++i) {  // one order-0 page each
-      const uint32_t pg = pages_->alloc_pages(0, node, gfp);
+      const uint32_t pg = backend_->alloc_pages(0, node, gfp);
       if (!pg) {
-        for (uint32_t v : l.vpages) pages_->free_pages(v, 0);
+        for (uint32_t v : l.vpages) backend_->free_pages(v, 0);
         events_.add(Event::alloc_failed);
         return kNull;
       }
@@ -227,19 +234,19 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
   } else {
     l.order = get_order(size);
     l.nr_pages = 1u << l.order;
-    l.page = pages_->alloc_pages(l.order, node, gfp | __GFP_COMP);
+    l.page = backend_->alloc_pages(l.order, node, gfp | __GFP_COMP);
     if (!l.page) {
       events_.add(Event::alloc_failed);
       return kNull;
     }
   }
-  if ((gfp & __GFP_ACCOUNT) && memcg_->kmem_online() && t.memcg != kRootMemcg) {
+  if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg) {
     if (faults_.should_fail(FaultPoint::memcg_charge) ||
-        !memcg_->charge_pages(t.cpu, t.memcg, l.nr_pages, gfp)) {
+        !backend_->charge_pages(t.cpu, t.memcg, l.nr_pages, gfp)) {
       if (vmalloc) {
-        for (uint32_t v : l.vpages) pages_->free_pages(v, 0);
+        for (uint32_t v : l.vpages) backend_->free_pages(v, 0);
       } else {
-        pages_->free_pages(l.page, l.order);
+        backend_->free_pages(l.page, l.order);
       }
       events_.add(Event::memcg_charge_fail);
       events_.add(Event::alloc_failed);
@@ -282,14 +289,13 @@ void Mm::free_large(Ptr p, const Task& t, bool via_kvfree) {
                                   : "large allocation not live (freed before?)");
     return;
   }
-  events_.add(l->vmalloc ? Event::kvfree : Event::kfree_large);
-  if (l->vmalloc) events_.v[size_t(Event::kvfree)]--;  // counted by kvfree()
-  if (l->memcg != kRootMemcg) memcg_->uncharge_pages(t.cpu, l->memcg, l->nr_pages);
+  if (!l->vmalloc) events_.add(Event::kfree_large);  // kvfree() counts itself
+  if (l->memcg != kRootMemcg) backend_->uncharge_pages(t.cpu, l->memcg, l->nr_pages);
   if (l->vmalloc) {
-    for (uint32_t v : l->vpages) pages_->free_pages(v, 0);
+    for (uint32_t v : l->vpages) backend_->free_pages(v, 0);
     l->vpages.clear();
   } else {
-    pages_->free_pages(l->page, l->order);
+    backend_->free_pages(l->page, l->order);
   }
   large_bytes_ -= uint64_t(l->nr_pages) * PAGE_SIZE;
   l->live = false;

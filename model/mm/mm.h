@@ -29,7 +29,6 @@ struct MmConfig {
   uint64_t random_kmalloc_seed = 0;    // random_kmalloc_seed (per boot)
   bool slab_nomerge = false;           // boot parameter
   bool hardened_usercopy = false;      // kmalloc caches get usersize
-  bool preempt_rt = false;             // PREEMPT_RT: no lockless fast path (6.18)
   bool memcg_batch_charge = false;     // seed 002's batched post-alloc hook
   bool memcg_batch_free = false;       // its free side: one uncharge per run
   GeometryOverride geometry;           // knobs over computed geometry
@@ -71,6 +70,7 @@ struct CacheInfo {
 
 class Slub;  // model/mm/slub.h: the allocator proper
 class PageAllocator;
+class SlabBackend;  // model/mm/backend.h: pages and memcg below SLUB
 
 // ZERO_SIZE_PTR: what kmalloc(0) returns; kfree() ignores it.
 inline constexpr Ptr kZeroSizePtr = 0x10;
@@ -78,6 +78,10 @@ inline constexpr Ptr kZeroSizePtr = 0x10;
 class Mm {
  public:
   explicit Mm(const MmConfig& cfg);
+  // With `backend` (not owned) below SLUB and large kmalloc instead of
+  // the model's page allocator and memcg: for tests that drive page
+  // failures and charges directly.
+  Mm(const MmConfig& cfg, SlabBackend* backend);
   ~Mm();
   Mm(const Mm&) = delete;
   Mm& operator=(const Mm&) = delete;
@@ -150,7 +154,6 @@ class Mm {
 
   Slub& slub() { return *slub_; }
   const Slub& slub() const { return *slub_; }
-  PageAllocator& pages() { return *pages_; }
 
  private:
   struct Large {  // a large kmalloc or a vmalloc area
@@ -179,6 +182,8 @@ class Mm {
   FaultInjector faults_;
   std::unique_ptr<PageAllocator> pages_;
   std::unique_ptr<Memcg> memcg_;
+  std::unique_ptr<SlabBackend> own_backend_;
+  SlabBackend* backend_;
   std::unique_ptr<Slub> slub_;
   // kmalloc_caches[type][index], created at boot (create_kmalloc_caches).
   std::vector<std::vector<CacheId>> kmalloc_caches_;

@@ -7,9 +7,8 @@
 
 namespace simcache {
 
-PageAllocator::PageAllocator(Counters* events, FaultInjector* faults,
-                             uint8_t nr_nodes)
-    : ev_(events), faults_(faults), in_use_(nr_nodes, 0), limit_(nr_nodes, 0) {
+PageAllocator::PageAllocator(Counters* events, FaultInjector* faults)
+    : ev_(events), faults_(faults) {
   live_.push_back(0);  // page id 0 is "no page"
 }
 
@@ -17,14 +16,10 @@ PageAllocator::PageAllocator(Counters* events, FaultInjector* faults,
 uint32_t PageAllocator::alloc_pages(uint32_t order, NodeId node, gfp_t gfp) {
   (void)gfp;
   if (faults_->should_fail(FaultPoint::page_alloc)) return 0;
-  const uint64_t n = 1ull << order;
-  if (limit_[node] && in_use_[node] + n > limit_[node]) return 0;
   static constexpr Event kByOrder[] = {
       Event::page_alloc_order0, Event::page_alloc_order1,
       Event::page_alloc_order2, Event::page_alloc_order3};
   ev_->add(kByOrder[order < 3 ? order : 3]);
-  if (order < by_order_.size()) ++by_order_[order];
-  in_use_[node] += n;
   const uint32_t id = take_id<uint32_t>(live_, free_ids_);
   live_[id] = static_cast<uint8_t>(node + 1);  // 0 = free, else node + 1
   return id;
@@ -36,17 +31,10 @@ void PageAllocator::free_pages(uint32_t page, uint32_t order) {
     std::fprintf(stderr, "simcache: internal error: bad page free %u\n", page);
     std::abort();
   }
-  const NodeId node = static_cast<NodeId>(live_[page] - 1);
+  (void)order;
   live_[page] = 0;
-  in_use_[node] -= 1ull << order;
   free_ids_.push_back(page);
   ev_->add(Event::page_free);
-}
-
-uint64_t PageAllocator::pages_in_use() const {
-  uint64_t t = 0;
-  for (uint64_t v : in_use_) t += v;
-  return t;
 }
 
 }  // namespace simcache

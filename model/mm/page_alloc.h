@@ -15,26 +15,16 @@ namespace simcache {
 
 class PageAllocator {
  public:
-  PageAllocator(Counters* events, FaultInjector* faults, uint8_t nr_nodes);
+  PageAllocator(Counters* events, FaultInjector* faults);
 
   // Allocates 2^order pages on `node`. Returns a page id (> 0) or 0 on
-  // failure (injected, or the node's limit reached).
+  // failure (injected).
   uint32_t alloc_pages(uint32_t order, NodeId node, gfp_t gfp);
   void free_pages(uint32_t page, uint32_t order);
-
-  // Caps a node at `pages` resident pages (0 = unlimited).
-  void set_limit(NodeId node, uint64_t pages) { limit_[node] = pages; }
-  uint64_t pages_in_use(NodeId node) const { return in_use_[node]; }
-  uint64_t pages_in_use() const;
-  uint64_t allocs_by_order(uint32_t order) const {
-    return order < by_order_.size() ? by_order_[order] : 0;
-  }
 
  private:
   Counters* ev_;
   FaultInjector* faults_;
-  std::vector<uint64_t> in_use_, limit_;
-  std::vector<uint64_t> by_order_ = std::vector<uint64_t>(11, 0);
   std::vector<uint32_t> free_ids_;
   std::vector<uint8_t> live_;  // indexed by page id: 1 while allocated
 };

@@ -10,10 +10,21 @@
 #include "model/mm/slub.h"
 
 namespace simcache {
-Slub::Slub(Mm* mm, const MmConfig& cfg, Counters* ev, PageAllocator* pages,
-           FaultInjector* faults, Memcg* memcg)
-    : mm_(mm), cfg_(cfg), ev_(ev), pages_(pages), faults_(faults),
-      memcg_(memcg) {
+const Slub::GenOps Slub::kOps618 = {
+    &Slub::alloc_618,      &Slub::free_618,      &Slub::alloc_bulk_618,
+    &Slub::free_bulk_618,  &Slub::do_slab_free,  &Slub::flush_cpu_618,
+    /*obj_exts_not_in_own_cache=*/false,
+};
+const Slub::GenOps Slub::kOps7x = {
+    &Slub::alloc_7x,       &Slub::free_7x,        &Slub::alloc_bulk_7x,
+    &Slub::free_bulk_7x,   &Slub::slab_free_slow, &Slub::flush_cpu_7x,
+    /*obj_exts_not_in_own_cache=*/true,
+};
+
+Slub::Slub(Mm* mm, const MmConfig& cfg, Counters* ev, SlabBackend* backend,
+           FaultInjector* faults)
+    : mm_(mm), cfg_(cfg), gen_(cfg.gen == SlubGen::v6_18 ? &kOps618 : &kOps7x),
+      ev_(ev), backend_(backend), faults_(faults) {
   for (uint32_t c = 0; c < cfg_.nr_cpus; ++c)
     cpu_node_.push_back(static_cast<NodeId>(c * cfg_.nr_nodes / cfg_.nr_cpus));
 }
@@ -35,6 +46,8 @@ CacheId Slub::create(std::string_view name, uint32_t size, uint32_t align,
   c.node.resize(cfg_.nr_nodes);
   c.cpu.resize(cfg_.nr_cpus);
   c.stats.assign(size_t(cfg_.nr_cpus) * kNumSlubStats, 0);
+  // One detached freelist holds at most a slab's objects.
+  if (scratch_idx_.capacity() < c.g.objects) scratch_idx_.reserve(c.g.objects);
   caches_.push_back(std::move(c));
   return static_cast<CacheId>(caches_.size() - 1);
 }
@@ -43,24 +56,24 @@ ObjState Slub::state(Ptr p) const {
   int32_t sl;
   uint32_t i;
   if (!decode(p, &sl, &i)) return ObjState::kFree;
-  return static_cast<ObjState>(slabs_[sl].state[i]);
+  return slabs_[sl].state[i];
 }
 
 void Slub::set_state(Ptr p, ObjState st) {
   int32_t sl;
   uint32_t i;
-  if (decode(p, &sl, &i)) slabs_[sl].state[i] = static_cast<uint8_t>(st);
+  if (decode(p, &sl, &i)) slabs_[sl].state[i] = st;
 }
 
 // mirrors allocate_slab() + account_slab(): pages, freelist, vmstat.
 int32_t Slub::new_slab(CacheId s, gfp_t gfp, NodeId node, const Task& t) {
   const Geometry g = caches_[s].g;
   uint32_t order = g.order, objects = g.objects;
-  uint32_t page = pages_->alloc_pages(order, node, gfp | __GFP_NORETRY);
+  uint32_t page = backend_->alloc_pages(order, node, gfp | __GFP_NORETRY);
   if (!page && g.min_order != g.order) {
     order = g.min_order;
     objects = g.min_objects;
-    page = pages_->alloc_pages(order, node, gfp);
+    page = backend_->alloc_pages(order, node, gfp);
     if (page) stat(caches_[s], t.cpu, SlubStat::ORDER_FALLBACK);
   }
   if (!page) return -1;
@@ -79,7 +92,7 @@ int32_t Slub::new_slab(CacheId s, gfp_t gfp, NodeId node, const Task& t) {
   // Address order: the first object handed out is index 0.
   sl.freelist.resize(objects);
   for (uint32_t i = 0; i < objects; ++i) sl.freelist[i] = uint16_t(objects - 1 - i);
-  sl.state.assign(objects, static_cast<uint8_t>(ObjState::kFree));
+  sl.state.assign(objects, ObjState::kFree);
   if (cfg_.track_history) sl.hist.assign(objects, ObjHist{});
   sl.objcg.assign(objects, kRootMemcg);
   sl.objcg_node.assign(objects, 0);
@@ -88,7 +101,7 @@ int32_t Slub::new_slab(CacheId s, gfp_t gfp, NodeId node, const Task& t) {
   n.total_objects += objects;
   slab_bytes_ += uint64_t(PAGE_SIZE) << order;
   ev_->add(Event::allocate_slab);
-  if (memcg_->kmem_online() && (caches_[s].flags & SLAB_ACCOUNT))
+  if (backend_->kmem_online() && (caches_[s].flags & SLAB_ACCOUNT))
     ensure_obj_exts(id, t);
   return id;
 }
@@ -99,7 +112,7 @@ void Slub::discard_slab(CacheId s, int32_t id, const Task& t) {
   --n.nr_slabs;
   n.total_objects -= slabs_[id].objects;
   slab_bytes_ -= uint64_t(PAGE_SIZE) << slabs_[id].order;
-  pages_->free_pages(slabs_[id].page, slabs_[id].order);
+  backend_->free_pages(slabs_[id].page, slabs_[id].order);
   const Ptr ext = slabs_[id].obj_exts;
   slabs_[id].where = SlabWhere::kUnused;
   slabs_[id].obj_exts = kNull;
@@ -109,7 +122,7 @@ void Slub::discard_slab(CacheId s, int32_t id, const Task& t) {
 }
 
 // mirrors add_partial(): head, or tail for DEACTIVATE_TO_TAIL.
-void Slub::add_partial(KmemCache::Node& n, int32_t id, bool tail) {
+void Slub::add_partial(Node& n, int32_t id, bool tail) {
   Slab& sl = slabs_[id];
   sl.where = SlabWhere::kNodePartial;
   if (tail) {
@@ -129,7 +142,7 @@ void Slub::add_partial(KmemCache::Node& n, int32_t id, bool tail) {
 }
 
 // mirrors remove_partial(); the caller decides where the slab goes next.
-void Slub::remove_partial(KmemCache::Node& n, int32_t id) {
+void Slub::remove_partial(Node& n, int32_t id) {
   Slab& sl = slabs_[id];
   if (sl.prev >= 0) slabs_[sl.prev].next = sl.next; else n.partial_head = sl.next;
   if (sl.next >= 0) slabs_[sl.next].prev = sl.prev; else n.partial_tail = sl.prev;
@@ -138,28 +151,58 @@ void Slub::remove_partial(KmemCache::Node& n, int32_t id) {
   --n.nr_partial;
 }
 
+// mirrors __put_partials() / the put-back of __refill_objects_node().
+bool Slub::add_partial_or_discard(Node& n, int32_t id, bool tail,
+                                  int32_t* discard_head, int32_t* discard_tail) {
+  const KmemCache& c = caches_[slabs_[id].cache];
+  if (slabs_[id].inuse == 0 && n.nr_partial >= c.g.min_partial) {
+    slabs_[id].where = SlabWhere::kFull;
+    slabs_[id].next = -1;
+    if (*discard_tail >= 0) slabs_[*discard_tail].next = id;
+    else *discard_head = id;
+    *discard_tail = id;
+    return true;
+  }
+  add_partial(n, id, tail);
+  return false;
+}
+
+// The discards collected above, in collection order, after list_lock is
+// dropped (a discard may kfree an obj_exts vector into another cache).
+void Slub::discard_chain(CacheId s, int32_t head, bool count_stats, const Task& t) {
+  for (int32_t id = head; id >= 0;) {
+    const int32_t next = slabs_[id].next;
+    slabs_[id].next = -1;
+    if (count_stats) stat(caches_[s], t.cpu, SlubStat::DEACTIVATE_EMPTY);
+    discard_slab(s, id, t);
+    if (count_stats) stat(caches_[s], t.cpu, SlubStat::FREE_SLAB);
+    id = next;
+  }
+}
+
 // mirrors __slab_free(): return `cnt` objects of one slab that is not this
-// CPU's slab. Both generations; 6.18 adds frozen slabs and CPU partials.
+// CPU's slab. Both generations; 6.18 adds frozen slabs and CPU partials
+// (a 7.x cache has cpu_partial_slabs 0 and never a frozen slab).
 void Slub::slab_free_slow(CacheId s, int32_t id, const uint16_t* idx, int cnt,
                           const Task& t) {
-  KmemCache& c = caches_[s];
-  // 6.18 counts FREE_SLOWPATH here; 7.x counts it in the callers.
-  if (cfg_.gen == SlubGen::v6_18) stat(c, t.cpu, SlubStat::FREE_SLOWPATH);
-  ev_->add(Event::slab_free_slow);
   Slab& sl = slabs_[id];
   const bool prior = !sl.freelist.empty();
-  const bool frozen = sl.where == SlabWhere::kCpuSlab;
-  const bool cpu_partial =
-      cfg_.gen == SlubGen::v6_18 && c.g.cpu_partial_slabs > 0;
   for (int i = 0; i < cnt; ++i) {
     sl.freelist.push_back(idx[i]);
-    sl.state[idx[i]] = static_cast<uint8_t>(ObjState::kFree);
+    sl.state[idx[i]] = ObjState::kFree;
   }
+  slab_freed(s, id, prior, cnt, t);
+}
+
+void Slub::slab_freed(CacheId s, int32_t id, bool prior, int cnt, const Task& t) {
+  KmemCache& c = caches_[s];
+  ev_->add(Event::slab_free_slow);
+  Slab& sl = slabs_[id];
+  const bool frozen = sl.where == SlabWhere::kCpuSlab;
+  const bool cpu_partial = c.g.cpu_partial_slabs > 0;
   sl.inuse = static_cast<uint16_t>(sl.inuse - cnt);
   const bool empty = sl.inuse == 0;
-  bool locked = false;
-  if (!frozen && (empty || !prior) && (!cpu_partial || prior)) locked = true;
-  if (!locked) {
+  if (frozen || !(empty || !prior) || (cpu_partial && !prior)) {  // no lock
     if (frozen) {
       stat(c, t.cpu, SlubStat::FREE_FROZEN);
     } else if (cpu_partial && !prior) {
@@ -168,7 +211,7 @@ void Slub::slab_free_slow(CacheId s, int32_t id, const uint16_t* idx, int cnt,
     }
     return;
   }
-  KmemCache::Node& n = c.node[sl.node];
+  Node& n = c.node[sl.node];
   lock(n);
   const bool on_node = sl.where == SlabWhere::kNodePartial;
   if (prior && !on_node) return;  // on a CPU partial list or isolated
@@ -194,7 +237,7 @@ std::string Slub::history(Ptr p) const {
   const Slab& sl = slabs_[id];
   std::string out = fmt::format("object {} of slab {} ({}, state {})", idx, id,
                                 caches_[sl.cache].name,
-                                obj_state_name(ObjState(sl.state[idx])));
+                                obj_state_name(sl.state[idx]));
   if (!cfg_.track_history) return out;
   const ObjHist& h = sl.hist[idx];
   if (h.alloc_seq)
@@ -230,7 +273,7 @@ bool Slub::check_free(CacheId s, Ptr p, int32_t* id, uint32_t* idx) {
                        caches_[s].name, caches_[sl.cache].name, history(p)));
     return false;
   }
-  const ObjState st = ObjState(sl.state[*idx]);
+  const ObjState st = sl.state[*idx];
   if (st != ObjState::kAllocated) {
     report("double-free", p, sl.cache, history(p));
     return false;
@@ -253,7 +296,7 @@ std::vector<Ptr> Slub::live_objects() const {
     const Slab& sl = slabs_[i];
     if (sl.where == SlabWhere::kUnused) continue;
     for (uint32_t j = 0; j < sl.objects; ++j) {
-      const auto st = ObjState(sl.state[j]);
+      const auto st = sl.state[j];
       if (st == ObjState::kAllocated || st == ObjState::kMempool)
         out.push_back(make_ptr(static_cast<int32_t>(i), j));
     }

@@ -7,56 +7,16 @@
 
 namespace simcache {
 
-// mirrors slab_alloc_node(): pre-hook (failslab), per-CPU layer, post-hook.
-Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
-  if (faults_->should_fail(FaultPoint::slab_alloc)) return kNull;
-  Ptr p = cfg_.gen == SlubGen::v6_18 ? alloc_618(s, gfp, t) : alloc_7x(s, gfp, t);
-  if (p == kNull) return kNull;
-  if (!(gfp & (__GFP_ZERO | __GFP_ACCOUNT)) && !(caches_[s].flags & SLAB_ACCOUNT))
-    return p;  // no hook has work to do
-  if (!post_alloc_hook(s, gfp, 1, &p, t)) return kNull;
-  return p;
-}
-
-// mirrors slab_free() / kmem_cache_free(): KASAN check, memcg hook, then
-// the generation's do_slab_free()/free_to_pcs().
-void Slub::free(CacheId s, Ptr p, const Task& t) {
-  int32_t id;
-  uint32_t idx;
-  const bool ok = decode(p, &id, &idx) &&
-                  (s == kNoCache || slabs_[id].cache == s) &&
-                  slabs_[id].state[idx] == static_cast<uint8_t>(ObjState::kAllocated);
-  if (!ok) [[unlikely]] {
-    check_free(s, p, &id, &idx);  // reports
-    return;
-  }
-  const CacheId owner = slabs_[id].cache;
-  if (slabs_[id].obj_exts != kNull) free_hook(owner, id, idx, t);
-  on_free(id, idx, t);
-  if (cfg_.gen == SlubGen::v6_18) {
-    const uint16_t i16 = static_cast<uint16_t>(idx);
-    free_618(owner, id, &i16, 1, t);
-  } else {
-    free_7x(owner, p, id, idx, t);
-  }
-}
-
 // mirrors kmem_cache_alloc_bulk(): all or nothing, hooks after the loop.
 int Slub::alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   if (n <= 0) return 0;
   if (faults_->should_fail(FaultPoint::bulk_zero)) return 0;
   const bool short_fail = faults_->should_fail(FaultPoint::bulk_short);
   const int want = short_fail ? n - 1 : n;
-  int got = cfg_.gen == SlubGen::v6_18 ? alloc_bulk_618(s, gfp, want, p, t)
-                                        : alloc_bulk_7x(s, gfp, want, p, t);
+  const int got = (this->*gen_->alloc_bulk)(s, gfp, want, p, t);
   if (got < n) {
     // The kernel frees what it took without running the free hooks.
-    for (int i = 0; i < got; ++i) {
-      int32_t id;
-      uint32_t idx;
-      decode(p[i], &id, &idx);
-      on_free(id, idx, t);
-    }
+    for (int i = 0; i < got; ++i) on_free(slot_of(p[i]), idx_of(p[i]), t);
     free_detached(s, got, p, t);
     return 0;
   }
@@ -80,12 +40,7 @@ void Slub::free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
     p[kept++] = p[i];
   }
   flush_free_run(s, t, &run);
-  if (cfg_.gen == SlubGen::v7 && caches_[s].g.sheaf_capacity) {
-    free_bulk_7x(s, kept, p, t);
-    return;
-  }
-  if (cfg_.gen == SlubGen::v7) stat(caches_[s], t.cpu, SlubStat::FREE_SLOWPATH, kept);
-  free_detached(s, kept, p, t);
+  (this->*gen_->free_bulk)(s, kept, p, t);
 }
 
 // mirrors build_detached_freelist() + do_slab_free(): group objects of one
@@ -93,18 +48,14 @@ void Slub::free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
 // already run. Consumes p[0..n).
 void Slub::free_detached(CacheId s, int n, Ptr* p, const Task& t) {
   while (n > 0) {
-    int32_t id;
-    uint32_t idx;
-    decode(p[--n], &id, &idx);
+    const int32_t id = slot_of(p[--n]);
     scratch_idx_.clear();
-    scratch_idx_.push_back(static_cast<uint16_t>(idx));
+    scratch_idx_.push_back(static_cast<uint16_t>(idx_of(p[n])));
     int same = n, lookahead = 3, size = n;
     while (size) {
-      int32_t id2;
-      uint32_t idx2;
-      decode(p[--size], &id2, &idx2);
-      if (id2 == id) {
-        scratch_idx_.push_back(static_cast<uint16_t>(idx2));
+      const Ptr q = p[--size];
+      if (slot_of(q) == id) {
+        scratch_idx_.push_back(static_cast<uint16_t>(idx_of(q)));
         --same;
         if (size != same) std::swap(p[size], p[same]);
         continue;
@@ -112,11 +63,7 @@ void Slub::free_detached(CacheId s, int n, Ptr* p, const Task& t) {
       if (!--lookahead) break;
     }
     n = same;
-    if (cfg_.gen == SlubGen::v6_18) {
-      free_618(s, id, scratch_idx_.data(), int(scratch_idx_.size()), t);
-    } else {
-      slab_free_slow(s, id, scratch_idx_.data(), int(scratch_idx_.size()), t);
-    }
+    (this->*gen_->free_group)(s, id, scratch_idx_.data(), int(scratch_idx_.size()), t);
   }
 }
 
@@ -127,7 +74,7 @@ bool Slub::ensure_obj_exts(int32_t id, const Task& t) {
   const CacheId owner = slabs_[id].cache;
   uint32_t bytes = slabs_[id].objects * 8u;
   // 7.x: never let a kmalloc cache hold its own vector.
-  if (cfg_.gen == SlubGen::v7 &&
+  if (gen_->obj_exts_not_in_own_cache &&
       mm_->kmalloc_cache(bytes, GFP_KERNEL, 0) == owner)
     bytes += 1;
   const uint16_t epoch = slabs_[id].epoch;
@@ -148,25 +95,21 @@ bool Slub::ensure_obj_exts(int32_t id, const Task& t) {
 bool Slub::post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   const KmemCache& c0 = caches_[s];
   if (gfp & __GFP_ZERO) ev_->add(Event::zero_bytes, uint64_t(n) * c0.g.object_size);
-  if (!memcg_->kmem_online() || t.memcg == kRootMemcg) return true;
+  if (!backend_->kmem_online() || t.memcg == kRootMemcg) return true;
   if (!(gfp & __GFP_ACCOUNT) && !(c0.flags & SLAB_ACCOUNT)) return true;
   if (gfp & __GFP_NO_OBJ_EXT) return true;
   const uint32_t full = c0.obj_full_size;
   int i = 0;
   bool ok = true;
   while (i < n && ok) {
-    int32_t id;
-    uint32_t idx;
-    decode(p[i], &id, &idx);
+    const int32_t id = slot_of(p[i]);
     if (!ensure_obj_exts(id, t)) { ++i; continue; }  // left uncharged
     // A run: one object, or (batched hook) every following object on the
     // same node whose slab has, or can get, its vector.
     int run = 1;
     if (cfg_.memcg_batch_charge) {
       while (i + run < n) {
-        int32_t id2;
-        uint32_t idx2;
-        decode(p[i + run], &id2, &idx2);
+        const int32_t id2 = slot_of(p[i + run]);
         if (slabs_[id2].node != slabs_[id].node || !ensure_obj_exts(id2, t)) break;
         ++run;
       }
@@ -174,16 +117,15 @@ bool Slub::post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
     }
     const NodeId node = slabs_[id].node;
     if (faults_->should_fail(FaultPoint::memcg_charge) ||
-        !memcg_->charge_obj(t.cpu, t.memcg, node, full * uint32_t(run), gfp)) {
+        !backend_->charge_obj(t.cpu, t.memcg, node, full * uint32_t(run), gfp)) {
       ok = false;
       break;
     }
     for (int k = 0; k < run; ++k) {
-      int32_t id2;
-      uint32_t idx2;
-      decode(p[i + k], &id2, &idx2);
+      const int32_t id2 = slot_of(p[i + k]);
+      const uint32_t idx2 = idx_of(p[i + k]);
       slabs_[id2].objcg[idx2] = t.memcg;
-      slabs_[id2].objcg_node[idx2] = memcg_->objcg_node(t.cpu);
+      slabs_[id2].objcg_node[idx2] = backend_->objcg_node(t.cpu);
       ev_->add(Event::memcg_post_alloc_hook);
     }
     i += run;
@@ -232,7 +174,7 @@ void Slub::free_hook(CacheId s, int32_t id, uint32_t idx, const Task& t) {
   const MemcgId m = sl.objcg[idx];
   if (m == kRootMemcg) return;
   sl.objcg[idx] = kRootMemcg;
-  memcg_->uncharge_obj(t.cpu, m, sl.node, caches_[s].obj_full_size,
+  backend_->uncharge_obj(t.cpu, m, sl.node, caches_[s].obj_full_size,
                        sl.objcg_node[idx]);
   ev_->add(Event::memcg_free_hook);
 }
@@ -243,13 +185,12 @@ void Slub::flush_all(CacheId s) {
   Task kworker;
   for (CpuId cpu = 0; cpu < cfg_.nr_cpus; ++cpu) {
     kworker.cpu = cpu;
-    if (cfg_.gen == SlubGen::v6_18) flush_cpu_618(s, cpu, kworker);
-    else flush_cpu_7x(s, cpu, kworker);
+    (this->*gen_->flush_cpu)(s, cpu, kworker);
   }
   kworker.cpu = 0;
   for (NodeId nid = 0; nid < cfg_.nr_nodes; ++nid) {
-    KmemCache::Node& n = caches_[s].node[nid];
-    if (cfg_.gen == SlubGen::v7) {  // barn_shrink()
+    Node& n = caches_[s].node[nid];
+    {  // barn_shrink() (7.x; a 6.18 barn is always empty)
       while (!n.barn_full.empty()) {
         int32_t sh = n.barn_full.back();
         n.barn_full.pop_back();

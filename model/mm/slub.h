@@ -1,9 +1,13 @@
 // SLUB proper: kmem_cache state, slabs, per-CPU layers of both
-// generations, the node partial lists and the bulk API. One class, three
+// generations, the node partial lists and the bulk API. One class, four
 // source files: slab.cc (slabs, node lists, __slab_free, objects),
-// slub618.cc (per-CPU slab + per-CPU partial list, v6.18) and slub7x.cc
-// (sheaves + barn, 7.x). The generation is chosen once per Mm and switched
-// on per call; nothing here allocates per simulated object.
+// slab_api.cc (the entry points and per-object hooks), slub618.cc
+// (per-CPU slab + per-CPU partial list, v6.18) and slub7x.cc (sheaves +
+// barn, 7.x). The generation is chosen in one place, the constructor,
+// which picks the per-CPU layer's operations (Slub::GenOps); everything
+// else is shared. Below SLUB sits the SlabBackend seam (pages, memcg).
+// Nothing here allocates per simulated object once the tables have
+// reached their working size.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +15,9 @@
 #include <vector>
 
 #include "model/counters.h"
+#include "model/mm/backend.h"
 #include "model/mm/geometry.h"
 #include "model/mm/mm.h"
-#include "model/mm/page_alloc.h"
 
 namespace simcache {
 
@@ -33,21 +37,23 @@ struct ObjHist {
   CpuId alloc_cpu = 0, free_cpu = 0;
 };
 
+// Field order: what a fast path touches (decode, object state and
+// history, the per-CPU freelist's owner) sits in the first cache line.
 struct Slab {
   CacheId cache = kNoCache;
-  NodeId node = 0;
-  uint8_t order = 0;
-  SlabWhere where = SlabWhere::kUnused;
   uint16_t epoch = 0;
   uint16_t objects = 0;
   uint16_t inuse = 0;      // objects not on `freelist`
+  SlabWhere where = SlabWhere::kUnused;
+  NodeId node = 0;
+  uint8_t order = 0;
   CpuId cpu = 0;           // owner while kCpuSlab / kCpuPartial
+  Ptr obj_exts = kNull;    // the slabobj_ext vector (a kmalloc object)
+  std::vector<ObjState> state;     // not a char type: stores to it alias nothing else
+  std::vector<ObjHist> hist;
+  std::vector<uint16_t> freelist;  // slab->freelist, LIFO
   int32_t prev = -1, next = -1;  // node partial list, or CPU partial chain
   uint32_t page = 0;
-  Ptr obj_exts = kNull;    // the slabobj_ext vector (a kmalloc object)
-  std::vector<uint16_t> freelist;  // slab->freelist, LIFO
-  std::vector<uint8_t> state;      // ObjState per object
-  std::vector<ObjHist> hist;
   std::vector<MemcgId> objcg;      // charged memcg per object (obj_exts)
   std::vector<NodeId> objcg_node;  // 7.1+: node of the per-node objcg charged
 };
@@ -60,17 +66,6 @@ struct Sheaf {
 };
 
 struct KmemCache {
-  std::string name;
-  std::vector<std::string> aliases;
-  Geometry g;
-  slab_flags_t flags = 0;
-  uint32_t usersize = 0;
-  uint32_t requested_sheaf_capacity = 0;  // kmem_cache_args.sheaf_capacity
-  int refcount = 1;
-  bool is_kmalloc = false;
-  KmallocType ktype = KmallocType::NORMAL;
-  uint32_t obj_full_size = 0;  // charged size: s->size + sizeof(objcg ptr)
-
   struct Node {
     int32_t partial_head = -1, partial_tail = -1;
     uint32_t nr_partial = 0;
@@ -86,16 +81,27 @@ struct KmemCache {
     // 7.x slub_percpu_sheaves
     int32_t main = -1, spare = -1;
   };
-  std::vector<Node> node;
+  // Hot fields first (every allocation and free reads them).
   std::vector<Cpu> cpu;
   std::vector<uint64_t> stats;  // [cpu * kNumSlubStats + item]
   uint64_t live = 0;            // objects handed out (allocated or mempool)
+  slab_flags_t flags = 0;
+  Geometry g;
+  uint32_t obj_full_size = 0;  // charged size: s->size + sizeof(objcg ptr)
+  bool is_kmalloc = false;
+  KmallocType ktype = KmallocType::NORMAL;
+  std::vector<Node> node;
+  uint32_t usersize = 0;
+  uint32_t requested_sheaf_capacity = 0;  // kmem_cache_args.sheaf_capacity
+  int refcount = 1;
+  std::string name;
+  std::vector<std::string> aliases;
 };
 
 class Slub {
  public:
-  Slub(Mm* mm, const MmConfig& cfg, Counters* ev, PageAllocator* pages,
-       FaultInjector* faults, Memcg* memcg);
+  Slub(Mm* mm, const MmConfig& cfg, Counters* ev, SlabBackend* backend,
+       FaultInjector* faults);
 
   CacheId create(std::string_view name, uint32_t size, uint32_t align,
                  slab_flags_t flags, uint32_t sheaf_capacity, bool is_kmalloc,
@@ -117,8 +123,6 @@ class Slub {
   const Slab& slab(int32_t i) const { return slabs_[i]; }
   size_t nr_slab_slots() const { return slabs_.size(); }
   std::string history(Ptr p) const;
-  uint64_t seq() const { return seq_; }
-  uint64_t next_seq() { return ++seq_; }
   uint64_t slab_bytes() const { return slab_bytes_; }
   std::vector<Ptr> live_objects() const;
   // Allocations the allocator owns: obj_exts vectors of live slabs and
@@ -140,16 +144,48 @@ class Slub {
   std::vector<KasanReport> reports;
 
  private:
+  using Node = KmemCache::Node;
+  // The per-CPU layer of one generation: the only thing that differs
+  // between v6.18 and 7.x above the slabs. Picked once, in the constructor.
+  struct GenOps {
+    Ptr (Slub::*alloc)(CacheId, gfp_t, const Task&);           // slab_alloc_node()
+    void (Slub::*free)(CacheId, int32_t, uint32_t, const Task&);  // slab_free()
+    int (Slub::*alloc_bulk)(CacheId, gfp_t, int, Ptr*, const Task&);
+    void (Slub::*free_bulk)(CacheId, int, Ptr*, const Task&);  // hooks done
+    // do_slab_free() of one detached freelist (6.18), __slab_free() (7.x).
+    void (Slub::*free_group)(CacheId, int32_t, const uint16_t*, int, const Task&);
+    void (Slub::*flush_cpu)(CacheId, CpuId, const Task&);
+    // 7.x alloc_slab_obj_exts(): a kmalloc slab never holds its own vector.
+    bool obj_exts_not_in_own_cache;
+  };
+  static const GenOps kOps618, kOps7x;
+
   // slab.cc: slabs and node lists.
   int32_t new_slab(CacheId s, gfp_t gfp, NodeId node, const Task& t);
   void discard_slab(CacheId s, int32_t slab, const Task& t);
-  void add_partial(KmemCache::Node& n, int32_t slab, bool tail);
-  void remove_partial(KmemCache::Node& n, int32_t slab);
+  void add_partial(Node& n, int32_t slab, bool tail);
+  void remove_partial(Node& n, int32_t slab);
+  // The node list a slab goes back to after the per-CPU layer let go of
+  // it (__put_partials(), the unused slabs of __refill_objects_node()):
+  // empty beyond min_partial goes onto `discard` (chained through
+  // Slab::next), anything else onto the list. Returns true if discarded.
+  bool add_partial_or_discard(Node& n, int32_t slab, bool tail,
+                              int32_t* discard_head, int32_t* discard_tail);
+  void discard_chain(CacheId s, int32_t head, bool count_stats, const Task& t);
+  // mirrors get_partial() / get_any_partial() (7.x get_from_partial()):
+  // the local node, then remote nodes holding more than min_partial
+  // slabs; takes each candidate's list_lock and calls take(nid, node)
+  // until it returns true.
+  template <class Take>
+  void get_partial(const KmemCache& c, CpuId cpu, Take&& take);
   void slab_free_slow(CacheId s, int32_t slab, const uint16_t* idx, int cnt,
                       const Task& t);  // __slab_free()
-  void lock(KmemCache::Node&) { ev_->add(Event::list_lock); }
+  // The rest of __slab_free() once `cnt` objects are back on the slab's
+  // freelist; `prior`: the freelist was non-empty before.
+  void slab_freed(CacheId s, int32_t slab, bool prior, int cnt, const Task& t);
+  void lock(Node&) { ev_->add(Event::list_lock); }
   Ptr make_ptr(int32_t slab, uint32_t idx) const;
-  void on_alloc(int32_t slab, uint32_t idx, const Task& t);
+  void on_alloc(KmemCache& c, int32_t slab, uint32_t idx, const Task& t);
   bool check_free(CacheId s, Ptr p, int32_t* slab, uint32_t* idx);
   void on_free(int32_t slab, uint32_t idx, const Task& t);
   bool post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
@@ -167,26 +203,31 @@ class Slub {
   Ptr alloc_618(CacheId s, gfp_t gfp, const Task& t);
   Ptr pop_cpu_freelist(CacheId s, const Task& t);
   Ptr slab_alloc_slow_618(CacheId s, gfp_t gfp, const Task& t);
-  void free_618(CacheId s, int32_t slab, const uint16_t* idx, int cnt,
-                const Task& t);
+  int32_t get_partial_node(CacheId s, Node& n, const Task& t);
+  void free_618(CacheId s, int32_t slab, uint32_t idx, const Task& t);
+  void do_slab_free(CacheId s, int32_t slab, const uint16_t* idx, int cnt,
+                    const Task& t);
   void put_cpu_partial(CacheId s, int32_t slab, bool drain, const Task& t);
   void put_partials(CacheId s, int32_t head, const Task& t);
   void deactivate_slab(CacheId s, CpuId cpu, const Task& t);
   int alloc_bulk_618(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
+  void free_bulk_618(CacheId s, int n, Ptr* p, const Task& t);
   void flush_cpu_618(CacheId s, CpuId cpu, const Task& t);
 
   // slub7x.cc
   Ptr alloc_7x(CacheId s, gfp_t gfp, const Task& t);
   Ptr alloc_single_7x(CacheId s, gfp_t gfp, const Task& t);  // ___slab_alloc
+  int alloc_from_new_slab(int32_t slab, int max, Ptr* out);
   bool replace_empty_main(CacheId s, gfp_t gfp, const Task& t);
-  void free_7x(CacheId s, Ptr p, int32_t slab, uint32_t idx, const Task& t);
+  void free_7x(CacheId s, int32_t slab, uint32_t idx, const Task& t);
   bool replace_full_main(CacheId s, const Task& t);
   int refill_objects(CacheId s, gfp_t gfp, int min, int max, Ptr* out,
                      const Task& t);
-  int refill_from_node(CacheId s, NodeId node, int min, int max, Ptr* out,
+  int refill_from_node(CacheId s, Node& n, int min, int max, Ptr* out,
                        const Task& t);
   int alloc_bulk_7x(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t);
+  bool bulk_replace_full_main(CacheId s, const Task& t);
   int32_t alloc_sheaf(CacheId s, gfp_t gfp, const Task& t);
   int32_t new_sheaf(CacheId s);
   void install_empty_sheaf(CacheId s, int32_t empty, const Task& t);
@@ -195,23 +236,29 @@ class Slub {
   void free_sheaf(int32_t sh, const Task& t);
   void flush_sheaf(int32_t sh, const Task& t);
   void flush_cpu_7x(CacheId s, CpuId cpu, const Task& t);
+  // The node barn (7.x). Each takes barn->lock once (counted).
+  static constexpr int32_t kBarnE2BIG = -2, kBarnENOMEM = -1;
+  int32_t barn_replace_empty_sheaf(Node& n, int32_t empty);  // full or -1
+  int32_t barn_get_empty_sheaf(Node& n);                     // empty or -1
+  int32_t barn_replace_full_sheaf(Node& n, int32_t full);    // empty or -E
+  void barn_put_empty_sheaf(Node& n, int32_t empty);
 
   // Shared by both generations.
   void free_detached(CacheId s, int n, Ptr* p, const Task& t);
 
   Mm* mm_;
   MmConfig cfg_;
+  const GenOps* gen_;
   Counters* ev_;
-  PageAllocator* pages_;
+  SlabBackend* backend_;
   FaultInjector* faults_;
-  Memcg* memcg_;
   std::vector<KmemCache> caches_;
   std::vector<Slab> slabs_;
   std::vector<int32_t> free_slab_slots_;
   std::vector<Sheaf> sheaves_;
   std::vector<int32_t> free_sheaf_slots_;
-  std::vector<uint16_t> scratch_idx_;
-  uint64_t seq_ = 0;
+  std::vector<uint16_t> scratch_idx_;  // one detached freelist
+  uint64_t seq_ = 0;                   // operation number, for histories
   uint64_t slab_bytes_ = 0;
   std::vector<NodeId> cpu_node_;  // cpu_to_node(): contiguous blocks of CPUs
   NodeId cpu_node(CpuId cpu) const { return cpu_node_[cpu]; }
@@ -253,32 +300,83 @@ inline bool Slub::decode(Ptr p, int32_t* slab, uint32_t* idx) const {
   return true;
 }
 
-inline void Slub::on_alloc(int32_t id, uint32_t idx, const Task& t) {
+inline void Slub::on_alloc(KmemCache& c, int32_t id, uint32_t idx, const Task& t) {
   Slab& sl = slabs_[id];
-  sl.state[idx] = static_cast<uint8_t>(ObjState::kAllocated);
+  sl.state[idx] = ObjState::kAllocated;
   if (cfg_.track_history) {
     ObjHist& h = sl.hist[idx];
     h.alloc_seq = ++seq_;
     h.alloc_site = t.site;
     h.alloc_cpu = t.cpu;
   }
-  ++caches_[sl.cache].live;
+  ++c.live;  // c is caches_[sl.cache]
 }
 
 // mirrors do_slab_free(), v6.18: objects of this CPU's slab go onto
 // c->freelist (the lockless fast path), anything else to __slab_free().
-inline void Slub::free_618(CacheId s, int32_t id, const uint16_t* idx, int cnt,
-                           const Task& t) {
+inline void Slub::do_slab_free(CacheId s, int32_t id, const uint16_t* idx,
+                               int cnt, const Task& t) {
   KmemCache& c = caches_[s];
   KmemCache::Cpu& cpu = c.cpu[t.cpu];
-  if (cpu.slab != id) return slab_free_slow(s, id, idx, cnt, t);
+  if (cpu.slab != id) {
+    stat(c, t.cpu, SlubStat::FREE_SLOWPATH);  // counted by __slab_free()
+    return slab_free_slow(s, id, idx, cnt, t);
+  }
   Slab& sl = slabs_[id];
   for (int i = 0; i < cnt; ++i) {
     cpu.freelist.push_back(idx[i]);
-    sl.state[idx[i]] = static_cast<uint8_t>(ObjState::kCpuFreelist);
+    sl.state[idx[i]] = ObjState::kCpuFreelist;
   }
   stat(c, t.cpu, SlubStat::FREE_FASTPATH, cnt);
   ev_->add(Event::slab_free_fast, cnt);
+}
+
+inline void Slub::free_618(CacheId s, int32_t id, uint32_t idx, const Task& t) {
+  const uint16_t i16 = static_cast<uint16_t>(idx);
+  do_slab_free(s, id, &i16, 1, t);
+}
+
+template <class Take>
+void Slub::get_partial(const KmemCache& c, CpuId cpu, Take&& take) {
+  const NodeId local = cpu_node(cpu);
+  for (uint32_t k = 0; k < cfg_.nr_nodes; ++k) {
+    const NodeId nid = static_cast<NodeId>((local + k) % cfg_.nr_nodes);
+    Node& n = const_cast<KmemCache&>(c).node[nid];
+    if (n.nr_partial == 0 || (k > 0 && n.nr_partial <= c.g.min_partial)) continue;
+    lock(n);
+    if (take(nid, n)) return;
+  }
+}
+
+// Inline so that the entry point and the generation's fast path are one
+// call from kmalloc()/kfree().
+// mirrors slab_alloc_node(): pre-hook (failslab), per-CPU layer, post-hook.
+inline Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
+  if (faults_->should_fail(FaultPoint::slab_alloc)) return kNull;
+  Ptr p = (this->*gen_->alloc)(s, gfp, t);
+  if (p == kNull) return kNull;
+  if (!(gfp & (__GFP_ZERO | __GFP_ACCOUNT)) && !(caches_[s].flags & SLAB_ACCOUNT))
+    return p;  // no hook has work to do
+  if (!post_alloc_hook(s, gfp, 1, &p, t)) return kNull;
+  return p;
+}
+
+// mirrors slab_free() / kmem_cache_free(): KASAN check, memcg hook, then
+// the generation's do_slab_free()/free_to_pcs().
+inline void Slub::free(CacheId s, Ptr p, const Task& t) {
+  int32_t id;
+  uint32_t idx;
+  const bool ok = decode(p, &id, &idx) &&
+                  (s == kNoCache || slabs_[id].cache == s) &&
+                  slabs_[id].state[idx] == ObjState::kAllocated;
+  if (!ok) [[unlikely]] {
+    check_free(s, p, &id, &idx);  // reports
+    return;
+  }
+  const CacheId owner = slabs_[id].cache;
+  if (slabs_[id].obj_exts != kNull) free_hook(owner, id, idx, t);
+  on_free(id, idx, t);
+  (this->*gen_->free)(owner, id, idx, t);
 }
 
 // init_percpu_sheaves() / bootstrap_kmalloc_sheaves(): every CPU has an

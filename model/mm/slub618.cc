@@ -6,25 +6,20 @@
 namespace simcache {
 
 namespace {
-// Moves a slab's whole freelist to the CPU freelist (freeze_slab() /
-// get_freelist()): inuse becomes objects, the objects become per-CPU.
+// mirrors get_freelist() / freeze_slab(), v6.18: the slab's whole freelist
+// becomes the CPU freelist; inuse becomes objects.
 void take_freelist(Slab& sl, KmemCache::Cpu& c) {
   for (uint16_t i : sl.freelist)
-    sl.state[i] = static_cast<uint8_t>(ObjState::kCpuFreelist);
-  c.freelist.swap(sl.freelist);
+    sl.state[i] = ObjState::kCpuFreelist;
+  c.freelist.assign(sl.freelist.begin(), sl.freelist.end());
   sl.freelist.clear();
   sl.inuse = sl.objects;
 }
 }  // namespace
 
-// mirrors slab_alloc_node() fast path: pop c->freelist (this_cpu_cmpxchg).
-Ptr Slub::alloc_618(CacheId s, gfp_t gfp, const Task& t) {
-  const Ptr p = pop_cpu_freelist(s, t);
-  return p != kNull ? p : slab_alloc_slow_618(s, gfp, t);
-}
-
-// The lockless fast path: one object off c->freelist, or kNull.
-Ptr Slub::pop_cpu_freelist(CacheId s, const Task& t) {
+// mirrors __slab_alloc_node(), v6.18: the lockless this_cpu_cmpxchg pop of
+// one object off c->freelist, or kNull.
+[[gnu::always_inline]] inline Ptr Slub::pop_cpu_freelist(CacheId s, const Task& t) {
   KmemCache& c = caches_[s];
   KmemCache::Cpu& cpu = c.cpu[t.cpu];
   if (cpu.slab < 0 || cpu.freelist.empty()) return kNull;
@@ -32,12 +27,37 @@ Ptr Slub::pop_cpu_freelist(CacheId s, const Task& t) {
   cpu.freelist.pop_back();
   stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
   ev_->add(Event::slab_alloc_fast);
-  on_alloc(cpu.slab, idx, t);
+  on_alloc(c, cpu.slab, idx, t);
   return make_ptr(cpu.slab, idx);
 }
 
+// mirrors slab_alloc_node() fast path, v6.18: pop c->freelist.
+Ptr Slub::alloc_618(CacheId s, gfp_t gfp, const Task& t) {
+  const Ptr p = pop_cpu_freelist(s, t);
+  return p != kNull ? p : slab_alloc_slow_618(s, gfp, t);
+}
+
+// mirrors get_partial_node(), v6.18: the head slab of a locked node list
+// becomes the CPU slab; floor(cpu_partial_slabs / 2) + 1 more go to the
+// CPU partial list.
+int32_t Slub::get_partial_node(CacheId s, Node& n, const Task& t) {
+  KmemCache& c = caches_[s];
+  const int32_t got = n.partial_head;
+  remove_partial(n, got);
+  stat(c, t.cpu, SlubStat::ALLOC_FROM_PARTIAL);
+  uint32_t moved = 0;
+  while (c.g.cpu_partial && n.partial_head >= 0) {
+    const int32_t extra = n.partial_head;
+    remove_partial(n, extra);
+    put_cpu_partial(s, extra, false, t);
+    stat(c, t.cpu, SlubStat::CPU_PARTIAL_NODE);
+    if (++moved > c.g.cpu_partial_slabs / 2) break;
+  }
+  return got;
+}
+
 // mirrors ___slab_alloc(), v6.18: CPU slab refill, CPU partial list, node
-// partial list (get_partial_node), then new_slab().
+// partial lists (get_partial), then new_slab().
 Ptr Slub::slab_alloc_slow_618(CacheId s, gfp_t gfp, const Task& t) {
   KmemCache& c = caches_[s];
   KmemCache::Cpu& cpu = c.cpu[t.cpu];
@@ -63,25 +83,11 @@ Ptr Slub::slab_alloc_slow_618(CacheId s, gfp_t gfp, const Task& t) {
     stat(c, t.cpu, SlubStat::CPU_PARTIAL_ALLOC);
     ev_->add(Event::cpu_partial_refill);
   }
-  if (got < 0) {  // get_partial(): local node first, then the others
-    const NodeId local = cpu_node(t.cpu);
-    for (uint32_t k = 0; k < cfg_.nr_nodes && got < 0; ++k) {
-      const NodeId nid = static_cast<NodeId>((local + k) % cfg_.nr_nodes);
-      KmemCache::Node& n = c.node[nid];
-      if (n.nr_partial == 0 || (k > 0 && n.nr_partial <= c.g.min_partial)) continue;
-      lock(n);
-      got = n.partial_head;
-      remove_partial(n, got);
-      stat(c, t.cpu, SlubStat::ALLOC_FROM_PARTIAL);
-      uint32_t moved = 0;
-      while (c.g.cpu_partial && n.partial_head >= 0) {
-        const int32_t extra = n.partial_head;
-        remove_partial(n, extra);
-        put_cpu_partial(s, extra, false, t);
-        stat(c, t.cpu, SlubStat::CPU_PARTIAL_NODE);
-        if (++moved > c.g.cpu_partial_slabs / 2) break;
-      }
-    }
+  if (got < 0) {
+    get_partial(c, t.cpu, [&](NodeId, Node& n) {
+      got = get_partial_node(s, n, t);
+      return true;
+    });
   }
   if (got < 0) {
     got = new_slab(s, gfp, cpu_node(t.cpu), t);
@@ -89,8 +95,7 @@ Ptr Slub::slab_alloc_slow_618(CacheId s, gfp_t gfp, const Task& t) {
     stat(caches_[s], t.cpu, SlubStat::ALLOC_SLAB);
   }
   // new_slab() may have recursed (obj_exts): re-fetch references.
-  KmemCache& c2 = caches_[s];
-  KmemCache::Cpu& cpu2 = c2.cpu[t.cpu];
+  KmemCache::Cpu& cpu2 = caches_[s].cpu[t.cpu];
   if (cpu2.slab != got) {
     Slab& sl = slabs_[got];
     take_freelist(sl, cpu2);
@@ -100,12 +105,13 @@ Ptr Slub::slab_alloc_slow_618(CacheId s, gfp_t gfp, const Task& t) {
   }
   const uint16_t idx = cpu2.freelist.back();
   cpu2.freelist.pop_back();
-  on_alloc(got, idx, t);
+  on_alloc(caches_[s], got, idx, t);
   return make_ptr(got, idx);
 }
 
-// mirrors put_cpu_partial(): push a slab on this CPU's partial list; with
-// `drain`, a list already at cpu_partial_slabs goes to the node first.
+// mirrors put_cpu_partial(), v6.18: push a slab on this CPU's partial
+// list; with `drain`, a list already at cpu_partial_slabs goes to the node
+// lists first.
 void Slub::put_cpu_partial(CacheId s, int32_t id, bool drain, const Task& t) {
   KmemCache& c = caches_[s];
   KmemCache::Cpu& cpu = c.cpu[t.cpu];
@@ -128,37 +134,29 @@ void Slub::put_cpu_partial(CacheId s, int32_t id, bool drain, const Task& t) {
   }
 }
 
-// mirrors __put_partials(): unfreeze a detached CPU partial chain onto the
-// node lists (one list_lock section per node run), discarding empty slabs
-// beyond min_partial.
+// mirrors __put_partials(), v6.18: unfreeze a detached CPU partial chain
+// onto the node lists (one list_lock section per node run), discarding
+// empty slabs beyond min_partial.
 void Slub::put_partials(CacheId s, int32_t head, const Task& t) {
   KmemCache& c = caches_[s];
   int locked_node = -1;
-  std::vector<int32_t> discard;
+  int32_t discard = -1, discard_tail = -1;
   for (int32_t id = head; id >= 0;) {
     const int32_t next = slabs_[id].next;
-    KmemCache::Node& n = c.node[slabs_[id].node];
+    Node& n = c.node[slabs_[id].node];
     if (locked_node != slabs_[id].node) {
       lock(n);
       locked_node = slabs_[id].node;
     }
-    if (slabs_[id].inuse == 0 && n.nr_partial >= c.g.min_partial) {
-      slabs_[id].where = SlabWhere::kFull;
-      discard.push_back(id);
-    } else {
-      add_partial(n, id, /*tail=*/true);
+    if (!add_partial_or_discard(n, id, /*tail=*/true, &discard, &discard_tail))
       stat(c, t.cpu, SlubStat::FREE_ADD_PARTIAL);
-    }
     id = next;
   }
-  for (int32_t id : discard) {
-    stat(caches_[s], t.cpu, SlubStat::DEACTIVATE_EMPTY);
-    discard_slab(s, id, t);
-    stat(caches_[s], t.cpu, SlubStat::FREE_SLAB);
-  }
+  discard_chain(s, discard, /*count_stats=*/true, t);
 }
 
-// mirrors deactivate_slab(): give the CPU slab and its CPU freelist back.
+// mirrors deactivate_slab(), v6.18: give the CPU slab and its CPU
+// freelist back.
 void Slub::deactivate_slab(CacheId s, CpuId cpu_id, const Task& t) {
   KmemCache& c = caches_[s];
   KmemCache::Cpu& cpu = c.cpu[cpu_id];
@@ -169,13 +167,13 @@ void Slub::deactivate_slab(CacheId s, CpuId cpu_id, const Task& t) {
   if (remote) stat(c, t.cpu, SlubStat::DEACTIVATE_REMOTE_FREES);
   for (uint16_t i : cpu.freelist) {
     sl.freelist.push_back(i);
-    sl.state[i] = static_cast<uint8_t>(ObjState::kFree);
+    sl.state[i] = ObjState::kFree;
   }
   sl.inuse = static_cast<uint16_t>(sl.inuse - cpu.freelist.size());
   cpu.freelist.clear();
   cpu.slab = -1;
   sl.where = SlabWhere::kFull;
-  KmemCache::Node& n = c.node[sl.node];
+  Node& n = c.node[sl.node];
   if (sl.inuse == 0 && n.nr_partial >= c.g.min_partial) {
     stat(c, t.cpu, SlubStat::DEACTIVATE_EMPTY);
     discard_slab(s, id, t);
@@ -189,7 +187,7 @@ void Slub::deactivate_slab(CacheId s, CpuId cpu_id, const Task& t) {
   }
 }
 
-// mirrors __flush_cpu_slab(): flush_slab() then put_partials_cpu().
+// mirrors __flush_cpu_slab(), v6.18: flush_slab() then put_partials_cpu().
 void Slub::flush_cpu_618(CacheId s, CpuId cpu_id, const Task& t) {
   KmemCache::Cpu& cpu = caches_[s].cpu[cpu_id];
   if (cpu.slab >= 0) {
@@ -214,6 +212,11 @@ int Slub::alloc_bulk_618(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
     if (p[i] == kNull) return i;
   }
   return n;
+}
+
+// mirrors kmem_cache_free_bulk(), v6.18 (no sheaves): detached freelists.
+void Slub::free_bulk_618(CacheId s, int n, Ptr* p, const Task& t) {
+  free_detached(s, n, p, t);
 }
 
 }  // namespace simcache

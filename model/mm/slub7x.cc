@@ -9,7 +9,7 @@
 
 namespace simcache {
 
-// mirrors __alloc_empty_sheaf(): a kzalloc of the sheaf header plus
+// mirrors __alloc_empty_sheaf(), 7.x: a kzalloc of the sheaf header plus
 // `capacity` pointers (kmalloc-512 for capacity 60), with __GFP_NO_OBJ_EXT
 // for kmalloc caches. A caller already allocating without obj_exts gets
 // no sheaf (that is what stops the recursion). Returns -1 on failure.
@@ -38,7 +38,7 @@ int32_t Slub::new_sheaf(CacheId s) {
   return id;
 }
 
-// mirrors free_empty_sheaf(): kfree the sheaf.
+// mirrors free_empty_sheaf(), 7.x: kfree the sheaf.
 void Slub::free_sheaf(int32_t id, const Task& t) {
   stat(caches_[sheaves_[id].cache], t.cpu, SlubStat::SHEAF_FREE);
   const Ptr mem = sheaves_[id].self;
@@ -48,7 +48,7 @@ void Slub::free_sheaf(int32_t id, const Task& t) {
   if (mem != kNull) free(kNoCache, mem, t);
 }
 
-// mirrors sheaf_flush_unused(): every object back to its slab.
+// mirrors sheaf_flush_unused(), 7.x: every object back to its slab.
 void Slub::flush_sheaf(int32_t id, const Task& t) {
   Sheaf& sh = sheaves_[id];
   const CacheId s = sh.cache;
@@ -56,36 +56,71 @@ void Slub::flush_sheaf(int32_t id, const Task& t) {
   if (!n) return;
   stat(caches_[s], t.cpu, SlubStat::SHEAF_FLUSH, n);
   ev_->add(Event::sheaf_flush_objects, n);
+  // The frees may recurse into sheaf allocation (sheaves_ may grow), so
+  // the objects are moved out and the buffer moved back: no allocation.
   std::vector<Ptr> objs;
   objs.swap(sh.objects);
   free_detached(s, n, objs.data(), t);
   objs.clear();
-  sheaves_[id].objects.swap(objs);  // keep the capacity
+  sheaves_[id].objects.swap(objs);
 }
 
-namespace {
-KmemCache::Cpu& pcs_of(KmemCache& c, CpuId cpu) { return c.cpu[cpu]; }
-}  // namespace
+// mirrors barn_replace_empty_sheaf(), 7.x: a full barn sheaf for `empty`.
+int32_t Slub::barn_replace_empty_sheaf(Node& n, int32_t empty) {
+  ev_->add(Event::barn_lock);
+  if (n.barn_full.empty()) return -1;
+  const int32_t full = n.barn_full.back();
+  n.barn_full.pop_back();
+  n.barn_empty.push_back(empty);
+  return full;
+}
 
-// mirrors alloc_from_pcs(): pop the main sheaf, replacing it when empty.
+// mirrors barn_get_empty_sheaf(), 7.x.
+int32_t Slub::barn_get_empty_sheaf(Node& n) {
+  ev_->add(Event::barn_lock);
+  if (n.barn_empty.empty()) return -1;
+  const int32_t empty = n.barn_empty.back();
+  n.barn_empty.pop_back();
+  return empty;
+}
+
+// mirrors barn_replace_full_sheaf(), 7.x: an empty barn sheaf for `full`;
+// -E2BIG when the barn holds MAX_FULL_SHEAVES, -ENOMEM with no empty one.
+int32_t Slub::barn_replace_full_sheaf(Node& n, int32_t full) {
+  ev_->add(Event::barn_lock);
+  if (n.barn_full.size() >= MAX_FULL_SHEAVES) return kBarnE2BIG;
+  if (n.barn_empty.empty()) return kBarnENOMEM;
+  const int32_t empty = n.barn_empty.back();
+  n.barn_empty.pop_back();
+  n.barn_full.push_back(full);
+  return empty;
+}
+
+// mirrors barn_put_empty_sheaf(), 7.x.
+void Slub::barn_put_empty_sheaf(Node& n, int32_t empty) {
+  ev_->add(Event::barn_lock);
+  n.barn_empty.push_back(empty);
+}
+
+// mirrors alloc_from_pcs(), 7.x: pop the main sheaf, replacing it when empty.
 Ptr Slub::alloc_7x(CacheId s, gfp_t gfp, const Task& t) {
   KmemCache& c = caches_[s];
   if (!c.g.sheaf_capacity) return alloc_single_7x(s, gfp, t);
-  KmemCache::Cpu& pcs = pcs_of(c, t.cpu);
+  KmemCache::Cpu& pcs = c.cpu[t.cpu];
   ensure_main(s, t);
   if (sheaves_[pcs.main].objects.empty() && !replace_empty_main(s, gfp, t))
     return alloc_single_7x(s, gfp, t);
   Sheaf& m = sheaves_[c.cpu[t.cpu].main];
   const Ptr p = m.objects.back();
   m.objects.pop_back();
-  on_alloc(slot_of(p), idx_of(p), t);
+  on_alloc(caches_[s], slot_of(p), idx_of(p), t);
   stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
   ev_->add(Event::slab_alloc_fast);
   return p;
 }
 
-// mirrors __pcs_replace_empty_main(): spare, then a full barn sheaf, then
-// refill the spare or an empty barn sheaf (or a new one) from slabs.
+// mirrors __pcs_replace_empty_main(), 7.x: spare, then a full barn sheaf,
+// then refill the spare or an empty barn sheaf (or a new one) from slabs.
 bool Slub::replace_empty_main(CacheId s, gfp_t gfp, const Task& t) {
   KmemCache& c = caches_[s];
   KmemCache::Cpu& pcs = c.cpu[t.cpu];
@@ -93,12 +128,9 @@ bool Slub::replace_empty_main(CacheId s, gfp_t gfp, const Task& t) {
     std::swap(pcs.main, pcs.spare);
     return true;
   }
-  KmemCache::Node& n = c.node[cpu_node(t.cpu)];
-  ev_->add(Event::barn_lock);
-  if (!n.barn_full.empty()) {  // barn_replace_empty_sheaf()
-    const int32_t full = n.barn_full.back();
-    n.barn_full.pop_back();
-    n.barn_empty.push_back(pcs.main);
+  Node& n = c.node[cpu_node(t.cpu)];
+  const int32_t full = barn_replace_empty_sheaf(n, pcs.main);
+  if (full >= 0) {
     pcs.main = full;
     stat(c, t.cpu, SlubStat::BARN_GET);
     return true;
@@ -110,17 +142,13 @@ bool Slub::replace_empty_main(CacheId s, gfp_t gfp, const Task& t) {
     empty = pcs.spare;
     pcs.spare = -1;
   } else {
-    ev_->add(Event::barn_lock);
-    if (!n.barn_empty.empty()) {
-      empty = n.barn_empty.back();
-      n.barn_empty.pop_back();
-    }
+    empty = barn_get_empty_sheaf(n);
   }
   if (empty < 0) empty = alloc_sheaf(s, gfp, t);  // alloc_full_sheaf()
   if (empty < 0) return false;
+  // refill_sheaf()
   const int want = static_cast<int>(c.g.sheaf_capacity);
-  Sheaf& sh = sheaves_[empty];
-  sh.objects.resize(want);
+  sheaves_[empty].objects.resize(want);
   const int got = refill_objects(s, gfp, want, want, sheaves_[empty].objects.data(), t);
   sheaves_[empty].objects.resize(got);
   stat(caches_[s], t.cpu, SlubStat::SHEAF_REFILL, got);
@@ -131,62 +159,68 @@ bool Slub::replace_empty_main(CacheId s, gfp_t gfp, const Task& t) {
     return false;
   }
   KmemCache::Cpu& pcs2 = caches_[s].cpu[t.cpu];
-  if (pcs2.spare < 0) {
-    pcs2.spare = pcs2.main;
-  } else {
-    ev_->add(Event::barn_lock);
-    caches_[s].node[cpu_node(t.cpu)].barn_empty.push_back(pcs2.main);
-  }
+  if (pcs2.spare < 0) pcs2.spare = pcs2.main;
+  else barn_put_empty_sheaf(caches_[s].node[cpu_node(t.cpu)], pcs2.main);
   pcs2.main = empty;
   return true;
 }
 
-// mirrors ___slab_alloc() 7.x: one object from a partial or new slab.
+// mirrors alloc_from_new_slab(), 7.x: up to `max` objects straight off a
+// new slab's freelist; a slab not used up goes to the partial head.
+int Slub::alloc_from_new_slab(int32_t id, int max, Ptr* out) {
+  Slab& sl = slabs_[id];
+  int got = 0;
+  while (!sl.freelist.empty() && got < max) {
+    const uint16_t idx = sl.freelist.back();
+    sl.freelist.pop_back();
+    ++sl.inuse;
+    sl.state[idx] = ObjState::kInSheaf;
+    out[got++] = make_ptr(id, idx);
+  }
+  if (!sl.freelist.empty()) {
+    Node& n = caches_[sl.cache].node[sl.node];
+    lock(n);
+    add_partial(n, id, /*tail=*/false);
+  }
+  return got;
+}
+
+// mirrors ___slab_alloc(), 7.x: one object from a partial slab
+// (get_from_partial_node()) or a new slab.
 Ptr Slub::alloc_single_7x(CacheId s, gfp_t gfp, const Task& t) {
   KmemCache& c = caches_[s];
   stat(c, t.cpu, SlubStat::ALLOC_SLOWPATH);
   ev_->add(Event::slab_alloc_slow);
-  const NodeId local = cpu_node(t.cpu);
-  for (uint32_t k = 0; k < cfg_.nr_nodes; ++k) {  // get_from_partial()
-    const NodeId nid = static_cast<NodeId>((local + k) % cfg_.nr_nodes);
-    KmemCache::Node& n = c.node[nid];
-    if (n.nr_partial == 0 || (k > 0 && n.nr_partial <= c.g.min_partial)) continue;
-    lock(n);
+  Ptr p = kNull;
+  get_partial(c, t.cpu, [&](NodeId, Node& n) {
     const int32_t id = n.partial_head;
     Slab& sl = slabs_[id];
     const uint16_t idx = sl.freelist.back();
     sl.freelist.pop_back();
     ++sl.inuse;
     if (sl.freelist.empty()) remove_partial(n, id);
-    on_alloc(id, idx, t);
-    return make_ptr(id, idx);
+    p = make_ptr(id, idx);
+    return true;
+  });
+  if (p == kNull) {
+    const int32_t id = new_slab(s, gfp, cpu_node(t.cpu), t);
+    if (id < 0) return kNull;
+    stat(caches_[s], t.cpu, SlubStat::ALLOC_SLAB);
+    alloc_from_new_slab(id, 1, &p);
   }
-  const int32_t id = new_slab(s, gfp, local, t);
-  if (id < 0) return kNull;
-  stat(caches_[s], t.cpu, SlubStat::ALLOC_SLAB);
-  Slab& sl = slabs_[id];
-  const uint16_t idx = sl.freelist.back();
-  sl.freelist.pop_back();
-  sl.inuse = 1;
-  if (!sl.freelist.empty()) {
-    KmemCache::Node& n = caches_[s].node[sl.node];
-    lock(n);
-    add_partial(n, id, /*tail=*/false);
-  }
-  on_alloc(id, idx, t);
-  return make_ptr(id, idx);
+  on_alloc(caches_[s], slot_of(p), idx_of(p), t);
+  return p;
 }
 
-// mirrors __refill_objects_node() + get_partial_node_bulk(): isolate
-// partial slabs worth [min, max] objects under one list_lock section,
-// drain their freelists, give surplus back through __slab_free().
-int Slub::refill_from_node(CacheId s, NodeId nid, int min, int max, Ptr* out,
+// mirrors __refill_objects_node() + get_partial_node_bulk(), 7.x: isolate
+// partial slabs worth [min, max] objects (list_lock already held), drain
+// their freelists, give surplus back through __slab_free().
+int Slub::refill_from_node(CacheId s, Node& n, int min, int max, Ptr* out,
                            const Task& t) {
-  KmemCache& c = caches_[s];
-  KmemCache::Node& n = c.node[nid];
-  if (n.nr_partial == 0) return 0;
-  lock(n);
-  std::vector<int32_t> iso;
+  const KmemCache& c = caches_[s];
+  // The isolated slabs sit on a private list (chained through
+  // Slab::next) in reverse order of isolation, drained from its head.
+  int32_t iso = -1;
   int total = 0;
   for (int32_t id = n.partial_head; id >= 0;) {
     const int32_t next = slabs_[id].next;
@@ -194,83 +228,66 @@ int Slub::refill_from_node(CacheId s, NodeId nid, int min, int max, Ptr* out,
     if (total >= min && total + free > max) break;
     remove_partial(n, id);
     slabs_[id].where = SlabWhere::kIsolated;
-    iso.push_back(id);
+    slabs_[id].next = iso;
+    iso = id;
     total += free;
     if (total >= max) break;
     id = next;
   }
-  // The isolated slabs sit on a private list in reverse order of
-  // isolation, and are drained from its head: last isolated first.
   int got = 0;
-  size_t left = iso.size();  // iso[0, left) not yet drained
-  while (left > 0 && got < max) {
-    const int32_t id = iso[--left];
-    slabs_[id].inuse = slabs_[id].objects;  // get_freelist_nofreeze()
-    scratch_idx_.clear();
-    scratch_idx_.swap(slabs_[id].freelist);  // the slab's freelist is now empty
-    size_t i = scratch_idx_.size();
-    while (i > 0 && got < max) {
-      const uint16_t idx = scratch_idx_[--i];
-      slabs_[id].state[idx] = static_cast<uint8_t>(ObjState::kInSheaf);
-      out[got++] = make_ptr(id, idx);
-    }
-    slabs_[id].where = SlabWhere::kFull;
-    scratch_idx_.resize(i);  // the surplus, as a detached freelist
-    std::vector<uint16_t> surplus;
-    surplus.swap(scratch_idx_);
-    if (!surplus.empty()) slab_free_slow(s, id, surplus.data(), int(surplus.size()), t);
-    surplus.clear();
-    scratch_idx_.swap(surplus);
-  }
-  if (left > 0) {  // isolated but not needed: back to the head, in list order
-    lock(n);
-    std::vector<int32_t> discard;
-    while (left > 0) {
-      const int32_t id = iso[--left];
-      if (slabs_[id].inuse == 0 && n.nr_partial >= c.g.min_partial)
-        discard.push_back(id);
-      else
-        add_partial(n, id, /*tail=*/false);
-    }
-    for (int32_t id : discard) discard_slab(s, id, t);
-  }
-  return got;
-}
-
-// mirrors refill_objects(): local node, other nodes, then new slabs
-// (alloc_from_new_slab(): a slab not used up goes to the partial head).
-int Slub::refill_objects(CacheId s, gfp_t gfp, int min, int max, Ptr* out,
-                         const Task& t) {
-  const NodeId local = cpu_node(t.cpu);
-  int got = refill_from_node(s, local, min, max, out, t);
-  for (uint32_t k = 1; k < cfg_.nr_nodes && got < min; ++k) {
-    const NodeId nid = static_cast<NodeId>((local + k) % cfg_.nr_nodes);
-    if (caches_[s].node[nid].nr_partial <= caches_[s].g.min_partial) continue;
-    got += refill_from_node(s, nid, min - got, max - got, out + got, t);
-  }
-  while (got < min) {
-    const int32_t id = new_slab(s, gfp, local, t);
-    if (id < 0) break;
-    stat(caches_[s], t.cpu, SlubStat::ALLOC_SLAB);
+  while (iso >= 0 && got < max) {
+    const int32_t id = iso;
     Slab& sl = slabs_[id];
+    iso = sl.next;
+    sl.next = -1;
+    // get_freelist_nofreeze(): the slab looks full and is on no list; the
+    // objects not taken are the surplus, handed back as a detached list.
+    sl.inuse = sl.objects;
+    sl.where = SlabWhere::kFull;
     while (!sl.freelist.empty() && got < max) {
       const uint16_t idx = sl.freelist.back();
       sl.freelist.pop_back();
-      ++sl.inuse;
-      sl.state[idx] = static_cast<uint8_t>(ObjState::kInSheaf);
+      sl.state[idx] = ObjState::kInSheaf;
       out[got++] = make_ptr(id, idx);
     }
-    if (!sl.freelist.empty()) {
-      KmemCache::Node& n = caches_[s].node[sl.node];
-      lock(n);
-      add_partial(n, id, /*tail=*/false);
+    if (!sl.freelist.empty())
+      slab_freed(s, id, /*prior=*/false, static_cast<int>(sl.freelist.size()), t);
+  }
+  if (iso >= 0) {  // isolated but not needed: back to the head, in list order
+    lock(n);
+    int32_t discard = -1, discard_tail = -1;
+    while (iso >= 0) {
+      const int32_t id = iso;
+      iso = slabs_[id].next;
+      slabs_[id].next = -1;
+      add_partial_or_discard(n, id, /*tail=*/false, &discard, &discard_tail);
     }
+    discard_chain(s, discard, /*count_stats=*/false, t);
+  }
+  (void)c;
+  return got;
+}
+
+// mirrors refill_objects(), 7.x: the local node, other nodes (as
+// get_partial()), then new slabs.
+int Slub::refill_objects(CacheId s, gfp_t gfp, int min, int max, Ptr* out,
+                         const Task& t) {
+  int got = 0;
+  get_partial(caches_[s], t.cpu, [&](NodeId, Node& n) {
+    got += refill_from_node(s, n, min - got, max - got, out + got, t);
+    return got >= min;
+  });
+  while (got < min) {
+    const int32_t id = new_slab(s, gfp, cpu_node(t.cpu), t);
+    if (id < 0) break;
+    stat(caches_[s], t.cpu, SlubStat::ALLOC_SLAB);
+    got += alloc_from_new_slab(id, max - got, out + got);
   }
   return got;
 }
 
-// mirrors slab_free() 7.x: free_to_pcs() for local slabs, else __slab_free().
-void Slub::free_7x(CacheId s, Ptr p, int32_t id, uint32_t idx, const Task& t) {
+// mirrors slab_free(), 7.x: free_to_pcs() for local slabs, else __slab_free().
+void Slub::free_7x(CacheId s, int32_t id, uint32_t idx, const Task& t) {
   KmemCache& c = caches_[s];
   if (c.g.sheaf_capacity && slabs_[id].node == cpu_node(t.cpu)) {
     KmemCache::Cpu& pcs = c.cpu[t.cpu];
@@ -278,8 +295,8 @@ void Slub::free_7x(CacheId s, Ptr p, int32_t id, uint32_t idx, const Task& t) {
     if (sheaves_[pcs.main].objects.size() < c.g.sheaf_capacity ||
         replace_full_main(s, t)) {
       Sheaf& m = sheaves_[caches_[s].cpu[t.cpu].main];
-      m.objects.push_back(p);
-      slabs_[id].state[idx] = static_cast<uint8_t>(ObjState::kInSheaf);
+      m.objects.push_back(make_ptr(id, idx));
+      slabs_[id].state[idx] = ObjState::kInSheaf;
       stat(caches_[s], t.cpu, SlubStat::FREE_FASTPATH);
       ev_->add(Event::slab_free_fast);
       return;
@@ -290,33 +307,31 @@ void Slub::free_7x(CacheId s, Ptr p, int32_t id, uint32_t idx, const Task& t) {
   stat(caches_[s], t.cpu, SlubStat::FREE_SLOWPATH);
 }
 
-// mirrors __pcs_replace_full_main() + __pcs_install_empty_sheaf().
+// mirrors __pcs_replace_full_main(), 7.x: an empty barn sheaf, the spare,
+// or a barn exchange; a full barn flushes the spare (-E2BIG); no empty
+// sheaf anywhere allocates one (GFP_NOWAIT), or else flushes the main.
 bool Slub::replace_full_main(CacheId s, const Task& t) {
   KmemCache& c = caches_[s];
   KmemCache::Cpu& pcs = c.cpu[t.cpu];
-  KmemCache::Node& n = c.node[cpu_node(t.cpu)];
-  const size_t cap = c.g.sheaf_capacity;
+  Node& n = c.node[cpu_node(t.cpu)];
   if (pcs.spare < 0) {
-    ev_->add(Event::barn_lock);
-    if (!n.barn_empty.empty()) {  // barn_get_empty_sheaf()
+    const int32_t empty = barn_get_empty_sheaf(n);
+    if (empty >= 0) {
       pcs.spare = pcs.main;
-      pcs.main = n.barn_empty.back();
-      n.barn_empty.pop_back();
+      pcs.main = empty;
       return true;
     }
-  } else if (sheaves_[pcs.spare].objects.size() < cap) {
+  } else if (sheaves_[pcs.spare].objects.size() < c.g.sheaf_capacity) {
     std::swap(pcs.main, pcs.spare);
     return true;
   } else {
-    ev_->add(Event::barn_lock);  // barn_replace_full_sheaf()
-    if (n.barn_full.size() < MAX_FULL_SHEAVES && !n.barn_empty.empty()) {
-      n.barn_full.push_back(pcs.main);
-      pcs.main = n.barn_empty.back();
-      n.barn_empty.pop_back();
+    const int32_t empty = barn_replace_full_sheaf(n, pcs.main);
+    if (empty >= 0) {
+      pcs.main = empty;
       stat(c, t.cpu, SlubStat::BARN_PUT);
       return true;
     }
-    if (n.barn_full.size() >= MAX_FULL_SHEAVES) {  // -E2BIG
+    if (empty == kBarnE2BIG) {
       stat(c, t.cpu, SlubStat::BARN_PUT_FAIL);
       const int32_t to_flush = pcs.spare;
       pcs.spare = -1;
@@ -325,9 +340,7 @@ bool Slub::replace_full_main(CacheId s, const Task& t) {
       return true;
     }
   }
-  // No empty sheaf to be had: allocate one (GFP_NOWAIT) and install it;
-  // if even that fails, flush the main sheaf to slabs.
-  const bool put_fail = pcs.spare >= 0;
+  const bool put_fail = pcs.spare >= 0;  // -ENOMEM from the barn
   const int32_t empty = alloc_sheaf(s, GFP_NOWAIT, t);
   if (empty < 0) {
     if (put_fail) stat(caches_[s], t.cpu, SlubStat::BARN_PUT_FAIL);
@@ -338,12 +351,12 @@ bool Slub::replace_full_main(CacheId s, const Task& t) {
   return true;
 }
 
-// mirrors __pcs_install_empty_sheaf(): normally the full main becomes the
-// spare; if a nested allocation changed things meanwhile, the kernel's
+// mirrors __pcs_install_empty_sheaf(), 7.x: normally the full main becomes
+// the spare; if a nested allocation changed things meanwhile, the kernel's
 // fallbacks (extra sheaves to the barn, ignoring its limits).
 void Slub::install_empty_sheaf(CacheId s, int32_t empty, const Task& t) {
   KmemCache::Cpu& pcs = caches_[s].cpu[t.cpu];
-  KmemCache::Node& n = caches_[s].node[cpu_node(t.cpu)];
+  Node& n = caches_[s].node[cpu_node(t.cpu)];
   const size_t cap = caches_[s].g.sheaf_capacity;
   if (pcs.spare < 0) {
     pcs.spare = pcs.main;
@@ -365,8 +378,8 @@ void Slub::install_empty_sheaf(CacheId s, int32_t empty, const Task& t) {
   pcs.main = empty;
 }
 
-// mirrors sheaf_flush_main(): the main sheaf back to slabs, PCS_BATCH_MAX
-// objects per __kmem_cache_free_bulk().
+// mirrors sheaf_flush_main(), 7.x: the main sheaf back to slabs,
+// PCS_BATCH_MAX objects per __kmem_cache_free_bulk().
 void Slub::flush_main(CacheId s, const Task& t) {
   const int32_t id = caches_[s].cpu[t.cpu].main;
   while (id >= 0 && !sheaves_[id].objects.empty()) {
@@ -381,111 +394,109 @@ void Slub::flush_main(CacheId s, const Task& t) {
   }
 }
 
-// mirrors kmem_cache_alloc_bulk() 7.x: alloc_from_pcs_bulk() (no refill
+// mirrors kmem_cache_alloc_bulk(), 7.x: alloc_from_pcs_bulk() (no refill
 // in the bulk path), then refill_objects() straight from slabs.
 int Slub::alloc_bulk_7x(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
-  KmemCache& c = caches_[s];
   int i = 0;
-  if (c.g.sheaf_capacity) {
+  if (caches_[s].g.sheaf_capacity) {
     ensure_main(s, t);
     while (i < n) {
-      KmemCache::Cpu& pcs = caches_[s].cpu[t.cpu];
+      KmemCache& c = caches_[s];
+      KmemCache::Cpu& pcs = c.cpu[t.cpu];
       if (sheaves_[pcs.main].objects.empty()) {
         if (pcs.spare >= 0 && !sheaves_[pcs.spare].objects.empty()) {
           std::swap(pcs.main, pcs.spare);
         } else {
-          KmemCache::Node& nd = caches_[s].node[cpu_node(t.cpu)];
-          ev_->add(Event::barn_lock);
-          if (nd.barn_full.empty()) {
-            stat(caches_[s], t.cpu, SlubStat::BARN_GET_FAIL);
+          const int32_t full =
+              barn_replace_empty_sheaf(c.node[cpu_node(t.cpu)], pcs.main);
+          if (full < 0) {
+            stat(c, t.cpu, SlubStat::BARN_GET_FAIL);
             break;
           }
-          const int32_t full = nd.barn_full.back();
-          nd.barn_full.pop_back();
-          nd.barn_empty.push_back(pcs.main);
           pcs.main = full;
-          stat(caches_[s], t.cpu, SlubStat::BARN_GET);
+          stat(c, t.cpu, SlubStat::BARN_GET);
         }
       }
-      Sheaf& m = sheaves_[caches_[s].cpu[t.cpu].main];
+      Sheaf& m = sheaves_[pcs.main];
       const int batch = std::min<int>(n - i, static_cast<int>(m.objects.size()));
       for (int k = 0; k < batch; ++k) {
         p[i + k] = m.objects.back();
         m.objects.pop_back();
-        int32_t id;
-        uint32_t idx;
-        decode(p[i + k], &id, &idx);
-        on_alloc(id, idx, t);
+        on_alloc(caches_[s], slot_of(p[i + k]), idx_of(p[i + k]), t);
       }
-      stat(caches_[s], t.cpu, SlubStat::ALLOC_FASTPATH, batch);
+      stat(c, t.cpu, SlubStat::ALLOC_FASTPATH, batch);
       ev_->add(Event::slab_alloc_fast, batch);
       i += batch;
     }
   }
   if (i == n) return n;
   const int got = refill_objects(s, gfp, n - i, n - i, p + i, t);
-  for (int k = 0; k < got; ++k) {
-    int32_t id;
-    uint32_t idx;
-    decode(p[i + k], &id, &idx);
-    on_alloc(id, idx, t);
-  }
+  for (int k = 0; k < got; ++k)
+    on_alloc(caches_[s], slot_of(p[i + k]), idx_of(p[i + k]), t);
   if (got < n - i) return i + got;
   stat(caches_[s], t.cpu, SlubStat::ALLOC_SLOWPATH, got);
   ev_->add(Event::slab_alloc_slow, got);
   return n;
 }
 
-// mirrors free_to_pcs_bulk(): local objects into the main sheaf (spare or
-// an empty barn sheaf when full, or push the full main to the barn),
-// the rest (remote node, or no sheaf available) to slabs.
-void Slub::free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t) {
-  const NodeId local = cpu_node(t.cpu);
-  int size = n, remote = 0;
-  std::vector<Ptr> remote_objs;
-  for (int i = 0; i < size;) {
-    int32_t id;
-    uint32_t idx;
-    decode(p[i], &id, &idx);
-    if (slabs_[id].node != local) {
-      remote_objs.push_back(p[i]);
-      p[i] = p[--size];
-      ++remote;
-      continue;
-    }
-    ++i;
-  }
+// The full-main step of free_to_pcs_bulk(), 7.x: an empty barn sheaf
+// (no spare), the spare, or a barn exchange; never a new sheaf. False
+// when none is to be had (the rest of the batch goes to slabs).
+bool Slub::bulk_replace_full_main(CacheId s, const Task& t) {
   KmemCache& c = caches_[s];
+  KmemCache::Cpu& pcs = c.cpu[t.cpu];
+  Node& nd = c.node[cpu_node(t.cpu)];
+  if (pcs.spare < 0) {
+    const int32_t empty = barn_get_empty_sheaf(nd);
+    if (empty < 0) return false;
+    pcs.spare = pcs.main;
+    pcs.main = empty;
+  } else if (sheaves_[pcs.spare].objects.size() < c.g.sheaf_capacity) {
+    ev_->add(Event::barn_lock);  // the model has always counted one here
+    std::swap(pcs.main, pcs.spare);
+  } else {
+    const int32_t empty = barn_replace_full_sheaf(nd, pcs.main);
+    if (empty < 0) {
+      stat(c, t.cpu, SlubStat::BARN_PUT_FAIL);
+      return false;
+    }
+    pcs.main = empty;
+    stat(c, t.cpu, SlubStat::BARN_PUT);
+  }
+  return true;
+}
+
+// mirrors free_to_pcs_bulk(), 7.x: local objects into the main sheaf
+// (spare or an empty barn sheaf when full, or push the full main to the
+// barn), the rest (remote node, or no sheaf available) to slabs, remote
+// ones PCS_BATCH_MAX at a time. Caches without sheaves: detached lists.
+void Slub::free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t) {
+  KmemCache& c = caches_[s];
+  if (!c.g.sheaf_capacity) {
+    stat(c, t.cpu, SlubStat::FREE_SLOWPATH, n);
+    free_detached(s, n, p, t);
+    return;
+  }
+  // Remote objects move to the tail, p[size, n), last found first.
+  const NodeId local = cpu_node(t.cpu);
+  int size = n;
+  for (int i = 0; i < size;) {
+    if (slabs_[slot_of(p[i])].node != local) std::swap(p[i], p[--size]);
+    else ++i;
+  }
   const size_t cap = c.g.sheaf_capacity;
   ensure_main(s, t);
   int done = 0;
   while (done < size) {
-    KmemCache::Cpu& pcs = c.cpu[t.cpu];
-    if (sheaves_[pcs.main].objects.size() >= cap) {
-      KmemCache::Node& nd = c.node[local];
-      ev_->add(Event::barn_lock);
-      if (pcs.spare < 0) {
-        if (nd.barn_empty.empty()) break;
-        pcs.spare = pcs.main;
-        pcs.main = nd.barn_empty.back();
-        nd.barn_empty.pop_back();
-      } else if (sheaves_[pcs.spare].objects.size() < cap) {
-        std::swap(pcs.main, pcs.spare);
-      } else if (nd.barn_full.size() < MAX_FULL_SHEAVES && !nd.barn_empty.empty()) {
-        nd.barn_full.push_back(pcs.main);
-        pcs.main = nd.barn_empty.back();
-        nd.barn_empty.pop_back();
-        stat(c, t.cpu, SlubStat::BARN_PUT);
-      } else {
-        stat(c, t.cpu, SlubStat::BARN_PUT_FAIL);
-        break;
-      }
-    }
+    if (sheaves_[c.cpu[t.cpu].main].objects.size() >= cap &&
+        !bulk_replace_full_main(s, t))
+      break;
     Sheaf& m = sheaves_[c.cpu[t.cpu].main];
     const int batch = std::min<int>(size - done, int(cap - m.objects.size()));
     for (int k = 0; k < batch; ++k) {
-      m.objects.push_back(p[done + k]);
-      set_state(p[done + k], ObjState::kInSheaf);
+      const Ptr q = p[done + k];
+      m.objects.push_back(q);
+      slabs_[slot_of(q)].state[idx_of(q)] = ObjState::kInSheaf;
     }
     stat(c, t.cpu, SlubStat::FREE_FASTPATH, batch);
     ev_->add(Event::slab_free_fast, batch);
@@ -495,15 +506,18 @@ void Slub::free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t) {
     stat(c, t.cpu, SlubStat::FREE_SLOWPATH, size - done);
     free_detached(s, size - done, p + done, t);
   }
-  for (int done_remote = 0; done_remote < remote;) {  // PCS_BATCH_MAX at a time
-    const int batch = std::min<int>(PCS_BATCH_MAX, remote - done_remote);
+  for (int k = n; k > size;) {  // in the order they were found
+    Ptr buf[PCS_BATCH_MAX];
+    const int batch = std::min<int>(PCS_BATCH_MAX, k - size);
+    for (int j = 0; j < batch; ++j) buf[j] = p[k - 1 - j];
+    k -= batch;
     stat(caches_[s], t.cpu, SlubStat::FREE_SLOWPATH, batch);
-    free_detached(s, batch, remote_objs.data() + done_remote, t);
-    done_remote += batch;
+    free_detached(s, batch, buf, t);
   }
 }
 
-// mirrors pcs_flush_all(): spare and main flushed, both freed.
+// mirrors pcs_flush_all(), 7.x: spare and main flushed, the spare freed.
+// flush_all() runs it on `cpu` itself, so t.cpu == cpu.
 void Slub::flush_cpu_7x(CacheId s, CpuId cpu, const Task& t) {
   KmemCache::Cpu& pcs = caches_[s].cpu[cpu];
   const int32_t spare = pcs.spare, main = pcs.main;
@@ -512,9 +526,7 @@ void Slub::flush_cpu_7x(CacheId s, CpuId cpu, const Task& t) {
     flush_sheaf(spare, t);
     free_sheaf(spare, t);
   }
-  (void)cpu;  // flush_all() runs this on `cpu` itself: t.cpu == cpu
   if (main >= 0) flush_main(s, t);  // main stays, now empty
 }
-
 
 }  // namespace simcache

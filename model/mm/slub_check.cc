@@ -42,11 +42,11 @@ std::string Slub::check_invariants() const {
     if (sl.where == SlabWhere::kUnused) continue;
     ++slabs_per_node[sl.cache][sl.node];
     std::array<uint32_t, 5> by{};
-    for (uint32_t j = 0; j < sl.objects; ++j) ++by[sl.state[j]];
+    for (uint32_t j = 0; j < sl.objects; ++j) ++by[size_t(sl.state[j])];
     for (uint16_t j : sl.freelist)
-      if (ObjState(sl.state[j]) != ObjState::kFree)
+      if (sl.state[j] != ObjState::kFree)
         e.add("slab {}: object {} on the slab freelist is {}", i, j,
-              obj_state_name(ObjState(sl.state[j])));
+              obj_state_name(sl.state[j]));
     if (by[size_t(ObjState::kFree)] != sl.freelist.size())
       e.add("slab {}: {} free objects but freelist holds {}", i,
             by[size_t(ObjState::kFree)], sl.freelist.size());
@@ -88,7 +88,7 @@ std::string Slub::check_invariants() const {
     }
     for (const KmemCache::Cpu& cpu : c.cpu) {
       for (uint16_t j : cpu.freelist)
-        if (cpu.slab < 0 || ObjState(slabs_[cpu.slab].state[j]) != ObjState::kCpuFreelist)
+        if (cpu.slab < 0 || slabs_[cpu.slab].state[j] != ObjState::kCpuFreelist)
           e.add("{}: CPU freelist entry {} not a per-CPU object", c.name, j);
     }
   }

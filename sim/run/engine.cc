@@ -164,15 +164,30 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
       jobs.push_back({info, out->workloads[i].params, items[i].policies[k],
                       &out->workloads[i].policies[k]});
   }
-  const int nthreads = std::max(1, std::min<int>(req.jobs, static_cast<int>(jobs.size())));
+  // A run is a pure function of (scenario, parameters, policy, kernel,
+  // seed): a job equal to an earlier one (presets repeat base columns) is
+  // run once and its result copied.
+  std::vector<Job> unique;
+  std::vector<std::pair<size_t, size_t>> copies;  // (job, unique index)
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    size_t u = 0;
+    while (u < unique.size() && !(unique[u].info == jobs[i].info &&
+                                  unique[u].policy == jobs[i].policy &&
+                                  unique[u].params == jobs[i].params))
+      ++u;
+    if (u == unique.size()) unique.push_back(jobs[i]);
+    else copies.emplace_back(i, u);
+  }
+  const int nthreads = std::max(1, std::min<int>(req.jobs, static_cast<int>(unique.size())));
   std::vector<std::thread> pool;
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) run_job(jobs[i], *profile, req);
+    for (size_t i; (i = next.fetch_add(1)) < unique.size();) run_job(unique[i], *profile, req);
   };
   for (int t = 1; t < nthreads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& th : pool) th.join();
+  for (const auto& [i, u] : copies) *jobs[i].out = *unique[u].out;
   return true;
 }
 

@@ -1,0 +1,192 @@
+// Direct tests of SLUB 7.x over the fake backend: every stat item the 7.x
+// model counts, on hand-derived sequences. Geometry of the test cache
+// (order 2, 16 objects, min_partial 5, sheaf capacity 12): see
+// slub_test_util.h. A sheaf of t1k is a kmalloc-128 object; "Bt" is CPU
+// 0's boot-time main sheaf (never counted), "S1" the first slab created.
+#include "tests/slub_test_util.h"
+
+using namespace simcache;
+using namespace simcache::testing;
+using S = SlubStat;
+
+TEST_CASE("7.x: sheaf refills, the spare, barn put and barn full, barn get",
+          "[slub][v7][direct]") {
+  SlubRig r(SlubGen::v7);
+  std::vector<Ptr> v = r.alloc(24, 0);
+  // #1: Bt is empty, no spare, no full barn sheaf (barn_get_fail); no
+  // empty sheaf either, so a new one X (sheaf_alloc) is refilled with 12
+  // from a new slab S1 (alloc_slab; 4 left, S1 to the partial head) and
+  // installed: main X, spare Bt. #13: main and spare empty, barn empty
+  // (barn_get_fail): the spare Bt is refilled: S1's 4 (isolated under
+  // list_lock) + 8 of a new S2 (S2 to the partial head); main Bt, spare X.
+  check_stats(r.mm, r.s, {{S::ALLOC_FASTPATH, 24}, {S::BARN_GET_FAIL, 2},
+                          {S::SHEAF_ALLOC, 1}, {S::SHEAF_REFILL, 24},
+                          {S::ALLOC_SLAB, 2}});
+  // list_lock: t1k 3 (S1 added, S1 isolated, S2 added). The sheaf X is
+  // kzalloc'ed from kmalloc-128, whose own first main sheaf is refilled
+  // with 60 from two new order-0 slabs of 32 (the second, 4 left, to the
+  // partial head: 1 lock); that sheaf is a kmalloc-512 object taken by
+  // ___slab_alloc() (kmalloc-512 gets no sheaf: __GFP_NO_OBJ_EXT) from a
+  // new slab, the rest to the partial head (1 lock). 5 in all.
+  CHECK(r.lock() == 5);
+
+  // 144 more: 12 refills in all... 14 refills of 12 for 168 objects, each
+  // missing the barn and alternating X and Bt: 168 objects from 11 slabs
+  // (refills drain the one partial slab before taking a new one).
+  std::vector<Ptr> more = r.alloc(144, 0);
+  v.insert(v.end(), more.begin(), more.end());
+  check_stats(r.mm, r.s, {{S::ALLOC_FASTPATH, 168}, {S::BARN_GET_FAIL, 14},
+                          {S::SHEAF_ALLOC, 1}, {S::SHEAF_REFILL, 168},
+                          {S::ALLOC_SLAB, 11}});
+  CHECK(r.fake.allocs_by_order[2] == 11);
+  // Free all 168 on CPU 0 in allocation order. F1-12 fill the main (Bt),
+  // F13 swaps in the empty spare X, F13-24 fill it. From F25 on, main and
+  // spare are full and the barn has no empty sheaf (-ENOMEM): a new sheaf
+  // (sheaf_alloc, GFP_NOWAIT) is installed and the full main goes to the
+  // barn (barn_put); 10 times, F25..F133, until the barn holds
+  // MAX_FULL_SHEAVES. F145 and F157 find it full (-E2BIG, barn_put_fail):
+  // the full spare is flushed to slabs (sheaf_flush 12 each) and reused.
+  // The flushed spares hold F1-12 (objects of S1) and F133-144 (S9): each
+  // a full slab getting 12 back, so each goes to the node partial tail
+  // (free_add_partial).
+  for (Ptr p : v) r.free(p, 0);
+  check_stats(r.mm, r.s, {{S::ALLOC_FASTPATH, 168}, {S::BARN_GET_FAIL, 14},
+                          {S::SHEAF_ALLOC, 11}, {S::SHEAF_REFILL, 168},
+                          {S::ALLOC_SLAB, 11}, {S::FREE_FASTPATH, 168},
+                          {S::BARN_PUT, 10}, {S::BARN_PUT_FAIL, 2},
+                          {S::SHEAF_FLUSH, 24}, {S::FREE_ADD_PARTIAL, 2}});
+  CHECK(r.mm.slub().cached_objects(r.s) == 144);
+
+  // 36 allocations: main (12), the full spare swapped in (12), then both
+  // empty: a full barn sheaf for the empty main (barn_get), 12 more.
+  std::vector<Ptr> w = r.alloc(36, 0);
+  CHECK(r.mm.stat(r.s, S::ALLOC_FASTPATH) == 204);
+  CHECK(r.mm.stat(r.s, S::BARN_GET) == 1);
+  CHECK(r.mm.stat(r.s, S::BARN_GET_FAIL) == 14);
+  // Freed again: 12 into the main, swap with the empty spare, 12, then a
+  // barn exchange that succeeds (9 full < 10, the empty sheaf barn_get
+  // left there): barn_put.
+  for (Ptr p : w) r.free(p, 0);
+  CHECK(r.mm.stat(r.s, S::FREE_FASTPATH) == 204);
+  CHECK(r.mm.stat(r.s, S::BARN_PUT) == 11);
+  CHECK(r.mm.stat(r.s, S::BARN_PUT_FAIL) == 2);
+  CHECK(r.mm.slub().check_invariants().empty());
+
+  // Shrink: CPU 0's spare flushed (12) and freed, its main flushed (12)
+  // and kept, the barn's 10 full sheaves flushed (120) and freed: 144
+  // more flushed, 11 sheaves freed (every sheaf but the main).
+  r.mm.shrink_all();
+  CHECK(r.mm.stat(r.s, S::SHEAF_FLUSH) == 168);
+  CHECK(r.mm.stat(r.s, S::SHEAF_FREE) == 11);
+  CHECK(r.mm.info(r.s).slabs == 0);
+  CHECK(r.mm.slub().check_invariants().empty());
+  CHECK(r.mm.check_leaks() == 0);
+}
+
+TEST_CASE("7.x: single-object slow path, remote-node frees, node lists",
+          "[slub][v7][direct]") {
+  SlubRig r(SlubGen::v7, /*nodes=*/2);  // CPU 0 on node 0, CPU 1 on node 1
+  // GFP_NOWAIT may not refill a sheaf: every allocation misses the barn
+  // (barn_get_fail) and takes one object in ___slab_alloc()
+  // (alloc_slowpath): S1 new (alloc_slab), then 15 from it while it is on
+  // the partial list, and so on: S1..S6 for 96 objects, all full.
+  std::vector<Ptr> v = r.alloc(96, 0, GFP_NOWAIT);
+  check_stats(r.mm, r.s, {{S::ALLOC_SLOWPATH, 96}, {S::BARN_GET_FAIL, 96},
+                          {S::ALLOC_SLAB, 6}});
+  CHECK(r.mm.info(r.s).partial == 0);
+  // CPU 1 is on node 1: its frees of node-0 objects go to __slab_free()
+  // (free_slowpath). The first object of each full slab: to the node
+  // partial tail (6 x free_add_partial). Then all of S1 and S2: the last
+  // free of each empties a node partial slab with 6, then 5 >= 5
+  // partials: removed (free_remove_partial) and discarded (free_slab).
+  // Then all of S3: 4 partials < 5, S3 stays, empty.
+  for (int k = 0; k < 6; ++k) r.free(v[16 * k], 1);
+  for (int k = 0; k < 3; ++k)
+    for (int i = 1; i < 16; ++i) r.free(v[16 * k + i], 1);
+  check_stats(r.mm, r.s, {{S::ALLOC_SLOWPATH, 96}, {S::BARN_GET_FAIL, 96},
+                          {S::ALLOC_SLAB, 6}, {S::FREE_SLOWPATH, 51},
+                          {S::FREE_ADD_PARTIAL, 6}, {S::FREE_REMOVE_PARTIAL, 2},
+                          {S::FREE_SLAB, 2}});
+  CHECK(r.mm.info(r.s).partial == 4);
+  CHECK(r.mm.info(r.s).slabs == 4);
+  CHECK(r.fake.frees_by_order[2] == 2);
+  CHECK(r.mm.slub().check_invariants().empty());
+}
+
+TEST_CASE("7.x: a refill that cannot complete falls back and fails",
+          "[slub][v7][direct]") {
+  SlubRig r(SlubGen::v7);
+  // Page calls before t1k's first slab: kmalloc-512 (1, for kmalloc-128's
+  // sheaf) and kmalloc-128 (2, its 60-object refill). From the 4th on,
+  // every page is refused: t1k's order 2 and order 0 attempts fail, the
+  // refill gets 0 of 12, the sheaf is freed again (sheaf_free), and the
+  // single-object path (alloc_slowpath) fails as well (calls 6 and 7).
+  r.fake.fail_from_call = 4;
+  CHECK(r.mm.kmem_cache_alloc(r.s, GFP_KERNEL, Task{}) == kNull);
+  check_stats(r.mm, r.s, {{S::BARN_GET_FAIL, 1}, {S::SHEAF_ALLOC, 1},
+                          {S::SHEAF_FREE, 1}, {S::ALLOC_SLOWPATH, 1}});
+  CHECK(r.fake.page_calls == 7);
+  CHECK(r.fake.refused == 4);
+  CHECK(r.mm.events()[Event::alloc_failed] == 1);
+  CHECK(r.mm.slub().check_invariants().empty());
+}
+
+TEST_CASE("7.x: order fallback", "[slub][v7][direct]") {
+  SlubRig r(SlubGen::v7);
+  r.fake.refuse_order_above = 1;
+  // The first refill of 12 takes three order-0 fallback slabs of 4
+  // (order_fallback, alloc_slab), each used up (no partial add).
+  r.alloc(1, 0);
+  check_stats(r.mm, r.s, {{S::ALLOC_FASTPATH, 1}, {S::BARN_GET_FAIL, 1},
+                          {S::SHEAF_ALLOC, 1}, {S::SHEAF_REFILL, 12},
+                          {S::ALLOC_SLAB, 3}, {S::ORDER_FALLBACK, 3}});
+  CHECK(r.mm.info(r.s).slabs == 3);
+  CHECK(r.mm.info(r.s).partial == 0);
+}
+
+TEST_CASE("7.x: bulk allocation and bulk free", "[slub][v7][direct]") {
+  SlubRig r(SlubGen::v7);
+  Ptr p[20];
+  const Task t{0, kRootMemcg, 0};
+  REQUIRE(r.mm.kmem_cache_alloc_bulk(r.s, GFP_KERNEL, 20, p, t) == 20);
+  // alloc_from_pcs_bulk(): main empty, no spare, no full barn sheaf
+  // (barn_get_fail): stop, no refill. refill_objects(20, 20): S1 whole,
+  // 4 of S2 (S2 to the partial head): alloc_slowpath 20.
+  check_stats(r.mm, r.s, {{S::BARN_GET_FAIL, 1}, {S::ALLOC_SLAB, 2},
+                          {S::ALLOC_SLOWPATH, 20}});
+  // free_to_pcs_bulk(): 12 fill the main (free_fastpath), then no spare
+  // and no empty barn sheaf: the other 8 (p[12..19]: 4 of S1, 4 of S2) go
+  // to slabs (free_slowpath 8) as two detached freelists: S2's 4 empty
+  // it, but it is one of only 1 < 5 node partials (kept); S1 was full and
+  // goes to the partial tail (free_add_partial).
+  r.mm.kmem_cache_free_bulk(r.s, 20, p, t);
+  check_stats(r.mm, r.s, {{S::BARN_GET_FAIL, 1}, {S::ALLOC_SLAB, 2},
+                          {S::ALLOC_SLOWPATH, 20}, {S::FREE_FASTPATH, 12},
+                          {S::FREE_SLOWPATH, 8}, {S::FREE_ADD_PARTIAL, 1}});
+  CHECK(r.mm.info(r.s).partial == 2);
+  CHECK(r.mm.slub().check_invariants().empty());
+  CHECK(r.mm.check_leaks() == 0);
+}
+
+TEST_CASE("7.x: a cache without sheaves goes to slabs every time",
+          "[slub][v7][direct]") {
+  SlubRig r(SlubGen::v7);
+  // SLAB_NOLEAKTRACE: calculate_sheaf_capacity() gives 0.
+  const CacheId s = r.mm.kmem_cache_create("nosheaf", 1024, 0, SLAB_NOLEAKTRACE);
+  REQUIRE(r.mm.info(s).sheaf_capacity == 0);
+  const Task t{0, kRootMemcg, 0};
+  Ptr a = r.mm.kmem_cache_alloc(s, GFP_KERNEL, t);
+  Ptr b = r.mm.kmem_cache_alloc(s, GFP_KERNEL, t);
+  // Two ___slab_alloc(): a new slab (to the partial head), then one more
+  // object from it. Two __slab_free(), the slab stays on the list.
+  r.mm.kmem_cache_free(s, a, t);
+  r.mm.kmem_cache_free(s, b, t);
+  check_stats(r.mm, s, {{S::ALLOC_SLOWPATH, 2}, {S::ALLOC_SLAB, 1},
+                        {S::FREE_SLOWPATH, 2}});
+  Ptr p[3];
+  REQUIRE(r.mm.kmem_cache_alloc_bulk(s, GFP_KERNEL, 3, p, t) == 3);
+  r.mm.kmem_cache_free_bulk(s, 3, p, t);  // free_slowpath += 3
+  CHECK(r.mm.stat(s, S::FREE_SLOWPATH) == 5);
+  CHECK(r.mm.stat(s, S::ALLOC_SLOWPATH) == 5);
+  CHECK(r.mm.slub().check_invariants().empty());
+}
