@@ -161,7 +161,7 @@ void Slub::free_hook_batched(CacheId s, int32_t id, uint32_t idx, const Task& t,
 
 void Slub::flush_free_run(CacheId s, const Task& t, FreeRun* run) {
   if (run->objects == 0) return;
-  memcg_->uncharge_obj(t.cpu, run->memcg, run->node,
+  backend_->uncharge_obj(t.cpu, run->memcg, run->node,
                        caches_[s].obj_full_size * run->objects, run->objcg_node);
   ev_->add(Event::memcg_batch_run);
   run->objects = 0;
