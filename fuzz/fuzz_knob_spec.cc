@@ -1,13 +1,12 @@
 // libFuzzer target: the policy/knob spec parser (NAME, NAME(k=v,...),
 // NAME=VALUE joined with '+') on every kernel profile. It must never
 // crash; an accepted spec must round-trip through knob_spec().
-// Not yet built: add it to fuzz/CMakeLists.txt as the hardening branch's
-// targets are, once that branch lands (clang -fsanitize=fuzzer).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
+#include "fuzz/fuzz_util.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
 #include "model/mm/mm.h"
@@ -19,7 +18,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     iou::PolicySet p;
     MmConfig mm;
     std::string err;
-    if (!iou::parse_policies(spec, &k, &p, &mm, &err)) continue;
+    const bool ok = iou::parse_policies(spec, &k, &p, &mm, &err);
+    fuzz::check_error(ok, err);
+    if (!ok) continue;
     iou::PolicySet q;
     MmConfig mm2;
     if (!iou::parse_policies(iou::knob_spec(p), &k, &q, &mm2, &err)) std::abort();

@@ -209,6 +209,11 @@ TEST_CASE("every scenario under every policy ends clean", "[scenario][kasan]") {
         INFO(kernel.name << " " << name << " " << pol);
         if (!run(req, &r, &err)) FAIL(err);
         ++runs;
+        REQUIRE(r.workloads.size() == 1);
+        REQUIRE(r.workloads[0].policies.size() == 1);
+        uint64_t events = 0;  // it did run
+        for (uint64_t v : r.workloads[0].policies[0].total.v) events += v;
+        CHECK(events > 0);
         for (const auto& k : r.workloads[0].policies[0].kasan)
           FAIL_CHECK(k.kind << " " << k.cache << ": " << k.detail);
       }
@@ -239,8 +244,17 @@ TEST_CASE("allocation failures injected anywhere leave scenarios consistent",
       std::string err;
       REQUIRE(run(req, &r, &err));
       INFO(name << " " << pol);
-      for (const auto& k : r.workloads[0].policies[0].kasan)
-        FAIL_CHECK(k.kind << " " << k.cache << ": " << k.detail);
+      const PolicyResult& p = r.workloads[0].policies[0];
+      // Every point asked for is reported, and faults were really injected
+      // (at least one allocation failed), else this test proves nothing.
+      REQUIRE(p.faults_injected.size() == req.faults.size());
+      uint64_t injected = 0;
+      for (const auto& [point, n] : p.faults_injected) injected += n;
+      CHECK(injected > 0);
+      CHECK(p.total[Event::alloc_failed] + p.total[Event::memcg_charge_fail] > 0);
+      // No KASAN report: end-of-run leak check (objects conserved), memcg
+      // balance and the SLUB invariants all passed.
+      for (const auto& k : p.kasan) FAIL_CHECK(k.kind << " " << k.cache << ": " << k.detail);
     }
   }
 }

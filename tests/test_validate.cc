@@ -135,7 +135,10 @@ TEST_CASE("bad command lines of the subcommands exit 2", "[validate]") {
     const CliOutcome r = run_cli(args);
     INFO(args.size() << " args: " << r.err);
     CHECK(r.status == 2);
-    CHECK(simcache::testing::lines(r.err) >= 1);
+    CHECK(simcache::testing::lines(r.err) == 1);  // exactly one line: no usage text appended
+    CHECK(r.err.rfind("simcache: ", 0) == 0);
+    CHECK(r.err.find("usage:") == std::string::npos);
+    CHECK(r.out.empty());
   }
 }
 

@@ -16,12 +16,24 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <vector>
 
 #include "model/io_uring/io_uring.h"
 #include "model/io_uring/msg_ring.h"
 
 namespace simcache::iou {
+
+// "ENOMEM" for kENOMEM: how reports name a failed operation's result.
+inline const char* errno_name(int err) {
+  switch (err) {
+    case kENOMEM: return "ENOMEM";
+    case kENFILE: return "ENFILE";
+    case kEMFILE: return "EMFILE";
+    case kEAGAIN: return "EAGAIN";
+    default: return "EOTHER";
+  }
+}
 
 template <IoAllocator A>
 class IoUring {
@@ -37,7 +49,7 @@ class IoUring {
     ctx.submitter = submitter;
     ctx.params = params;
     if (ctx.params.cq_entries == 0) ctx.params.cq_entries = 2 * params.sq_entries;
-    if (io_ring_ctx_alloc(k_, ctx, submitter) != 0) return kENOMEM;
+    if (io_ring_ctx_alloc(k_, ctx, submitter) != 0) return failed(kENOMEM);
     ev(k_.mm, Event::ring_create);
     rings_.push_back(std::move(ctx));
     return static_cast<int>(rings_.size() - 1);
@@ -48,13 +60,14 @@ class IoUring {
     IoRingCtx* c = live(r);
     if (c == nullptr) return kEBADF;
     io_ring_ctx_free(k_, *c, kworker);
+    release(*c);
     return 0;
   }
 
   // Tears down every live ring (end-of-run leak checks).
   void exit_all(const Task& kworker) {
     for (IoRingCtx& c : rings_)
-      if (c.live) io_ring_ctx_free(k_, c, kworker);
+      if (c.live) io_ring_ctx_free(k_, c, kworker), release(c);
   }
 
   // One io_uring_enter(): the SQE operations between begin and end are its
@@ -117,7 +130,7 @@ class IoUring {
     ev(k_.mm, Event::fget);
     const int ret = io_fixed_fd_install_locked(k_, *c, slot, c->submitter);
     if (ret < 0) ev(k_.mm, Event::fput);
-    return ret;
+    return failed(ret);
   }
 
   // IORING_OP_MSG_RING / IORING_MSG_SEND_FD on `src`: send src's fixed
@@ -177,8 +190,25 @@ class IoUring {
   CacheId req_cachep() const { return k_.req_cachep; }
   CacheId rsrc_node_cachep() const { return k_.rsrc_node_cachep; }
   A& mm() { return k_.mm; }
+  // Operations that failed for want of a resource, by errno (kENOMEM,
+  // kENFILE, kEMFILE): what a report must show, since the counts of a run
+  // with failed operations do not describe the workload it was asked for.
+  const std::map<int, uint64_t>& failures() const { return failures_; }
 
  private:
+  int failed(int ret) {
+    if (ret == kENOMEM || ret == kENFILE || ret == kEMFILE) ++failures_[ret];
+    return ret;
+  }
+  // A dead ring keeps only its scalar fields: its per-slot vectors (file
+  // table nodes and bitmap, cache entries, request lists) are released, so
+  // memory follows live rings, not rounds run.
+  static void release(IoRingCtx& c) {
+    IoRingCtx dead;
+    dead.submitter = c.submitter;
+    dead.params = c.params;
+    c = std::move(dead);
+  }
   IoRingCtx* live(RingId r) {
     if (r < 0 || static_cast<size_t>(r) >= rings_.size()) return nullptr;
     IoRingCtx& c = rings_[static_cast<size_t>(r)];
@@ -198,7 +228,7 @@ class IoUring {
     if (implicit) ev(k_.mm, Event::io_uring_enter);
     const int ret = f(*c);
     if (implicit) finish_enter(*c);
-    return ret;
+    return failed(ret);
   }
   // An io_uring_register() operation (runs under uring_lock, no request).
   template <class F>
@@ -206,11 +236,12 @@ class IoUring {
     IoRingCtx* c = live(r);
     if (c == nullptr) return kEBADF;
     ev(k_.mm, Event::io_uring_register);
-    return f(*c);
+    return failed(f(*c));
   }
 
   IoKernel<A> k_;
   std::vector<IoRingCtx> rings_;
+  std::map<int, uint64_t> failures_;
 };
 
 }  // namespace simcache::iou

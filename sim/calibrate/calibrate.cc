@@ -4,7 +4,6 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <regex>
 #include <tuple>
 
 #include "sim/calibrate/calibrate_linalg.h"

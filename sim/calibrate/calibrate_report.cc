@@ -1,7 +1,7 @@
 // The calibrate command's text, and the noise model derived from the rows.
 #include <algorithm>
 #include <cmath>
-#include <regex>
+#include <charconv>
 
 #include "sim/calibrate/calibrate.h"
 #include <fmt/format.h>
@@ -9,10 +9,15 @@
 namespace simcache::sim {
 namespace {
 
-double note_percent(const std::string& note, const std::regex& re) {
-  std::smatch m;
-  if (!std::regex_search(note, m, re)) return -1;
-  return std::stod(m[1].str()) / 100.0;
+// RE2 (measure.h) on the user's note; a malformed number is "absent"
+// rather than an uncaught std::stod exception.
+double note_percent(const std::string& note, const Regex& re) {
+  std::vector<std::optional<std::string>> m;
+  if (!regex_search(re, note, &m) || !m[1]) return -1;
+  double v = -1;
+  const auto [p, ec] = std::from_chars(m[1]->data(), m[1]->data() + m[1]->size(), v);
+  if (ec != std::errc() || p != m[1]->data() + m[1]->size() || !std::isfinite(v)) return -1;
+  return v / 100.0;
 }
 
 std::string params_text(const Params& p) {
@@ -50,8 +55,8 @@ std::string describe_sim(const MappedRow& r, const FitSettings& fit) {
 }
 
 NoiseModel derive_noise(const std::vector<MappedRow>& rows, const FitSettings& fit) {
-  static const std::regex cv_re(R"(max group CV ([0-9.]+)%)", std::regex::icase);
-  static const std::regex drift_re(R"(max role drift ([0-9.]+)%)", std::regex::icase);
+  static const Regex cv_re = compile_regex(R"(max group CV ([0-9.]{1,20})%)", nullptr);
+  static const Regex drift_re = compile_regex(R"(max role drift ([0-9.]{1,20})%)", nullptr);
   std::vector<NoiseGroup> groups;
   for (size_t i = 0; i < rows.size(); ++i) {
     const MappedRow& r = rows[i];

@@ -3,11 +3,10 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
+#include "sim/cost/toml_reader.h"
 
 namespace simcache::sim {
 namespace {
@@ -58,12 +57,13 @@ bool parse_header(const std::string& file, int line, std::string_view text, Head
       *error = fmt::format(
           "{}:{}:{}: header: unknown column '{}' (expected: id, workload, "
           "shape, variant, metric, value, unit, kind, source, note)",
-          file, line, f.col, f.text);
+          file, line, f.col, escape_line(f.text));
       return false;
     }
     if (h->index.count(f.text)) {
       *error =
-          fmt::format("{}:{}:{}: header: column '{}' appears twice", file, line, f.col, f.text);
+          fmt::format("{}:{}:{}: header: column '{}' appears twice", file, line, f.col,
+                      escape_line(f.text));
       return false;
     }
     h->index[f.text] = h->names.size();
@@ -81,6 +81,13 @@ bool parse_header(const std::string& file, int line, std::string_view text, Head
 bool parse_row(const Header& h, const std::string& file, int line, std::string_view text,
                MeasuredRow* r, std::string* error) {
   const std::vector<Field> fs = split_tabs(text);
+  for (size_t i = 0; i < fs.size() && i < h.names.size(); ++i) {
+    if (fs[i].text.size() > kMaxFieldBytes) {
+      *error = fmt::format("{}:{}:{}: {}: field of {} bytes is longer than the limit of {}", file,
+                           line, fs[i].col, h.names[i], fs[i].text.size(), kMaxFieldBytes);
+      return false;
+    }
+  }
   if (fs.size() > h.names.size()) {
     *error = fmt::format("{}:{}:{}: row has {} fields, the header names {}", file, line,
                          fs[h.names.size()].col, fs.size(), h.names.size());
@@ -106,7 +113,8 @@ bool parse_row(const Header& h, const std::string& file, int line, std::string_v
   r->source = v["source"], r->note = v["note"];
   // Negative values (differences) parse; map_rows() leaves them out.
   if (!parse_value(v["value"], &r->value)) {
-    *error = fmt::format("{}: value: '{}' is not a number", r->where("value"), v["value"]);
+    *error = fmt::format("{}: value: '{}' is not a number", r->where("value"),
+                         escape_line(v["value"]));
     return false;
   }
   return true;
@@ -133,6 +141,11 @@ bool parse_measurements(std::string_view text, const std::string& file,
     std::string_view l = text.substr(pos, nl - pos);
     pos = nl + 1;
     ++line;
+    if (l.size() > kMaxLineBytes) {
+      *error = fmt::format("{}:{}:1: line of {} bytes is longer than the limit of {}", file, line,
+                           l.size(), kMaxLineBytes);
+      return false;
+    }
     if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
     if (l.find_first_not_of(" \t") == std::string_view::npos || l.front() == '#') continue;
     if (!have_header) {
@@ -143,7 +156,12 @@ bool parse_measurements(std::string_view text, const std::string& file,
     MeasuredRow r;
     if (!parse_row(h, file, line, l, &r, error)) return false;
     if (auto [it, fresh] = seen.emplace(r.id, line); !fresh) {
-      *error = fmt::format("{}: id: '{}' already used on line {}", r.where("id"), r.id, it->second);
+      *error = fmt::format("{}: id: '{}' already used on line {}", r.where("id"), escape_line(r.id),
+                           it->second);
+      return false;
+    }
+    if (out->size() >= kMaxRows) {
+      *error = fmt::format("{}:{}:1: more than {} measured rows", file, line, kMaxRows);
       return false;
     }
     out->push_back(std::move(r));
@@ -161,14 +179,10 @@ bool parse_measurements(std::string_view text, const std::string& file,
 }
 
 bool read_measurements(const std::string& path, std::vector<MeasuredRow>* out, std::string* error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    *error = fmt::format("{}: cannot read the measurements", path);
+  std::string text;
+  if (!read_capped_file(path, kMaxMeasurementsBytes, "the measurements", &text, error))
     return false;
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_measurements(ss.str(), path, out, error);
+  return parse_measurements(text, escape_line(path), out, error);
 }
 
 std::string id_ranges(const std::vector<std::string>& ids) {

@@ -6,7 +6,7 @@
 
 #include <map>
 #include <optional>
-#include <regex>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,7 +15,32 @@
 #include "sim/run/result.h"
 #include "sim/run/scenario.h"
 
+namespace re2 {
+class RE2;
+}
+
 namespace simcache::sim {
+
+// Patterns of the mapping file are RE2 (linear time, no recursion on the
+// input): neither a long field nor a pathological pattern can blow the
+// stack or backtrack forever. Case-insensitive, unanchored search.
+using Regex = std::shared_ptr<const re2::RE2>;
+// Compiles `pattern`; on failure returns null and sets `error` (one line,
+// if given).
+Regex compile_regex(const std::string& pattern, std::string* error);
+// Unanchored search; `groups` (if given) gets group 0..N, unmatched groups
+// as std::nullopt.
+bool regex_search(const Regex& re, std::string_view text,
+                  std::vector<std::optional<std::string>>* groups = nullptr);
+int regex_groups(const Regex& re);
+
+// Input limits (docs/reliability.md): a file larger than these, a longer
+// line or a longer field is an error naming the limit.
+inline constexpr size_t kMaxMeasurementsBytes = 16u << 20;
+inline constexpr size_t kMaxMappingBytes = 1u << 20;
+inline constexpr size_t kMaxLineBytes = 64u << 10;
+inline constexpr size_t kMaxFieldBytes = 1024;
+inline constexpr size_t kMaxRows = 100000;
 
 struct MeasuredRow {
   std::string file;
@@ -43,12 +68,12 @@ struct FitSettings {
 struct ShapeRule {
   struct Pattern {
     std::string text;
-    std::regex re;
+    Regex re;
     std::vector<std::string> captures;  // parameter per group ("" skips one)
   };
   std::string name;
   int line = 0;
-  std::regex workload;
+  Regex workload;
   Pattern shape;                                                 // must match
   std::vector<Pattern> extra;                                    // optional further captures
   std::map<std::string, std::map<std::string, int64_t>> values;  // word -> int
@@ -60,8 +85,8 @@ struct ShapeRule {
 
 struct VariantRule {
   int line = 0;
-  std::regex match;
-  std::optional<std::regex> workload;
+  Regex match;
+  Regex workload;  // null: any workload
   std::string kernel, policy;  // kernel may use $1..$9 from `match`
   bool base = false;           // role = "base": the reference of its group
 };

@@ -2,9 +2,7 @@
 #include <toml++/toml.h>
 
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include "sim/calibrate/measure.h"
@@ -20,15 +18,13 @@ namespace {
 
 struct MapReader : TomlReader {
   bool regex(const toml::table& t, const char* key, const std::string& where, bool required,
-             std::optional<std::regex>* out, std::string* text = nullptr) const {
+             Regex* out, std::string* text = nullptr) const {
     std::string s;
     if (!str(t, key, where, required, &s)) return false;
     if (!t.get(key)) return true;
-    try {
-      *out = std::regex(s, std::regex::ECMAScript | std::regex::icase);
-    } catch (const std::regex_error& e) {
-      return fail(t.get(key), where + key, fmt::format("bad regular expression: {}", e.what()));
-    }
+    std::string err;
+    *out = compile_regex(s, &err);
+    if (!*out) return fail(t.get(key), where + key, err);
     if (text) *text = s;
     return true;
   }
@@ -36,18 +32,22 @@ struct MapReader : TomlReader {
 
 bool read_pattern(const MapReader& r, const toml::table& t, const std::string& where,
                   const char* key, ShapeRule::Pattern* p) {
-  std::optional<std::regex> re;
-  if (!r.regex(t, key, where, true, &re, &p->text)) return false;
-  p->re = *re;
+  if (!r.regex(t, key, where, true, &p->re, &p->text)) return false;
   const toml::node* c = t.get("captures");
   const toml::array* arr = c ? c->as_array() : nullptr;
   if (c && !arr) return r.fail(c, where + "captures", "expected an array of parameter names");
-  if (arr)
-    for (const toml::node& n : *arr) p->captures.push_back(n.value<std::string>().value_or(""));
-  if (p->captures.size() != p->re.mark_count())
+  if (arr) {
+    for (const toml::node& n : *arr) {
+      if (!n.is_string())
+        return r.fail(&n, where + "captures",
+                      "expected a parameter name (a string; \"\" skips a group)");
+      p->captures.push_back(n.value<std::string>().value_or(""));
+    }
+  }
+  const size_t groups = static_cast<size_t>(regex_groups(p->re));
+  if (p->captures.size() != groups)
     return r.fail(c ? c : t.get(key), where + "captures",
-                  fmt::format("{} names for {} groups in the pattern", p->captures.size(),
-                              p->re.mark_count()));
+                  fmt::format("{} names for {} groups in the pattern", p->captures.size(), groups));
   return true;
 }
 
@@ -81,9 +81,7 @@ bool read_shape(const MapReader& r, const toml::table& t, size_t i, ShapeRule* s
               where))
     return false;
   if (!r.str(t, "name", where, true, &s->name)) return false;
-  std::optional<std::regex> wl;
-  if (!r.regex(t, "workload", where, true, &wl)) return false;
-  s->workload = *wl;
+  if (!r.regex(t, "workload", where, true, &s->workload)) return false;
   if (!read_pattern(r, t, where, "shape", &s->shape)) return false;
   if (!r.str(t, "scenario", where, true, &s->scenario)) return false;
   if (!r.str(t, "kind", where, false, &s->kind)) return false;
@@ -128,9 +126,7 @@ bool read_variant(const MapReader& r, const toml::table& t, size_t i, VariantRul
   const std::string where = fmt::format("variant[{}].", i);
   v->line = static_cast<int>(t.source().begin.line);
   if (!r.keys(t, {"match", "workload", "kernel", "policy", "role"}, where)) return false;
-  std::optional<std::regex> m;
-  if (!r.regex(t, "match", where, true, &m)) return false;
-  v->match = *m;
+  if (!r.regex(t, "match", where, true, &v->match)) return false;
   if (!r.regex(t, "workload", where, false, &v->workload)) return false;
   if (!r.str(t, "kernel", where, true, &v->kernel)) return false;
   if (!r.str(t, "policy", where, true, &v->policy)) return false;
@@ -164,8 +160,10 @@ bool read_fit(const MapReader& r, const toml::node* n, FitSettings* f) {
   if (const toml::node* v = t->get("repeat_params")) {
     const toml::array* arr = v->as_array();
     if (!arr) return r.fail(v, "fit.repeat_params", "expected an array of names");
-    for (const toml::node& e : *arr)
+    for (const toml::node& e : *arr) {
+      if (!e.is_string()) return r.fail(&e, "fit.repeat_params", "expected a parameter name");
       f->repeat_params.push_back(e.value<std::string>().value_or(""));
+    }
   }
   return true;
 }
@@ -205,14 +203,9 @@ bool parse_mapping(std::string_view text, const std::string& path, Mapping* out,
 }
 
 bool load_mapping(const std::string& path, Mapping* out, std::string* error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    *error = fmt::format("{}: cannot read the mapping file", path);
-    return false;
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_mapping(ss.str(), path, out, error);
+  std::string text;
+  if (!read_capped_file(path, kMaxMappingBytes, "the mapping file", &text, error)) return false;
+  return parse_mapping(text, path, out, error);
 }
 
 }  // namespace simcache::sim

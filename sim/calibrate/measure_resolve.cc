@@ -2,10 +2,11 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <regex>
+#include <cmath>
 
 #include <fmt/format.h>
 #include "sim/calibrate/measure.h"
+#include "sim/cost/toml_reader.h"
 #include "sim/run/engine.h"
 #include "sim/run/scenario.h"
 #include "model/kernel/policy.h"
@@ -14,6 +15,10 @@
 
 namespace simcache::sim {
 namespace {
+
+// No measured per-operation time comes near an hour; a larger value is a
+// unit or typing error (and 1e308 ms would overflow to infinity).
+constexpr double kMaxValueNs = 3.6e12;
 
 // "ns/install" -> (1, "install"); "us" -> (1000, ""). False if unknown.
 bool parse_unit(const std::string& u, double* scale, std::string* op, std::string* unit) {
@@ -31,18 +36,20 @@ bool parse_unit(const std::string& u, double* scale, std::string* op, std::strin
   return slash == std::string::npos || !op->empty();
 }
 
-bool apply_pattern(const ShapeRule& s, const ShapeRule::Pattern& p, const std::smatch& m,
+using Groups = std::vector<std::optional<std::string>>;
+
+bool apply_pattern(const ShapeRule& s, const ShapeRule::Pattern& p, const Groups& m,
                    const MeasuredRow& r, Params* out, std::string* error) {
   for (size_t i = 0; i < p.captures.size(); ++i) {
     const std::string& name = p.captures[i];
-    if (name.empty() || !m[i + 1].matched) continue;
-    const std::string text = m[i + 1].str();
+    if (name.empty() || i + 1 >= m.size() || !m[i + 1]) continue;
+    const std::string& text = *m[i + 1];
     auto vit = s.values.find(name);
     if (vit != s.values.end()) {
       auto w = vit->second.find(text);
       if (w == vit->second.end()) {
         *error = fmt::format("{}: shape: '{}' is not a known word for parameter '{}' (rule '{}')",
-                             r.where("shape"), text, name, s.name);
+                             r.where("shape"), escape_line(text), name, s.name);
         return false;
       }
       (*out)[name] = w->second;
@@ -52,7 +59,7 @@ bool apply_pattern(const ShapeRule& s, const ShapeRule::Pattern& p, const std::s
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec != std::errc() || ptr != text.data() + text.size()) {
       *error = fmt::format("{}: shape: '{}' captured for '{}' is not an integer (rule '{}')",
-                           r.where("shape"), text, name, s.name);
+                           r.where("shape"), escape_line(text), name, s.name);
       return false;
     }
     (*out)[name] = v;
@@ -60,47 +67,47 @@ bool apply_pattern(const ShapeRule& s, const ShapeRule::Pattern& p, const std::s
   return true;
 }
 
-const ShapeRule* find_shape(const Mapping& m, const MeasuredRow& r, std::smatch* match,
+const ShapeRule* find_shape(const Mapping& m, const MeasuredRow& r, Groups* match,
                             std::string* error) {
   bool workload_known = false, kind_known = false;
   for (const ShapeRule& s : m.shapes) {
-    if (!std::regex_search(r.workload, s.workload)) continue;
+    if (!regex_search(s.workload, r.workload)) continue;
     workload_known = true;
     if (s.kind != r.kind) continue;
     kind_known = true;
-    if (std::regex_search(r.shape, *match, s.shape.re)) return &s;
+    if (regex_search(s.shape.re, r.shape, match)) return &s;
   }
   if (!workload_known)
     *error = fmt::format("{}: workload: no [[shape]] rule of {} covers workload '{}'",
-                         r.where("workload"), m.path, r.workload);
+                         r.where("workload"), m.path, escape_line(r.workload));
   else if (!kind_known)
     *error = fmt::format("{}: kind: no [[shape]] rule of {} covers kind '{}' of workload '{}'",
-                         r.where("kind"), m.path, r.kind, r.workload);
+                         r.where("kind"), m.path, escape_line(r.kind), escape_line(r.workload));
   else
     *error = fmt::format("{}: shape: no [[shape]] rule of {} matches this shape of '{}'",
-                         r.where("shape"), m.path, r.workload);
+                         r.where("shape"), m.path, escape_line(r.workload));
   return nullptr;
 }
 
-const VariantRule* find_variant(const Mapping& m, const MeasuredRow& r, std::smatch* match,
+const VariantRule* find_variant(const Mapping& m, const MeasuredRow& r, Groups* match,
                                 std::string* error) {
   for (const VariantRule& v : m.variants) {
-    if (v.workload && !std::regex_search(r.workload, *v.workload)) continue;
-    if (std::regex_search(r.variant, *match, v.match)) return &v;
+    if (v.workload && !regex_search(v.workload, r.workload)) continue;
+    if (regex_search(v.match, r.variant, match)) return &v;
   }
   *error = fmt::format("{}: variant: no [[variant]] rule of {} matches '{}'", r.where("variant"),
-                       m.path, r.variant);
+                       m.path, escape_line(r.variant));
   return nullptr;
 }
 
 // "v$1" with match "v6.18" -> "v6.18".
-std::string substitute(const std::string& tmpl, const std::smatch& m) {
+std::string substitute(const std::string& tmpl, const Groups& m) {
   std::string out;
   for (size_t i = 0; i < tmpl.size(); ++i) {
     if (tmpl[i] == '$' && i + 1 < tmpl.size() &&
         std::isdigit(static_cast<unsigned char>(tmpl[i + 1]))) {
       const size_t g = static_cast<size_t>(tmpl[++i] - '0');
-      if (g < m.size()) out += m[g].str();
+      if (g < m.size() && m[g]) out += *m[g];
     } else {
       out += tmpl[i];
     }
@@ -109,7 +116,7 @@ std::string substitute(const std::string& tmpl, const std::smatch& m) {
 }
 
 bool resolve_variant(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string* error) {
-  std::smatch vm;
+  Groups vm;
   const VariantRule* v = find_variant(m, r, &vm, error);
   if (!v) return false;
   out->kernel = substitute(v->kernel, vm);
@@ -119,14 +126,14 @@ bool resolve_variant(const Mapping& m, const MeasuredRow& r, MappedRow* out, std
   const iou::KernelProfile* prof = iou::profile_by_name(out->kernel, &err);
   if (!prof) {
     *error = fmt::format("{}: variant: rule on line {} of {}: {}", r.where("variant"), v->line,
-                         m.path, err);
+                         m.path, escape_line(err));
     return false;
   }
   iou::PolicySet ps;
   MmConfig mc;
   if (!iou::parse_policies(out->policy, prof, &ps, &mc, &err)) {
     *error = fmt::format("{}: variant: policy '{}' on kernel {}: {}", r.where("variant"),
-                         out->policy, out->kernel, err);
+                         out->policy, escape_line(out->kernel), escape_line(err));
     return false;
   }
   return true;
@@ -137,21 +144,21 @@ bool resolve_variant(const Mapping& m, const MeasuredRow& r, MappedRow* out, std
 // "interval" (registration or removal start to fill end) is the whole.
 std::string metric_phase(const std::string& scenario, const std::string& metric) {
   if (scenario != "lifecycle") return "";
-  static const std::regex interval(R"(\binterval\b)", std::regex::icase);
-  static const std::regex phase(R"(^\s*(registration|removal|refill|fill)\b)", std::regex::icase);
-  std::smatch m;
-  if (std::regex_search(metric, interval) || !std::regex_search(metric, m, phase)) return "";
-  std::string p = m[1].str();
+  static const Regex interval = compile_regex(R"(\binterval\b)", nullptr);
+  static const Regex phase = compile_regex(R"(^\s*(registration|removal|refill|fill)\b)", nullptr);
+  std::vector<std::optional<std::string>> m;
+  if (regex_search(interval, metric) || !regex_search(phase, metric, &m) || !m[1]) return "";
+  std::string p = *m[1];
   for (char& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return p;
 }
 
 // Why a row is not a time the model can predict, or "".
 std::string not_a_time(const MeasuredRow& r) {
-  static const std::regex ratio(R"(^\s*(ratio|%|percent|x|pp)\b)", std::regex::icase);
-  if (std::regex_search(r.unit, ratio))
+  static const Regex ratio = compile_regex(R"(^\s*(ratio|%|percent|x|pp)\b)", nullptr);
+  if (regex_search(ratio, r.unit))
     return fmt::format("{}: unit: '{}' is a ratio, not a time; row {} skipped", r.where("unit"),
-                       r.unit, r.id);
+                       escape_line(r.unit), r.id);
   if (r.value <= 0)
     return fmt::format("{}: value: {} is not positive (a difference, not a time); row {} skipped",
                        r.where("value"), r.value, r.id);
@@ -161,7 +168,7 @@ std::string not_a_time(const MeasuredRow& r) {
 }  // namespace
 
 bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string* error) {
-  std::smatch sm;
+  Groups sm;
   const ShapeRule* s = find_shape(m, r, &sm, error);
   if (!s) return false;
   MappedRow mr;
@@ -169,8 +176,8 @@ bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string
   mr.scenario = s->scenario;
   if (!apply_pattern(*s, s->shape, sm, r, &mr.params, error)) return false;
   for (const ShapeRule::Pattern& p : s->extra) {
-    std::smatch em;
-    if (std::regex_search(r.shape, em, p.re) && !apply_pattern(*s, p, em, r, &mr.params, error))
+    Groups em;
+    if (regex_search(p.re, r.shape, &em) && !apply_pattern(*s, p, em, r, &mr.params, error))
       return false;
   }
   for (const auto& [k, v] : s->set) mr.params[k] = v;
@@ -178,15 +185,20 @@ bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string
   std::string op;
   if (!parse_unit(r.unit, &scale, &op, &mr.time_unit)) {
     *error = fmt::format("{}: unit: '{}' is not ns, us or ms (optionally /<operation>)",
-                         r.where("unit"), r.unit);
+                         r.where("unit"), escape_line(r.unit));
     return false;
   }
   if (!s->op.empty() && !op.empty() && op != s->op) {
     *error = fmt::format("{}: unit: '{}' is per {}, rule '{}' measures per {}", r.where("unit"),
-                         r.unit, op, s->name, s->op);
+                         escape_line(r.unit), escape_line(op), s->name, s->op);
     return false;
   }
   mr.value_ns = r.value * scale;
+  if (!std::isfinite(mr.value_ns) || mr.value_ns > kMaxValueNs) {
+    *error = fmt::format("{}: value: {} {} is more than {:g} ns (an hour), not a measurement",
+                         r.where("value"), r.value, escape_line(r.unit), kMaxValueNs);
+    return false;
+  }
   std::vector<std::pair<std::string, std::string>> sets;
   for (const auto& [k, v] : mr.params) sets.emplace_back(k, std::to_string(v));
   Params resolved;

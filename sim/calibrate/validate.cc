@@ -3,9 +3,9 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <regex>
 
 #include <fmt/format.h>
+#include "sim/calibrate/measure.h"
 
 namespace simcache::sim {
 namespace {
@@ -19,10 +19,13 @@ double row_noise(const CostModel& m, const MappedRow& r) {
   const NoiseEntry& e = m.noise->lookup(r.scenario, r.params);
   // The repeats of the real measurement, as its shape states them ("15
   // measured rounds", "15 groups x 32 ops"); the simulation may use fewer.
-  static const std::regex repeats(R"((\d+) (?:measured rounds|groups))");
-  std::smatch mt;
-  const double rounds = std::regex_search(r.row.shape, mt, repeats) ? std::stod(mt[1].str())
-                                                                    : noise_rounds(r.params, 15.0);
+  // RE2 (measure.h): user data never meets a backtracking engine, and
+  // the number is checked (stod threw on 400 digits; 0 divided by zero).
+  static const Regex repeats = compile_regex(R"((\d{1,6}) (?:measured rounds|groups))", nullptr);
+  std::vector<std::optional<std::string>> mt;
+  double rounds = noise_rounds(r.params, 15.0);
+  if (regex_search(repeats, r.row.shape, &mt) && mt[1] && std::stoi(*mt[1]) > 0)
+    rounds = std::stoi(*mt[1]);
   return std::sqrt(2 * e.round_cv * e.round_cv / rounds + e.drift * e.drift);
 }
 

@@ -92,7 +92,7 @@ CliOutcome run_calibrate_cli(const std::vector<std::string>& args) {
   if (f.v.count("out")) {
     const std::string& out = f.v["out"];
     if (!write_file_atomic(out, profile_toml(rep.model, profile_header(rep, in, out)), &error))
-      return cli_fail(error);
+      return cli_fail("--out " + error);
     text += fmt::format("wrote {}\n", out);
   }
   return {0, text, ""};
@@ -114,7 +114,8 @@ CliOutcome run_validate_cli(const std::vector<std::string>& args) {
     return cli_fail(error);
   }
   const Validation v = validate_rows(m, in.rows, in.per_op);
-  return {0, format_validation(v, m, in.rows, in.map, in.measurements, in.skipped), ""};
+  return {0, format_validation(v, m, in.rows, in.map, in.measurements, in.skipped),
+          profile_warning(m)};
 }
 
 }  // namespace simcache::sim

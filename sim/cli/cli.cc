@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <cmath>
 
 #include "sim/cost/cost.h"
 #include "sim/run/engine.h"
 #include <fmt/format.h>
 #include "sim/calibrate/measure.h"
+#include "sim/cost/toml_reader.h"
 #include "sim/report/report.h"
 #include "sim/run/scenario.h"
 #include "model/kernel/policy.h"
@@ -24,8 +25,9 @@ constexpr const char* kUsage =
     "                [--kernel K] [--seed N] [--format table|json|csv]\n"
     "                [--output FILE] [--jobs N] [--all-counters]\n"
     "                [--profile NAME|FILE|none] [--measurements FILE|none]\n"
-    "                [--mapping FILE] [--explain] [--config run.toml]\n"
-    "                [--dump-config] [--verbose|--quiet]\n"
+    "                [--mapping FILE] [--explain] [--fail POINT=P|POINT=nth:N]...\n"
+    "                [--allow-failures] [--config run.toml] [--dump-config]\n"
+    "                [--verbose|--quiet]\n"
     "       simcache sweep grid.toml [--jobs N] [--shard i/N] [--output FILE]\n"
     "                [--plot FILE.svg] [--html FILE.html]\n"
     "       simcache merge FILE... [--format table|csv|json] [--plot FILE.svg]\n"
@@ -40,7 +42,7 @@ constexpr Flag kFlags[] = {
     {"set", true, "scenario parameter key=value (repeatable)"},
     {"policy", true, "policy columns, comma-separated; each may combine with +"},
     {"kernel", true, "kernel profile"},
-    {"seed", true, "seed (recorded in every output)"},
+    {"seed", true, "seed of every random choice (--fail draws, random_kmalloc_seed)"},
     {"format", true, "table, json or csv"},
     {"output", true, "write the report to FILE instead of stdout"},
     {"jobs", true, "worker threads (output does not depend on it)"},
@@ -49,6 +51,10 @@ constexpr Flag kFlags[] = {
     {"measurements", true, "measured rows shown beside the model (TSV), or none"},
     {"mapping", true, "mapping of measured rows to simulations (TOML)"},
     {"explain", false, "break each policy's time per op into its parameters"},
+    {"fail", true,
+     "inject allocation failures at POINT (page_alloc, slab, bulk_short, bulk_zero, kvmalloc, "
+     "memcg_charge): POINT=PROBABILITY (drawn from --seed) or POINT=nth:N (repeatable)"},
+    {"allow-failures", false, "exit 0 even if operations failed (implied by --fail)"},
     {"list", false, "list scenarios, presets, policies and kernel profiles"},
     {"config", true, "read flags from a TOML run configuration (docs/knobs.md)"},
     {"dump-config", false, "print the resolved configuration as TOML and exit"},
@@ -109,6 +115,31 @@ std::string list_text() {
   return out;
 }
 
+// --fail POINT=PROBABILITY or POINT=nth:N. "slab" is slab_alloc.
+bool parse_fault(const std::string& spec, RunRequest::Fault* out, std::string* error) {
+  const size_t eq = spec.find('=');
+  const std::string point = spec.substr(0, eq), value = eq == std::string::npos ? "" : spec.substr(eq + 1);
+  if (eq == std::string::npos || value.empty())
+    return *error = fmt::format("--fail '{}': expected POINT=PROBABILITY or POINT=nth:N", spec),
+           false;
+  if (!fault_point_by_name(point == "slab" ? "slab_alloc" : point, &out->point))
+    return *error = fmt::format(
+               "--fail '{}': unknown point '{}' (valid: page_alloc, slab, bulk_short, bulk_zero, "
+               "kvmalloc, memcg_charge)",
+               spec, point),
+           false;
+  if (value.rfind("nth:", 0) == 0) {
+    if (!absl::SimpleAtoi(value.substr(4), &out->nth) || out->nth < 1 || out->nth > (1ull << 40))
+      return *error = fmt::format("--fail '{}': nth:N needs N in 1..2^40", spec), false;
+    return true;
+  }
+  if (!absl::SimpleAtod(value, &out->prob) || !std::isfinite(out->prob) || out->prob < 0 ||
+      out->prob > 1)
+    return *error = fmt::format("--fail '{}': probability must be a number in [0, 1]", spec),
+           false;
+  return true;
+}
+
 bool build_request(const ParsedFlags& f, RunRequest* req, std::string* error) {
   auto v = f.v;
   req->scenario = v["scenario"];
@@ -125,7 +156,12 @@ bool build_request(const ParsedFlags& f, RunRequest* req, std::string* error) {
     if (req->policies.size() > 8) return *error = "--policy: at most 8 columns", false;
   }
   if (v.count("seed") && !absl::SimpleAtoi(v["seed"], &req->seed))
-    return *error = fmt::format("--seed '{}': not a non-negative integer", v["seed"]), false;
+    return *error = fmt::format("--seed '{}': expected an integer in 0..2^64-1", v["seed"]), false;
+  for (const std::string& spec : f.fails) {
+    RunRequest::Fault fault{};
+    if (!parse_fault(spec, &fault, error)) return false;
+    req->faults.push_back(fault);
+  }
   return parse_jobs(f, &req->jobs, error);
 }
 
@@ -139,10 +175,11 @@ bool load_cost(const ParsedFlags& f, CostModel* m, bool* have, std::string* warn
   if (spec == "none") return true;
   if (!resolve_profile(spec, m, error)) {
     if (it != f.v.end()) return false;
-    *warning = fmt::format("simcache: warning: {}; times omitted\n", *error);
+    *warning = cli_warning(*error + "; times omitted");
     return true;
   }
   *have = true;
+  *warning += profile_warning(*m);
   return true;
 }
 
@@ -169,21 +206,32 @@ bool load_measured(const ParsedFlags& f, std::vector<MeasuredPoint>* pts, std::s
   return true;
 }
 
+std::string failure_summary(const RunResult& r);
+
+// The checks of a report command line that need no file and no run.
+bool check_report(const ParsedFlags& f, RunRequest* req, std::string* format, std::string* error) {
+  auto it = f.v.find("scenario");
+  if (it == f.v.end())
+    return *error = "--scenario is required (see --help; --list names them)", false;
+  if (!build_request(f, req, error)) return false;
+  auto fit = f.v.find("format");
+  *format = fit == f.v.end() ? "table" : fit->second;
+  if (*format != "table" && *format != "json" && *format != "csv")
+    return *error = fmt::format("--format '{}': expected table, json or csv", *format), false;
+  return true;
+}
+
 CliOutcome run_report(const ParsedFlags& f) {
   auto v = f.v;
-  if (!v.count("scenario")) return cli_fail(fmt::format("--scenario is required\n{}", kUsage));
   RunRequest req;
-  std::string error, warning;
-  if (!build_request(f, &req, &error)) return cli_fail(error);
+  std::string error, warning, format;
+  if (!check_report(f, &req, &format, &error)) return cli_fail(error);
   if (v.count("dump-config")) {
     std::string toml;
     if (!dump_config(f, req, &toml, &error)) return cli_fail(error);
     return {0, toml, ""};
   }
   log_request(req);
-  const std::string format = v.count("format") ? v["format"] : "table";
-  if (format != "table" && format != "json" && format != "csv")
-    return cli_fail(fmt::format("--format '{}': expected table, json or csv", format));
   CostModel cost;
   bool have_cost = false;
   if (!load_cost(f, &cost, &have_cost, &warning, &error)) return cli_fail(error);
@@ -202,23 +250,73 @@ CliOutcome run_report(const ParsedFlags& f) {
   const std::string text = format == "json"  ? format_json(result, ro)
                            : format == "csv" ? format_csv(result, ro)
                                              : format_table(result, ro);
-  if (v.count("output")) {
-    if (!write_file_atomic(v["output"], text, &error)) return cli_fail(error);
-    return {0, "", warning};
+  const std::string failed = failure_summary(result);
+  // A run whose operations failed does not measure what it names: the
+  // report is still written, and the status says so unless asked for.
+  int status = 0;
+  if (!failed.empty() && !v.count("allow-failures") && req.faults.empty()) {
+    status = 3;
+    warning += "simcache: " +
+               escape_line(failed + " (the report marks them; --allow-failures accepts this)", 400) +
+               "\n";
   }
-  return {0, text, warning};
+  if (v.count("output")) {
+    if (!write_file_atomic(v["output"], text, &error)) return cli_fail("--output " + error);
+    return {status, "", warning};
+  }
+  return {status, text, warning};
+}
+
+// "4095 operations failed (sparse-fill A: 4095 x -ENFILE)", or "".
+std::string failure_summary(const RunResult& r) {
+  uint64_t total = 0;
+  std::string where;
+  for (const WorkloadResult& w : r.workloads)
+    for (size_t i = 0; i < w.policies.size(); ++i)
+      for (const auto& [e, n] : w.policies[i].failures) {
+        total += n;
+        if (where.size() < 200)
+          where += fmt::format("{}{} {}: {} x -{}", where.empty() ? "" : "; ", w.label,
+                               "ABCDEFGH"[i], n, e);
+      }
+  return total ? fmt::format("{} operations failed ({})", total, where) : "";
 }
 
 }  // namespace
 
-CliOutcome cli_fail(const std::string& msg) { return {2, "", "simcache: " + msg + "\n"}; }
+CliOutcome cli_fail(const std::string& msg) {
+  return {2, "", "simcache: " + escape_line(msg, 1000) + "\n"};
+}
+
+std::string cli_warning(const std::string& msg) {
+  return "simcache: warning: " + escape_line(msg, 1000) + "\n";
+}
+
+std::string profile_warning(const CostModel& m) {
+  std::vector<std::string> missing;
+  size_t n = 0;
+  for (const CostParamSpec& s : default_param_specs()) {
+    ++n;
+    bool have = false;
+    for (const CostParam& p : m.params) have |= p.name == s.name;
+    if (!have) missing.emplace_back(s.name);
+  }
+  if (missing.empty()) return "";
+  std::string names;
+  for (size_t i = 0; i < missing.size() && i < 8; ++i) names += (i ? ", " : "") + missing[i];
+  if (missing.size() > 8) names += ", ...";
+  return cli_warning(fmt::format(
+      "{}: profile '{}' lacks {} of {} parameters ({}); their events cost 0 ns",
+      m.path, m.name, missing.size(), n, names));
+}
 
 bool parse_flags(const std::vector<std::string>& args, size_t start, std::span<const Flag> flags,
-                 std::string_view usage, ParsedFlags* out, std::string* error) {
+                 std::string_view /*usage: errors point to --help instead*/, ParsedFlags* out,
+                 std::string* error) {
   for (size_t i = start; i < args.size(); ++i) {
     std::string a = args[i];
     if (a.rfind("--", 0) != 0)
-      return *error = fmt::format("unexpected argument '{}'\n{}", a, usage), false;
+      return *error = fmt::format("unexpected argument '{}' (see --help)", a), false;
     a = a.substr(2);
     std::string value;
     const size_t eq = a.find('=');
@@ -227,14 +325,16 @@ bool parse_flags(const std::vector<std::string>& args, size_t start, std::span<c
     const Flag* f = nullptr;
     for (const Flag& k : flags)
       if (k.name == a) f = &k;
-    if (!f) return *error = fmt::format("unknown flag '--{}'\n{}", a, usage), false;
+    if (!f) return *error = fmt::format("unknown flag '--{}' (see --help)", a), false;
     if (f->takes_value && !has_eq) {
       if (i + 1 >= args.size()) return *error = fmt::format("flag '--{}' needs a value", a), false;
       value = args[++i];
     }
     if (!f->takes_value && has_eq)
       return *error = fmt::format("flag '--{}' takes no value", a), false;
-    if (a == "set") {
+    if (a == "fail") {
+      out->fails.push_back(value);
+    } else if (a == "set") {
       const size_t e = value.find('=');
       if (e == std::string::npos || e == 0)
         return *error = fmt::format("--set '{}': expected key=value", value), false;
@@ -254,30 +354,10 @@ bool parse_jobs(const ParsedFlags& f, int* jobs, std::string* error) {
   return true;
 }
 
-bool write_file_atomic(const std::string& path, const std::string& data, std::string* error) {
-  const std::string tmp = path + ".tmp~";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) {
-      *error = fmt::format("--output: cannot write '{}'", path);
-      return false;
-    }
-    f << data;
-    f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      *error = fmt::format("--output: error writing '{}'", path);
-      return false;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    *error = fmt::format("--output: cannot replace '{}': {}", path, ec.message());
-    return false;
-  }
-  return true;
+bool parse_report_args(const std::vector<std::string>& args, RunRequest* req, std::string* error) {
+  ParsedFlags f;
+  std::string format;
+  return parse_flags(args, 0, kFlags, kUsage, &f, error) && check_report(f, req, &format, error);
 }
 
 CliOutcome run_cli(const std::vector<std::string>& args) {

@@ -14,9 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "sim/report/output_file.h"
+#include "sim/run/engine.h"
+
 namespace simcache::sim {
 
 struct RunRequest;  // sim/run/engine.h
+class CostModel;
 
 struct CliOutcome {
   int status = 0;
@@ -26,10 +30,12 @@ struct CliOutcome {
 
 // argv without the program name.
 CliOutcome run_cli(const std::vector<std::string>& args);
+// The argument checks of a report run (flags, --set syntax, --fail,
+// --seed, --jobs, --format) without reading files or running: the CLI
+// fuzz target's entry point.
+bool parse_report_args(const std::vector<std::string>& args, RunRequest* req, std::string* error);
 
-// Writes `data` to `path` atomically (temp file + rename): never a
-// half-written file. Returns false with a message on failure.
-bool write_file_atomic(const std::string& path, const std::string& data, std::string* error);
+// write_file_atomic(): sim/report/output_file.h.
 
 // Shared by the subcommands.
 struct Flag {
@@ -40,12 +46,20 @@ struct Flag {
 struct ParsedFlags {
   std::map<std::string, std::string> v;                   // last value of each flag
   std::vector<std::pair<std::string, std::string>> sets;  // every --set key=value
+  std::vector<std::string> fails;                         // every --fail value
 };
 // Parses args[start..] as --flag, --flag value or --flag=value. A flag
 // given twice keeps its last value; every --set is kept.
 bool parse_flags(const std::vector<std::string>& args, size_t start, std::span<const Flag> flags,
                  std::string_view usage, ParsedFlags* out, std::string* error);
+// Exit status 2 and one line on stderr: control characters in `msg`
+// (user strings included) are escaped, so it cannot span lines.
 CliOutcome cli_fail(const std::string& msg);
+// "simcache: warning: ..." as one line.
+std::string cli_warning(const std::string& msg);
+// A warning line naming the parameters of the table of record that `m`
+// lacks (their events then cost nothing), or "".
+std::string profile_warning(const CostModel& m);
 // "--jobs" value (1..256), default 1.
 bool parse_jobs(const ParsedFlags& f, int* jobs, std::string* error);
 

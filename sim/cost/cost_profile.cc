@@ -3,11 +3,11 @@
 #include <toml++/toml.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "sim/cost/cost.h"
 #include "sim/cost/toml_reader.h"
@@ -205,14 +205,9 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
 }
 
 bool load_profile(const std::string& path, CostModel* out, std::string* error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    *error = fmt::format("{}: cannot read the profile", path);
-    return false;
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_profile(ss.str(), path, out, error);
+  std::string text;
+  if (!read_capped_file(path, kMaxProfileBytes, "the profile", &text, error)) return false;
+  return parse_profile(text, path, out, error);
 }
 
 std::string find_data_file(std::string_view rel) {
@@ -234,17 +229,23 @@ std::string find_data_file(std::string_view rel) {
   return "";
 }
 
+// A spec that looks like a path (has a '/' or ends in .toml) is a file;
+// anything else is a name looked up only in the data directory, so a file
+// of that name in the working directory is never picked up by accident.
 bool resolve_profile(const std::string& spec, CostModel* out, std::string* error) {
-  std::error_code ec;
-  if (spec.find('/') != std::string::npos || spec.ends_with(".toml") ||
-      fs::is_regular_file(spec, ec))
+  if (spec.find('/') != std::string::npos || spec.ends_with(".toml"))
     return load_profile(spec, out, error);
-  const std::string path = find_data_file("profiles/" + spec + ".toml");
+  const bool name_ok = !spec.empty() && spec.size() <= 64 &&
+                       std::all_of(spec.begin(), spec.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                                c == '_' || c == '.';
+                       });
+  const std::string path = name_ok ? find_data_file("profiles/" + spec + ".toml") : "";
   if (path.empty()) {
     *error = fmt::format(
-        "profile '{}': no file {}.toml in the data directory "
-        "(set SIMCACHE_DATA_DIR, or pass --profile FILE)",
-        spec, spec);
+        "--profile '{}': no profile of that name in the data directory "
+        "(a file must contain '/' or end in .toml, e.g. ./{}.toml)",
+        escape_line(spec), escape_line(spec));
     return false;
   }
   return load_profile(path, out, error);

@@ -61,6 +61,9 @@ ordered_json policy_json(const PolicyResult& p) {
                      {"cache", k.cache},
                      {"detail", k.detail}});
   j["kasan"] = kasan;
+  // Present only when non-empty, so runs without failures keep their layout.
+  if (!p.failures.empty()) j["failures"] = p.failures;
+  if (!p.faults_injected.empty()) j["faults_injected"] = p.faults_injected;
   return j;
 }
 // Rounds a derived figure to 6 significant digits so the document does
@@ -191,6 +194,9 @@ std::string format_csv(const RunResult& r, const ReportOptions& o) {
                                      round6(t.breakdown[i]));
       }
       for (const auto& [k, v] : p.metrics) out += pre + fmt::format("metric,{},{}\n", k, v);
+      for (const auto& [k, v] : p.failures) out += pre + fmt::format("failure,{},{}\n", k, v);
+      for (const auto& [k, v] : p.faults_injected)
+        out += pre + fmt::format("fault_injected,{},{}\n", k, v);
       for (const CacheStats& cs : p.caches)
         for (size_t i = 0; i < kNumSlubStats; ++i)
           if (cs.stat[i])

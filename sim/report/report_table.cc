@@ -194,6 +194,17 @@ void block(std::string* out, const RunResult& r, const WorkloadResult& w, const 
   size_t kasan = 0;
   for (const auto& p : ps) kasan += p.kasan.size();
   if (kasan) *out += fmt::format("  KASAN: {} report(s); see --format json\n", kasan);
+  // Failed operations and injected faults, per column: a run with either
+  // does not measure the workload it names, so the table says so.
+  for (size_t i = 0; i < ps.size(); ++i) {
+    std::string fails, faults;
+    for (const auto& [e, n] : ps[i].failures) fails += fmt::format(" {} x -{}", n, e);
+    for (const auto& [pt, n] : ps[i].faults_injected) faults += fmt::format(" {}={}", pt, n);
+    if (!fails.empty())
+      *out += fmt::format("  FAILED {}:{} (operations that failed are counted above)\n",
+                          kNames[i], fails);
+    if (!faults.empty()) *out += fmt::format("  faults injected {}:{}\n", kNames[i], faults);
+  }
   if (!w.note.empty()) *out += "  " + w.note + "\n";
 }
 

@@ -66,11 +66,17 @@ void run_job(const Job& j, const iou::KernelProfile& profile, const RunRequest& 
   iou::PolicySet ps;
   std::string err;
   iou::parse_policies(j.policy, &profile, &ps, &mc, &err);  // validated earlier
+  mc.random_kmalloc_seed = seed * 0x9e3779b97f4a7c15ull + 1;
   Mm mm(mc);
   const MemcgId user = j.params.at("cgroup") ? mm.memcg().create(kRootMemcg) : kRootMemcg;
   iou::MmIoUring io(mm, profile, ps);
-  for (size_t i = 0; i < req.faults.size(); ++i)
-    mm.faults().fail_random(req.faults[i].first, req.faults[i].second, seed * 1000003 + i);
+  for (size_t i = 0; i < req.faults.size(); ++i) {
+    const RunRequest::Fault& f = req.faults[i];
+    if (f.nth)
+      mm.faults().fail_nth(f.point, f.nth, f.nth);
+    else
+      mm.faults().fail_random(f.point, f.prob, seed * 1000003 + i);
+  }
   Env env{mm, io,
           Task{static_cast<CpuId>(j.params.at("cpu")), user, 0},
           Task{static_cast<CpuId>(j.params.at("kworker_cpu")), kRootMemcg, 0}, seed};
@@ -80,6 +86,9 @@ void run_job(const Job& j, const iou::KernelProfile& profile, const RunRequest& 
   r.policy = j.policy;
   rec.finish(&r);
   r.caches = cache_stats(mm);
+  for (const RunRequest::Fault& f : req.faults)
+    r.faults_injected[std::string(fault_point_name(f.point))] = mm.faults().injected(f.point);
+  for (const auto& [err, n] : io.failures()) r.failures[iou::errno_name(err)] = n;
   mm.faults().clear();
   io.exit_all(env.kworker);
   mm.check_leaks();

@@ -22,15 +22,23 @@ struct RunRequest {
   std::string kernel = "v6.18";
   uint64_t seed = 1;
   int jobs = 1;  // worker threads (results do not depend on it)
-  // Allocation failures injected at random at each point with the given
-  // probability (seeded from `seed`), for robustness runs.
-  std::vector<std::pair<FaultPoint, double>> faults;
+  // Allocation failures injected at each point (--fail), for robustness
+  // runs: with probability `prob` (draws seeded from `seed`), or on every
+  // `nth` call when nth > 0.
+  struct Fault {
+    FaultPoint point;
+    double prob = 0;
+    uint64_t nth = 0;
+  };
+  std::vector<Fault> faults;
 };
 
 // Parameters every scenario accepts (the machine and its tasks).
 // cpus: present CPUs (geometry); cpu: the benchmark's CPU; kworker_cpu:
 // where ring teardown runs; cgroup: 1 = the task is in a non-root memcg;
-// nodes: NUMA nodes.
+// nodes: NUMA nodes. `seed` drives every random choice of the model: the
+// --fail probability draws (one generator per point and column) and the
+// boot's random_kmalloc_seed (CONFIG_RANDOM_KMALLOC_CACHES).
 bool run(const RunRequest& req, RunResult* out, std::string* error);
 // Those parameters (a mapping rule may set them: a host's CPU count).
 const std::vector<ParamSpec>& machine_params();

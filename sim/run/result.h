@@ -40,6 +40,11 @@ struct PolicyResult {
   std::vector<std::pair<std::string, Counters>> phases;  // in operation order
   std::vector<CacheStats> caches;  // caches that saw any traffic
   std::vector<KasanReport> kasan;  // reports, including end-of-run leaks
+  // --fail: faults injected per point (every point asked for, even at 0).
+  std::map<std::string, uint64_t> faults_injected;
+  // Operations that failed for want of a resource: errno name ("ENFILE")
+  // -> count. Non-empty means the counts are not the workload asked for.
+  std::map<std::string, uint64_t> failures;
 };
 
 // One workload (a scenario with resolved parameters) across policies.

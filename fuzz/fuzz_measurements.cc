@@ -1,0 +1,33 @@
+// libFuzzer target: measurements TSV (sim/calibrate/measure.cc), then the
+// rows mapped through the shipped mapping (its patterns on fuzzed fields).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fuzz/fuzz_util.h"
+#include "sim/calibrate/measure.h"
+#include "sim/cost/cost.h"
+
+using namespace simcache::sim;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const Mapping map = [] {
+    Mapping m;
+    std::string err;
+    if (!load_mapping(find_data_file("profiles/mapping.toml"), &m, &err)) std::abort();
+    return m;
+  }();
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  std::vector<MeasuredRow> rows;
+  std::string error;
+  const bool ok = parse_measurements(text, "fuzz.tsv", &rows, &error);
+  simcache::fuzz::check_error(ok, error);
+  if (!ok) return 0;
+  std::vector<MappedRow> mapped;
+  std::vector<std::string> skipped;
+  map_rows(map, rows, &mapped, &skipped, &error);
+  for (const std::string& s : skipped) simcache::fuzz::check_error(false, s);
+  for (const MappedRow& r : mapped)
+    if (!(r.value_ns > 0) || r.value_ns > 3.6e12) std::abort();
+  return 0;
+}

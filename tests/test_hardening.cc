@@ -1,0 +1,348 @@
+// Bad input never crashes, hangs, takes over or costs data
+// (docs/reliability.md): pattern matching, input limits, output files,
+// profile lookup, values, one-line errors, failures, --fail and --seed.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "sim/calibrate/measure.h"
+#include "sim/cli/cli.h"
+#include "sim/cost/cost.h"
+#include "sim/cost/toml_reader.h"
+#include "test_cost_util.h"
+
+using namespace simcache;
+using namespace simcache::sim;
+using simcache::testing::lines;
+using simcache::testing::read_text;
+using simcache::testing::repo_file;
+using simcache::testing::TempFile;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
+const char kShapeF0[] =
+    "F0: slots=4096 sparse, 4096 MSG_RING SEND_FD installs/round as 64 batches of QD=64, "
+    "new target ring per round, 3 warmup + 15 measured rounds";
+
+std::string row(const std::string& shape, const std::string& value = "119.4",
+                const std::string& unit = "ns/install") {
+  return std::string("X-1\tsparse-fill\t") + shape + "\tU unpatched v6.18-rc4\tmean\t" + value +
+         "\t" + unit + "\ttiming\tsrc\t\n";
+}
+
+// A fresh directory under the temp directory, removed afterwards.
+struct TempDir {
+  fs::path p;
+  explicit TempDir(const std::string& name) {
+    p = fs::temp_directory_path() / ("simcache_hard_" + std::to_string(getpid()) + "_" + name);
+    fs::remove_all(p);
+    fs::create_directories(p);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(p, ec);
+  }
+  std::string operator/(const std::string& f) const { return (p / f).string(); }
+  size_t entries() const {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(p)) ++n;
+    return n;
+  }
+};
+
+void expect_one_line_error(const CliOutcome& r, const std::string& fragment) {
+  INFO(r.err);
+  CHECK(r.status == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.rfind("simcache: ", 0) == 0);
+  CHECK(r.err.find(fragment) != std::string::npos);
+}
+
+const std::vector<std::string> kSmallFill = {"--scenario", "sparse-fill", "--set", "rounds=1",
+                                             "--set", "warmup=0", "--set", "smoke=0",
+                                             "--profile", "none"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("RE2: a 30 KB field and a pathological pattern match in linear time", "[hardening]") {
+  std::string err;
+  const Regex re = compile_regex("(a*)*b", &err);
+  REQUIRE(re);
+  const std::string text(30000, 'a');  // std::regex: stack overflow / exponential time
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(regex_search(re, text));
+  std::vector<std::optional<std::string>> g;
+  const Regex shape = compile_regex("slots=(\\d+)", &err);
+  CHECK(regex_search(shape, "x slots=4096 y", &g));
+  REQUIRE(g.size() == 2);
+  CHECK(*g[1] == "4096");
+  // Generous bound: only a backtracking engine comes near it.
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+}
+
+TEST_CASE("a 30 KB shape field is a one-line error, not a crash", "[hardening]") {
+  const TempFile tsv("long_shape.tsv", kHeader + row(std::string(30000, 'x')));
+  for (const char* cmd : {"validate", "calibrate"}) {
+    const CliOutcome r = run_cli({cmd, "--measurements", tsv.path()});
+    expect_one_line_error(r, tsv.path() + ":2:");
+    CHECK(r.err.find("shape: field of 30000 bytes is longer than the limit of 1024") !=
+          std::string::npos);
+  }
+  const CliOutcome r = run_cli({"--scenario", "waitv", "--measurements", tsv.path()});
+  expect_one_line_error(r, "longer than the limit");
+}
+
+TEST_CASE("a typo in a mapping pattern is an error, not a hang", "[hardening]") {
+  std::string mapping = read_text(repo_file("data/profiles/mapping.toml"));
+  const size_t at = mapping.find("shape = '");
+  REQUIRE(at != std::string::npos);
+  mapping.insert(at + 9, "words.**?(");
+  const TempFile m("typo_mapping.toml", mapping);
+  const CliOutcome r = run_cli({"validate", "--measurements",
+                                repo_file("data/measurements/calibration.tsv"), "--mapping",
+                                m.path()});
+  expect_one_line_error(r, "bad regular expression");
+  CHECK(r.err.find(m.path() + ":") != std::string::npos);
+}
+
+TEST_CASE("input limits: file size, line length, endless files", "[hardening]") {
+  const TempFile big_line("long_line.tsv", kHeader + std::string(70000, 'y') + "\n");
+  expect_one_line_error(run_cli({"validate", "--measurements", big_line.path()}),
+                        "line of 70000 bytes is longer than the limit of 65536");
+  expect_one_line_error(run_cli({"--scenario", "waitv", "--profile", "/dev/zero"}),
+                        "/dev/zero: the profile is larger than the limit of 1048576 bytes");
+  expect_one_line_error(run_cli({"validate", "--measurements", "/dev/zero"}),
+                        "the measurements is larger than the limit");
+  expect_one_line_error(
+      run_cli({"validate", "--measurements", repo_file("data/measurements/calibration.tsv"),
+               "--mapping", "/dev/zero"}),
+      "the mapping file is larger than the limit");
+  expect_one_line_error(run_cli({"validate", "--measurements", "/tmp"}), "is a directory");
+}
+
+TEST_CASE("values out of range are rejected", "[hardening]") {
+  const TempFile huge("huge.tsv", kHeader + row(kShapeF0, "1e308", "ms/install"));
+  expect_one_line_error(run_cli({"calibrate", "--measurements", huge.path()}),
+                        "value: 1e+308 ms/install is more than");
+  for (const char* v : {"nan", "inf", "1e999"}) {
+    const TempFile t("bad_value.tsv", kHeader + row(kShapeF0, v));
+    expect_one_line_error(run_cli({"validate", "--measurements", t.path()}),
+                          "is not a number");
+  }
+  // Zero and negative values are differences, not times: validate skips
+  // such a row with a reason (docs/validation.md); a file of nothing else
+  // has no row to validate.
+  for (const char* v : {"-1", "0"}) {
+    const TempFile t("bad_value.tsv", kHeader + row(kShapeF0, v));
+    expect_one_line_error(run_cli({"validate", "--measurements", t.path()}),
+                          "no row could be mapped");
+  }
+}
+
+TEST_CASE("non-string captures in a mapping are an error", "[hardening]") {
+  std::string mapping = read_text(repo_file("data/profiles/mapping.toml"));
+  const size_t at = mapping.find("captures = [");
+  REQUIRE(at != std::string::npos);
+  mapping.insert(at + 12, "42, ");
+  const TempFile m("captures.toml", mapping);
+  Mapping out;
+  std::string err;
+  CHECK_FALSE(parse_mapping(read_text(m.path()), m.path(), &out, &err));
+  CHECK(err.find("captures: expected a parameter name") != std::string::npos);
+  CHECK(lines(err) == 0);
+}
+
+TEST_CASE("a profile missing parameters loads with a warning naming them", "[hardening]") {
+  const CostModel& def = simcache::testing::default_profile();
+  CostModel one = def;
+  one.params.resize(1);
+  const TempFile p("one_param.toml", profile_toml(one, "one parameter"));
+  const CliOutcome r = run_cli({"--scenario", "waitv", "--profile", p.path()});
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find(fmt::format("lacks {} of {} parameters", def.params.size() - 1,
+                               def.params.size())) != std::string::npos);
+  CHECK(r.err.find(def.params[1].name) != std::string::npos);
+  CHECK(run_cli({"--scenario", "waitv"}).err.empty());  // the shipped profile is complete
+}
+
+TEST_CASE("a profile name never comes from the working directory", "[hardening]") {
+  TempDir d("cwd");
+  { std::ofstream(d / "i7-12700KF") << "not a profile\n"; }
+  const fs::path old = fs::current_path();
+  fs::current_path(d.p);
+  const CliOutcome named = run_cli({"--scenario", "waitv", "--profile", "i7-12700KF"});
+  const CliOutcome dflt = run_cli({"--scenario", "waitv"});
+  const CliOutcome file = run_cli({"--scenario", "waitv", "--profile", "./i7-12700KF"});
+  fs::current_path(old);
+  CHECK(named.status == 0);
+  CHECK(dflt.status == 0);
+  CHECK(named.out == dflt.out);
+  expect_one_line_error(file, "syntax");
+  expect_one_line_error(run_cli({"--scenario", "waitv", "--profile", "no such"}),
+                        "no profile of that name in the data directory");
+}
+
+TEST_CASE("output file: a planted symlink is refused and its target kept", "[hardening]") {
+  TempDir d("symlink");
+  { std::ofstream(d / "victim") << "precious\n"; }
+  fs::create_symlink(d / "victim", d / "out.json");
+  fs::create_symlink(d / "victim", d / ".out.json.tmp~");  // the old fixed temp name
+  const CliOutcome r = run_cli(with(kSmallFill, {"--output", d / "out.json"}));
+  expect_one_line_error(r, "is a symbolic link");
+  CHECK(read_text(d / "victim") == "precious\n");
+  CHECK(fs::is_symlink(d / "out.json"));
+  CHECK(d.entries() == 3);  // no temp file left
+  // A planted link at a guessable temp name is never followed.
+  const CliOutcome ok = run_cli(with(kSmallFill, {"--output", d / "new.txt"}));
+  CHECK(ok.status == 0);
+  CHECK(read_text(d / "victim") == "precious\n");
+  CHECK(read_text(d / "new.txt").rfind("simcache ", 0) == 0);
+  CHECK(d.entries() == 4);
+}
+
+TEST_CASE("output file: a FIFO and a device are written through, not replaced", "[hardening]") {
+  TempDir d("fifo");
+  const std::string fifo = d / "pipe";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  std::string got;
+  std::thread reader([&] {
+    const int fd = open(fifo.c_str(), O_RDONLY);
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+    close(fd);
+  });
+  const CliOutcome r = run_cli(with(kSmallFill, {"--output", fifo, "--format", "csv"}));
+  reader.join();
+  CHECK(r.status == 0);
+  CHECK(got.rfind("workload,policy,scope,name,value\n", 0) == 0);
+  struct stat st {};
+  REQUIRE(lstat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  {
+    // Old simcache builds (before this fix) replace /dev/null with a regular
+    // file when given --output /dev/null; say so rather than blame this run.
+    INFO("environment: /dev/null is not a character device before the run");
+    REQUIRE(lstat("/dev/null", &st) == 0);
+    REQUIRE(S_ISCHR(st.st_mode));
+  }
+  CHECK(run_cli(with(kSmallFill, {"--output", "/dev/null"})).status == 0);
+  REQUIRE(lstat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  expect_one_line_error(run_cli(with(kSmallFill, {"--output", d.p.string()})),
+                        "not a regular file");
+}
+
+TEST_CASE("output file: concurrent writers leave one complete file", "[hardening]") {
+  TempDir d("race");
+  const std::string path = d / "report";
+  const std::string a(300000, 'a'), b(200000, 'b');
+  auto writer = [&](const std::string& data) {
+    std::string err;
+    for (int i = 0; i < 40; ++i) REQUIRE(write_file_atomic(path, data, &err));
+  };
+  std::thread t1(writer, a), t2(writer, b);
+  t1.join();
+  t2.join();
+  const std::string got = read_text(path);
+  CHECK((got == a || got == b));
+  CHECK(d.entries() == 1);
+}
+
+TEST_CASE("every flag error is one line without the usage text", "[hardening]") {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--bogus"},
+      {"stray"},
+      {"--scenario"},
+      {"--help=1"},
+      {"--set", "novalue", "--scenario", "waitv"},
+      {"--set", "x"},
+      {"--scenario", "waitv", "--jobs", "0"},
+      {"--scenario", "waitv", "--seed", "-1"},
+      {"--scenario", "waitv", "--format", "xml"},
+      {"--scenario", "waitv", "--policy", ","},
+      {"--policy", "unpatched"},
+      {"--scenario", "waitv", "--fail", "nowhere=0.1"},
+      {"--scenario", "waitv", "--fail", "slab=2"},
+      {"--scenario", "waitv", "--fail", "slab=nan"},
+      {"--scenario", "waitv", "--fail", "slab=nth:0"},
+      {"--scenario", "waitv", "--fail", "slab"},
+      {"calibrate", "--bogus"},
+      {"validate", "stray"},
+      {"--scenario", "no\nsuch\x1b[2Jscenario"},
+      {"--scenario", "waitv", "--set", "rounds=1\n2"},
+      {"--scenario", "waitv", "--kernel", "v9\r9"},
+  };
+  for (const auto& args : bad) {
+    const CliOutcome r = run_cli(args);
+    INFO(args[0] << (args.size() > 1 ? " " + args[1] : "") << ": " << r.err);
+    CHECK(r.status == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find("usage:") == std::string::npos);
+    CHECK(r.err.find('\x1b') == std::string::npos);
+    CHECK(r.err.find('\r') == std::string::npos);
+    CHECK(r.out.empty());
+  }
+  const CliOutcome r = run_cli({"--scenario", "no\nsuch"});
+  CHECK(r.err.find("no\\nsuch") != std::string::npos);
+}
+
+TEST_CASE("failed operations show in the table and JSON and fail the run", "[hardening]") {
+  const auto args = with(kSmallFill, {"--set", "slots=1", "--set", "installs=4096"});
+  const CliOutcome table = run_cli(args);
+  CHECK(table.status == 3);
+  CHECK(lines(table.err) == 1);
+  CHECK(table.err.find("4095 operations failed") != std::string::npos);
+  CHECK(table.out.find("FAILED A: 4095 x -ENFILE") != std::string::npos);
+  const CliOutcome json = run_cli(with(args, {"--format", "json"}));
+  CHECK(json.status == 3);
+  const auto j = nlohmann::json::parse(json.out);
+  CHECK(j["workloads"][0]["policies"][0]["failures"]["ENFILE"] == 4095);
+  CHECK(run_cli(with(args, {"--allow-failures"})).status == 0);
+  const CliOutcome clean = run_cli(kSmallFill);
+  CHECK(clean.status == 0);
+  CHECK(clean.out.find("FAILED") == std::string::npos);
+}
+
+TEST_CASE("fault injection: --fail injects at each point, reports the count, and --seed drives it",
+          "[hardening][faults]") {
+  for (const char* point :
+       {"page_alloc", "slab", "bulk_short", "bulk_zero", "kvmalloc", "memcg_charge"}) {
+    const std::string name = std::string(point) == "slab" ? "slab_alloc" : point;
+    for (const std::string& spec : {std::string(point) + "=nth:2", std::string(point) + "=0.5"}) {
+      const CliOutcome r = run_cli(with(kSmallFill, {"--policy", "node-slab+bulk-refill+prefill",
+                                                     "--fail", spec, "--format", "json"}));
+      INFO(spec << ": " << r.err);
+      CHECK(r.status == 0);  // failures were asked for
+      const auto j = nlohmann::json::parse(r.out);
+      const auto& pol = j["workloads"][0]["policies"][0];
+      CHECK(pol["faults_injected"][name].get<uint64_t>() > 0);
+      CHECK(pol["kasan"].empty());  // no leak, no memcg imbalance, no invariant broken
+    }
+  }
+  auto run_seed = [](const char* seed) {
+    return run_cli(with(kSmallFill, {"--fail", "slab=0.01", "--seed", seed, "--format", "csv"}));
+  };
+  const CliOutcome s1 = run_seed("1"), s1b = run_seed("1"), s2 = run_seed("2");
+  CHECK(s1.out == s1b.out);
+  CHECK(s1.out != s2.out);
+}
+
+TEST_CASE("escape_line makes any string one line", "[hardening]") {
+  CHECK(escape_line("a\nb\tc\x01\x7f") == "a\\nb\\tc\\x01\\x7f");
+  CHECK(escape_line(std::string(500, 'z'), 10) == std::string(10, 'z') + "...");
+}
