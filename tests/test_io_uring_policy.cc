@@ -68,13 +68,14 @@ TEST_CASE("policies: the table is registered whole, under today's names",
           "[io_uring][policy]") {
   const PolicyRegistry& reg = PolicyRegistry::get();
   CHECK(reg.errors().empty());
-  CHECK(reg.all().size() == 13);
+  CHECK(reg.all().size() == 17);
   CHECK(reg.baseline().name == "unpatched");
   CHECK(&reg.baseline() == &reg.all().front());
   CHECK(policy_names() ==
-        "bulk-refill, futex-return-to-cache, kmalloc-prefill, memcg-batch-charge, node-slab, "
-        "node-slab-account, prefill, prefill-optin, slab-nomerge, slab-prime, "
-        "unpatched, waitv-account, waitv-noaccount");
+        "bulk-refill, futex-return-to-cache, kmalloc-prefill, memcg-batch-charge, "
+        "memcg-batch-free, node-slab, node-slab-account, prefill, prefill-grow, prefill-lazy, "
+        "prefill-optin, slab-nomerge, slab-prime, unpatched, waitv-account, waitv-cache, "
+        "waitv-noaccount");
   for (const PolicyInfo& p : reg.all()) {
     INFO(p.name);
     CHECK(reg.find(p.name) == &p);
@@ -156,7 +157,7 @@ TEST_CASE("policies: combination and profile checks", "[io_uring][policy]") {
   CHECK_THAT(r.error, Contains("bulk-refill needs node-slab or node-slab-account"));
   r = parse("prefill");
   CHECK_FALSE(r.ok);
-  CHECK_THAT(r.error, Contains("prefill/prefill-optin need node-slab"));
+  CHECK_THAT(r.error, Contains("prefill/prefill-optin/prefill-lazy need node-slab"));
   r = parse("prefill-optin+bulk-refill");
   CHECK_FALSE(r.ok);
   r = parse("node-slab+bulk-refill", "v6.13");

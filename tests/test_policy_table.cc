@@ -28,11 +28,13 @@ namespace {
 std::string stated_rejection(const PolicySet& p, const KernelProfile& k) {
   const bool slab = p.node_alloc != NodeAlloc::kmalloc;
   if (p.bulk_refill != 0 && !slab) return "bulk-refill needs node-slab or node-slab-account";
-  if (p.prefill != Prefill::off && !slab)
-    return "prefill/prefill-optin need node-slab or node-slab-account";
+  if (p.prefill != Prefill::off && p.prefill != Prefill::grow_only && !slab)
+    return "prefill/prefill-optin/prefill-lazy need node-slab or node-slab-account";
   if (slab && !k.has_node_cache) return "'" + std::string(k.name) + "' has none";
   if (p.slab_prime && !k.install_allocates_node)
     return "'" + std::string(k.name) + "' allocates none";
+  if (p.prefill != Prefill::off && !k.has_node_cache)
+    return "prefill modes need a kernel profile with a per-ring node cache";
   if (p.kmalloc_prefill && (k.has_node_cache || !k.install_allocates_node))
     return "kmalloc-prefill needs a kernel profile that allocates a node per install and "
            "has no node cache (v6.13); '" + std::string(k.name) + "' does not";
@@ -59,10 +61,17 @@ void check_spec(const PolicyInfo& p, const PolicyInfo* q, const KernelProfile& k
     ++t.twice;
     return;
   }
-  if (q && p.group != PolicyFieldId::none && p.group == q->group) {
+  // Two entries conflict when they share a group or SET one field
+  // (waitv-cache and waitv-account both set waitv_account).
+  PolicyFieldId shared = PolicyFieldId::none;
+  if (q)
+    for (const FieldAssign& a : q->sets())
+      if (shared == PolicyFieldId::none && p.sets_field(a.field)) shared = a.field;
+  if (q && p.group != PolicyFieldId::none && p.group == q->group) shared = p.group;
+  if (q && shared != PolicyFieldId::none) {
     CHECK_FALSE(ok);
     CHECK(err == "policies '" + std::string(p.name) + "' and '" + std::string(q->name) +
-                     "' both set " + std::string(policy_field(p.group).name) + "; choose one");
+                     "' both set " + std::string(policy_field(shared).name) + "; choose one");
     ++t.conflicts;
     return;
   }
@@ -180,7 +189,7 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
   // kmalloc-prefill anywhere but v6.13 (it needs per-install nodes and no
   // node cache).
   const std::vector<std::pair<std::string_view, size_t>> want = {
-      {"v6.12", table.size() - 7}, {"v6.13", table.size() - 5},
+      {"v6.12", table.size() - 9}, {"v6.13", table.size() - 7},
       {"v6.18", table.size() - 1}, {"v7.1", table.size() - 1},
       {"v7.2", table.size() - 1}};
   for (const auto& [name, n] : want) {
@@ -189,9 +198,10 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
     const std::vector<std::string> specs = testing::runnable_policies(k);
     CHECK(specs.size() == n);
     for (const std::string& s : specs) CHECK(testing::policy_ok(s, k));
-    // Both walks reach every group the profile allows: 4 of the 9 on
-    // v6.12, 6 on v6.13, 8 elsewhere (all but kmalloc_prefill).
-    const size_t groups = name == "v6.12" ? 4 : name == "v6.13" ? 6 : 8;
+    // Both walks reach as many groups as the profile allows: 5 on v6.12,
+    // 7 on v6.13, 9 elsewhere (all but kmalloc_prefill; waitv-cache and
+    // waitv-account both set waitv_account, so a walk takes one of them).
+    const size_t groups = name == "v6.12" ? 5 : name == "v6.13" ? 7 : 9;
     for (bool backward : {false, true}) {
       const std::string m = testing::maximal_policy(k, backward);
       INFO(m);
@@ -203,7 +213,7 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
   CHECK(testing::runnable_policies(v618)[4] == "bulk-refill+node-slab");
   CHECK(testing::maximal_policy(v618, false) ==
         "unpatched+futex-return-to-cache+node-slab+bulk-refill+prefill+slab-prime+"
-        "waitv-account+memcg-batch-charge+slab-nomerge");
+        "waitv-account+memcg-batch-charge+memcg-batch-free+slab-nomerge");
 }
 
 TEST_CASE("policy table: an entry with code runs it after its SET()s", "[policy][table]") {
@@ -252,10 +262,16 @@ TEST_CASE("policy fields: describe() lists every field in table order", "[policy
   CHECK(describe(d) ==
         "futex_return_to_cache = false\nnode_alloc = kmalloc\nbulk_refill = 0\n"
         "prefill = off\nprefill_max = 4096\nslab_prime = false\n"
-        "kmalloc_prefill = false\nwaitv_account = profile\nmemcg_batch_charge = false\nslab_nomerge = false\n");
+        "kmalloc_prefill = false\nwaitv_account = profile\nmemcg_batch_charge = false\n"
+        "slab_nomerge = false\n"
+        "io_alloc_cache_max = kernel\nfutex_cache_max = kernel\nreq_alloc_batch = 8\n"
+        "waitv_cache_max = 0\nwaitv_cache_nr = 8\nmemcg_batch_free = false\n"
+        "memcg_charge_batch = 64\nobj_stock_slots = kernel\nslab_sheaf_capacity = kernel\n"
+        "slab_min_partial = kernel\nslab_cpu_partial = kernel\n"
+        "random_kmalloc_caches = false\n");
   const auto fields = policy_fields();
   REQUIRE(fields.size() == kNumPolicyFields);
-  REQUIRE(kNumPolicyFields == 10);
+  REQUIRE(kNumPolicyFields == 22);
   // Every value of every field prints under its name, and reads back.
   size_t values = 0;
   for (const PolicyFieldInfo& f : fields) {
@@ -281,7 +297,7 @@ TEST_CASE("policy fields: describe() lists every field in table order", "[policy
       ++values;
     }
   }
-  CHECK(values == 25);  // 5 bools x 2, 2 unsigned x 3, 3 enums x 3 values
+  CHECK(values == 61);  // 7 bools x 2, 12 unsigned x 3, enums of 3 + 5 + 3 values
   PolicySet bug;
   bug.debug_bug = DebugBug::leak_node;
   CHECK(lines_of(describe(bug)).back() == "debug_bug = set");
@@ -299,8 +315,9 @@ TEST_CASE("policy fields: kinds, readers and the run record", "[policy][fields]"
   std::vector<std::string_view> mm_fields;
   for (const PolicyFieldInfo& f : policy_fields())
     if (f.layer == "mm") mm_fields.push_back(f.name);
-    else CHECK(f.layer == "io_uring");
-  CHECK(mm_fields == std::vector<std::string_view>{"memcg_batch_charge", "slab_nomerge"});
+    else CHECK((f.layer == "io_uring" || f.layer == "memcg" || f.layer == "slab"));
+  CHECK(mm_fields == std::vector<std::string_view>{"memcg_batch_charge", "slab_nomerge",
+                                                   "memcg_batch_free", "random_kmalloc_caches"});
 
   PolicySet p;
   MmConfig mm;

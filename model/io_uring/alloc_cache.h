@@ -36,6 +36,7 @@ struct IoAllocCache {
   uint32_t init_clear = 0;
   CacheId slab = kNoCache;   // RFC 1/3: dedicated kmem_cache, or kmalloc
   uint32_t refill = 0;       // RFC 2/3: bulk refill batch (0 = single alloc)
+  uint32_t lazy_fill = 0;    // prefill=lazy: fill to this size on the next miss
 };
 
 // Why io_alloc_cache_put() did not keep an object.
@@ -57,6 +58,7 @@ int io_alloc_cache_init(A& a, IoAllocCache& c, uint32_t max_nr, uint32_t size,
   c.init_clear = init_bytes;
   c.slab = kNoCache;
   c.refill = 0;
+  c.lazy_fill = 0;
   return 0;
 }
 
@@ -207,9 +209,27 @@ void io_alloc_cache_free(A& a, IoAllocCache& c, const Task& t) {
   c.max_cached = 0;
 }
 
+// The first half of io_alloc_cache_prefill() (RFC 3/3), and all of the
+// grow-only variant (seed 004 review question, no kernel patch): grow the
+// entries array to `nr` (kvmalloc_array; the grown array is kept and
+// max_cached grows with it), filling nothing. Never shrinks. Returns
+// false only if the new array could not be allocated.
+template <IoAllocator A>
+bool io_alloc_cache_grow(A& a, IoAllocCache& c, uint32_t nr, const Task& t) {
+  if (c.entries_mem == kNull) return false;
+  if (nr <= c.max_cached) return true;
+  const gfp_t gfp = GFP_KERNEL | __GFP_NOWARN;
+  Ptr mem = a.kvmalloc(uint64_t{nr} * 8, gfp, at_site(t, kSitePrefillEntries));
+  if (mem == kNull) return false;
+  c.entries.resize(nr, kNull);  // registration time, not a hot path
+  a.kvfree(c.entries_mem, t);
+  c.entries_mem = mem;
+  c.max_cached = nr;
+  return true;
+}
+
 // Mirrors io_alloc_cache_prefill() (RFC 3/3): grow the cache to
-// min(nr, max_nr) entries (kvmalloc_array; the grown array is kept and
-// max_cached grows with it) and fill it with one bulk allocation. Best
+// min(nr, max_nr) entries and fill it with one bulk allocation. Best
 // effort: any failure leaves a valid cache. Returns objects stashed.
 template <IoAllocator A>
 uint32_t io_alloc_cache_prefill(A& a, IoAllocCache& c, uint32_t nr,
@@ -219,14 +239,7 @@ uint32_t io_alloc_cache_prefill(A& a, IoAllocCache& c, uint32_t nr,
   if (c.slab == kNoCache || c.entries_mem == kNull) return 0;
   nr = std::min(nr, max_nr);
   if (nr <= c.nr_cached) return 0;
-  if (nr > c.max_cached) {
-    Ptr mem = a.kvmalloc(uint64_t{nr} * 8, gfp, at_site(t, kSitePrefillEntries));
-    if (mem == kNull) return 0;
-    c.entries.resize(nr, kNull);  // registration time, not a hot path
-    a.kvfree(c.entries_mem, t);
-    c.entries_mem = mem;
-    c.max_cached = nr;
-  }
+  if (!io_alloc_cache_grow(a, c, nr, t)) return 0;
   const int got = a.kmem_cache_alloc_bulk(
       c.slab, gfp, static_cast<int>(nr - c.nr_cached), &c.entries[c.nr_cached], t);
   if (got <= 0) return 0;

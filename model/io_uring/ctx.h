@@ -16,7 +16,6 @@ using RingId = int32_t;
 inline constexpr uint32_t IORING_FILE_INDEX_ALLOC = 0xffffffffu;  // ~0U
 inline constexpr uint32_t IORING_MAX_FIXED_FILES = 1u << 20;
 inline constexpr uint32_t FUTEX_WAITV_MAX = 128;
-inline constexpr int IO_REQ_ALLOC_BATCH = 8;
 
 struct RingParams {
   uint32_t sq_entries = 256;
@@ -51,6 +50,7 @@ struct ArmedFutex {
   Ptr data = kNull;
   FutexKind kind = FutexKind::wait;
   uint32_t nr = 0;
+  bool cached = false;  // waitv-cache: the data came from (and returns to) waitv_cache
 };
 
 struct IoRingCtx {
@@ -64,6 +64,7 @@ struct IoRingCtx {
   // The per-ring io_alloc_caches, in io_ring_ctx_alloc()'s order.
   IoAllocCache apoll_cache, netmsg_cache, rw_cache, cmd_cache, msg_cache;
   IoAllocCache futex_cache;
+  IoAllocCache waitv_cache;            // waitv-cache policy only (seed 000)
   IoAllocCache node_cache, imu_cache;  // profiles with a node cache only
 
   // Request cache: submit_state.free_list (a stack) and the completed

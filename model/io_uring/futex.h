@@ -11,11 +11,28 @@
 namespace simcache::iou {
 
 // Mirrors io_futex_cache_init(): futex_cache of IO_FUTEX_ALLOC_CACHE_MAX
-// entries of sizeof(struct io_futex_data).
+// (knob futex_cache_max) entries of sizeof(struct io_futex_data); with
+// waitv-cache (seed 000), also a waitv_cache of io_futexv_data sized for
+// waitv_cache_nr entries.
 template <IoAllocator A>
 int io_futex_cache_init(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
-  return io_alloc_cache_init(k.mm, ctx.futex_cache, k.profile.futex_cache_max,
-                             k.profile.futex_data_size, 0, t);
+  const uint32_t max = k.policy.futex_cache_max == kFromKernel ? k.profile.futex_cache_max
+                                                               : k.policy.futex_cache_max;
+  int ret = io_alloc_cache_init(k.mm, ctx.futex_cache, max, k.profile.futex_data_size, 0, t);
+  if (k.policy.waitv_cache_max != 0)
+    ret |= io_alloc_cache_init(k.mm, ctx.waitv_cache, k.policy.waitv_cache_max,
+                               waitv_alloc_size(k.profile, k.policy.waitv_cache_nr), 0, t);
+  return ret;
+}
+
+// The WAITV data's way back (waitv-cache): io_cache_free() into waitv_cache
+// if it came from there, else kfree.
+template <IoAllocator A>
+void io_futexv_data_free(IoKernel<A>& k, IoRingCtx& ctx, Ptr data, bool cached, const Task& t) {
+  if (cached)
+    io_cache_free(k.mm, ctx.waitv_cache, data, t);
+  else
+    k.mm.kfree(data, t);
 }
 
 // Mirrors io_futex_complete(): the data goes back with io_cache_free()
@@ -29,10 +46,11 @@ void io_futex_complete(IoKernel<A>& k, IoRingCtx& ctx, const ArmedFutex& w, cons
   io_req_complete_defer(ctx, w.req);
 }
 
-// Mirrors io_futexv_complete(): the vector is kfree'd (never cached).
+// Mirrors io_futexv_complete(): the vector is kfree'd (waitv-cache:
+// recycled into waitv_cache).
 template <IoAllocator A>
 void io_futexv_complete(IoKernel<A>& k, IoRingCtx& ctx, const ArmedFutex& w, const Task& t) {
-  k.mm.kfree(w.data, t);
+  io_futexv_data_free(k, ctx, w.data, w.cached, t);
   ev(k.mm, Event::futex_complete);
   io_post_cqe(k, ctx);
   io_req_complete_defer(ctx, w.req);
@@ -102,16 +120,23 @@ int io_futex_waitv(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, bool words_match
   ev(k.mm, Event::futex_waitv);
   if (nr == 0 || nr > FUTEX_WAITV_MAX) return io_req_fail(k, ctx, req, kEINVAL);
   const gfp_t gfp = io_futexv_gfp(k);
-  const Ptr data = k.mm.kmalloc(waitv_alloc_size(k.profile, nr), gfp, at_site(t, kSiteWaitv));
-  if (data == kNull) return io_req_fail(k, ctx, req, kENOMEM);
-  if (gfp & __GFP_ACCOUNT) ev(k.mm, Event::futexv_alloc_account);
+  // waitv-cache: a vector that fits a cached element comes from waitv_cache;
+  // a hit needs no zeroing, as futex_parse_waitv() initialises every entry.
+  const bool cached = k.policy.waitv_cache_max != 0 && nr <= k.policy.waitv_cache_nr;
+  Ptr data = cached ? io_alloc_cache_get(k.mm, ctx.waitv_cache, t) : kNull;
+  if (data == kNull) {
+    const uint32_t size = cached ? ctx.waitv_cache.elem_size : waitv_alloc_size(k.profile, nr);
+    data = k.mm.kmalloc(size, gfp, at_site(t, kSiteWaitv));
+    if (data == kNull) return io_req_fail(k, ctx, req, kENOMEM);
+    if (gfp & __GFP_ACCOUNT) ev(k.mm, Event::futexv_alloc_account);
+  }
   k.mm.kasan_check_access(data, "io_futexv_prep");  // futex_parse_waitv fills it
   ev(k.mm, Event::futexv_entries, nr);
   if (!words_match) {
-    k.mm.kfree(data, t);
+    io_futexv_data_free(k, ctx, data, cached, t);
     return io_req_fail(k, ctx, req, kEAGAIN);
   }
-  ctx.futex_list.push_back(ArmedFutex{req, data, FutexKind::waitv, nr});
+  ctx.futex_list.push_back(ArmedFutex{req, data, FutexKind::waitv, nr, cached});
   return 0;
 }
 
@@ -143,7 +168,8 @@ int io_futex_wake(IoKernel<A>& k, IoRingCtx& ctx, uint32_t n) {
 }
 
 // Mirrors io_futex_remove_all() at ring exit: every armed wait completes
-// with -ECANCELED; WAIT data returns to futex_cache, WAITV data is freed.
+// with -ECANCELED; WAIT data returns to futex_cache, WAITV data is freed
+// (or, waitv-cache, returns to waitv_cache).
 template <IoAllocator A>
 void io_futex_remove_all(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   for (const ArmedFutex& w : ctx.futex_list) {

@@ -23,14 +23,22 @@ int io_alloc_hash_table(IoKernel<A>& k, IoRingCtx& ctx, uint32_t bits, const Tas
   }
 }
 
+// The size of an IO_ALLOC_CACHE_MAX cache: the io_alloc_cache_max knob,
+// or the kernel's (`kernel_max`: the constant, or the profile's node cache).
+template <IoAllocator A>
+uint32_t io_cache_max(const IoKernel<A>& k, uint32_t kernel_max) {
+  return k.policy.io_alloc_cache_max == kFromKernel ? kernel_max : k.policy.io_alloc_cache_max;
+}
+
 // Mirrors io_rsrc_cache_init(), 6.15+ (+ seed 004 patch 1/3: the node
 // cache takes io_rsrc_node_cachep; patch 2/3: bulk refill batch).
 template <IoAllocator A>
 int io_rsrc_cache_init(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   if (!k.profile.has_node_cache) return 0;
-  int ret = io_alloc_cache_init(k.mm, ctx.node_cache, k.profile.node_cache_max,
+  int ret = io_alloc_cache_init(k.mm, ctx.node_cache,
+                                io_cache_max(k, k.profile.node_cache_max),
                                 k.profile.rsrc_node_size, 0, t);
-  ret |= io_alloc_cache_init(k.mm, ctx.imu_cache, IO_ALLOC_CACHE_MAX,
+  ret |= io_alloc_cache_init(k.mm, ctx.imu_cache, io_cache_max(k, IO_ALLOC_CACHE_MAX),
                              kImuCacheElemSize, 0, t);
   if (ret == 0 && k.rsrc_node_cachep != kNoCache) {
     ctx.node_cache.slab = k.rsrc_node_cachep;
@@ -46,7 +54,7 @@ template <IoAllocator A>
 void io_free_alloc_caches(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   IoAllocCache* caches[] = {&ctx.apoll_cache, &ctx.netmsg_cache, &ctx.rw_cache,
                             &ctx.cmd_cache,   &ctx.msg_cache,    &ctx.futex_cache,
-                            &ctx.node_cache,  &ctx.imu_cache};
+                            &ctx.waitv_cache, &ctx.node_cache,   &ctx.imu_cache};
   for (IoAllocCache* c : caches) io_alloc_cache_free(k.mm, *c, t);
 }
 
@@ -66,11 +74,11 @@ int io_ring_ctx_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   int ret = io_alloc_hash_table(k, ctx, static_cast<uint32_t>(bits), t);
   if (ret == 0) {
     ret |= io_alloc_cache_init(k.mm, ctx.apoll_cache, IO_POLL_ALLOC_CACHE_MAX, 0, 0, t);
-    ret |= io_alloc_cache_init(k.mm, ctx.netmsg_cache, IO_ALLOC_CACHE_MAX, 0, 0, t);
-    ret |= io_alloc_cache_init(k.mm, ctx.rw_cache, IO_ALLOC_CACHE_MAX, 0, 0, t);
-    ret |= io_alloc_cache_init(k.mm, ctx.cmd_cache, IO_ALLOC_CACHE_MAX, 0, 0, t);
-    ret |= io_alloc_cache_init(k.mm, ctx.msg_cache, IO_ALLOC_CACHE_MAX,
-                               k.profile.io_kiocb_size, 0, t);
+    const uint32_t max = io_cache_max(k, IO_ALLOC_CACHE_MAX);
+    ret |= io_alloc_cache_init(k.mm, ctx.netmsg_cache, max, 0, 0, t);
+    ret |= io_alloc_cache_init(k.mm, ctx.rw_cache, max, 0, 0, t);
+    ret |= io_alloc_cache_init(k.mm, ctx.cmd_cache, max, 0, 0, t);
+    ret |= io_alloc_cache_init(k.mm, ctx.msg_cache, max, k.profile.io_kiocb_size, 0, t);
     ret |= io_futex_cache_init(k, ctx, t);
     ret |= io_rsrc_cache_init(k, ctx, t);
   }

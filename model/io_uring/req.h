@@ -3,13 +3,15 @@
 // back to the free list, and teardown (io_uring/io_uring.c).
 #pragma once
 
+#include <algorithm>
+
 #include "model/io_uring/ctx.h"
 #include "model/io_uring/io_kernel.h"
 
 namespace simcache::iou {
 
 // Mirrors __io_alloc_req_refill(), 6.18: one kmem_cache_alloc_bulk() of
-// IO_REQ_ALLOC_BATCH; if the bulk call gives nothing, one
+// IO_REQ_ALLOC_BATCH (knob req_alloc_batch); if the bulk call gives nothing, one
 // kmem_cache_alloc(). Requests are pushed so that reqs[0] ends on top
 // ("refill request cache in memory order", 6.10).
 // REQUIRES: the free list is empty (uring_lock held in the kernel).
@@ -17,9 +19,10 @@ template <IoAllocator A>
 bool io_alloc_req_refill(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   SiteScope scope(k.mm, CallSite::io_alloc_req_refill);
   const gfp_t gfp = k.profile.req_refill_gfp;
-  Ptr reqs[IO_REQ_ALLOC_BATCH];
+  Ptr reqs[kMaxReqAllocBatch];
+  const int batch = static_cast<int>(std::min(k.policy.req_alloc_batch, kMaxReqAllocBatch));
   ev(k.mm, Event::req_cache_refill);
-  int n = k.mm.kmem_cache_alloc_bulk(k.req_cachep, gfp, IO_REQ_ALLOC_BATCH, reqs, t);
+  int n = k.mm.kmem_cache_alloc_bulk(k.req_cachep, gfp, batch, reqs, t);
   if (n <= 0) {
     reqs[0] = k.mm.kmem_cache_alloc(k.req_cachep, gfp, t);
     if (reqs[0] == kNull) return false;

@@ -33,6 +33,13 @@ Ptr io_rsrc_node_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
     node = k.mm.kmalloc(k.profile.rsrc_node_size, gfp, at_site(t, kSiteNodeKzalloc));
   } else {
     node = io_alloc_cache_get(k.mm, ctx.node_cache, t);
+    if (node == kNull && ctx.node_cache.lazy_fill != 0) {
+      // prefill=lazy: the first miss after registration fills the cache.
+      const uint32_t nr = ctx.node_cache.lazy_fill;
+      ctx.node_cache.lazy_fill = 0;
+      io_alloc_cache_prefill(k.mm, ctx.node_cache, nr, k.policy.prefill_max, t);
+      node = io_alloc_cache_get(k.mm, ctx.node_cache, t);
+    }
     if (node != kNull)
       ev(k.mm, Event::node_cache_hit);
     else
@@ -189,16 +196,30 @@ void io_rsrc_free_anchors(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
 }
 
 // The seed 004 hooks of a sparse registration: slab-prime, then prefill
-// (patch 3/3: `if (!fds) io_alloc_cache_prefill(&ctx->node_cache, nr)`).
+// (patch 3/3: `if (!fds) io_alloc_cache_prefill(&ctx->node_cache, nr)`),
+// or one of the review's variants: grow the array only, or arm a fill
+// that the first miss performs (lazy).
 template <IoAllocator A>
 void io_rsrc_sparse_register_hooks(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr,
                                    bool optin, const Task& t) {
   if (k.policy.slab_prime) io_rsrc_slab_prime(k, ctx, nr, t);
   if (k.policy.kmalloc_prefill) io_rsrc_kmalloc_prefill(k, ctx, nr, t);
-  const bool prefill = k.policy.prefill == Prefill::always ||
-                       (k.policy.prefill == Prefill::optin && optin);
-  if (prefill && k.profile.has_node_cache)
-    io_alloc_cache_prefill(k.mm, ctx.node_cache, nr, k.policy.prefill_max, t);
+  if (!k.profile.has_node_cache) return;
+  switch (k.policy.prefill) {
+    case Prefill::off: break;
+    case Prefill::optin:
+      if (!optin) break;
+      [[fallthrough]];
+    case Prefill::always:
+      io_alloc_cache_prefill(k.mm, ctx.node_cache, nr, k.policy.prefill_max, t);
+      break;
+    case Prefill::grow_only:
+      io_alloc_cache_grow(k.mm, ctx.node_cache, std::min(nr, k.policy.prefill_max), t);
+      break;
+    case Prefill::lazy:
+      ctx.node_cache.lazy_fill = nr;
+      break;
+  }
 }
 
 // Mirrors io_rsrc_node_switch() before 7029acd8a950 (v6.12): allocate the
@@ -229,6 +250,7 @@ int io_sqe_files_unregister(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   for (uint32_t i = ft.nr; i-- > 0;) io_reset_rsrc_node(k, ctx, i, t);
   io_free_file_tables(k, ctx, t);
   io_rsrc_free_anchors(k, ctx, t);
+  ctx.node_cache.lazy_fill = 0;  // a lazy fill no miss took
   io_file_table_set_alloc_range(ft, 0, 0);
   // v6.12: the unregister quiesce switches the ring's node (best effort:
   // on failure the old node stays)

@@ -91,11 +91,21 @@ bool validate_policies(const PolicySet& p, const KernelProfile* profile,
     return fail(error, "bulk-refill needs node-slab or node-slab-account: "
                        "kmem_cache_alloc_bulk() has no kmalloc equivalent "
                        "(seed 004 patch 2/3)");
-  if (p.prefill != Prefill::off && !slab)
-    return fail(error, "prefill/prefill-optin need node-slab or "
+  if (p.prefill != Prefill::off && p.prefill != Prefill::grow_only && !slab)
+    return fail(error, "prefill/prefill-optin/prefill-lazy need node-slab or "
                        "node-slab-account: io_alloc_cache_prefill() only fills "
                        "a cache with a dedicated slab (seed 004 patch 3/3)");
   if (profile == nullptr) return true;
+  if (p.obj_stock_slots != kFromKernel && profile->memcg_shape != MemcgShape::v7_1)
+    return fail(error, "obj_stock_slots needs a kernel profile with the 7.1+ memcg "
+                       "shape (NR_OBJ_STOCK); '" + std::string(profile->name) +
+                       "' has a single-slot obj stock");
+  if (p.slab_sheaf_capacity != kFromKernel && profile->slub_gen != SlubGen::v7)
+    return fail(error, "slab_sheaf_capacity needs a 7.x kernel profile (sheaves); '" +
+                       std::string(profile->name) + "' has per-CPU slabs");
+  if (p.slab_cpu_partial != kFromKernel && profile->slub_gen != SlubGen::v6_18)
+    return fail(error, "slab_cpu_partial needs a v6.18-generation kernel profile; '" +
+                       std::string(profile->name) + "' has sheaves, no cpu partial list");
   if (slab && !profile->has_node_cache)
     return fail(error, "node-slab/node-slab-account need a kernel profile with "
                        "a per-ring node cache (v6.18, v7.1, v7.2); '" +
@@ -104,6 +114,9 @@ bool validate_policies(const PolicySet& p, const KernelProfile* profile,
     return fail(error, "slab-prime needs a kernel profile that allocates a node "
                        "per install; '" + std::string(profile->name) +
                        "' allocates none");
+  if (p.prefill != Prefill::off && !profile->has_node_cache)
+    return fail(error, "prefill modes need a kernel profile with a per-ring node cache "
+                       "(v6.18, v7.1, v7.2); '" + std::string(profile->name) + "' has none");
   if (p.kmalloc_prefill && (profile->has_node_cache || !profile->install_allocates_node))
     return fail(error, "kmalloc-prefill needs a kernel profile that allocates a node "
                        "per install and has no node cache (v6.13); '" +
@@ -111,32 +124,91 @@ bool validate_policies(const PolicySet& p, const KernelProfile* profile,
   return true;
 }
 
+namespace {
+
+// Splits at '+' outside parentheses.
+std::vector<std::string_view> split_plus(std::string_view spec) {
+  std::vector<std::string_view> out;
+  int depth = 0;
+  size_t from = 0;
+  for (size_t i = 0; i <= spec.size(); ++i) {
+    if (i == spec.size() || (spec[i] == '+' && depth == 0)) {
+      out.push_back(spec.substr(from, i - from));
+      from = i + 1;
+    } else if (spec[i] == '(') {
+      ++depth;
+    } else if (spec[i] == ')') {
+      --depth;
+    }
+  }
+  return out;
+}
+
+// One knob assignment "key=value" (inside NAME(...) keys may be short).
+bool apply_assignment(std::string_view a, bool short_ok, std::string_view spec, PolicySet* out,
+                      MmConfig* mm, std::string* error) {
+  const size_t eq = a.find('=');
+  std::string_view key = trim(a.substr(0, eq));
+  const std::string_view value = eq == std::string_view::npos ? "" : trim(a.substr(eq + 1));
+  if (key.substr(0, 7) == "policy.") key.remove_prefix(7);
+  const PolicyFieldInfo* f = short_ok ? knob_by_key(key) : policy_field_by_name(key);
+  if (eq == std::string_view::npos || key.empty() || f == nullptr) {
+    std::string msg;
+    set_knob(key, "", out, mm, &msg);  // the list of knobs
+    return fail(error, fmt::format("'{}' in '{}': {}", a, spec,
+                                   eq == std::string_view::npos ? "expected key=value" : msg));
+  }
+  return set_knob(f->name, value, out, mm, error);
+}
+
+}  // namespace
+
 bool PolicyRegistry::parse(std::string_view spec, const KernelProfile* profile,
                            PolicySet* out, MmConfig* mm, std::string* error) const {
   if (!errors_.empty()) return fail(error, errors_.front());
   std::vector<const PolicyInfo*> seen;
-  std::string_view rest = spec;
-  while (true) {
-    const size_t plus = rest.find('+');
-    const std::string_view tok = trim(rest.substr(0, plus));
-    const PolicyInfo* info = find(tok);
+  for (std::string_view raw : split_plus(spec)) {
+    const std::string_view tok = trim(raw);
+    const size_t open = tok.find('(');
+    // NAME=VALUE: one knob, by its full name.
+    if (open == std::string_view::npos && tok.find('=') != std::string_view::npos) {
+      if (!apply_assignment(tok, false, spec, out, mm, error)) return false;
+      continue;
+    }
+    const std::string_view name = trim(tok.substr(0, open));
+    if (open != std::string_view::npos && tok.back() != ')')
+      return fail(error, fmt::format("'{}' in '{}': expected NAME(key=value,...)", tok, spec));
+    const PolicyInfo* info = find(name);
     if (info == nullptr)
-      return fail(error, (tok.empty() ? std::string("empty policy name")
-                                      : "unknown policy '" + std::string(tok) + "'") +
+      return fail(error, (name.empty() ? std::string("empty policy name")
+                                       : "unknown policy '" + std::string(name) + "'") +
                              " in '" + std::string(spec) + "'; valid policies: " + names());
     for (const PolicyInfo* s : seen) {
       if (s == info)
-        return fail(error, "policy '" + std::string(tok) + "' given twice in '" +
+        return fail(error, "policy '" + std::string(name) + "' given twice in '" +
                                std::string(spec) + "'");
-      if (info->group != PolicyFieldId::none && s->group == info->group)
-        return fail(error, "policies '" + std::string(s->name) + "' and '" +
-                               std::string(tok) + "' both set " +
-                               std::string(policy_field(info->group).name) + "; choose one");
+      for (const FieldAssign& a : info->sets())
+        if ((info->group != PolicyFieldId::none && s->group == info->group) ||
+            s->sets_field(a.field))
+          return fail(error, "policies '" + std::string(s->name) + "' and '" +
+                                 std::string(name) + "' both set " +
+                                 std::string(policy_field(s->sets_field(a.field) ? a.field
+                                                                                 : info->group)
+                                                 .name) +
+                                 "; choose one");
     }
     seen.push_back(info);
     apply_policy(*info, *out, *mm);
-    if (plus == std::string_view::npos) break;
-    rest.remove_prefix(plus + 1);
+    if (open == std::string_view::npos) continue;
+    // NAME(k=v,...): the preset's knobs, by full or short name.
+    const std::string_view args = tok.substr(open + 1, tok.size() - open - 2);
+    size_t from = 0;
+    while (from <= args.size()) {
+      const size_t comma = std::min(args.find(',', from), args.size());
+      if (!apply_assignment(args.substr(from, comma - from), true, spec, out, mm, error))
+        return false;
+      from = comma + 1;
+    }
   }
   return validate_policies(*out, profile, error);
 }
@@ -176,6 +248,28 @@ std::string policy_table_markdown() {
   for (const PolicyFieldInfo& f : policy_fields())
     s += fmt::format("| `{}` | {} | `{}` | {} | {} |\n", f.name, type_text(f),
                      field_value_text(f.id, field_raw(d, f.id)), f.layer, f.description);
+  return s;
+}
+
+}  // namespace simcache::iou
+
+namespace simcache::iou {
+
+std::string knob_table_markdown() {
+  std::string s =
+      "| knob | unit | default | valid | key | read by | source | meaning |\n"
+      "|---|---|---|---|---|---|---|---|\n";
+  for (const PolicyFieldInfo& f : policy_fields()) {
+    std::string valid;
+    if (f.kind == FieldKind::unsigned_int)
+      valid = fmt::format("{}..{}{}", f.min, f.max, f.def_raw == kFromKernel ? ", `kernel`" : "");
+    else
+      valid = type_text(f);
+    s += fmt::format("| `{}` | {} | `{}` | {} | {} | {} | {} | {} |\n", f.name, f.unit,
+                     field_value_text(f.id, f.def_raw), valid,
+                     f.short_name.empty() ? "—" : fmt::format("`{}`", f.short_name), f.layer,
+                     f.source, f.description);
+  }
   return s;
 }
 

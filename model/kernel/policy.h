@@ -30,6 +30,16 @@ namespace simcache::iou {
 // prefill cap of patch 3/3 (alloc_cache.h in the series).
 inline constexpr uint32_t IO_ALLOC_CACHE_REFILL = 32;
 inline constexpr uint32_t IO_ALLOC_CACHE_PREFILL_MAX = 4096;
+// IO_REQ_ALLOC_BATCH (io_uring/io_uring.c): requests per bulk refill, and
+// the largest batch the req_alloc_batch knob accepts (a stack array).
+inline constexpr uint32_t IO_REQ_ALLOC_BATCH = 8;
+inline constexpr uint32_t kMaxReqAllocBatch = 64;
+// A uint32_t knob whose default is "what the kernel profile or the cache
+// geometry says"; printed and parsed as `kernel`.
+inline constexpr uint32_t kFromKernel = 0xffffffffu;
+// IO_FUTEX_ALLOC_CACHE_MAX (io_uring/futex.c): the waitv-cache policy's
+// size, the futex_cache's size in every profile.
+inline constexpr uint32_t IO_FUTEX_ALLOC_CACHE_MAX_DEFAULT = 32;
 
 #define ENUM_VALUE(ident, name, meaning) ident,
 #define POLICY_ENUM(Type, what, values) enum class Type : uint8_t { values };
@@ -46,7 +56,7 @@ enum class DebugBug : uint8_t {
 };
 
 struct PolicySet {
-#define POLICY_FIELD(Type, name, def, layer, description) Type name = def;
+#define POLICY_FIELD(Type, name, def, ...) Type name = def;
 #include "model/kernel/policy_fields.def"
   DebugBug debug_bug = DebugBug::none;  // tests only
 };
@@ -71,10 +81,15 @@ struct PolicyFieldInfo {
   PolicyFieldId id;
   std::string_view name;         // "node_alloc"
   std::string_view type;         // "bool", "uint32_t", "NodeAlloc"
-  std::string_view layer;        // "io_uring" or "mm"
+  std::string_view layer;        // "io_uring", "mm", "memcg" or "slab"
   std::string_view description;
   FieldKind kind;
   std::span<const EnumValueInfo> values;  // enumeration only, in enum order
+  std::string_view unit;         // "entries", "-" for bool and enum
+  uint32_t min = 0, max = 0;     // the valid raw range (bool 0..1, enum 0..n-1)
+  std::string_view short_name;   // key accepted in NAME(key=value), or ""
+  std::string_view source;       // the kernel constant and file, or the RFC
+  uint32_t def_raw = 0;          // the default (kFromKernel: `kernel`)
 };
 
 // The rows of policy_fields.def, in order (index = PolicyFieldId).
@@ -85,8 +100,20 @@ const PolicyFieldInfo* policy_field_by_name(std::string_view name);
 // A field's value as an unsigned number (bool 0/1, enum index) and back.
 uint32_t field_raw(const PolicySet& p, PolicyFieldId id);
 void set_field_raw(PolicySet& p, PolicyFieldId id, uint32_t raw);
-// How a raw value prints: "true", "32", "slab".
+// How a raw value prints: "true", "32", "slab", "kernel".
 std::string field_value_text(PolicyFieldId id, uint32_t raw);
+// Parses a value for field `f` ("true", "256", "grow-only", "kernel" where
+// the default is kFromKernel) and checks its range. On error returns false
+// with a one-line message naming the field, the value and what is valid.
+bool parse_field_value(const PolicyFieldInfo& f, std::string_view text, uint32_t* raw,
+                       std::string* error);
+// Sets field `name` (the full name) from text: parse_field_value() plus
+// export_to_mm(). The knob form of --set policy.NAME=VALUE.
+bool set_knob(std::string_view name, std::string_view text, PolicySet* p, MmConfig* mm,
+              std::string* error);
+// The field `key` names inside a policy's parentheses: its full name or
+// its short name. Null if none.
+const PolicyFieldInfo* knob_by_key(std::string_view key);
 
 // Copies every mm-layer field that differs from its default into the
 // MmConfig member of the same name.
@@ -237,5 +264,12 @@ bool validate_policies(const PolicySet& p, const KernelProfile* profile,
 // The docs' policy section (docs/scenarios.md, between its
 // policy-table markers): the policies, then the fields.
 std::string policy_table_markdown();
+// The knob table of docs/knobs.md (between its knob-table markers): one
+// row per field with unit, default, range, short key and source.
+std::string knob_table_markdown();
+// The spec of a PolicySet relative to the baseline: every field that
+// differs from its default as NAME=VALUE joined with '+' ("unpatched" if
+// none). parse_policies() of it gives back the same PolicySet.
+std::string knob_spec(const PolicySet& p);
 
 }  // namespace simcache::iou

@@ -195,6 +195,16 @@ uint32_t calc_cpu_partial(uint32_t size, slab_flags_t flags) {
 }
 
 // slub_set_cpu_partial(): assumes CPU partial slabs are half full.
+void apply_geometry_override(Geometry& g, const GeometryOverride& o) {
+  if (o.min_partial != kGeometryFromKernel) g.min_partial = o.min_partial;
+  if (o.cpu_partial != kGeometryFromKernel && g.cpu_partial_slabs > 0) {
+    g.cpu_partial = o.cpu_partial;
+    g.cpu_partial_slabs = calc_cpu_partial_slabs(g.cpu_partial, g.objects);
+  }
+  if (o.sheaf_capacity != kGeometryFromKernel && g.sheaf_capacity > 0)
+    g.sheaf_capacity = o.sheaf_capacity;
+}
+
 uint32_t calc_cpu_partial_slabs(uint32_t cpu_partial, uint32_t objs_per_slab) {
   if (cpu_partial == 0 || objs_per_slab == 0) return 0;
   return (cpu_partial * 2 + objs_per_slab - 1) / objs_per_slab;

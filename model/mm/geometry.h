@@ -77,6 +77,20 @@ Geometry compute_geometry(uint32_t size, uint32_t align, slab_flags_t flags,
 // get_order(size): smallest order whose pages hold `size` bytes.
 uint32_t get_order(uint64_t size);
 
+// Per-cache values a user sets over the computed geometry, as if written
+// to /sys/kernel/slab/<cache>/{min_partial,cpu_partial} at boot (and, for
+// sheaves, passed as kmem_cache_args.sheaf_capacity). kGeometryFromKernel
+// keeps the computed value.
+inline constexpr uint32_t kGeometryFromKernel = 0xffffffffu;
+struct GeometryOverride {
+  uint32_t sheaf_capacity = kGeometryFromKernel;  // caches that have sheaves (7.x)
+  uint32_t min_partial = kGeometryFromKernel;
+  uint32_t cpu_partial = kGeometryFromKernel;     // caches with a cpu partial list (6.18)
+};
+// Applies `o` to `g`: cpu_partial_slabs follows cpu_partial as
+// slub_set_cpu_partial() does (mm/slub.c, v6.18).
+void apply_geometry_override(Geometry& g, const GeometryOverride& o);
+
 // ---- Building blocks of the above, exposed for tests and the SLUB model.
 
 // Flags that make a cache a debug cache (SLAB_DEBUG_FLAGS, mm/slab.h):

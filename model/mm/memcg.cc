@@ -32,7 +32,8 @@ Memcg::Memcg(const MemcgConfig& cfg, Counters* events, uint16_t nr_cpus,
   if (cfg.charge_batch == 0 || cfg.charge_batch > 127)
     throw std::invalid_argument("Memcg: charge_batch must be 1..127");
   const bool v7 = cfg.shape == MemcgShape::v7_1;
-  obj_slots_ = v7 ? kNrObjStock : 1;
+  const bool slots_set = cfg.obj_stock_slots >= 1 && cfg.obj_stock_slots <= kNrObjStock;
+  obj_slots_ = !v7 ? 1 : slots_set ? static_cast<int>(cfg.obj_stock_slots) : kNrObjStock;
   objcgs_per_memcg_ = v7 ? nr_nodes : 1;
   memcgs_.emplace_back();  // the root cgroup, id 0
   objcgs_.resize(objcgs_per_memcg_, Objcg{kRootMemcg, 0});

@@ -30,6 +30,9 @@ struct MemcgConfig {
   MemcgShape shape = MemcgShape::v6_18;
   bool kmem_online = true;  // a non-root memcg exists, so hooks run
   uint32_t charge_batch = 64;  // MEMCG_CHARGE_BATCH (pages), 1..127
+  // Obj stock slots on the v7_1 shape, 1..NR_OBJ_STOCK; 0 (or more than
+  // NR_OBJ_STOCK): the kernel's NR_OBJ_STOCK. v6_18 always has one.
+  uint32_t obj_stock_slots = 0;
 };
 
 class Memcg {

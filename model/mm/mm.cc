@@ -55,6 +55,7 @@ Mm::Mm(const MmConfig& cfg, SlabBackend* backend) : cfg_(cfg) {
       kmalloc_caches_[type][idx] = slub_->create(
           kmalloc_cache_name(kt, idx), size, align, kmalloc_cache_flags(kt),
           0, true, kt, usersize);
+      apply_geometry_override(slub_->cache(kmalloc_caches_[type][idx]).g, cfg_.geometry);
     }
   }
   for (uint32_t size = 8; size <= KMALLOC_MAX_CACHE_SIZE; size += 8) {
@@ -91,8 +92,11 @@ CacheId Mm::kmem_cache_create(std::string_view name, uint32_t size,
     ++c.refcount;
     return static_cast<CacheId>(m);
   }
-  return slub_->create(name, size, align, flags, sheaf_capacity, false,
-                       KmallocType::NORMAL, 0);
+  // The geometry knobs act where the cache is created, not in SLUB's paths.
+  const CacheId id = slub_->create(name, size, align, flags, sheaf_capacity, false,
+                                   KmallocType::NORMAL, 0);
+  apply_geometry_override(slub_->cache(id).g, cfg_.geometry);
+  return id;
 }
 
 CacheId Mm::kmalloc_cache_slow(uint32_t size, gfp_t gfp, SiteId site) const {

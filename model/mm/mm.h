@@ -14,6 +14,7 @@
 #include "model/counters.h"
 #include "model/mm/call_site.h"
 #include "model/mm/fault.h"
+#include "model/mm/geometry.h"
 #include "model/mm/memcg.h"
 #include "model/types.h"
 
@@ -30,6 +31,8 @@ struct MmConfig {
   bool slab_nomerge = false;           // boot parameter
   bool hardened_usercopy = false;      // kmalloc caches get usersize
   bool memcg_batch_charge = false;     // seed 002's batched post-alloc hook
+  bool memcg_batch_free = false;       // its free side: one uncharge per run
+  GeometryOverride geometry;           // knobs over computed geometry
   bool track_history = true;           // KASAN-style per-object history
   MemcgConfig memcg;
 };

@@ -27,14 +27,19 @@ int Slub::alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
 // mirrors kmem_cache_free_bulk().
 void Slub::free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
   int kept = 0;
+  FreeRun run;
   for (int i = 0; i < n; ++i) {  // KASAN + memcg hooks per object
     int32_t id;
     uint32_t idx;
     if (!check_free(s, p[i], &id, &idx)) continue;
-    free_hook(s, id, idx, t);
+    if (cfg_.memcg_batch_free)
+      free_hook_batched(s, id, idx, t, &run);
+    else
+      free_hook(s, id, idx, t);
     on_free(id, idx, t);
     p[kept++] = p[i];
   }
+  flush_free_run(s, t, &run);
   (this->*gen_->free_bulk)(s, kept, p, t);
 }
 
@@ -131,6 +136,35 @@ bool Slub::post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   ev_->add(Event::memcg_charge_fail);
   for (int k = 0; k < n; ++k) free(s, p[k], t);
   return false;
+}
+
+// The free side of seed 002's batch (memcg-batch-free, no kernel patch
+// yet): __memcg_slab_free_hook() still clears each object's slot, but a
+// run of objects of one memcg, slab node and objcg node is uncharged with
+// one refill_obj_stock() + account call.
+void Slub::free_hook_batched(CacheId s, int32_t id, uint32_t idx, const Task& t,
+                             FreeRun* run) {
+  Slab& sl = slabs_[id];
+  if (sl.obj_exts == kNull) return;
+  const MemcgId m = sl.objcg[idx];
+  if (m == kRootMemcg) return;
+  sl.objcg[idx] = kRootMemcg;
+  ev_->add(Event::memcg_free_hook);
+  if (run->objects &&
+      (run->memcg != m || run->node != sl.node || run->objcg_node != sl.objcg_node[idx]))
+    flush_free_run(s, t, run);
+  run->memcg = m;
+  run->node = sl.node;
+  run->objcg_node = sl.objcg_node[idx];
+  ++run->objects;
+}
+
+void Slub::flush_free_run(CacheId s, const Task& t, FreeRun* run) {
+  if (run->objects == 0) return;
+  backend_->uncharge_obj(t.cpu, run->memcg, run->node,
+                       caches_[s].obj_full_size * run->objects, run->objcg_node);
+  ev_->add(Event::memcg_batch_run);
+  run->objects = 0;
 }
 
 // mirrors memcg_slab_free_hook(): uncharge if the object was charged.

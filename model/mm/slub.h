@@ -232,6 +232,13 @@ class Slub {
   void on_free(int32_t slab, uint32_t idx, const Task& t);
   bool post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_hook(CacheId s, int32_t slab, uint32_t idx, const Task& t);
+  struct FreeRun {  // memcg-batch-free: objects awaiting one uncharge
+    MemcgId memcg = kRootMemcg;
+    NodeId node = 0, objcg_node = 0;
+    uint32_t objects = 0;
+  };
+  void free_hook_batched(CacheId s, int32_t slab, uint32_t idx, const Task& t, FreeRun* run);
+  void flush_free_run(CacheId s, const Task& t, FreeRun* run);
   bool ensure_obj_exts(int32_t slab, const Task& t);
 
   // slub618.cc

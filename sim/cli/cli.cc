@@ -1,7 +1,6 @@
 #include "sim/cli/cli.h"
 
 #include <absl/strings/numbers.h>
-#include <absl/strings/str_split.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -29,7 +28,12 @@ constexpr const char* kUsage =
     "                [--mapping FILE] [--explain] [--fail POINT=P|POINT=nth:N]...\n"
     "                [--allow-failures] [--cache NAME] [--hist]\n"
     "                [--slabinfo FILE|- [--slabinfo-at SNAPSHOT]] [--sysfs DIR]\n"
-    "                [--slabinfo-report CACHE]\n"
+    "                [--slabinfo-report CACHE] [--config run.toml] [--dump-config]\n"
+    "                [--verbose|--quiet]\n"
+    "       simcache sweep grid.toml [--jobs N] [--shard i/N] [--output FILE]\n"
+    "                [--plot FILE.svg] [--html FILE.html]\n"
+    "       simcache merge FILE... [--format table|csv|json] [--plot FILE.svg]\n"
+    "                [--html FILE.html] [--output FILE]\n"
     "       simcache calibrate --measurements FILE.tsv [--out profile.toml] ...\n"
     "       simcache validate --measurements FILE.tsv [--profile P] ...\n"
     "       simcache geometry-check [--sysfs DIR] [--cpus N] [--kernel K]\n"
@@ -62,6 +66,10 @@ constexpr Flag kFlags[] = {
     {"sysfs", true, "write a /sys/kernel/slab tree (stats, alias links) into new DIR"},
     {"slabinfo-report", true, "table: tools/mm/slabinfo -r report of CACHE"},
     {"list", false, "list scenarios, presets, policies and kernel profiles"},
+    {"config", true, "read flags from a TOML run configuration (docs/knobs.md)"},
+    {"dump-config", false, "print the resolved configuration as TOML and exit"},
+    {"verbose", false, "log what is resolved and run (stderr)"},
+    {"quiet", false, "only errors on stderr"},
     {"version", false, "print the version and git commit"},
     {"help", false, "this text, with every flag"},
 };
@@ -87,6 +95,17 @@ std::string list_text() {
   std::sort(pols.begin(), pols.end(), [](auto* a, auto* b) { return a->name < b->name; });
   pols.insert(pols.begin(), &preg.baseline());
   for (const auto* p : pols) out += fmt::format("  {:<22} {}\n", p->name, p->summary);
+  out += "knobs (--set policy.NAME=VALUE, or NAME(key=value) after a policy; docs/knobs.md):\n";
+  for (const iou::PolicyFieldInfo& f : iou::policy_fields()) {
+    std::string range;
+    if (f.kind == iou::FieldKind::unsigned_int)
+      range = fmt::format("{}..{} {}", f.min, f.max, f.unit);
+    else
+      for (const iou::EnumValueInfo& e : f.values) range += (range.empty() ? "" : "|") + std::string(e.name);
+    if (f.kind == iou::FieldKind::boolean) range = "true|false";
+    out += fmt::format("  {:<22} {} = {} ({})\n", f.name, "default",
+                       iou::field_value_text(f.id, f.def_raw), range);
+  }
   out += "kernels:\n";
   for (const auto& k : iou::kernel_profiles())
     out += fmt::format("  {:<20} {}{}\n", k.name, k.summary,
@@ -135,11 +154,13 @@ bool parse_fault(const std::string& spec, RunRequest::Fault* out, std::string* e
 bool build_request(const ParsedFlags& f, RunRequest* req, std::string* error) {
   auto v = f.v;
   req->scenario = v["scenario"];
-  req->sets = f.sets;
+  for (const auto& [k, val] : f.sets) {
+    if (k.rfind("policy.", 0) == 0) req->knobs.emplace_back(k.substr(7), val);
+    else req->sets.emplace_back(k, val);
+  }
   if (v.count("kernel")) req->kernel = v["kernel"];
   if (v.count("policy")) {
-    const std::vector<std::string> cols = absl::StrSplit(v["policy"], ',');
-    for (const std::string& p : cols) {
+    for (const std::string& p : split_policy_columns(v["policy"])) {
       if (p.empty()) return *error = "--policy: empty policy name in the list", false;
       req->policies.emplace_back(p);
     }
@@ -216,6 +237,12 @@ CliOutcome run_report(const ParsedFlags& f, const std::vector<std::string>& args
   RunRequest req;
   std::string error, warning, format;
   if (!check_report(f, &req, &format, &error)) return cli_fail(error);
+  if (v.count("dump-config")) {
+    std::string toml;
+    if (!dump_config(f, req, &toml, &error)) return cli_fail(error);
+    return {0, toml, ""};
+  }
+  log_request(req);
   CostModel cost;
   bool have_cost = false;
   if (!load_cost(f, &cost, &have_cost, &warning, &error)) return cli_fail(error);
@@ -224,6 +251,7 @@ CliOutcome run_report(const ParsedFlags& f, const std::vector<std::string>& args
   if (have_cost && !load_measured(f, &measured, &ro.measured_file, &error)) return cli_fail(error);
   if (v.count("explain") && !have_cost)
     return cli_fail("--explain needs a cost profile (it splits the time per operation)");
+  if (v.count("quiet")) warning.clear();
   RunResult result;
   if (!run(req, &result, &error)) return cli_fail(error);
   fill_run_record(args, have_cost ? &cost : nullptr, &result);
@@ -347,6 +375,8 @@ bool parse_report_args(const std::vector<std::string>& args, RunRequest* req, st
 }
 
 CliOutcome run_cli(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "sweep") return run_sweep_cli(args);
+  if (!args.empty() && args[0] == "merge") return run_merge_cli(args);
   if (!args.empty() && args[0] == "calibrate") return run_calibrate_cli(args);
   if (!args.empty() && args[0] == "validate") return run_validate_cli(args);
   if (!args.empty() && args[0] == "run-ops") return run_ops_cli(args);
@@ -367,7 +397,35 @@ CliOutcome run_cli(const std::vector<std::string>& args) {
   if (f.v.count("version"))
     return {0, fmt::format("simcache {} (git {})\n", SIMCACHE_VERSION, SIMCACHE_GIT_COMMIT), ""};
   if (f.v.count("list")) return {0, list_text(), ""};
+  setup_logging(f);
+  if (f.v.count("config")) {
+    ParsedFlags merged;
+    if (!load_config(f.v["config"], &merged, &error)) return cli_fail(error);
+    overlay_flags(f, &merged);
+    return run_report(merged, args);
+  }
   return run_report(f, args);
+}
+
+}  // namespace simcache::sim
+
+namespace simcache::sim {
+
+std::vector<std::string> split_policy_columns(const std::string& s) {
+  std::vector<std::string> out;
+  int depth = 0;
+  size_t from = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || (s[i] == ',' && depth == 0)) {
+      out.push_back(s.substr(from, i - from));
+      from = i + 1;
+    } else if (s[i] == '(') {
+      ++depth;
+    } else if (s[i] == ')') {
+      --depth;
+    }
+  }
+  return out;
 }
 
 }  // namespace simcache::sim

@@ -20,6 +20,7 @@
 
 namespace simcache::sim {
 
+struct RunRequest;  // sim/run/engine.h
 class CostModel;
 
 struct CliOutcome {
@@ -72,7 +73,29 @@ void fill_run_record(const std::vector<std::string>& args, const CostModel* cost
 bool kernel_outputs(const ParsedFlags& f, const RunResult& r, std::string* text,
                     std::string* error);
 
+// --policy's columns: split at commas outside parentheses, so
+// "prefill(max=256,mode=lazy),unpatched" is two columns.
+std::vector<std::string> split_policy_columns(const std::string& s);
+
+// Run configurations (config.cc): a TOML file holding everything a command
+// line can say. load_config() fills `out` as parse_flags() would; errors
+// name the file, the line and the field. overlay_flags() puts the command
+// line's flags over it (the command line wins; --set keys replace the
+// file's of the same name). dump_config() writes the resolved request back
+// as TOML (toml++'s formatter); loading that gives the same request.
+bool load_config(const std::string& path, ParsedFlags* out, std::string* error);
+void overlay_flags(const ParsedFlags& cli, ParsedFlags* base);
+bool dump_config(const ParsedFlags& f, const RunRequest& req, std::string* out,
+                 std::string* error);
+
+// Logging (spdlog, stderr): --verbose shows what is resolved and run,
+// --quiet only errors; progress lines only when stderr is a terminal.
+void setup_logging(const ParsedFlags& f);
+void log_request(const RunRequest& req);
+
 // Subcommands.
+CliOutcome run_sweep_cli(const std::vector<std::string>& args);  // sweep_cli.cc
+CliOutcome run_merge_cli(const std::vector<std::string>& args);  // sweep_cli.cc
 CliOutcome run_calibrate_cli(const std::vector<std::string>& args);
 CliOutcome run_validate_cli(const std::vector<std::string>& args);
 CliOutcome run_geometry_cli(const std::vector<std::string>& args);  // geometry_cli.cc

@@ -189,8 +189,13 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
     return false;
   }
   if (policies.empty()) policies.push_back("unpatched");
-  for (PresetItem& item : items)
+  for (PresetItem& item : items) {
     if (item.policies.empty() || !req.policies.empty()) item.policies = policies;
+    for (std::string& pol : item.policies)
+      for (const auto& [k, v] : req.knobs) pol += "+" + k + "=" + v;
+  }
+  for (std::string& pol : policies)
+    for (const auto& [k, v] : req.knobs) pol += "+" + k + "=" + v;
   for (const PresetItem& item : items) {  // validate before running anything
     for (const std::string& pol : item.policies) {
       iou::PolicySet ps;

@@ -18,6 +18,8 @@ struct RunRequest {
   std::string scenario;
   std::vector<std::pair<std::string, std::string>> sets;  // --set key=value
   std::vector<std::string> policies;  // empty: the preset's, or "unpatched"
+  // --set policy.NAME=VALUE: appended to every column as "+NAME=VALUE".
+  std::vector<std::pair<std::string, std::string>> knobs;
   std::string kernel = "v6.18";
   uint64_t seed = 1;
   int jobs = 1;  // worker threads (results do not depend on it)

@@ -45,12 +45,12 @@ inline uint64_t cache_slot_size(Env& e, const iou::IoAllocCache& c) {
   return kmalloc_size(kmalloc_index(c.elem_size));
 }
 
-// Bytes a ring's node and futex caches hold: parked objects plus the
+// Bytes a ring's node, futex and (waitv-cache) WAITV caches hold: parked objects plus the
 // pointer arrays (the RFC's "4096 x 32 bytes plus a 32 KiB pointer array").
 inline int64_t ring_cache_bytes(Env& e, RingId r) {
   const iou::IoRingCtx& c = e.io.ring(r);
   int64_t b = 0;
-  for (const iou::IoAllocCache* ac : {&c.node_cache, &c.futex_cache}) {
+  for (const iou::IoAllocCache* ac : {&c.node_cache, &c.futex_cache, &c.waitv_cache}) {
     b += static_cast<int64_t>(ac->nr_cached * cache_slot_size(e, *ac));
     b += static_cast<int64_t>(ac->max_cached) * 8;
   }

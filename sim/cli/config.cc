@@ -1,0 +1,248 @@
+// Run configurations: a TOML file with the command line's flags as keys,
+// scenario parameters under [set] and knobs under [knobs]; --dump-config
+// writes the resolved request back with toml++'s formatter.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <toml++/toml.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "model/kernel/policy.h"
+#include "model/kernel/profile.h"
+#include "sim/cli/cli.h"
+#include "sim/cost/toml_reader.h"
+#include "sim/run/engine.h"
+#include "sim/run/scenario.h"
+
+namespace simcache::sim {
+namespace {
+
+// Flags a config may hold, by kind.
+const std::set<std::string> kStringKeys = {"scenario", "kernel", "format", "output", "profile",
+                                           "measurements", "mapping"};
+const std::set<std::string> kBoolKeys = {"explain", "all-counters", "verbose", "quiet"};
+const std::set<std::string> kIntKeys = {"seed", "jobs"};
+
+// A scalar TOML value as the command line would spell it.
+bool scalar_text(const toml::node& n, std::string* out) {
+  if (n.is_string()) *out = *n.value<std::string>();
+  else if (n.is_integer()) *out = std::to_string(*n.value<int64_t>());
+  else if (n.is_boolean()) *out = *n.value<bool>() ? "true" : "false";
+  else return false;
+  return true;
+}
+
+bool read_pairs(const TomlReader& r, const toml::node& n, const std::string& section,
+                const std::string& prefix, ParsedFlags* out) {
+  const toml::table* t = n.as_table();
+  if (!t) return r.fail(&n, section, "expected a table");
+  for (const auto& [k, v] : *t) {
+    std::string text;
+    if (!scalar_text(v, &text))
+      return r.fail(&v, section + "." + std::string(k.str()),
+                    "expected an integer, a string or a boolean");
+    out->sets.emplace_back(prefix + std::string(k.str()), text);
+  }
+  return true;
+}
+
+bool read_policy(const TomlReader& r, const toml::node& n, ParsedFlags* out) {
+  if (n.is_string()) {
+    out->v["policy"] = *n.value<std::string>();
+    return true;
+  }
+  const toml::array* a = n.as_array();
+  if (!a || a->empty()) return r.fail(&n, "policy", "expected a string or an array of strings");
+  std::string joined;
+  for (const toml::node& e : *a) {
+    if (!e.is_string()) return r.fail(&e, "policy", "expected an array of strings");
+    joined += (joined.empty() ? "" : ",") + *e.value<std::string>();
+  }
+  out->v["policy"] = joined;
+  return true;
+}
+
+// The values a config can be wrong about before anything runs are
+// checked here, so the error names the file and the line.
+bool check_value(const TomlReader& r, const std::string& key, const toml::node& v,
+                 const ParsedFlags& f) {
+  std::string why;
+  if (key == "policy")
+    for (const std::string& col : split_policy_columns(f.v.at("policy"))) {
+      iou::PolicySet p;
+      MmConfig mm;
+      if (!iou::parse_policies(col, nullptr, &p, &mm, &why)) return r.fail(&v, key, why);
+    }
+  if (key == "knobs")
+    for (const auto& [k, node] : *v.as_table()) {
+      iou::PolicySet p;
+      const auto it = std::find_if(f.sets.begin(), f.sets.end(), [&](const auto& s) {
+        return s.first == "policy." + std::string(k.str());
+      });
+      if (!iou::set_knob(k.str(), it->second, &p, nullptr, &why))
+        return r.fail(&node, "knobs." + std::string(k.str()), why);
+    }
+  if (key == "kernel" && !iou::profile_by_name(f.v.at("kernel"), &why)) return r.fail(&v, key, why);
+  if (key == "scenario") {
+    const ScenarioRegistry& reg = ScenarioRegistry::get();
+    const std::string& s = f.v.at("scenario");
+    if (!reg.find(s) && !reg.find_preset(s))
+      return r.fail(&v, key, fmt::format("unknown scenario '{}' (valid: {})", s, reg.names()));
+  }
+  return true;
+}
+
+bool read_key(const TomlReader& r, const std::string& key, const toml::node& v, ParsedFlags* out) {
+  if (key == "policy") return read_policy(r, v, out) && check_value(r, key, v, *out);
+  if (key == "set") return read_pairs(r, v, "set", "", out);
+  if (key == "knobs")
+    return read_pairs(r, v, "knobs", "policy.", out) && check_value(r, key, v, *out);
+  if (key == "resolved") return true;  // written by --dump-config for the record
+  if (kStringKeys.count(key)) {
+    if (!v.is_string()) return r.fail(&v, key, "expected a string");
+    out->v[key] = *v.value<std::string>();
+    return check_value(r, key, v, *out);
+  }
+  if (kBoolKeys.count(key)) {
+    if (!v.is_boolean()) return r.fail(&v, key, "expected true or false");
+    if (*v.value<bool>()) out->v[key] = "";
+    return true;
+  }
+  if (kIntKeys.count(key)) {
+    if (!v.is_integer() || *v.value<int64_t>() < 0)
+      return r.fail(&v, key, "expected a non-negative integer");
+    out->v[key] = std::to_string(*v.value<int64_t>());
+    return true;
+  }
+  return r.fail(&v, key, "unknown field (see docs/knobs.md, run configurations)");
+}
+
+}  // namespace
+
+bool load_config(const std::string& path, ParsedFlags* out, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return *error = fmt::format("{}: cannot read the run configuration", path), false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  TomlReader r{path, error};
+  toml::table t;
+  if (!r.parse(ss.str(), &t)) return false;
+  for (const auto& [k, v] : t)
+    if (!read_key(r, std::string(k.str()), v, out)) return false;
+  return true;
+}
+
+void overlay_flags(const ParsedFlags& cli, ParsedFlags* base) {
+  for (const auto& [k, v] : cli.v)
+    if (k != "config") base->v[k] = v;
+  for (const auto& [k, v] : cli.sets) {
+    std::erase_if(base->sets, [&](const auto& s) { return s.first == k; });
+    base->sets.emplace_back(k, v);
+  }
+}
+
+namespace {
+
+// The value of one --set for the dump: an integer if it reads as one.
+void put_scalar(toml::table& t, const std::string& k, const std::string& v) {
+  int64_t n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec == std::errc() && end == v.data() + v.size() && !v.empty()) t.insert_or_assign(k, n);
+  else if (v == "true" || v == "false") t.insert_or_assign(k, v == "true");
+  else t.insert_or_assign(k, v);
+}
+
+// Every parameter of a plain scenario, defaults included; for a preset,
+// what the user set (each item has its own).
+bool resolved_params(const RunRequest& req, toml::table* out, std::string* error) {
+  const ScenarioRegistry& reg = ScenarioRegistry::get();
+  const ScenarioInfo* s = reg.find(req.scenario);
+  if (!s) {
+    if (!reg.find_preset(req.scenario))
+      return *error = fmt::format("unknown scenario '{}' (valid: {})", req.scenario, reg.names()),
+             false;
+    for (const auto& [k, v] : req.sets) put_scalar(*out, k, v);
+    return true;
+  }
+  ScenarioInfo full = *s;
+  for (const ParamSpec& p : machine_params()) full.params.push_back(p);
+  Params params;
+  if (!resolve_params(full, {}, req.sets, &params, error)) return false;
+  for (const auto& [k, v] : params) out->insert_or_assign(k, v);
+  return true;
+}
+
+}  // namespace
+
+bool dump_config(const ParsedFlags& f, const RunRequest& req, std::string* out,
+                 std::string* error) {
+  toml::table t;
+  t.insert_or_assign("scenario", req.scenario);
+  t.insert_or_assign("kernel", req.kernel);
+  t.insert_or_assign("seed", static_cast<int64_t>(req.seed));
+  t.insert_or_assign("jobs", static_cast<int64_t>(req.jobs));
+  for (const std::string& k : kStringKeys)
+    if (k != "scenario" && k != "kernel" && f.v.count(k)) t.insert_or_assign(k, f.v.at(k));
+  for (const std::string& k : kBoolKeys)
+    if (f.v.count(k)) t.insert_or_assign(k, true);
+  std::vector<std::string> cols = req.policies;
+  if (const PresetInfo* pr = ScenarioRegistry::get().find_preset(req.scenario); cols.empty() && pr)
+    cols = pr->policies;  // the preset's columns (its items may name their own)
+  if (cols.empty()) cols.push_back("unpatched");
+  toml::array pol, resolved_cols;
+  const iou::KernelProfile* profile = iou::profile_by_name(req.kernel, error);
+  if (!profile) return false;
+  for (const std::string& c : cols) {
+    pol.push_back(c);
+    std::string spec = c;
+    for (const auto& [k, v] : req.knobs) spec += "+" + k + "=" + v;
+    iou::PolicySet ps;
+    MmConfig mc;
+    if (!iou::parse_policies(spec, profile, &ps, &mc, error)) return false;
+    resolved_cols.push_back(iou::knob_spec(ps));
+  }
+  if (!req.policies.empty() || ScenarioRegistry::get().find(req.scenario))
+    t.insert_or_assign("policy", pol);  // a preset without --policy keeps its own
+  toml::table set, knobs;
+  if (!resolved_params(req, &set, error)) return false;
+  for (const auto& [k, v] : req.knobs) put_scalar(knobs, k, v);
+  t.insert_or_assign("set", set);
+  if (!knobs.empty()) t.insert_or_assign("knobs", knobs);
+  toml::table resolved;
+  resolved.insert_or_assign("columns", resolved_cols);
+  resolved.insert_or_assign("version", std::string(SIMCACHE_VERSION));
+  t.insert_or_assign("resolved", resolved);
+  std::ostringstream os;
+  os << toml::toml_formatter(t) << "\n";
+  *out = os.str();
+  return true;
+}
+
+void setup_logging(const ParsedFlags& f) {
+  static const auto logger = [] {
+    auto l = spdlog::stderr_color_mt("simcache");
+    l->set_pattern("simcache: %l: %v");
+    return l;
+  }();
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(f.v.count("verbose") ? spdlog::level::debug
+                    : f.v.count("quiet") ? spdlog::level::err
+                                         : spdlog::level::warn);
+}
+
+void log_request(const RunRequest& req) {
+  std::string cols;
+  for (const std::string& p : req.policies) cols += (cols.empty() ? "" : ", ") + p;
+  spdlog::debug("scenario {} on {}, seed {}, {} job(s), columns: {}", req.scenario, req.kernel,
+                req.seed, req.jobs, cols.empty() ? "(the preset's)" : cols);
+  for (const auto& [k, v] : req.knobs) spdlog::debug("knob policy.{} = {}", k, v);
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,296 @@
+// Knobs (policy_fields.def): each changes what it should and nothing
+// else, named policies are presets of knob values count for count, range
+// errors are one line with exit 2, and the three seed questions' new
+// policies as exact counts.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "model/io_uring/io_uring_mm.h"
+#include "model/kernel/policy.h"
+#include "model/kernel/profile.h"
+#include "model/mm/mm.h"
+#include "sim/cli/cli.h"
+#include "sim/run/engine.h"
+#include "test_policy_util.h"
+
+using namespace simcache;
+using namespace simcache::sim;
+using namespace simcache::iou;
+using Catch::Matchers::Contains;
+
+namespace {
+
+RunResult run_ok(const std::string& scenario, std::vector<std::string> policies,
+                 std::vector<std::pair<std::string, std::string>> sets = {},
+                 const std::string& kernel = "v6.18") {
+  RunRequest req;
+  req.scenario = scenario;
+  req.policies = std::move(policies);
+  req.sets = std::move(sets);
+  req.kernel = kernel;
+  RunResult r;
+  std::string err;
+  const bool ok = run(req, &r, &err);
+  INFO(err);
+  REQUIRE(ok);
+  for (const auto& w : r.workloads)
+    for (const auto& p : w.policies) CHECK(p.kasan.empty());
+  return r;
+}
+const PolicyResult& col(const RunResult& r, size_t i) { return r.workloads.at(0).policies.at(i); }
+const std::vector<std::pair<std::string, std::string>> kOneRound = {
+    {"rounds", "1"}, {"warmup", "0"}, {"smoke", "0"}};
+
+// A valid value other than the default, as text.
+std::string other_value(const PolicyFieldInfo& f) {
+  switch (f.kind) {
+    case FieldKind::boolean: return f.def_raw ? "false" : "true";
+    case FieldKind::enumeration: return std::string(f.values[f.def_raw == 0 ? 1 : 0].name);
+    case FieldKind::unsigned_int: return std::to_string(f.def_raw == f.min ? f.min + 1 : f.min);
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("knobs: every row has a unit, a range and a source, NAME=V sets that field only",
+          "[knobs]") {
+  for (const PolicyFieldInfo& f : policy_fields()) {
+    INFO(f.name);
+    CHECK_FALSE(f.unit.empty());
+    CHECK_FALSE(f.source.empty());
+    CHECK(f.min <= f.max);
+    PolicySet p, base;
+    MmConfig mm;
+    std::string err;
+    // bulk_refill and the prefill modes need a dedicated slab first.
+    std::string prefix;
+    if (!parse_policies(std::string(f.name) + "=" + other_value(f), nullptr, &p, &mm, &err)) {
+      prefix = "node_alloc=slab+";
+      REQUIRE(parse_policies("node_alloc=slab", nullptr, &base, &mm, &err));
+    }
+    p = PolicySet{};
+    REQUIRE(parse_policies(prefix + std::string(f.name) + "=" + other_value(f), nullptr, &p, &mm,
+                           &err));
+    for (const PolicyFieldInfo& g : policy_fields())
+      CHECK((field_raw(p, g.id) != field_raw(base, g.id)) == (g.id == f.id));
+    // One past the range (or a word that is no value) is refused, naming the knob.
+    const std::string bad =
+        f.kind == FieldKind::unsigned_int ? std::to_string(uint64_t{f.max} + 1) : "bogus";
+    PolicySet q;
+    CHECK_FALSE(parse_policies(std::string(f.name) + "=" + bad, nullptr, &q, &mm, &err));
+    CHECK_THAT(err, Contains("policy." + std::string(f.name) + " = '" + bad + "': expected"));
+    CHECK(err.find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("knobs: a default from the kernel prints and parses as `kernel`", "[knobs]") {
+  const PolicyFieldInfo& f = *policy_field_by_name("slab_min_partial");
+  CHECK(f.def_raw == kFromKernel);
+  CHECK(field_value_text(f.id, f.def_raw) == "kernel");
+  uint32_t raw = 0;
+  REQUIRE(parse_field_value(f, "kernel", &raw, nullptr));
+  CHECK(raw == kFromKernel);
+  // A knob with a fixed default has no `kernel` spelling.
+  std::string err;
+  CHECK_FALSE(parse_field_value(*policy_field_by_name("req_alloc_batch"), "kernel", &raw, &err));
+  CHECK(err == "policy.req_alloc_batch = 'kernel': expected 1..64 objects");
+  CHECK(knob_spec(PolicySet{}) == "unpatched");
+}
+
+TEST_CASE("knobs: NAME(key=value) takes short and full keys, --set policy.K=V the same",
+          "[knobs]") {
+  PolicySet a, b, c;
+  MmConfig mm;
+  std::string err;
+  REQUIRE(parse_policies("node-slab+prefill(max=256)", nullptr, &a, &mm, &err));
+  REQUIRE(parse_policies("node-slab+prefill(prefill_max=256)", nullptr, &b, &mm, &err));
+  REQUIRE(parse_policies("node-slab+prefill+policy.prefill_max=256", nullptr, &c, &mm, &err));
+  CHECK(a.prefill_max == 256);
+  CHECK(knob_spec(a) == "node_alloc=slab+prefill=always+prefill_max=256");
+  CHECK(knob_spec(b) == knob_spec(a));
+  CHECK(knob_spec(c) == knob_spec(a));
+  CHECK_FALSE(parse_policies("prefill(bogus=1)+node-slab", nullptr, &a, &mm, &err));
+  CHECK_THAT(err, Contains("unknown knob 'policy.bogus'"));
+  CHECK_FALSE(parse_policies("node-slab+prefill(max=256", nullptr, &a, &mm, &err));
+  CHECK_THAT(err, Contains("expected NAME(key=value,...)"));
+  CHECK(split_policy_columns("prefill(max=1,mode=lazy)+node-slab,unpatched") ==
+        std::vector<std::string>{"prefill(max=1,mode=lazy)+node-slab", "unpatched"});
+  // The CLI: out of range is one line and exit 2.
+  const CliOutcome o = run_cli({"--scenario", "sparse-fill", "--policy", "node-slab+prefill",
+                                "--set", "policy.prefill_max=0"});
+  CHECK(o.status == 2);
+  CHECK(o.err == "simcache: policy.prefill_max = '0': expected 1..1048576 entries\n");
+}
+
+TEST_CASE("knobs: every named policy equals its knob spelling, count for count",
+          "[knobs][presets]") {
+  const KernelProfile& k = *profile_by_name("v6.18", nullptr);
+  for (const std::string& spec : simcache::testing::runnable_policies(k)) {
+    PolicySet p;
+    MmConfig mm;
+    REQUIRE(parse_policies(spec, &k, &p, &mm, nullptr));
+    const std::string knobs = knob_spec(p);
+    INFO(spec << " = " << knobs);
+    const RunResult r = run_ok("sparse-fill", {spec, knobs}, kOneRound);
+    CHECK(col(r, 0).total == col(r, 1).total);
+    CHECK(col(r, 0).metrics == col(r, 1).metrics);
+  }
+}
+
+TEST_CASE("knobs: refill batch 16 doubles the bulk calls of a first fill of 4096",
+          "[knobs][rsrc]") {
+  const RunResult r =
+      run_ok("sparse-fill", {"node-slab+bulk-refill", "node-slab+bulk-refill(batch=16)"}, kOneRound);
+  CHECK(col(r, 0).timed[Event::io_cache_bulk_refill] == 4096 / 32);
+  CHECK(col(r, 1).timed[Event::io_cache_bulk_refill] == 4096 / 16);
+  CHECK(col(r, 1).timed[Event::io_cache_refill_stash] == 256 * 15);
+  CHECK(col(r, 1).timed[Event::node_cache_hit] == 4096 - 256);
+}
+
+TEST_CASE("knobs: the cache sizes and the request batch reach the ring", "[knobs][io_uring]") {
+  const KernelProfile& k = *profile_by_name("v6.18", nullptr);
+  PolicySet p;
+  MmConfig mc;
+  apply_profile(k, mc);
+  REQUIRE(parse_policies("io_alloc_cache_max=64+futex_cache_max=8+req_alloc_batch=16", &k, &p,
+                         &mc, nullptr));
+  Mm mm(mc);
+  MmIoUring io(mm, k, p);
+  const Task t{2, kRootMemcg, 0};
+  const int r = io.ring_create(t);
+  REQUIRE(r >= 0);
+  CHECK(io.ring(r).node_cache.max_cached == 64);
+  CHECK(io.ring(r).msg_cache.max_cached == 64);
+  CHECK(io.ring(r).apoll_cache.max_cached == IO_POLL_ALLOC_CACHE_MAX);  // not IO_ALLOC_CACHE_MAX
+  CHECK(io.ring(r).futex_cache.max_cached == 8);
+  const uint64_t before = mm.events()[Event::req_cache_refill];
+  CHECK(io.io_uring_enter(r, 32) == 32);
+  CHECK(mm.events()[Event::req_cache_refill] - before == 32 / 16);
+  io.exit_all(t);
+}
+
+TEST_CASE("knobs: memcg and geometry knobs reach the mm layer, where they apply",
+          "[knobs][mm]") {
+  const KernelProfile& v618 = *profile_by_name("v6.18", nullptr);
+  const KernelProfile& v71 = *profile_by_name("v7.1", nullptr);
+  PolicySet p;
+  MmConfig mc;
+  std::string err;
+  REQUIRE(parse_policies("memcg_charge_batch=16+slab_min_partial=0+slab_cpu_partial=13+"
+                         "random_kmalloc_caches=true",
+                         &v618, &p, &mc, &err));
+  CHECK(mc.memcg.charge_batch == 16);
+  CHECK(mc.random_kmalloc_caches);
+  {
+    Mm mm(mc);
+    const CacheInfo ci = mm.info(mm.find_cache("kmalloc-32"));
+    CHECK(ci.min_partial == 0);
+    CHECK(ci.cpu_partial == 13);
+  }
+  CHECK_FALSE(parse_policies("slab_sheaf_capacity=4", &v618, &p, &mc, &err));
+  CHECK_THAT(err, Contains("needs a 7.x kernel profile"));
+  CHECK_FALSE(parse_policies("obj_stock_slots=2", &v618, &p, &mc, &err));
+  CHECK_THAT(err, Contains("7.1+ memcg shape"));
+  PolicySet q;
+  MmConfig m7;
+  apply_profile(v71, m7);
+  REQUIRE(parse_policies("slab_sheaf_capacity=4+obj_stock_slots=2", &v71, &q, &m7, &err));
+  CHECK(m7.memcg.obj_stock_slots == 2);
+  Mm mm(m7);
+  CHECK(mm.info(mm.find_cache("kmalloc-32")).sheaf_capacity == 4);
+  CHECK_FALSE(parse_policies("slab_cpu_partial=4", &v71, &q, &m7, &err));
+}
+
+TEST_CASE("seed 004: grow-only prefill keeps the refill gain and leaves no idle node",
+          "[knobs][rsrc][seed004]") {
+  const RunResult r = run_ok("sparse-fill", {"node-slab+prefill", "prefill-grow",
+                                             "node-slab+prefill-lazy"}, kOneRound);
+  // Grow-only: no node is allocated ahead of need; every install misses.
+  CHECK(col(r, 1).timed[Event::io_cache_prefill] == 0);
+  CHECK(col(r, 1).timed[Event::io_cache_alloc_new] == 4096);
+  CHECK(col(r, 1).metrics.at("nodes_unused") == 0);
+  // The grown array: 4096 pointers, kept after the round.
+  CHECK(col(r, 1).metrics.at("bytes_retained") == col(r, 0).metrics.at("bytes_retained"));
+  // Lazy: the first miss bulk-fills the 4096 (one kvmalloc, one bulk call of 4096).
+  CHECK(col(r, 2).timed[Event::io_cache_prefill] == 4096);
+  CHECK(col(r, 2).timed[Event::kvmalloc] == 1);
+  CHECK(col(r, 2).timed[Event::node_cache_hit] == 4096);
+  CHECK(col(r, 2).timed[Event::bulk_objects] == col(r, 0).timed[Event::bulk_objects] + 4096);
+  // Same-ring remove+refill (lifecycle mode 2): the grown array keeps all
+  // 4096 removed nodes, as the full prefill does.
+  const RunResult l = run_ok("lifecycle", {"unpatched", "prefill-grow"},
+                             {{"mode", "2"}, {"groups", "1"}, {"warmup", "0"}});
+  CHECK(col(l, 0).timed[Event::node_cache_hit] < col(l, 1).timed[Event::node_cache_hit]);
+  CHECK(col(l, 1).timed[Event::io_cache_alloc_new] == 0);
+}
+
+TEST_CASE("seed 000: a per-ring WAITV cache allocates once per vector in flight",
+          "[knobs][futex][seed000]") {
+  const RunResult r = run_ok("waitv", {"waitv-account", "waitv-cache", "waitv-cache(nr=4)"},
+                             {{"rounds", "1"}, {"warmup", "0"}});
+  // 512 cycles x 8 WAITV of 8 entries; 8 are in flight, so the cache
+  // misses 8 times (the first cycle) and recycles the rest.
+  CHECK(col(r, 0).timed[Event::futexv_alloc_account] == 4096);
+  CHECK(col(r, 1).timed[Event::futexv_alloc_account] == 8);
+  CHECK(col(r, 1).timed[Event::io_cache_get] == 4096 - 8);
+  CHECK(col(r, 1).timed[Event::io_cache_put] == 4096);
+  CHECK(col(r, 1).timed[Event::memcg_free_hook] == 0);
+  // What it keeps: 8 cached io_futexv_data of 8 + 8 x 160 bytes
+  // (kmalloc-cg-2k) and its 32-entry array, beside node_cache's and
+  // futex_cache's arrays (128 + 32 entries).
+  CHECK(col(r, 0).metrics.at("bytes_retained") == (128 + 32) * 8);
+  CHECK(col(r, 1).metrics.at("bytes_retained") == (128 + 32) * 8 + 32 * 8 + 8 * 2048);
+  // Vectors of 8 do not fit elements sized for 4: every WAITV kmallocs.
+  CHECK(col(r, 2).timed[Event::futexv_alloc_account] == 4096);
+  CHECK(col(r, 2).timed[Event::io_cache_get] == 0);
+  PolicySet p;
+  MmConfig mm;
+  std::string err;
+  CHECK_FALSE(parse_policies("waitv-cache+waitv-noaccount", nullptr, &p, &mm, &err));
+  CHECK(err == "policies 'waitv-cache' and 'waitv-noaccount' both set waitv_account; choose one");
+}
+
+TEST_CASE("seed 002: a batched free hook uncharges once per run of a bulk free",
+          "[knobs][memcg][seed002]") {
+  const RunResult r = run_ok("memcg-bulk", {"unpatched", "memcg-batch-free"},
+                             {{"iterations", "100"}});
+  // 100 x free_bulk(32) of one memcg on one node: 100 runs, and every
+  // object still passes the hook (its slot is cleared).
+  CHECK(col(r, 0).timed[Event::memcg_batch_run] == 0);
+  CHECK(col(r, 1).timed[Event::memcg_batch_run] == 100);
+  CHECK(col(r, 1).timed[Event::memcg_free_hook] == 3200);
+  // A run of 32 x 264 bytes overflows the obj stock at once: each free
+  // uncharges pages and the next bulk allocation misses the stock.
+  CHECK(col(r, 0).timed[Event::obj_stock_miss] == 200);
+  CHECK(col(r, 1).timed[Event::obj_stock_miss] == 300);
+  CHECK(col(r, 0).timed[Event::memcg_uncharge_pages] == 200);
+  CHECK(col(r, 1).timed[Event::memcg_uncharge_pages] == 100);
+  CHECK(col(r, 1).timed[Event::memcg_vmstat_flush] == 250);
+}
+
+TEST_CASE("docs/knobs.md's knob table is generated from the table", "[knobs][docs]") {
+  const std::string path = std::string(SIMCACHE_SOURCE_DIR) + "/docs/knobs.md";
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string doc = ss.str();
+  const std::string begin = "<!-- knob-table begin -->\n", end = "<!-- knob-table end -->";
+  const std::string want = knob_table_markdown();
+  if (std::getenv("SIMCACHE_UPDATE_DOCS")) {
+    const size_t b = doc.find(begin), e = doc.find(end);
+    REQUIRE(b != std::string::npos);
+    REQUIRE(e != std::string::npos);
+    doc = doc.substr(0, b + begin.size()) + want + doc.substr(e);
+    std::ofstream(path, std::ios::binary) << doc;
+  }
+  const size_t b = doc.find(begin), e = doc.find(end);
+  INFO("regenerate with SIMCACHE_UPDATE_DOCS=1 ./build/tests/simcache_tests '[docs]'");
+  REQUIRE(b != std::string::npos);
+  REQUIRE(e != std::string::npos);
+  CHECK(doc.substr(b + begin.size(), e - b - begin.size()) == want);
+  for (const PolicyFieldInfo& f : policy_fields())
+    CHECK_THAT(want, Contains("| `" + std::string(f.name) + "` |"));
+}

@@ -1,0 +1,222 @@
+// Run configurations, sweeps, shards and merges, and the plots: a config
+// round-trips, a sharded or threaded sweep merges into the bytes of the
+// unsharded one, and the HTML report renders in headless Chromium with
+// every series' colour on screen.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "png_reader.h"
+#include "sim/cli/cli.h"
+#include "sim/report/plot.h"
+
+using namespace simcache;
+using namespace simcache::sim;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh directory, removed with everything in it at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() /
+           ("simcache-sweep-test-" + std::to_string(::getpid()) + "-" +
+            std::to_string(reinterpret_cast<uintptr_t>(this)));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name, const std::string& text = "") const {
+    const std::string p = (path / name).string();
+    if (!text.empty()) std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+};
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CliOutcome ok(const std::vector<std::string>& args) {
+  CliOutcome o = run_cli(args);
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  return o;
+}
+
+const char* kGrid =
+    "scenario = \"sparse-fill\"\n"
+    "kernels = [\"v6.13\", \"v6.18\"]\n"
+    "policies = [\"unpatched\", \"node-slab+prefill\", \"prefill-grow\"]\n"
+    "[params]\n"
+    "slots = [256, 4096]\n"
+    "installs = 64\n"
+    "rounds = 1\n"
+    "warmup = 0\n"
+    "smoke = 0\n";
+
+}  // namespace
+
+TEST_CASE("config: a run configuration round-trips and runs as its command line",
+          "[config]") {
+  TempDir d;
+  const std::string cfg = d.file("run.toml",
+                                 "scenario = \"sparse-fill\"\n"
+                                 "policy = [\"node-slab+prefill\", \"prefill-grow\"]\n"
+                                 "format = \"csv\"\n"
+                                 "profile = \"none\"\n"
+                                 "[set]\nslots = 1024\ninstalls = 64\nrounds = 1\nwarmup = 0\n"
+                                 "[knobs]\nprefill_max = 512\n");
+  const std::string dump1 = ok({"--config", cfg, "--dump-config"}).out;
+  CHECK_THAT(dump1, Contains("prefill_max = 512"));
+  CHECK_THAT(dump1, Contains("'node_alloc=slab+prefill=always+prefill_max=512'"));
+  CHECK_THAT(dump1, Contains("teardown_lag = 1"));  // every parameter, resolved
+  const std::string again = d.file("dump.toml", dump1);
+  CHECK(ok({"--config", again, "--dump-config"}).out == dump1);
+  const std::string by_flags =
+      ok({"--scenario", "sparse-fill", "--policy", "node-slab+prefill,prefill-grow", "--format",
+          "csv", "--profile", "none", "--set", "slots=1024", "--set", "installs=64", "--set",
+          "rounds=1", "--set", "warmup=0", "--set", "policy.prefill_max=512"})
+          .out;
+  // The same report but for the run record's command line.
+  auto no_cmd = [](const std::string& csv) {
+    std::string out;
+    std::istringstream in(csv);
+    for (std::string l; std::getline(in, l);)
+      if (l.find(",record,command_line,") == std::string::npos) out += l + "\n";
+    return out;
+  };
+  CHECK(no_cmd(ok({"--config", cfg}).out) == no_cmd(by_flags));
+  CHECK(no_cmd(ok({"--config", again}).out) == no_cmd(by_flags));
+  CHECK(no_cmd(by_flags) != by_flags);  // the record line was there
+  // The command line wins over the file.
+  CHECK(ok({"--config", cfg, "--set", "policy.prefill_max=4096", "--dump-config"}).out ==
+        ok({"--config", cfg, "--set", "policy.prefill_max=4096", "--dump-config"}).out);
+  CHECK_THAT(ok({"--config", cfg, "--set", "policy.prefill_max=4096", "--dump-config"}).out,
+             Contains("prefill_max = 4096"));
+}
+
+TEST_CASE("config: a bad configuration is one line with file, line and field, exit 2",
+          "[config]") {
+  TempDir d;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"scenario = \"waitv\"\nseed = -1\n", ":2: seed: expected a non-negative integer\n"},
+      {"scenario = \"waitv\"\nbogus = 1\n", ":2: bogus: unknown field"},
+      {"scenario = \"waitv\"\n[set]\nrounds = [1]\n",
+       ":3: set.rounds: expected an integer, a string or a boolean\n"},
+      {"scenario = \n", ":1: syntax: "},
+      {"scenario = \"waitv\"\n[knobs]\nprefill_max = 0\n",
+       ":3: knobs.prefill_max: policy.prefill_max = '0': expected 1..1048576 entries\n"},
+      {"scenario = \"waitv\"\npolicy = [\"unpatched\", \"bogus\"]\n", ":2: policy: unknown policy 'bogus'"},
+      {"scenario = \"nope\"\n", ":1: scenario: unknown scenario 'nope'"},
+      {"kernel = \"v9\"\n", ":1: kernel: unknown kernel profile 'v9'"},
+  };
+  for (const auto& [text, want] : cases) {
+    const std::string p = d.file("bad.toml", text);
+    const CliOutcome o = run_cli({"--config", p});
+    INFO(text);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.err, Contains("simcache: " + p + want));
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+  }
+  const CliOutcome o = run_cli({"--config", d.file("missing.toml")});
+  CHECK(o.status == 2);
+}
+
+TEST_CASE("sweep: sharded and threaded sweeps merge into the same bytes, skips say why",
+          "[sweep]") {
+  TempDir d;
+  const std::string grid = d.file("grid.toml", kGrid);
+  const std::string one = ok({"sweep", grid, "--jobs", "1"}).out;
+  // 2 kernels x 2 slot counts x 3 policies = 12 points, one line each.
+  CHECK(std::count(one.begin(), one.end(), '\n') == 12);
+  CHECK(ok({"sweep", grid, "--jobs", "2"}).out == one);
+  std::vector<std::string> merge = {"merge"};
+  for (int i = 2; i >= 0; --i) {  // any order of shard files
+    const std::string out = d.file("s" + std::to_string(i) + ".jsonl");
+    ok({"sweep", grid, "--shard", std::to_string(i) + "/3", "--output", out});
+    merge.push_back(out);
+  }
+  CHECK(ok(merge).out == one);
+  // v6.13 has no node cache: both node policies' points are skipped.
+  CHECK_THAT(one, Contains("\"policy\":\"node-slab+prefill\",\"reason\":\"node-slab/"
+                           "node-slab-account need a kernel profile with a per-ring node cache"));
+  size_t skipped = 0;
+  for (size_t at = 0; (at = one.find("\"status\":\"skipped\"", at)) != std::string::npos; ++at)
+    ++skipped;
+  CHECK(skipped == 4);
+  const std::string csv = ok({"merge", d.path.string() + "/s0.jsonl", "--format", "csv"}).out;
+  CHECK(csv.rfind("point,workload,scenario,", 0) == 0);
+}
+
+TEST_CASE("sweep: bad grids, shards and shard files fail with one line and exit 2",
+          "[sweep]") {
+  TempDir d;
+  const std::string g1 = d.file("g1.toml", "scenario = \"sparse-fill\"\nkernels = [\"v9\"]\n");
+  CHECK_THAT(run_cli({"sweep", g1}).err, Contains(g1 + ": kernel: unknown kernel profile 'v9'"));
+  const std::string g2 =
+      d.file("g2.toml", "scenario = \"sparse-fill\"\npolicies = [\"prefill(max=0)\"]\n");
+  CHECK_THAT(run_cli({"sweep", g2}).err,
+             Contains(g2 + ": policy: policy.prefill_max = '0': expected 1..1048576"));
+  const std::string g3 = d.file("g3.toml", "scenario = \"sparse-fill\"\ncolour = 1\n");
+  CHECK_THAT(run_cli({"sweep", g3}).err, Contains(g3 + ":2: colour: unknown field"));
+  CHECK(run_cli({"sweep", d.file("grid.toml", kGrid), "--shard", "3/3"}).status == 2);
+  const std::string line = "{\"point\":0,\"workload\":0}\n";
+  const std::string dup = d.file("dup.jsonl", line + line);
+  const CliOutcome o = run_cli({"merge", dup});
+  CHECK(o.status == 2);
+  CHECK(o.err == "simcache: " + dup + ":2: point 0 workload 0 appears twice\n");
+  const std::string junk = d.file("junk.jsonl", "not json\n");
+  CHECK_THAT(run_cli({"merge", junk}).err, Contains(junk + ":1: not a sweep record"));
+}
+
+TEST_CASE("plots: the HTML report renders in headless Chromium with every series",
+          "[plot]") {
+  TempDir d;
+  const std::string grid = d.file("grid.toml", kGrid);
+  const std::string html = d.file("report.html"), svg = d.file("report.svg");
+  ok({"sweep", grid, "--html", html, "--plot", svg, "--output", d.file("out.jsonl")});
+  // The same sweep draws the same bytes.
+  ok({"sweep", grid, "--plot", d.file("again.svg"), "--output", d.file("out2.jsonl")});
+  CHECK(slurp(svg) == slurp(d.file("again.svg")));
+  const std::string page = slurp(html);
+  // Series: v6.13 unpatched, then v6.18's three columns.
+  for (const char* s : {"v6.13 unpatched", "v6.18 unpatched", "v6.18 node-slab+prefill",
+                        "v6.18 prefill-grow", "Memory retained against time per operation",
+                        "Time against slots", "Accounted against unaccounted slab memory"})
+    CHECK_THAT(page, Contains(s));
+  const std::string png = d.file("shot.png");
+  const std::string cmd = "timeout 120 chromium --headless --no-sandbox --disable-gpu "
+                          "--force-color-profile=srgb --hide-scrollbars --window-size=1100,1250 "
+                          "--screenshot=" + png + " file://" + html + " >/dev/null 2>&1";
+  INFO("needs chromium (scripts/bootstrap installs it): " << cmd);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  testing::Png img;
+  REQUIRE(testing::read_png(slurp(png), &img));
+  CHECK(img.width == 1100);
+  size_t non_white = 0;
+  std::map<uint32_t, size_t> count;
+  for (uint32_t px : img.rgb) {
+    non_white += px != 0xffffff;
+    ++count[px];
+  }
+  CHECK(non_white > 20000);  // not blank
+  const auto& pal = plot_palette();
+  for (size_t i = 0; i < pal.size(); ++i) {
+    const uint32_t c = static_cast<uint32_t>(std::stoul(pal[i].substr(1), nullptr, 16));
+    INFO("series " << i << " " << pal[i] << ": " << count[c] << " pixels");
+    // Four series, each with a 14 x 14 legend square in each of three charts.
+    if (i < 4) CHECK(count[c] >= 3 * 14 * 14);
+    else CHECK(count[c] < 20);
+  }
+}
