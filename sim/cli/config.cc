@@ -83,9 +83,9 @@ bool check_value(const TomlReader& r, const std::string& key, const toml::node& 
   if (key == "knobs")
     for (const auto& [k, node] : *v.as_table()) {
       iou::PolicySet p;
-      const auto it = std::find_if(f.sets.begin(), f.sets.end(), [&](const auto& s) {
-        return s.first == "policy." + std::string(k.str());
-      });
+      const std::string want = "policy." + std::string(k.str());  // clang 14: no binding captures
+      const auto it = std::find_if(f.sets.begin(), f.sets.end(),
+                                   [&](const auto& s) { return s.first == want; });
       if (!iou::set_knob(k.str(), it->second, &p, nullptr, &why))
         return r.fail(&node, "knobs." + std::string(k.str()), why);
     }
@@ -143,7 +143,8 @@ void overlay_flags(const ParsedFlags& cli, ParsedFlags* base) {
   for (const auto& [k, v] : cli.v)
     if (k != "config") base->v[k] = v;
   for (const auto& [k, v] : cli.sets) {
-    std::erase_if(base->sets, [&](const auto& s) { return s.first == k; });
+    const std::string& key = k;  // clang 14: no binding captures
+    std::erase_if(base->sets, [&](const auto& s) { return s.first == key; });
     base->sets.emplace_back(k, v);
   }
 }
