@@ -1,0 +1,82 @@
+// Latency distributions of simulated operations: a fixed-size log-linear
+// histogram (HdrHistogram's layout: each power of two split into
+// kLatSub linear sub-buckets), so memory does not grow with the number
+// of operations recorded, and the bpftrace log2 view is derived from it.
+// Values are integer ticks of 1/1024 ns, so that 5-50 ns operations keep
+// their resolution and nanosecond powers of two fall on bucket edges
+// (the log2 view is exact); reports print nanoseconds.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/mm/call_site.h"  // kLog2Buckets
+
+namespace simcache::sim {
+
+inline constexpr int kLatTickBits = 10;  // 1 tick = 2^-10 ns
+inline constexpr int kLatSubBits = 5;  // 32 sub-buckets: <= 3.1 % relative error
+inline constexpr uint64_t kLatSub = uint64_t{1} << kLatSubBits;
+// Values below kLatSub ticks are exact; above, 64 - kLatSubBits ranges of
+// kLatSub sub-buckets each.
+inline constexpr size_t kLatBuckets = (64 - kLatSubBits + 1) * kLatSub;
+
+class LatencyHist {
+ public:
+  // Records one operation of `ns` nanoseconds (negative: 0).
+  void add_ns(double ns) { add(to_ticks(ns)); }
+  void add(uint64_t t) {
+    ++count_;
+    sum_ += t;
+    if (t > max_) max_ = t;
+    if (count_ == 1 || t < min_) min_ = t;
+    ++b_[index(t)];
+  }
+  static uint64_t to_ticks(double ns) {
+    return ns <= 0 ? 0 : static_cast<uint64_t>(ns * (1 << kLatTickBits) + 0.5);
+  }
+  static double to_ns(uint64_t t) { return static_cast<double>(t) / (1 << kLatTickBits); }
+  LatencyHist& operator+=(const LatencyHist& o);
+  uint64_t count() const { return count_; }
+  double min_ns() const { return count_ ? to_ns(min_) : 0; }
+  double max_ns() const { return to_ns(max_); }
+  double mean_ns() const { return count_ ? to_ns(sum_) / static_cast<double>(count_) : 0; }
+  // The p-th percentile (0 < p <= 100): the upper edge of the first
+  // bucket whose cumulative count reaches ceil(p/100 * count), clamped
+  // to max. 0 if empty. Deterministic; error <= 1/kLatSub relative.
+  double percentile_ns(double p) const;
+  // bpftrace hist() buckets over nanoseconds (kLog2Buckets: bucket 0 is
+  // [0, 1) ns, bucket k is [2^(k-1), 2^k) ns). Exact: no sub-bucket
+  // straddles a power of two.
+  std::array<uint64_t, kLog2Buckets> log2_ns() const;
+  // Non-empty buckets as (lower edge in ticks, count), ascending (JSON).
+  std::vector<std::pair<uint64_t, uint64_t>> nonzero() const;
+  static size_t index(uint64_t t) {
+    if (t < kLatSub) return static_cast<size_t>(t);
+    const int msb = 63 - __builtin_clzll(t);  // >= kLatSubBits
+    const int shift = msb - kLatSubBits;
+    return static_cast<size_t>((shift + 1) * kLatSub + ((t >> shift) - kLatSub));
+  }
+  static uint64_t lower_edge(size_t i);
+  static uint64_t upper_edge(size_t i);  // exclusive
+  friend bool operator==(const LatencyHist&, const LatencyHist&) = default;
+
+ private:
+  uint64_t count_ = 0, sum_ = 0, min_ = 0, max_ = 0;  // ticks
+  std::array<uint64_t, kLatBuckets> b_{};
+};
+
+// The latency of each operation kind of one policy column, in the order
+// kinds first appeared ("futex_wait", "kmalloc", ...), measured rounds'
+// timed regions only. Times are virtual: the sum of the priced events
+// the operation counted plus the time it waited (locks, idle exit).
+struct OpLatency {
+  std::string kind;
+  LatencyHist hist;
+};
+using Latencies = std::vector<OpLatency>;
+
+}  // namespace simcache::sim
