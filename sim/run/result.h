@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/counters.h"
+#include "sim/run/latency.h"
 #include "model/mm/mm.h"
 
 namespace simcache::sim {
@@ -87,6 +88,10 @@ struct PolicyResult {
   // Operations that failed for want of a resource: errno name ("ENFILE")
   // -> count. Non-empty means the counts are not the workload asked for.
   std::map<std::string, uint64_t> failures;
+  // Per operation kind, the virtual-time latency of each operation of the
+  // measured rounds' timed regions (sim/run/latency.h). Empty when the
+  // run had no cost prices (counts only).
+  Latencies latency;
 };
 
 // What a report must carry to be reproduced (docs/output.md "Run record").
