@@ -68,14 +68,14 @@ TEST_CASE("policies: the table is registered whole, under today's names",
           "[io_uring][policy]") {
   const PolicyRegistry& reg = PolicyRegistry::get();
   CHECK(reg.errors().empty());
-  CHECK(reg.all().size() == 17);
+  CHECK(reg.all().size() == 19);
   CHECK(reg.baseline().name == "unpatched");
   CHECK(&reg.baseline() == &reg.all().front());
   CHECK(policy_names() ==
         "bulk-refill, futex-return-to-cache, kmalloc-prefill, memcg-batch-charge, "
         "memcg-batch-free, node-slab, node-slab-account, prefill, prefill-grow, prefill-lazy, "
-        "prefill-optin, slab-nomerge, slab-prime, unpatched, waitv-account, waitv-cache, "
-        "waitv-noaccount");
+        "prefill-optin, slab-nomerge, slab-prime, unpatched, wait-io-schedule, wait-schedule, "
+        "waitv-account, waitv-cache, waitv-noaccount");
   for (const PolicyInfo& p : reg.all()) {
     INFO(p.name);
     CHECK(reg.find(p.name) == &p);
