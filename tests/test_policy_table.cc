@@ -216,7 +216,7 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
   CHECK(testing::runnable_policies(v618)[4] == "bulk-refill+node-slab");
   CHECK(testing::maximal_policy(v618, false) ==
         "unpatched+futex-return-to-cache+node-slab+bulk-refill+prefill+slab-prime+"
-        "waitv-account+memcg-batch-charge+memcg-batch-free+slab-nomerge");
+        "waitv-account+memcg-batch-charge+memcg-batch-free+slab-nomerge+wait-schedule");
 }
 
 TEST_CASE("policy table: an entry with code runs it after its SET()s", "[policy][table]") {
@@ -300,7 +300,7 @@ TEST_CASE("policy fields: describe() lists every field in table order", "[policy
       ++values;
     }
   }
-  CHECK(values == 61);  // 7 bools x 2, 12 unsigned x 3, enums of 3 + 5 + 3 values
+  CHECK(values == 64);  // 7 bools x 2, 12 unsigned x 3, enums of 3 + 5 + 3 + 3 values
   PolicySet bug;
   bug.debug_bug = DebugBug::leak_node;
   CHECK(lines_of(describe(bug)).back() == "debug_bug = set");
