@@ -25,25 +25,29 @@ void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
       e.io.files_unregister(dst);
       e.io.files_register_sparse(dst, static_cast<uint32_t>(slots));
     }
+    snap(e, rec, "registration", src, dst);  // warm: the re-registration
     rec.timed_begin();
     send_fd_fill(e, src, dst, slots, p.at("qd"), false);
     rec.timed_end();
+    snap(e, rec, "fill", src, dst);
     e.io.files_unregister(dst);
-    e.io.ring_exit(dst, e.kworker);
+    snap(e, rec, "unregister", src, dst);
+    exit_ring(e, rec, dst, "target", measured, src);
     rec.end_round(static_cast<uint64_t>(slots));
   };
   run_rounds(p, round);
-  e.io.ring_exit(src, e.kworker);
+  exit_ring(e, rec, src, "source", p.at("rounds") > 0);
 }
 
 enum Mode : int64_t { kSerial = 0, kPaced = 1, kReuse = 2 };
 
 // Tears down the pending ring (serial mode) and returns the counts it
 // made, which belong to that ring, not to the operation's cache traffic.
-Counters exit_pending(Env& e, RingId* pending) {
+// `record`: the ring was a measured operation's (its "teardown" snapshot).
+Counters exit_pending(Env& e, Recorder& rec, RingId* pending, bool record, RingId src) {
   if (*pending < 0) return {};
   const Counters before = e.mm.events();
-  e.io.ring_exit(*pending, e.kworker);
+  exit_ring(e, rec, *pending, "target", record, src);
   *pending = -1;
   return e.mm.events() - before;
 }
@@ -61,6 +65,7 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
   if (src < 0) return;
   e.io.files_register(src, 1);
   RingId reuse_ring = -1, pending = -1;
+  bool pending_measured = false;
   std::vector<uint32_t> taken;  // reuse: the slots the CQEs reported
   if (mode == kReuse) {
     reuse_ring = e.io.ring_create(e.submitter, {256, 0, false});
@@ -77,6 +82,7 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
       rec.timed_begin("removal");
       remove_recorded_slots(e, dst, &taken, span);
       rec.timed_end();
+      snap(e, rec, "removal", src, dst);
       rec.timed_begin("refill");
     } else {
       dst = e.io.ring_create(e.submitter, {256, 0, false});
@@ -87,12 +93,14 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
       if (mode == kPaced) e.mm.events().add(Event::idle_gap);
       e.io.files_register_sparse(dst, static_cast<uint32_t>(slots), optin);
       rec.timed_end();
+      snap(e, rec, "registration", src, dst);
       // serial: the previous ring's teardown overlaps this operation.
-      teardown = exit_pending(e, &pending);
+      teardown = exit_pending(e, rec, &pending, pending_measured, src);
       rec.timed_begin("fill");
     }
     send_fd_fill(e, src, dst, installs, p.at("qd"), false, mode == kReuse ? &taken : nullptr);
     rec.timed_end();
+    snap(e, rec, mode == kReuse ? "refill" : "fill", src, dst);
     if (measured) {
       rec.metric("bytes_retained", ring_cache_bytes(e, dst));
       // the teardown's counts are not this ring's cache traffic
@@ -100,16 +108,20 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
     }
     if (mode != kReuse) {
       e.io.files_unregister(dst);
+      snap(e, rec, "unregister", src, dst);
       pending = dst;
-      if (mode == kPaced) e.io.ring_exit(pending, e.kworker), pending = -1;
+      pending_measured = measured;
+      if (mode == kPaced) exit_pending(e, rec, &pending, measured, src);
     }
     rec.end_round(1);
   };
   for (int64_t i = 0; i < p.at("warmup"); ++i) op(false);
   for (int64_t i = 0; i < p.at("groups") * p.at("ops"); ++i) op(true);
-  if (pending >= 0) e.io.ring_exit(pending, e.kworker);
-  if (reuse_ring >= 0) e.io.ring_exit(reuse_ring, e.kworker);
-  e.io.ring_exit(src, e.kworker);
+  // The last measured operation's ring, the reuse ring and the source
+  // close after the measured rounds: their teardowns are recorded too.
+  exit_pending(e, rec, &pending, pending_measured, src);
+  if (reuse_ring >= 0) exit_ring(e, rec, reuse_ring, "target", true, src);
+  exit_ring(e, rec, src, "source", true);
 }
 
 }  // namespace
