@@ -41,15 +41,40 @@ void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
 
 enum Mode : int64_t { kSerial = 0, kPaced = 1, kReuse = 2 };
 
-// Tears down the pending ring (serial mode) and returns the counts it
-// made, which belong to that ring, not to the operation's cache traffic.
-// `record`: the ring was a measured operation's (its "teardown" snapshot).
-Counters exit_pending(Env& e, Recorder& rec, RingId* pending, bool record, RingId src) {
-  if (*pending < 0) return {};
+// A closed ring whose teardown has not run yet (serial mode), and whether
+// it was a measured operation's (then its teardown is a snapshot).
+struct Pending {
+  RingId ring = -1;
+  bool measured = false;
+};
+
+// Tears down the pending ring and returns the counts it made, which
+// belong to that ring, not to the operation's cache traffic.
+Counters exit_pending(Env& e, Recorder& rec, Pending* pending, RingId src) {
+  if (pending->ring < 0) return {};
   const Counters before = e.mm.events();
-  exit_ring(e, rec, *pending, "target", record, src);
-  *pending = -1;
+  exit_ring(e, rec, pending->ring, "target", pending->measured, src);
+  pending->ring = -1;
   return e.mm.events() - before;
+}
+
+// serial/paced: a new ring and its timed sparse registration, then
+// (serial) the previous ring's teardown, which overlaps the operation;
+// its counts go to *teardown. Returns the ring, -1 on -ENOMEM.
+RingId new_registered(Env& e, Recorder& rec, const Params& p, RingId src, Pending* pending,
+                      Counters* teardown) {
+  const RingId dst = e.io.ring_create(e.submitter, {256, 0, false});
+  if (dst < 0) return dst;
+  rec.timed_begin("registration");
+  // paced: the 50 ms untimed sleep before this operation left the
+  // caches cold and the CPU idle; the first operation pays for it.
+  if (p.at("mode") == kPaced) e.mm.events().add(Event::idle_gap);
+  e.io.files_register_sparse(dst, static_cast<uint32_t>(p.at("slots")),
+                             p.at("prefill_flag") != 0);
+  rec.timed_end();
+  snap(e, rec, "registration", src, dst);
+  *teardown = exit_pending(e, rec, pending, src);
+  return dst;
 }
 
 // One operation of serial-S-N / paced-S-N: a new ring, timed sparse
@@ -64,8 +89,8 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
   const RingId src = e.io.ring_create(e.submitter, {256, 0, false});
   if (src < 0) return;
   e.io.files_register(src, 1);
-  RingId reuse_ring = -1, pending = -1;
-  bool pending_measured = false;
+  RingId reuse_ring = -1;
+  Pending pending;
   std::vector<uint32_t> taken;  // reuse: the slots the CQEs reported
   if (mode == kReuse) {
     reuse_ring = e.io.ring_create(e.submitter, {256, 0, false});
@@ -85,17 +110,8 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
       snap(e, rec, "removal", src, dst);
       rec.timed_begin("refill");
     } else {
-      dst = e.io.ring_create(e.submitter, {256, 0, false});
+      dst = new_registered(e, rec, p, src, &pending, &teardown);
       if (dst < 0) return rec.end_round(0);
-      rec.timed_begin("registration");
-      // paced: the 50 ms untimed sleep before this operation left the
-      // caches cold and the CPU idle; the first operation pays for it.
-      if (mode == kPaced) e.mm.events().add(Event::idle_gap);
-      e.io.files_register_sparse(dst, static_cast<uint32_t>(slots), optin);
-      rec.timed_end();
-      snap(e, rec, "registration", src, dst);
-      // serial: the previous ring's teardown overlaps this operation.
-      teardown = exit_pending(e, rec, &pending, pending_measured, src);
       rec.timed_begin("fill");
     }
     send_fd_fill(e, src, dst, installs, p.at("qd"), false, mode == kReuse ? &taken : nullptr);
@@ -109,9 +125,8 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
     if (mode != kReuse) {
       e.io.files_unregister(dst);
       snap(e, rec, "unregister", src, dst);
-      pending = dst;
-      pending_measured = measured;
-      if (mode == kPaced) exit_pending(e, rec, &pending, measured, src);
+      pending = {dst, measured};
+      if (mode == kPaced) exit_pending(e, rec, &pending, src);
     }
     rec.end_round(1);
   };
@@ -119,7 +134,7 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
   for (int64_t i = 0; i < p.at("groups") * p.at("ops"); ++i) op(true);
   // The last measured operation's ring, the reuse ring and the source
   // close after the measured rounds: their teardowns are recorded too.
-  exit_pending(e, rec, &pending, pending_measured, src);
+  exit_pending(e, rec, &pending, src);
   if (reuse_ring >= 0) exit_ring(e, rec, reuse_ring, "target", true, src);
   exit_ring(e, rec, src, "source", true);
 }
