@@ -223,6 +223,13 @@ bool load_measured(const ParsedFlags& f, std::vector<MeasuredPoint>* pts, std::s
 
 std::string failure_summary(const RunResult& r);
 
+bool any_kasan(const RunResult& r) {
+  for (const WorkloadResult& w : r.workloads)
+    for (const PolicyResult& p : w.policies)
+      if (!p.kasan.empty()) return true;
+  return false;
+}
+
 // The checks of a report command line that need no file and no run.
 bool check_report(const ParsedFlags& f, RunRequest* req, std::string* format, std::string* error) {
   auto it = f.v.find("scenario");
@@ -256,8 +263,16 @@ CliOutcome run_report(const ParsedFlags& f, const std::vector<std::string>& args
   if (v.count("explain") && !have_cost)
     return cli_fail("--explain needs a cost profile (it splits the time per operation)");
   if (v.count("quiet")) warning.clear();
+  // The plain table prints no call-site view but KASAN's "in <site>":
+  // run without scopes, and again with them only if a report needs one.
+  const bool auto_sites = req.call_sites && format == "table" && !v.count("explain");
+  if (auto_sites) req.call_sites = false;
   RunResult result;
   if (!run(req, &result, &error)) return cli_fail(error);
+  if (auto_sites && any_kasan(result)) {
+    req.call_sites = true;
+    if (!run(req, &result, &error)) return cli_fail(error);
+  }
   fill_run_record(args, have_cost ? &cost : nullptr, &result);
   if (v.count("cache")) ro.cache = v["cache"];
   ro.all_counters = v.count("all-counters") > 0;
