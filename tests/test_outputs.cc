@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "model/io_uring/io_uring_mm.h"
@@ -395,6 +396,13 @@ TEST_CASE("sysfs: the tree's files, stat format and alias links", "[outputs][sys
   const std::string fast = read("kmalloc-32/alloc_fastpath");
   CHECK(fast.find(" C2=") != std::string::npos);  // the benchmark task's CPU
   CHECK(fast.back() == '\n');
+  // 6.18's cpu_slabs file, as show_slab_objects(SO_CPU) prints it: the
+  // benchmark CPU's slab at least
+  uint64_t cpu_slabs = 0;
+  for (const CacheInfo& c : p.slab_state)
+    if (c.name == "kmalloc-32") cpu_slabs = c.cpu_slabs;
+  CHECK(cpu_slabs >= 1);
+  CHECK(read("kmalloc-32/cpu_slabs") == fmt::format("{} N0={}\n", cpu_slabs, cpu_slabs));
   CHECK_FALSE(write_sysfs(dir.string(), p, 1, &err));  // never overwrites
   std::filesystem::remove_all(dir);
   CacheInfo merged;
@@ -479,4 +487,38 @@ TEST_CASE("table: labels state overridden parameters, wide runs wrap into blocks
   std::string err;
   REQUIRE(run(req, &r, &err));
   CHECK(r.workloads[0].label == "first fill, 4096 slots [set installs=1024 slots=1024]");
+}
+
+// --no-sites: the same counts, no views by call site. A plain table
+// needs none, so it runs without them by default: byte-identical.
+TEST_CASE("call sites: --no-sites leaves counts alone and the site views empty",
+          "[outputs][sites]") {
+  const std::vector<std::string> base = {"--scenario", "sparse-fill", "--set", "slots=256",
+                                         "--set", "installs=256", "--set", "rounds=2",
+                                         "--set", "warmup=0", "--profile", "none"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    const CliOutcome o = run_cli(a);
+    REQUIRE(o.status == 0);
+    return o.out;
+  };
+  const auto on = nlohmann::json::parse(with({"--format", "json"}));
+  const auto off = nlohmann::json::parse(with({"--format", "json", "--no-sites"}));
+  const auto& a = on["workloads"][0]["policies"][0];
+  const auto& b = off["workloads"][0]["policies"][0];
+  CHECK(a["timed"]["sites"]["io_rsrc_node_alloc"]["calls"] == 512);
+  CHECK(b["timed"]["sites"].empty());
+  CHECK(b["total"]["sites"].empty());
+  auto counts = [](nlohmann::json t) {
+    t.erase("sites");
+    return t;
+  };
+  CHECK(counts(a["timed"]) == counts(b["timed"]));
+  CHECK(counts(a["total"]) == counts(b["total"]));
+  CHECK(a["rounds"] == b["rounds"]);
+  CHECK(a["snapshots"] == b["snapshots"]);
+  auto body = [](std::string t) { return t.substr(t.find("\n\n")); };  // past the command line
+  CHECK(body(with({})) == body(with({"--no-sites"})));
+  CHECK(body(with({"--latency-hist"})) == body(with({})));  // no run fills latency yet
 }
