@@ -113,7 +113,8 @@ TEST_CASE("snapshots: ring caches after registration, fill, unregister and teard
 // operation and the second after the last: both recorded as "teardown".
 TEST_CASE("snapshots: lifecycle serial and paced operations", "[outputs][snapshot]") {
   for (const char* mode : {"0", "1"})
-    for (const char* policy : {"unpatched", "node-slab+bulk-refill+prefill"})
+    for (const char* policy :
+         {"unpatched", "node-slab+bulk-refill", "node-slab+bulk-refill+prefill"})
       for (auto [s, n] : {std::pair<uint32_t, uint32_t>{4096, 4096}, {4096, 64}}) {
         INFO("mode " << mode << " " << policy << " S/N " << s << "/" << n);
         const PolicyResult p =
