@@ -24,12 +24,14 @@ uint64_t allocator_ops(const Counters& c) {
          c[Event::kfree_large] + c[Event::kvmalloc] + c[Event::kvfree];
 }
 
-// sim::run() of the preset on one thread plus the default table.
+// sim::run() of the preset on one thread plus the default table, without
+// call-site scopes (the table does not print them; --no-sites).
 void BM_Sparse4096Preset(benchmark::State& state) {
   for (auto _ : state) {
     sim::RunRequest req;
     req.scenario = "sparse4096";
     req.jobs = 1;
+    req.call_sites = false;
     sim::RunResult r;
     std::string err;
     if (!sim::run(req, &r, &err)) {
@@ -43,10 +45,12 @@ void BM_Sparse4096Preset(benchmark::State& state) {
 BENCHMARK(BM_Sparse4096Preset)->Unit(benchmark::kMillisecond);
 
 // `simcache --scenario sparse4096 --jobs 1`, the whole process (exec,
-// cost profile load, run, report), output to /dev/null.
+// cost profile load, run, report), output to /dev/null; argument 1 adds
+// --no-sites.
 void BM_Sparse4096Process(benchmark::State& state) {
-  const char* argv[] = {SIMCACHE_BINARY, "--scenario", "sparse4096", "--jobs",
-                        "1", "--output", "/dev/null", nullptr};
+  const char* argv[] = {SIMCACHE_BINARY, "--scenario", "sparse4096", "--jobs", "1",
+                        "--output", "/dev/null", state.range(0) ? "--no-sites" : nullptr,
+                        nullptr};
   for (auto _ : state) {
     pid_t pid;
     if (posix_spawn(&pid, SIMCACHE_BINARY, nullptr, nullptr,
@@ -62,7 +66,7 @@ void BM_Sparse4096Process(benchmark::State& state) {
     }
   }
 }
-BENCHMARK(BM_Sparse4096Process)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Sparse4096Process)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The arm-fail scenario (100,000 FUTEX_WAIT, every arm failing) for the
 // baseline policy: items/s is simulated allocator operations per second.
@@ -72,6 +76,7 @@ void BM_ArmFailOps(benchmark::State& state) {
     sim::RunRequest req;
     req.scenario = "arm-fail";
     req.jobs = 1;
+    req.call_sites = false;
     sim::RunResult r;
     std::string err;
     if (!sim::run(req, &r, &err)) {

@@ -13,6 +13,7 @@
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
 #include "model/mm/mm.h"
+#include "sim/run/scenario.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SIMCACHE_SANITIZER_ALLOCATOR 1
@@ -98,4 +99,37 @@ TEST_CASE("rounds of fresh rings keep live memory flat", "[memory]") {
     CHECK(peak - after_warmup < (2 << 20));
     io.ring_exit(src, kworker);
   }
+}
+
+// The Recorder folds each round's per-cache stat deltas into a running
+// minimum and maximum: what it keeps per round is one Counters block
+// (PolicyResult::rounds, the per-round spread the cost layer reads), not
+// a [cache][stat] vector (caches x stats x 8 bytes, ~30 KB at 20 CPUs).
+TEST_CASE("the Recorder's per-cache round deltas do not grow with rounds", "[memory]") {
+  MmConfig mc;
+  Mm mm(mc);
+  sim::Recorder rec(mm);
+  const Task t{0, kRootMemcg, 0};
+  auto round = [&] {
+    rec.begin_round(true);
+    rec.timed_begin();
+    for (uint32_t size : {24u, 100u, 500u, 3000u}) mm.kfree(mm.kmalloc(size, GFP_KERNEL, t), t);
+    rec.timed_end();
+    rec.end_round(4);
+  };
+  for (int i = 0; i < 100; ++i) round();
+  const int64_t before = live_bytes();
+  constexpr int kRounds = 2000;
+  for (int i = 0; i < kRounds; ++i) round();
+  const int64_t grown = live_bytes() - before;
+  const int64_t per_cache_round = static_cast<int64_t>(mm.caches().size() * kNumSlubStats * 8);
+  INFO("grew " << grown << " B over " << kRounds << " rounds; a [cache][stat] vector per round "
+               << "would add " << per_cache_round << " B each");
+  // A vector of Counters grows by doubling: at most 2 x the blocks held.
+  CHECK(grown <= 2 * kRounds * static_cast<int64_t>(sizeof(Counters)) + 4096);
+  CHECK(grown < kRounds * per_cache_round / 10);
+  sim::PolicyResult out;
+  rec.finish(&out);
+  CHECK(out.rounds.size() == 2100);
+  CHECK(!out.round_max.empty());
 }

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "model/io_uring/io_uring_mm.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
@@ -62,6 +65,18 @@ Want expected(const std::string& policy, uint32_t s, uint32_t n) {
   return {cap, cap, left, std::min(cap, left + n), std::min(cap, left + n)};
 }
 
+PolicyResult run_one(const std::string& scenario, const std::string& policy,
+                     std::vector<std::pair<std::string, std::string>> sets) {
+  RunRequest req;
+  req.scenario = scenario;
+  req.policies = {policy};
+  req.sets = std::move(sets);
+  RunResult r;
+  std::string err;
+  REQUIRE(run(req, &r, &err));
+  return r.workloads.at(0).policies.at(0);
+}
+
 }  // namespace
 
 TEST_CASE("snapshots: ring caches after registration, fill, unregister and teardown",
@@ -90,6 +105,82 @@ TEST_CASE("snapshots: ring caches after registration, fill, unregister and teard
       CHECK(ring(p, "teardown", "source").teardown_freed == (bulk ? 32u : 1u));
     }
   }
+}
+
+// serial and paced lifecycle operations register and fill a fresh ring
+// each, so their snapshots have the shapes of a fresh sparse-fill round.
+// With two operations, serial's first ring closes inside the second
+// operation and the second after the last: both recorded as "teardown".
+TEST_CASE("snapshots: lifecycle serial and paced operations", "[outputs][snapshot]") {
+  for (const char* mode : {"0", "1"})
+    for (const char* policy :
+         {"unpatched", "node-slab+bulk-refill", "node-slab+bulk-refill+prefill"})
+      for (auto [s, n] : {std::pair<uint32_t, uint32_t>{4096, 4096}, {4096, 64}}) {
+        INFO("mode " << mode << " " << policy << " S/N " << s << "/" << n);
+        const PolicyResult p =
+            run_one("lifecycle", policy,
+                    {{"mode", mode}, {"slots", std::to_string(s)}, {"installs", std::to_string(n)},
+                     {"ops", "2"}, {"groups", "1"}, {"warmup", "0"}});
+        const Want w = expected(policy, s, n);
+        CHECK(ring(p, "registration", "target").nodes_cached == w.reg_cached);
+        CHECK(ring(p, "registration", "target").node_capacity == w.reg_cap);
+        CHECK(ring(p, "fill", "target").nodes_cached == w.fill_cached);
+        CHECK(ring(p, "fill", "target").table_nodes == n);
+        CHECK(ring(p, "unregister", "target").nodes_cached == w.unreg_cached);
+        CHECK(ring(p, "unregister", "target").table_nodes == 0);
+        CHECK(ring(p, "teardown", "target").teardown_freed == w.teardown_freed);
+        CHECK(ring(p, "fill", "source").table_nodes == 1);
+        // the source's node: bulk refill brings 31 more (as in sparse-fill)
+        CHECK(ring(p, "teardown", "source").teardown_freed ==
+              (std::string(policy) == "unpatched" ? 1u : 32u));
+        std::vector<std::string> names;
+        for (const Snapshot& sn : p.snapshots) names.push_back(sn.name);
+        CHECK(names == std::vector<std::string>{"registration", "fill", "unregister", "teardown"});
+      }
+}
+
+// reuse: one ring, its N files removed and re-installed each operation.
+// Unpatched and bulk refill (cache of 128): the removal parks 128 nodes
+// and frees the rest; the refill takes the 128 back and allocates the
+// rest (bulk: 3968 = 124 x 32, nothing left over). Prefill (cache of
+// 4096): the removal parks all 4096, the refill takes them all. At
+// teardown the table's nodes go back to the cache and the cache is freed.
+TEST_CASE("snapshots: lifecycle reuse removal and refill", "[outputs][snapshot]") {
+  for (const char* policy : {"unpatched", "node-slab+bulk-refill", "node-slab+bulk-refill+prefill"}) {
+    INFO(policy);
+    const PolicyResult p =
+        run_one("lifecycle", policy,
+                {{"mode", "2"}, {"slots", "4096"}, {"installs", "4096"}, {"ops", "2"},
+                 {"groups", "1"}, {"warmup", "1"}});
+    const uint32_t cap = std::string(policy).find("prefill") != std::string::npos ? 4096 : 128;
+    CHECK(ring(p, "removal", "target").nodes_cached == cap);
+    CHECK(ring(p, "removal", "target").table_nodes == 0);
+    CHECK(ring(p, "refill", "target").nodes_cached == 0);
+    CHECK(ring(p, "refill", "target").table_nodes == 4096);
+    CHECK(ring(p, "teardown", "target").teardown_freed == cap);
+    CHECK_FALSE(ring(p, "teardown", "target").live);
+  }
+}
+
+// cold: a fresh 128-slot table; warm: the first fill's unregister parked
+// 128 nodes, which the re-registered table's fill takes (all hits).
+// Prefill fills the 128-entry cache at registration either way.
+TEST_CASE("snapshots: node-cache cold and warm fills", "[outputs][snapshot]") {
+  for (const char* policy : {"unpatched", "node-slab+bulk-refill+prefill"})
+    for (const char* warm : {"0", "1"}) {
+      INFO(policy << " warm=" << warm);
+      const PolicyResult p = run_one("node-cache-coldwarm", policy,
+                                     {{"warm", warm}, {"rounds", "2"}, {"warmup", "0"}});
+      const bool parked = std::string(warm) == "1" || std::string(policy) != "unpatched";
+      CHECK(ring(p, "registration", "target").nodes_cached == (parked ? 128u : 0u));
+      CHECK(ring(p, "registration", "target").node_capacity == 128);
+      CHECK(ring(p, "fill", "target").nodes_cached == 0);
+      CHECK(ring(p, "fill", "target").table_nodes == 128);
+      CHECK(ring(p, "unregister", "target").nodes_cached == 128);
+      CHECK(ring(p, "teardown", "target").teardown_freed == 128);
+      CHECK(ring(p, "teardown", "source").teardown_freed ==
+            (std::string(policy) == "unpatched" ? 1u : 32u));
+    }
 }
 
 TEST_CASE("snapshots: memory split into payload, pointer arrays and slab pages",
@@ -142,7 +233,70 @@ TEST_CASE("per-cache stats of the timed region", "[outputs][slab]") {
   CHECK(slabs == p.timed[Event::allocate_slab]);
   CHECK(k32->stat[size_t(SlubStat::ALLOC_FASTPATH)] + k32->stat[size_t(SlubStat::ALLOC_SLOWPATH)] ==
         4096);
-  REQUIRE(p.round_caches.size() == 1);
+  // One round: its smallest and largest delta are the timed ones.
+  REQUIRE(p.round_max.size() == p.timed_caches.size());
+  REQUIRE(p.round_min.size() == p.round_max.size());
+  for (size_t c = 0; c < p.round_max.size(); ++c) {
+    CHECK(p.round_max[c].stat == p.timed_caches[c].stat);
+    CHECK(p.round_min[c].stat == p.timed_caches[c].stat);
+  }
+}
+
+// Four rounds of 256 installs on a fresh 256-slot table: the first takes
+// 2 new kmalloc-32 slabs (256 / 128); each later round's fill runs after
+// the previous ring's teardown freed its 256 nodes, whose 2 slabs stay
+// (2 < min_partial 5), so it takes none. A round's deltas are folded
+// into the minimum and maximum, not kept.
+TEST_CASE("per-cache stats: per-round minimum and maximum", "[outputs][slab]") {
+  const PolicyResult p = run_one("sparse-fill", "unpatched",
+                                 {{"slots", "256"}, {"installs", "256"}, {"rounds", "4"},
+                                  {"warmup", "0"}, {"smoke", "0"}});
+  size_t k = p.round_max.size();
+  for (size_t c = 0; c < p.round_max.size(); ++c)
+    if (p.round_max[c].name == "kmalloc-32") k = c;
+  REQUIRE(k < p.round_max.size());
+  CHECK(p.round_max[k].stat[size_t(SlubStat::ALLOC_SLAB)] == 2);
+  CHECK(p.round_min[k].stat[size_t(SlubStat::ALLOC_SLAB)] == 0);
+  for (const CacheStats& cs : p.timed_caches)
+    if (cs.name == "kmalloc-32") CHECK(cs.stat[size_t(SlubStat::ALLOC_SLAB)] == 2);
+  RunResult r;
+  r.workloads.push_back(WorkloadResult{"sparse-fill", "x", {}, "install", "ns", "", {p}});
+  const auto j = nlohmann::json::parse(format_json(r));
+  const auto& range = j["workloads"][0]["policies"][0]["timed"]["slab_per_round"];
+  CHECK(range["kmalloc-32"]["alloc_slab"] == nlohmann::json({{"min", 0}, {"max", 2}}));
+  CHECK_FALSE(j["workloads"][0]["policies"][0]["rounds"][0].contains("slab"));
+}
+
+// slabinfo -r: Full = slabs - partial - cpu_slabs, as tools/mm/slabinfo.c
+// reads the 6.18 cpu_slabs file (CPUs with a CPU slab plus per-CPU
+// partial slabs). 200 kmalloc(24) on CPU 0: S1 used up, S2 the CPU slab
+// (cpu_slabs 1, S1 full). A free of an S1 object on CPU 1 makes S1 a
+// partial slab of CPU 1 (put_cpu_partial()): cpu_slabs 2, no full slab.
+// 7.x has no cpu_slabs file: slabinfo reads 0.
+TEST_CASE("slabinfo -r: CPU slabs and per-CPU partial slabs", "[outputs][slabinfo]") {
+  MmConfig cfg;
+  Mm mm(cfg);
+  std::vector<Ptr> v;
+  for (int i = 0; i < 200; ++i) v.push_back(mm.kmalloc(24, GFP_KERNEL, Task{0, kRootMemcg, 1}));
+  const CacheId k32 = mm.find_cache("kmalloc-32");
+  CHECK(mm.info(k32).has_cpu_slabs);
+  CHECK(mm.info(k32).slabs == 2);
+  CHECK(mm.info(k32).cpu_slabs == 1);
+  mm.kfree(v[0], Task{1, kRootMemcg, 1});
+  CacheStats cs;
+  cs.info = mm.info(k32);
+  cs.stat.assign(kNumSlubStats, 0);
+  CHECK(cs.info.cpu_slabs == 2);
+  CHECK(cs.info.partial == 0);
+  const std::string text = format_slabinfo_report(cs);
+  CHECK(text.find("SlabObj:      32  Full   :       0 ") != std::string::npos);
+  CHECK(text.find("Loss   :       0  CpuSlab:       2 ") != std::string::npos);
+  MmConfig c7;
+  c7.gen = SlubGen::v7;
+  Mm mm7(c7);
+  mm7.kfree(mm7.kmalloc(24, GFP_KERNEL, Task{0, kRootMemcg, 1}), Task{0, kRootMemcg, 1});
+  CHECK_FALSE(mm7.info(mm7.find_cache("kmalloc-32")).has_cpu_slabs);
+  CHECK(mm7.info(mm7.find_cache("kmalloc-32")).cpu_slabs == 0);
 }
 
 TEST_CASE("batch histograms: bulk refills of 32", "[outputs][hist]") {
@@ -243,6 +397,13 @@ TEST_CASE("sysfs: the tree's files, stat format and alias links", "[outputs][sys
   const std::string fast = read("kmalloc-32/alloc_fastpath");
   CHECK(fast.find(" C2=") != std::string::npos);  // the benchmark task's CPU
   CHECK(fast.back() == '\n');
+  // 6.18's cpu_slabs file, as show_slab_objects(SO_CPU) prints it: the
+  // benchmark CPU's slab at least
+  uint64_t cpu_slabs = 0;
+  for (const CacheInfo& c : p.slab_state)
+    if (c.name == "kmalloc-32") cpu_slabs = c.cpu_slabs;
+  CHECK(cpu_slabs >= 1);
+  CHECK(read("kmalloc-32/cpu_slabs") == fmt::format("{} N0={}\n", cpu_slabs, cpu_slabs));
   CHECK_FALSE(write_sysfs(dir.string(), p, 1, &err));  // never overwrites
   std::filesystem::remove_all(dir);
   CacheInfo merged;
@@ -327,4 +488,38 @@ TEST_CASE("table: labels state overridden parameters, wide runs wrap into blocks
   std::string err;
   REQUIRE(run(req, &r, &err));
   CHECK(r.workloads[0].label == "first fill, 4096 slots [set installs=1024 slots=1024]");
+}
+
+// --no-sites: the same counts, no views by call site. A plain table
+// needs none, so it runs without them by default: byte-identical.
+TEST_CASE("call sites: --no-sites leaves counts alone and the site views empty",
+          "[outputs][sites]") {
+  const std::vector<std::string> base = {"--scenario", "sparse-fill", "--set", "slots=256",
+                                         "--set", "installs=256", "--set", "rounds=2",
+                                         "--set", "warmup=0", "--profile", "none"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    const CliOutcome o = run_cli(a);
+    REQUIRE(o.status == 0);
+    return o.out;
+  };
+  const auto on = nlohmann::json::parse(with({"--format", "json"}));
+  const auto off = nlohmann::json::parse(with({"--format", "json", "--no-sites"}));
+  const auto& a = on["workloads"][0]["policies"][0];
+  const auto& b = off["workloads"][0]["policies"][0];
+  CHECK(a["timed"]["sites"]["io_rsrc_node_alloc"]["calls"] == 512);
+  CHECK(b["timed"]["sites"].empty());
+  CHECK(b["total"]["sites"].empty());
+  auto counts = [](nlohmann::json t) {
+    t.erase("sites");
+    return t;
+  };
+  CHECK(counts(a["timed"]) == counts(b["timed"]));
+  CHECK(counts(a["total"]) == counts(b["total"]));
+  CHECK(a["rounds"] == b["rounds"]);
+  CHECK(a["snapshots"] == b["snapshots"]);
+  auto body = [](std::string t) { return t.substr(t.find("\n\n")); };  // past the command line
+  CHECK(body(with({})) == body(with({"--no-sites"})));
+  CHECK(body(with({"--latency-hist"})) == body(with({})));  // no run fills latency yet
 }

@@ -3,6 +3,8 @@
 // (order 2, 16 objects, min_partial 5, sheaf capacity 12): see
 // slub_test_util.h. A sheaf of t1k is a kmalloc-128 object; "Bt" is CPU
 // 0's boot-time main sheaf (never counted), "S1" the first slab created.
+#include <numeric>
+
 #include "tests/slub_test_util.h"
 
 using namespace simcache;
@@ -189,4 +191,48 @@ TEST_CASE("7.x: a cache without sheaves goes to slabs every time",
   CHECK(r.mm.stat(s, S::FREE_SLOWPATH) == 5);
   CHECK(r.mm.stat(s, S::ALLOC_SLOWPATH) == 5);
   CHECK(r.mm.slub().check_invariants().empty());
+}
+
+TEST_CASE("7.x: sheaf refill and flush batch sizes of 4096 kmalloc(24)",
+          "[slub][v7][hist]") {
+  MmConfig cfg;
+  cfg.gen = SlubGen::v7;
+  Mm mm(cfg);
+  const Task a{0, kRootMemcg, 1};
+  std::vector<Ptr> v(4096);
+  for (Ptr& p : v) p = mm.kmalloc(24, GFP_KERNEL, a);
+  // kmalloc-32's sheaf capacity is 60: its main sheaf is refilled whole
+  // 69 times (68 x 60 = 4080 < 4096), 4140 objects, 44 left in the last.
+  // The one sheaf allocated is a kmalloc-512 object, which has no sheaf
+  // (__GFP_NO_OBJ_EXT): no other refill. Bucket 6 is [32, 64).
+  const auto& refill = mm.batches().h[size_t(Batch::sheaf_refill)];
+  CHECK(refill[6] == 69);
+  CHECK(std::accumulate(refill.begin(), refill.end(), uint64_t{0}) == 69);
+  CHECK(std::accumulate(mm.batches().h[size_t(Batch::sheaf_flush)].begin(),
+                        mm.batches().h[size_t(Batch::sheaf_flush)].end(), uint64_t{0}) == 0);
+  for (Ptr p : v) mm.kfree(p, a);
+  // Frees: 16 fill the main to 60, the empty spare takes 60, then 10
+  // times a new empty main (sheaf_alloc) and the full one to the barn
+  // (barn_put) with 60 frees each: 676 frees. The other 3420 = 57 x 60
+  // each start with a full barn (barn_put_fail): the full spare is
+  // flushed whole (sheaf_flush_unused(), 60) and refilled by 60 frees.
+  const auto& flush = mm.batches().h[size_t(Batch::sheaf_flush)];
+  CHECK(flush[6] == 57);
+  CHECK(mm.stat(mm.find_cache("kmalloc-32"), SlubStat::SHEAF_FLUSH) == 57 * 60);
+  // shrink: the spare (sheaf_flush_unused()), the main (sheaf_flush_main(),
+  // one flush of 60 in PCS_BATCH_MAX pieces) and the barn's 10 full
+  // sheaves: 12 more flushes of 60, all 4140 objects back in 69 flushes.
+  // 11 sheaves are freed (the spare and the barn's 10; the main stays).
+  // One is CPU 0's boot-time sheaf, which is no kmalloc object; the other
+  // 10 are kmalloc-512 objects and go into kmalloc-512's main sheaf,
+  // flushed next in the same pass (kmalloc-512 comes after kmalloc-32):
+  // one flush of 10, bucket 4 ([8, 16)).
+  mm.shrink_all();
+  CHECK(flush[6] == 69);
+  CHECK(flush[4] == 1);
+  CHECK(std::accumulate(flush.begin(), flush.end(), uint64_t{0}) == 70);
+  CHECK(mm.stat(mm.find_cache("kmalloc-32"), SlubStat::SHEAF_FREE) == 11);
+  CHECK(mm.stat(mm.find_cache("kmalloc-512"), SlubStat::SHEAF_FLUSH) == 10);
+  CHECK(mm.stat(mm.find_cache("kmalloc-32"), SlubStat::SHEAF_FLUSH) == 4140);
+  CHECK(mm.check_leaks() == 0);
 }

@@ -143,12 +143,15 @@ enum class Batch : uint8_t {
   io_cache_bulk_refill,    // RFC 2/3: objects one bulk refill got
   io_alloc_cache_prefill,  // RFC 3/3: objects one prefill stashed
   io_alloc_req_refill,     // requests one __io_alloc_req_refill() got
+  sheaf_refill,            // 7.x: objects one refill_sheaf() got from slabs
+  sheaf_flush,             // 7.x: objects one sheaf_flush_unused() or
+                           // sheaf_flush_main() put back to slabs
   kCount
 };
 inline constexpr size_t kNumBatches = static_cast<size_t>(Batch::kCount);
 inline constexpr std::array<std::string_view, kNumBatches> kBatchNames = {
     {"kmem_cache_alloc_bulk", "kmem_cache_free_bulk", "io_cache_bulk_refill",
-     "io_alloc_cache_prefill", "io_alloc_req_refill"}};
+     "io_alloc_cache_prefill", "io_alloc_req_refill", "sheaf_refill", "sheaf_flush"}};
 inline constexpr size_t kLog2Buckets = 65;
 struct BatchHists {
   std::array<std::array<uint64_t, kLog2Buckets>, kNumBatches> h{};

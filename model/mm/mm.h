@@ -34,6 +34,10 @@ struct MmConfig {
   bool memcg_batch_free = false;       // its free side: one uncharge per run
   GeometryOverride geometry;           // knobs over computed geometry
   bool track_history = true;           // KASAN-style per-object history
+  // Call-site scopes (call_site.h): counts by io_uring function for JSON
+  // "sites", --explain and KASAN "where". Off: scopes are not entered
+  // (those views are empty), about 40 % less run time; counts unchanged.
+  bool call_sites = true;
   MemcgConfig memcg;
 };
 
@@ -67,6 +71,10 @@ struct CacheInfo {
   uint64_t objects_partial = 0;     // free objects on node partial slabs
   uint64_t live_objects = 0;        // allocated or parked in a mempool
   uint64_t cached_objects = 0;      // in per-CPU freelists, CPU slabs or sheaves
+  // 6.18's cpu_slabs file (show_slab_objects(SO_CPU)): CPUs with a CPU
+  // slab plus the slabs on per-CPU partial lists. 7.x has no such file.
+  bool has_cpu_slabs = false;
+  uint64_t cpu_slabs = 0;
   uint64_t bytes = 0;               // PAGE_SIZE << order per slab
 };
 
@@ -135,7 +143,7 @@ class Mm {
   void shrink_all();
 
   // Call-site scopes (model/mm/call_site.h), entered by iou::SiteScope.
-  bool call_site_enter(CallSite s) { return sites_.enter(s, events_); }
+  bool call_site_enter(CallSite s) { return cfg_.call_sites && sites_.enter(s, events_); }
   void call_site_exit(CallSite s) { sites_.exit(s, events_); }
   const CallSiteCounts& call_sites() const { return sites_.counts(); }
   void batch(Batch b, uint64_t n) { batches_.add(b, n); }

@@ -40,6 +40,9 @@ CacheInfo Mm::info(CacheId s) const {
     ci.bytes += uint64_t(PAGE_SIZE) << sl.order;
   }
   ci.cached_objects = slub_->cached_objects(s);
+  ci.has_cpu_slabs = cfg_.gen == SlubGen::v6_18;
+  for (const KmemCache::Cpu& cpu : c.cpu)
+    ci.cpu_slabs += (cpu.slab >= 0) + uint64_t{cpu.partial_slabs};
   return ci;
 }
 

@@ -56,6 +56,7 @@ void Slub::flush_sheaf(int32_t id, const Task& t) {
   if (!n) return;
   stat(caches_[s], t.cpu, SlubStat::SHEAF_FLUSH, n);
   ev_->add(Event::sheaf_flush_objects, n);
+  mm_->batch(Batch::sheaf_flush, static_cast<uint64_t>(n));
   // The frees may recurse into sheaf allocation (sheaves_ may grow), so
   // the objects are moved out and the buffer moved back: no allocation.
   std::vector<Ptr> objs;
@@ -153,6 +154,7 @@ bool Slub::replace_empty_main(CacheId s, gfp_t gfp, const Task& t) {
   sheaves_[empty].objects.resize(got);
   stat(caches_[s], t.cpu, SlubStat::SHEAF_REFILL, got);
   ev_->add(Event::sheaf_refill_objects, got);
+  mm_->batch(Batch::sheaf_refill, static_cast<uint64_t>(got));
   if (got < want) {  // could not fill: give back and fall back
     flush_sheaf(empty, t);
     free_sheaf(empty, t);
@@ -382,6 +384,8 @@ void Slub::install_empty_sheaf(CacheId s, int32_t empty, const Task& t) {
 // PCS_BATCH_MAX objects per __kmem_cache_free_bulk().
 void Slub::flush_main(CacheId s, const Task& t) {
   const int32_t id = caches_[s].cpu[t.cpu].main;
+  if (id >= 0 && !sheaves_[id].objects.empty())
+    mm_->batch(Batch::sheaf_flush, sheaves_[id].objects.size());
   while (id >= 0 && !sheaves_[id].objects.empty()) {
     std::vector<Ptr>& objs = sheaves_[id].objects;
     const int batch = std::min<int>(PCS_BATCH_MAX, static_cast<int>(objs.size()));

@@ -26,7 +26,8 @@ constexpr const char* kUsage =
     "                [--output FILE] [--jobs N] [--all-counters]\n"
     "                [--profile NAME|FILE|none] [--measurements FILE|none]\n"
     "                [--mapping FILE] [--explain] [--fail POINT=P|POINT=nth:N]...\n"
-    "                [--allow-failures] [--cache NAME] [--hist]\n"
+    "                [--allow-failures] [--cache NAME] [--hist] [--latency-hist]\n"
+    "                [--no-sites]\n"
     "                [--slabinfo FILE|- [--slabinfo-at SNAPSHOT]] [--sysfs DIR]\n"
     "                [--slabinfo-report CACHE] [--config run.toml] [--dump-config]\n"
     "                [--verbose|--quiet]\n"
@@ -61,6 +62,8 @@ constexpr Flag kFlags[] = {
     {"allow-failures", false, "exit 0 even if operations failed (implied by --fail)"},
     {"cache", true, "per-cache stats (table, JSON, CSV) of this cache only"},
     {"hist", false, "table: bpftrace-style log2 histograms of batch sizes and per-round counts"},
+    {"latency-hist", false, "table: bpftrace-style log2 histograms of each operation's latency"},
+    {"no-sites", false, "no call-site scopes (JSON sites, --explain sites and KASAN 'in' empty; faster)"},
     {"slabinfo", true, "write /proc/slabinfo 2.1 of the end of the run to FILE (- : stdout)"},
     {"slabinfo-at", true, "with --slabinfo: the state at a snapshot (registration, fill, ...)"},
     {"sysfs", true, "write a /sys/kernel/slab tree (stats, alias links) into new DIR"},
@@ -159,6 +162,7 @@ bool build_request(const ParsedFlags& f, RunRequest* req, std::string* error) {
     else req->sets.emplace_back(k, val);
   }
   if (v.count("kernel")) req->kernel = v["kernel"];
+  req->call_sites = !v.count("no-sites");
   if (v.count("policy")) {
     for (const std::string& p : split_policy_columns(v["policy"])) {
       if (p.empty()) return *error = "--policy: empty policy name in the list", false;
@@ -219,6 +223,13 @@ bool load_measured(const ParsedFlags& f, std::vector<MeasuredPoint>* pts, std::s
 
 std::string failure_summary(const RunResult& r);
 
+bool any_kasan(const RunResult& r) {
+  for (const WorkloadResult& w : r.workloads)
+    for (const PolicyResult& p : w.policies)
+      if (!p.kasan.empty()) return true;
+  return false;
+}
+
 // The checks of a report command line that need no file and no run.
 bool check_report(const ParsedFlags& f, RunRequest* req, std::string* format, std::string* error) {
   auto it = f.v.find("scenario");
@@ -252,12 +263,21 @@ CliOutcome run_report(const ParsedFlags& f, const std::vector<std::string>& args
   if (v.count("explain") && !have_cost)
     return cli_fail("--explain needs a cost profile (it splits the time per operation)");
   if (v.count("quiet")) warning.clear();
+  // The plain table prints no call-site view but KASAN's "in <site>":
+  // run without scopes, and again with them only if a report needs one.
+  const bool auto_sites = req.call_sites && format == "table" && !v.count("explain");
+  if (auto_sites) req.call_sites = false;
   RunResult result;
   if (!run(req, &result, &error)) return cli_fail(error);
+  if (auto_sites && any_kasan(result)) {
+    req.call_sites = true;
+    if (!run(req, &result, &error)) return cli_fail(error);
+  }
   fill_run_record(args, have_cost ? &cost : nullptr, &result);
   if (v.count("cache")) ro.cache = v["cache"];
   ro.all_counters = v.count("all-counters") > 0;
   ro.explain = v.count("explain") > 0;
+  ro.latency_hist = v.count("latency-hist") > 0;
   if (have_cost) ro.cost = &cost;
   if (!measured.empty()) ro.measured = &measured;
   std::string text = format == "json"  ? format_json(result, ro)

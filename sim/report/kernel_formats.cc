@@ -138,6 +138,7 @@ bool cache_dir(const fs::path& d, const CacheInfo& c, const CacheStats* cs, uint
   };
   for (const auto& [name, text] : files)
     if (!put(d / name, text, error)) return false;
+  if (c.has_cpu_slabs && !put(d / "cpu_slabs", nodes(c.cpu_slabs, nr_nodes), error)) return false;
   for (size_t i = 0; cs && i < kNumSlubStats; ++i)
     if (!put(d / std::string(kSlubStatInfo[i].sysfs), stat_file(*cs, i), error)) return false;
   return true;
@@ -230,16 +231,17 @@ std::string format_slabinfo_report(const CacheStats& cs) {
   if (c.flags & SLAB_RECLAIM_ACCOUNT) out += "** Reclaim accounting active\n";
   out += "\nSizes (bytes)     Slabs              Debug                Memory\n";
   out += std::string(72, '-') + "\n";
-  // The model has no CPU-slab count in CacheInfo; cpu slabs are 0 here and
-  // counted among the full ones.
+  // report(): Full = slabs - partial - cpu_slabs. On 7.x the cpu_slabs
+  // file is gone and slabinfo reads a missing file as 0.
   out += fmt::format("Object : {:>7}  Total  : {:>7}   Sanity Checks : {}  Total: {:>7}\n",
                      c.object_size, c.slabs, onoff(c.flags & SLAB_CONSISTENCY_CHECKS), total);
   out += fmt::format("SlabObj: {:>7}  Full   : {:>7}   Redzoning     : {}  Used : {:>7}\n",
-                     c.slab_size, c.slabs - c.partial, onoff(c.flags & SLAB_RED_ZONE), used);
+                     c.slab_size, c.slabs - c.partial - c.cpu_slabs, onoff(c.flags & SLAB_RED_ZONE),
+                     used);
   out += fmt::format("SlabSiz: {:>7}  Partial: {:>7}   Poisoning     : {}  Loss : {:>7}\n",
                      slab_bytes, c.partial, onoff(c.flags & SLAB_POISON), total - used);
   out += fmt::format("Loss   : {:>7}  CpuSlab: {:>7}   Tracking      : {}  Lalig: {:>7}\n",
-                     c.slab_size - c.object_size, 0, onoff(c.flags & SLAB_STORE_USER),
+                     c.slab_size - c.object_size, c.cpu_slabs, onoff(c.flags & SLAB_STORE_USER),
                      uint64_t{c.slab_size - c.object_size} * c.objects);
   out += fmt::format("Align  : {:>7}  Objects: {:>7}   Tracing       : {}  Lpadd: {:>7}\n",
                      c.align, c.objs_per_slab, onoff(c.flags & SLAB_TRACE),

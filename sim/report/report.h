@@ -32,8 +32,17 @@ struct ReportOptions {
   std::string measured_file;  // named under each block
   bool all_counters = false;  // table: every non-zero counter
   bool explain = false;       // table: --explain sections
+  bool latency_hist = false;  // table: --latency-hist log2 histograms
   std::string cache;          // --cache: per-cache stats of this cache only
 };
+
+// The latency figures every format reports (p = 0: the maximum).
+struct LatencyPoint {
+  double p;
+  const char* name;
+};
+inline constexpr LatencyPoint kLatencyPoints[] = {
+    {50, "p50"}, {90, "p90"}, {99, "p99"}, {99.9, "p99.9"}, {0, "max"}};
 
 std::string format_table(const RunResult& r, const ReportOptions& o = {});
 std::string format_json(const RunResult& r, const ReportOptions& o = {});

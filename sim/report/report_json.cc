@@ -50,6 +50,23 @@ ordered_json delta_json(const std::vector<CacheStats>& caches, const std::string
   return j;
 }
 
+// The smallest and largest per-round delta of each stat that some round
+// counted: {cache: {stat: {"min": a, "max": b}}}.
+ordered_json round_range_json(const PolicyResult& p, const std::string& only) {
+  ordered_json j = ordered_json::object();
+  for (size_t c = 0; c < p.round_max.size() && c < p.round_min.size(); ++c) {
+    const CacheStats& hi = p.round_max[c];
+    if (!only.empty() && hi.name != only) continue;
+    ordered_json cj = ordered_json::object();
+    for (size_t i = 0; i < kNumSlubStats; ++i)
+      if (hi.stat[i])
+        cj[std::string(kSlubStatInfo[i].sysfs)] = {{"min", p.round_min[c].stat[i]},
+                                                    {"max", hi.stat[i]}};
+    j[hi.name] = cj;
+  }
+  return j;
+}
+
 // Counts by call site: calls, calls by caller, and every non-zero event
 // nested under the site (function_graph's scope).
 ordered_json sites_json(const CallSiteCounts& s) {
@@ -136,13 +153,13 @@ ordered_json policy_json(const PolicyResult& p, const ReportOptions& o) {
   j["timed"]["slab"] = delta_json(p.timed_caches, o.cache);
   j["timed"]["sites"] = sites_json(p.timed_sites);
   j["timed"]["batches"] = batches_json(p.timed_batches);
+  j["timed"]["slab_per_round"] = round_range_json(p, o.cache);
   ordered_json rounds = ordered_json::array();
   for (size_t r = 0; r < p.rounds.size(); ++r) {
     const Counters& c = p.rounds[r];
     ordered_json rj = ordered_json::object();
     for (size_t i = 0; i < kNumEvents; ++i)
       if (c.v[i]) rj[std::string(kEventInfo[i].name)] = c.v[i];
-    if (r < p.round_caches.size()) rj["slab"] = delta_json(p.round_caches[r], o.cache);
     rounds.push_back(rj);
   }
   j["rounds"] = rounds;
@@ -168,6 +185,29 @@ double round6(double v) {
   if (v == 0 || !std::isfinite(v)) return v;
   const double mag = std::pow(10.0, 5 - std::floor(std::log10(std::fabs(v))));
   return std::round(v * mag) / mag;
+}
+
+// Per kind: count, mean, min, max, the percentiles and the non-empty
+// buckets as [lower edge ns, upper edge ns, count] (docs/output.md).
+ordered_json latency_json(const Latencies& lat) {
+  ordered_json j = ordered_json::object();
+  for (const OpLatency& l : lat) {
+    const LatencyHist& h = l.hist;
+    ordered_json k;
+    k["count"] = h.count();
+    k["mean_ns"] = round6(h.mean_ns());
+    k["min_ns"] = h.min_ns();
+    k["max_ns"] = h.max_ns();
+    for (const LatencyPoint& pt : kLatencyPoints)
+      if (pt.p > 0) k[std::string(pt.name) + "_ns"] = h.percentile_ns(pt.p);
+    ordered_json b = ordered_json::array();
+    for (const auto& [lo, n] : h.nonzero())
+      b.push_back({LatencyHist::to_ns(lo),
+                   LatencyHist::to_ns(LatencyHist::upper_edge(LatencyHist::index(lo))), n});
+    k["buckets"] = b;
+    j[l.kind] = k;
+  }
+  return j;
 }
 
 ordered_json time_json(const RunResult& r, const WorkloadResult& w, size_t col,
@@ -265,6 +305,8 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
     for (size_t i = 0; i < w.policies.size(); ++i) {
       ordered_json pj = policy_json(w.policies[i], o);
       if (o.cost) pj["time"] = time_json(r, w, i, o);
+      // Only when the run recorded latencies, so count-only runs keep their layout.
+      if (!w.policies[i].latency.empty()) pj["latency"] = latency_json(w.policies[i].latency);
       ps.push_back(pj);
     }
     wj["policies"] = ps;
@@ -329,6 +371,12 @@ std::string format_csv(const RunResult& r, const ReportOptions& o) {
           if (t.breakdown[i] > 0)
             line(pre, "time:breakdown_ns", o.cost->params[i].name,
                  fmt::format("{}", round6(t.breakdown[i])));
+      }
+      for (const OpLatency& l : p.latency) {
+        line(pre, "latency:" + l.kind, "count", std::to_string(l.hist.count()));
+        for (const LatencyPoint& pt : kLatencyPoints)
+          line(pre, "latency:" + l.kind, std::string(pt.name) + "_ns",
+               fmt::format("{}", pt.p > 0 ? l.hist.percentile_ns(pt.p) : l.hist.max_ns()));
       }
       for (const auto& [k, v] : p.metrics) line(pre, "metric", k, std::to_string(v));
       for (const auto& [k, v] : p.failures) line(pre, "failure", k, std::to_string(v));

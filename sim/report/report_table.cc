@@ -11,11 +11,10 @@
 #include <fmt/format.h>
 #include "sim/report/kernel_formats.h"
 #include "sim/report/report.h"
+#include "sim/report/table_layout.h"
 
 namespace simcache::sim {
 namespace {
-
-const char kNames[] = "ABCDEFGH";
 
 // Mean per measured round; exact integers print without decimals.
 std::string fmt_mean(double v) {
@@ -37,16 +36,12 @@ double per_round(const PolicyResult& p, Event e) {
   return p.rounds.empty() ? 0.0 : double(p.timed[e]) / double(p.rounds.size());
 }
 
-struct Row {
-  std::string label;
-  std::vector<double> v;
-  std::vector<std::string> text;  // preformatted cells (time rows) instead of v
-};
-
 std::string row_cell(const Row& r, size_t i, bool deltas) {
   if (!r.text.empty()) return i < r.text.size() ? r.text[i] : "";
   return deltas ? cell(r.v[i], r.v[0], i == 0) : fmt_mean(r.v[i]);
 }
+
+}  // namespace
 
 // Renders rows within 80 columns: columns as wide as their widest cell,
 // as many per block as fit beside the labels; further columns go into
@@ -79,6 +74,8 @@ void render(std::string* out, const std::vector<Row>& rows, size_t ncols) {
     return;
   }
 }
+
+namespace {
 
 std::string fmt_time(double ns, const std::string& unit) {
   const double v = ns / unit_scale(unit);
@@ -255,6 +252,7 @@ void block(std::string* out, const RunResult& r, const WorkloadResult& w, const 
   if (o.cost) time_rows(r, w, o, &rows, &foot);
   render(out, rows, ps.size());
   *out += foot;
+  *out += format_latency_block(w, o.latency_hist || o.explain);
   size_t kasan = 0;
   for (const auto& p : ps) kasan += p.kasan.size();
   if (kasan) {

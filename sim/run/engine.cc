@@ -109,6 +109,7 @@ void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   std::string err;
   iou::parse_policies(j.policy, &profile, &ps, &mc, &err);  // validated earlier
   mc.random_kmalloc_seed = seed * 0x9e3779b97f4a7c15ull + 1;
+  mc.call_sites = req.call_sites;
   Mm mm(mc);
   const MemcgId user = j.params.at("cgroup") ? mm.memcg().create(kRootMemcg) : kRootMemcg;
   iou::MmIoUring io(mm, profile, ps);

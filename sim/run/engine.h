@@ -32,6 +32,9 @@ struct RunRequest {
     uint64_t nth = 0;
   };
   std::vector<Fault> faults;
+  // Call-site scopes (MmConfig::call_sites): off leaves the counts alone
+  // and the views by call site empty (--no-sites).
+  bool call_sites = true;
 };
 
 // Parameters every scenario accepts (the machine and its tasks).

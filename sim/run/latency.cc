@@ -28,7 +28,9 @@ uint64_t LatencyHist::upper_edge(size_t i) {
 
 double LatencyHist::percentile_ns(double p) const {
   if (!count_) return 0;
-  const double want = std::ceil(p / 100.0 * static_cast<double>(count_));
+  // p / 100 is inexact (99.9 / 100 * 1000 = 999.0000000000001): the
+  // tolerance keeps an exact rank from rounding up to the next one.
+  const double want = std::ceil(p / 100.0 * static_cast<double>(count_) - 1e-6);
   const uint64_t rank = want < 1 ? 1 : static_cast<uint64_t>(want);
   uint64_t cum = 0;
   for (size_t i = 0; i < kLatBuckets; ++i) {

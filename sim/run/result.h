@@ -77,7 +77,9 @@ struct PolicyResult {
   std::vector<CacheStats> caches;  // caches that saw any traffic
   std::vector<CacheInfo> slab_state;  // every cache at the end, creation order
   std::vector<CacheStats> timed_caches;              // per-cache deltas, timed regions
-  std::vector<std::vector<CacheStats>> round_caches;  // the same, per measured round
+  // Per measured round, the largest and the smallest delta of each stat
+  // (caches some round touched, the same caches in both, in order).
+  std::vector<CacheStats> round_max, round_min;
   CallSiteCounts total_sites, timed_sites;            // counts by call site
   BatchHists total_batches, timed_batches;            // batch-size histograms
   std::vector<Snapshot> snapshots;                    // in the order first recorded

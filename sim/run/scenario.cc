@@ -29,6 +29,20 @@ std::vector<CacheStats> sparse_caches(const Mm& mm, const std::vector<uint64_t>&
   return out;
 }
 
+// Folds one round's [cache][item] deltas into the running minimum and
+// maximum; a cache created after `seen` rounds had 0 in those rounds.
+void fold_round(std::vector<uint64_t>* mn, std::vector<uint64_t>* mx,
+                const std::vector<uint64_t>& r, uint64_t seen) {
+  const size_t n = std::max(r.size(), mx->size());
+  mn->resize(n, seen ? 0 : UINT64_MAX);
+  mx->resize(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t v = i < r.size() ? r[i] : 0;
+    (*mn)[i] = std::min((*mn)[i], v);
+    (*mx)[i] = std::max((*mx)[i], v);
+  }
+}
+
 // Adds `c` to the phase `name`, appending it on first use (so the phases
 // keep the order the operation runs them in).
 void add_phase(std::vector<std::pair<std::string, Counters>>* v, const std::string& name,
@@ -99,7 +113,7 @@ void Recorder::end_round(uint64_t ops) {
   rounds_.push_back(round_);
   timed_sum_ += round_;
   add_delta(&timed_stats_, round_stats_, {});
-  round_stats_all_.push_back(round_stats_);
+  fold_round(&round_min_, &round_max_, round_stats_, folded_rounds_++);
   for (const auto& [k, c] : phase_round_) add_phase(&phase_sum_, k, c);
   total_ops_ += ops;
   ops_per_round_ = ops;
@@ -114,8 +128,20 @@ void Recorder::finish(PolicyResult* out) const {
   out->timed_ops = total_ops_;
   out->metrics = metrics_;
   out->timed_caches = sparse_caches(mm_, timed_stats_);
-  out->round_caches.clear();
-  for (const auto& r : round_stats_all_) out->round_caches.push_back(sparse_caches(mm_, r));
+  // Caches some round touched, their minima beside them.
+  out->round_max.clear();
+  out->round_min.clear();
+  for (size_t c = 0; c * kNumSlubStats < round_max_.size(); ++c) {
+    const auto at = static_cast<ptrdiff_t>(c * kNumSlubStats);
+    const auto mx = round_max_.begin() + at;
+    if (std::all_of(mx, mx + kNumSlubStats, [](uint64_t v) { return v == 0; })) continue;
+    CacheStats hi, lo;
+    hi.name = lo.name = mm_.info(static_cast<CacheId>(c)).name;
+    hi.stat.assign(mx, mx + kNumSlubStats);
+    lo.stat.assign(round_min_.begin() + at, round_min_.begin() + at + kNumSlubStats);
+    out->round_max.push_back(std::move(hi));
+    out->round_min.push_back(std::move(lo));
+  }
   out->total_sites = mm_.call_sites();
   out->timed_sites = timed_sites_;
   out->total_batches = mm_.batches();

@@ -56,7 +56,10 @@ class Recorder {
   // Per-cache stat sums [cache][item] at the mark, and the round's and the
   // timed regions' deltas.
   std::vector<uint64_t> mark_stats_, round_stats_, timed_stats_;
-  std::vector<std::vector<uint64_t>> round_stats_all_;
+  // The smallest and largest round delta of each [cache][item], folded
+  // round by round: memory follows the caches, not the rounds run.
+  std::vector<uint64_t> round_min_, round_max_;
+  uint64_t folded_rounds_ = 0;
   CallSiteCounts mark_sites_, timed_sites_;
   BatchHists mark_batches_, timed_batches_;
   std::vector<Snapshot> snapshots_;

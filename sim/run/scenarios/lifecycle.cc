@@ -25,27 +25,56 @@ void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
       e.io.files_unregister(dst);
       e.io.files_register_sparse(dst, static_cast<uint32_t>(slots));
     }
+    snap(e, rec, "registration", src, dst);  // warm: the re-registration
     rec.timed_begin();
     send_fd_fill(e, src, dst, slots, p.at("qd"), false);
     rec.timed_end();
+    snap(e, rec, "fill", src, dst);
     e.io.files_unregister(dst);
-    e.io.ring_exit(dst, e.kworker);
+    snap(e, rec, "unregister", src, dst);
+    exit_ring(e, rec, dst, "target", measured, src);
     rec.end_round(static_cast<uint64_t>(slots));
   };
   run_rounds(p, round);
-  e.io.ring_exit(src, e.kworker);
+  exit_ring(e, rec, src, "source", true);  // after the last (measured) round
 }
 
 enum Mode : int64_t { kSerial = 0, kPaced = 1, kReuse = 2 };
 
-// Tears down the pending ring (serial mode) and returns the counts it
-// made, which belong to that ring, not to the operation's cache traffic.
-Counters exit_pending(Env& e, RingId* pending) {
-  if (*pending < 0) return {};
+// A closed ring whose teardown has not run yet (serial mode), and whether
+// it was a measured operation's (then its teardown is a snapshot).
+struct Pending {
+  RingId ring = -1;
+  bool measured = false;
+};
+
+// Tears down the pending ring and returns the counts it made, which
+// belong to that ring, not to the operation's cache traffic.
+Counters exit_pending(Env& e, Recorder& rec, Pending* pending, RingId src) {
+  if (pending->ring < 0) return {};
   const Counters before = e.mm.events();
-  e.io.ring_exit(*pending, e.kworker);
-  *pending = -1;
+  exit_ring(e, rec, pending->ring, "target", pending->measured, src);
+  pending->ring = -1;
   return e.mm.events() - before;
+}
+
+// serial/paced: a new ring and its timed sparse registration, then
+// (serial) the previous ring's teardown, which overlaps the operation;
+// its counts go to *teardown. Returns the ring, -1 on -ENOMEM.
+RingId new_registered(Env& e, Recorder& rec, const Params& p, RingId src, Pending* pending,
+                      Counters* teardown) {
+  const RingId dst = e.io.ring_create(e.submitter, {256, 0, false});
+  if (dst < 0) return dst;
+  rec.timed_begin("registration");
+  // paced: the 50 ms untimed sleep before this operation left the
+  // caches cold and the CPU idle; the first operation pays for it.
+  if (p.at("mode") == kPaced) e.mm.events().add(Event::idle_gap);
+  e.io.files_register_sparse(dst, static_cast<uint32_t>(p.at("slots")),
+                             p.at("prefill_flag") != 0);
+  rec.timed_end();
+  snap(e, rec, "registration", src, dst);
+  *teardown = exit_pending(e, rec, pending, src);
+  return dst;
 }
 
 // One operation of serial-S-N / paced-S-N: a new ring, timed sparse
@@ -60,7 +89,8 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
   const RingId src = e.io.ring_create(e.submitter, {256, 0, false});
   if (src < 0) return;
   e.io.files_register(src, 1);
-  RingId reuse_ring = -1, pending = -1;
+  RingId reuse_ring = -1;
+  Pending pending;
   std::vector<uint32_t> taken;  // reuse: the slots the CQEs reported
   if (mode == kReuse) {
     reuse_ring = e.io.ring_create(e.submitter, {256, 0, false});
@@ -77,22 +107,16 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
       rec.timed_begin("removal");
       remove_recorded_slots(e, dst, &taken, span);
       rec.timed_end();
+      snap(e, rec, "removal", src, dst);
       rec.timed_begin("refill");
     } else {
-      dst = e.io.ring_create(e.submitter, {256, 0, false});
+      dst = new_registered(e, rec, p, src, &pending, &teardown);
       if (dst < 0) return rec.end_round(0);
-      rec.timed_begin("registration");
-      // paced: the 50 ms untimed sleep before this operation left the
-      // caches cold and the CPU idle; the first operation pays for it.
-      if (mode == kPaced) e.mm.events().add(Event::idle_gap);
-      e.io.files_register_sparse(dst, static_cast<uint32_t>(slots), optin);
-      rec.timed_end();
-      // serial: the previous ring's teardown overlaps this operation.
-      teardown = exit_pending(e, &pending);
       rec.timed_begin("fill");
     }
     send_fd_fill(e, src, dst, installs, p.at("qd"), false, mode == kReuse ? &taken : nullptr);
     rec.timed_end();
+    snap(e, rec, mode == kReuse ? "refill" : "fill", src, dst);
     if (measured) {
       rec.metric("bytes_retained", ring_cache_bytes(e, dst));
       // the teardown's counts are not this ring's cache traffic
@@ -100,16 +124,19 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
     }
     if (mode != kReuse) {
       e.io.files_unregister(dst);
-      pending = dst;
-      if (mode == kPaced) e.io.ring_exit(pending, e.kworker), pending = -1;
+      snap(e, rec, "unregister", src, dst);
+      pending = {dst, measured};
+      if (mode == kPaced) exit_pending(e, rec, &pending, src);
     }
     rec.end_round(1);
   };
   for (int64_t i = 0; i < p.at("warmup"); ++i) op(false);
   for (int64_t i = 0; i < p.at("groups") * p.at("ops"); ++i) op(true);
-  if (pending >= 0) e.io.ring_exit(pending, e.kworker);
-  if (reuse_ring >= 0) e.io.ring_exit(reuse_ring, e.kworker);
-  e.io.ring_exit(src, e.kworker);
+  // The last measured operation's ring, the reuse ring and the source
+  // close after the measured rounds: their teardowns are recorded too.
+  exit_pending(e, rec, &pending, src);
+  if (reuse_ring >= 0) exit_ring(e, rec, reuse_ring, "target", true, src);
+  exit_ring(e, rec, src, "source", true);
 }
 
 }  // namespace
