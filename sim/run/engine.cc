@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include "sim/run/machine.h"
 #include "sim/run/scenario.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
@@ -78,6 +79,7 @@ std::vector<std::pair<std::string, std::string>> config_record(const iou::Policy
   out.emplace_back("mm.memcg_batch_charge", b(mc.memcg_batch_charge));
   out.emplace_back("mm.memcg.kmem_online", b(mc.memcg.kmem_online));
   out.emplace_back("mm.memcg.charge_batch", std::to_string(mc.memcg.charge_batch));
+  if (mc.preempt_rt) out.emplace_back("mm.preempt_rt", b(mc.preempt_rt));
   return out;
 }
 
@@ -109,6 +111,8 @@ void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   std::string err;
   iou::parse_policies(j.policy, &profile, &ps, &mc, &err);  // validated earlier
   mc.random_kmalloc_seed = seed * 0x9e3779b97f4a7c15ull + 1;
+  // A scenario with an `rt` parameter runs on a PREEMPT_RT kernel when it is 1.
+  mc.preempt_rt = j.params.count("rt") && j.params.at("rt");
   Mm mm(mc);
   const MemcgId user = j.params.at("cgroup") ? mm.memcg().create(kRootMemcg) : kRootMemcg;
   iou::MmIoUring io(mm, profile, ps);
@@ -119,13 +123,27 @@ void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
     else
       mm.faults().fail_random(f.point, f.prob, seed * 1000003 + i);
   }
+  Machine::Config mcfg;
+  mcfg.cpus = mc.nr_cpus;
+  mcfg.rules.preempt_rt = mc.preempt_rt;
+  mcfg.rules.pi = !j.params.count("pi") || j.params.at("pi");
+  mcfg.prices = req.event_ns.size() == kNumEvents ? req.event_ns.data() : nullptr;
+  mcfg.seed = seed;
+  Machine machine(mm.events(), mcfg);
+  Recorder rec(mm);
   Env env{mm, io,
           Task{static_cast<CpuId>(j.params.at("cpu")), user, 0},
-          Task{static_cast<CpuId>(j.params.at("kworker_cpu")), kRootMemcg, 0}, seed};
-  Recorder rec(mm);
+          Task{static_cast<CpuId>(j.params.at("kworker_cpu")), kRootMemcg, 0}, seed, &machine,
+          &rec};
   std::function<void()> at_end;
-  if (j.custom) j.custom->run(env, j.params, rec, &at_end, &j.error);
-  else j.info->run(env, j.params, rec);
+  // The program is the first task, on the submitter's CPU (SCHED_OTHER); a
+  // driver that needs more tasks spawns them from it.
+  machine.spawn(env.submitter.cpu, iou::kSchedOther, [&] {
+    if (j.custom) j.custom->run(env, j.params, rec, &at_end, &j.error);
+    else j.info->run(env, j.params, rec);
+    return Step::done();
+  });
+  machine.run();
   PolicyResult& r = *j.out;
   r.policy = j.policy;
   r.config = config_record(ps, mc);

@@ -32,6 +32,11 @@ struct RunRequest {
     uint64_t nth = 0;
   };
   std::vector<Fault> faults;
+  // ns per event unit, kNumEvents of them (sim/cost event_prices()): the
+  // machine advances each CPU's virtual clock by them as events are
+  // counted. Empty: clocks stay at 0 (counts only), so nothing contends
+  // and no latency is recorded.
+  std::vector<double> event_ns;
 };
 
 // Parameters every scenario accepts (the machine and its tasks).
