@@ -200,8 +200,9 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
   if (const PresetInfo* p = reg.find_preset(req.scenario)) {
     items = p->items;
     if (policies.empty()) policies = p->policies;
-  } else if (reg.find(req.scenario)) {
+  } else if (const ScenarioInfo* s = reg.find(req.scenario)) {
     items.push_back({std::string(req.scenario), std::string(req.scenario), {}, {}, ""});
+    if (policies.empty()) policies = s->policies;
   } else {
     *error = fmt::format("unknown scenario '{}' (valid: {})", req.scenario, reg.names());
     return false;

@@ -209,15 +209,20 @@ void Machine::acquire(LockClass cls, uint32_t id) {
       }();
       grant = std::max(asked, iou::release_time(cfg_.rules, l.acquired, work, l.holder_prio,
                                                 l.pre, asked, t.prio));
-      sink_.add(Event::rt_lock_block);  // rtlock_slowlock: schedule out, woken by the unlock
       idle_until(cur_cpu_, grant, t.prio);
       grant = std::max(grant, c.clock);
     }
     c.clock = grant;
+    // rtlock_slowlock(): the switch out and back in, priced after the wake.
+    if (!spins) sink_.add(Event::rt_lock_block);
     sink_.add(cls == LockClass::list_lock ? Event::list_lock_contended
                                           : Event::zone_lock_contended);
     ++t.stats.contended;
     t.stats.wait_ns += grant - asked;
+    if (cls == LockClass::list_lock) {
+      ++t.stats.list_contended;
+      t.stats.list_wait_ns += grant - asked;
+    }
   }
   l.acquired = c.clock;
   l.holder_prio = t.prio;

@@ -56,8 +56,10 @@ class Machine final : public LockHook {
   using Body = std::function<Step()>;
   struct TaskStats {
     uint64_t steps = 0;
-    uint64_t contended = 0;  // lock acquisitions that waited
-    double wait_ns = 0;      // virtual time spent waiting for locks
+    uint64_t contended = 0;  // lock acquisitions that waited (every class)
+    double wait_ns = 0;      // virtual time spent waiting for locks (every class)
+    uint64_t list_contended = 0;  // the same, list_lock only
+    double list_wait_ns = 0;
   };
 
   // Installs itself as `sink`'s clock, target and lock hook until destroyed.

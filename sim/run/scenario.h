@@ -101,6 +101,7 @@ struct ScenarioInfo {
   std::string_view time_unit;  // "ns" or "us" per operation in reports
   std::vector<ParamSpec> params;
   DriverFn run;
+  std::vector<std::string> policies = {};  // default columns (empty: "unpatched")
 };
 
 // One row group of a preset: a driver with parameter overrides.

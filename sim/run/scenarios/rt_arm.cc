@@ -26,6 +26,7 @@ struct Background {
   std::vector<Ptr> held;
   int64_t phase = 0;  // 0..burst-1 allocs, burst..2*burst-1 frees
   double next = 0;
+  int id = -1;  // its machine task
 };
 
 struct ArmState {
@@ -41,10 +42,9 @@ struct ArmState {
   int64_t round = 0, msg = 0, arm = 0, armed = 0, seq = 0;
   double next_msg = 0;
   bool in_msg = false;
-  uint64_t contended0 = 0;
-  double wait0 = 0;
-  int64_t waits = 0;
-  double wait_ns = 0;
+  Machine::TaskStats at0;  // the loop's lock stats at the round's start
+  int64_t waits = 0, all_waits = 0;
+  double wait_ns = 0, all_wait_ns = 0;
 };
 
 double exp_gap(std::mt19937_64& rng, double mean) {
@@ -80,8 +80,7 @@ void round_begin(ArmState& s, bool measured) {
   Machine& m = *s.e->machine;
   s.rec->begin_round(measured);
   s.rec->timed_begin();
-  s.contended0 = m.stats(s.loop_task).contended;
-  s.wait0 = m.stats(s.loop_task).wait_ns;
+  s.at0 = m.stats(s.loop_task);
 }
 
 void round_end(ArmState& s, bool measured) {
@@ -89,8 +88,11 @@ void round_end(ArmState& s, bool measured) {
   const Params& p = *s.p;
   s.rec->timed_end();
   if (measured) {
-    s.waits += static_cast<int64_t>(m.stats(s.loop_task).contended - s.contended0);
-    s.wait_ns += m.stats(s.loop_task).wait_ns - s.wait0;
+    const Machine::TaskStats& now = m.stats(s.loop_task);
+    s.waits += static_cast<int64_t>(now.list_contended - s.at0.list_contended);
+    s.wait_ns += now.list_wait_ns - s.at0.list_wait_ns;
+    s.all_waits += static_cast<int64_t>(now.contended - s.at0.contended);
+    s.all_wait_ns += now.wait_ns - s.at0.wait_ns;
   }
   s.rec->end_round(static_cast<uint64_t>(p.at("messages") * p.at("arms")));
 }
@@ -107,6 +109,16 @@ Step loop_step(ArmState& s) {
     e.io.ring_exit(s.ring, e.kworker);
     s.rec->metric("list_lock_waits", s.waits);
     s.rec->metric("list_lock_wait_ns", static_cast<int64_t>(s.wait_ns + 0.5));
+    s.rec->metric("lock_waits", s.all_waits);  // list_lock and zone lock
+    s.rec->metric("lock_wait_ns", static_cast<int64_t>(s.all_wait_ns + 0.5));
+    uint64_t bw = 0;
+    double bns = 0;
+    for (const Background& b : s.bg) {  // the whole run: theirs is not a timed region
+      bw += e.machine->stats(b.id).list_contended;
+      bns += e.machine->stats(b.id).list_wait_ns;
+    }
+    s.rec->metric("bg_list_lock_waits", static_cast<int64_t>(bw));
+    s.rec->metric("bg_list_lock_wait_ns", static_cast<int64_t>(bns + 0.5));
     return Step::done();
   }
   if (s.msg == 0 && s.arm == 0 && !s.in_msg) round_begin(s, measured);
@@ -155,8 +167,9 @@ void spawn_background(ArmState& s) {
   const double rate = static_cast<double>(p.at("bg_rate_per_ms"));
   if (rate <= 0) return;
   for (CpuId c = 0; c < m.cpus(); ++c) {
-    if (c == e.submitter.cpu) continue;
-    if (p.at("irq_dur_ns") > 0 && p.at("irq_period_ns") > 0) {
+    const bool loop_cpu = c == e.submitter.cpu;
+    if (loop_cpu && !p.at("bg_loop_cpu")) continue;
+    if (!loop_cpu && p.at("irq_dur_ns") > 0 && p.at("irq_period_ns") > 0) {
       IrqLoad q;
       q.prio = static_cast<int>(p.at("irq_prio"));
       q.period_ns = static_cast<double>(p.at("irq_period_ns"));
@@ -176,7 +189,7 @@ void spawn_background(ArmState& s) {
     b.next = exp_gap(b.rng, b.mean_gap_ns);
     Background* bp = &b;
     ArmState* sp = &s;
-    m.spawn(b.task.cpu, static_cast<int>(p.at("bg_prio")),
+    b.id = m.spawn(b.task.cpu, static_cast<int>(p.at("bg_prio")),
             [sp, bp] { return bp->next > sp->e->machine->now() ? Step::sleep_until(bp->next)
                                                                : background_step(*sp, *bp); },
             /*own_counts=*/true);
@@ -219,6 +232,7 @@ void register_rt_arm(ScenarioRegistry& r) {
              {"bg_burst", 16, 1, 4096, "kmallocs then as many kfrees per burst"},
              {"bg_size", 192, 1, 8192, "their kmalloc size (io_futex_data: kmalloc-192)"},
              {"bg_prio", 0, 0, 99, "their priority"},
+             {"bg_loop_cpu", 1, 0, 1, "1: the loop's CPU has them too (they share its CPU slab)"},
              {"irq_period_ns", 0, 0, 1000000000, "irq load on every background CPU: period (0: none)"},
              {"irq_dur_ns", 0, 0, 1000000000, "its handler's duration"},
              {"irq_prio", 50, 1, 99, "its irq thread's SCHED_FIFO priority on RT"},
@@ -228,7 +242,8 @@ void register_rt_arm(ScenarioRegistry& r) {
              {"warmup", 1, 0, 10000, "untimed warm-up rounds"},
              {"smoke", 0, 0, 1, "untimed smoke round"},
          },
-         run_rt_arm});
+         run_rt_arm,
+         {"unpatched", "futex-return-to-cache"}});
 }
 
 }  // namespace simcache::sim
