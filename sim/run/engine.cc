@@ -101,6 +101,29 @@ std::vector<std::pair<std::string, std::string>> profile_record(const iou::Kerne
           {"slub_gen", k.slub_gen == SlubGen::v6_18 ? "v6.18" : "7.x"}};
 }
 
+// --fail: each point's injection, its draws seeded per point from the run's seed.
+void inject_faults(Mm& mm, const RunRequest& req) {
+  for (size_t i = 0; i < req.faults.size(); ++i) {
+    const RunRequest::Fault& f = req.faults[i];
+    if (f.nth)
+      mm.faults().fail_nth(f.point, f.nth, f.nth);
+    else
+      mm.faults().fail_random(f.point, f.prob, req.seed * 1000003 + i);
+  }
+}
+
+// The machine of one column: the mm's CPUs, the lock rules of the kernel
+// (a scenario's `rt` and `pi` parameters) and the run's prices.
+Machine::Config machine_config(const Params& p, const MmConfig& mc, const RunRequest& req) {
+  Machine::Config m;
+  m.cpus = mc.nr_cpus;
+  m.rules.preempt_rt = mc.preempt_rt;
+  m.rules.pi = !p.count("pi") || p.at("pi");
+  m.prices = req.event_ns.size() == kNumEvents ? req.event_ns.data() : nullptr;
+  m.seed = req.seed;
+  return m;
+}
+
 void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   const uint64_t seed = req.seed;
   MmConfig mc;
@@ -116,20 +139,8 @@ void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   Mm mm(mc);
   const MemcgId user = j.params.at("cgroup") ? mm.memcg().create(kRootMemcg) : kRootMemcg;
   iou::MmIoUring io(mm, profile, ps);
-  for (size_t i = 0; i < req.faults.size(); ++i) {
-    const RunRequest::Fault& f = req.faults[i];
-    if (f.nth)
-      mm.faults().fail_nth(f.point, f.nth, f.nth);
-    else
-      mm.faults().fail_random(f.point, f.prob, seed * 1000003 + i);
-  }
-  Machine::Config mcfg;
-  mcfg.cpus = mc.nr_cpus;
-  mcfg.rules.preempt_rt = mc.preempt_rt;
-  mcfg.rules.pi = !j.params.count("pi") || j.params.at("pi");
-  mcfg.prices = req.event_ns.size() == kNumEvents ? req.event_ns.data() : nullptr;
-  mcfg.seed = seed;
-  Machine machine(mm.events(), mcfg);
+  inject_faults(mm, req);
+  Machine machine(mm.events(), machine_config(j.params, mc, req));
   Recorder rec(mm);
   Env env{mm, io,
           Task{static_cast<CpuId>(j.params.at("cpu")), user, 0},
