@@ -36,7 +36,7 @@ void expect(const Counters& ev, std::initializer_list<std::pair<Event, uint64_t>
 }
 
 struct Rig {
-  Counters ev;
+  EventSink ev;
   Memcg mc;
   Rig(MemcgShape shape, uint16_t cpus = 1, uint8_t nodes = 1)
       : mc(MemcgConfig{shape, true, 64}, &ev, cpus, nodes) {}
@@ -156,7 +156,7 @@ TEST_CASE("memcg: v7_1 per-node objcgs share one CPU's 5-slot stock", "[memcg]")
   const MemcgId m = r.mc.create(kRootMemcg);
   CHECK(r.mc.objcg_node(1) == 0);
   CHECK(r.mc.objcg_node(2) == 1);
-  Counters ev6;
+  EventSink ev6;
   CHECK(Memcg(MemcgConfig{}, &ev6, 4, 2).objcg_node(3) == 0);  // one objcg
   // Phase 1, CPU 0: 100 charges on objcg(m, node 0): 1 miss, 99 hits; the
   // stat sum 4000 stays cached (never above 4096).
@@ -216,7 +216,7 @@ TEST_CASE("memcg: the root and offline kmem are never charged", "[memcg]") {
   CHECK(r.mc.usage_pages(kRootMemcg) == 0);
   CHECK(r.mc.kmem_pages(kRootMemcg) == 0);
   CHECK(r.mc.slab_bytes(kRootMemcg) == 0);
-  Counters ev;
+  EventSink ev;
   Memcg off(MemcgConfig{shape, false, 64}, &ev, 1, 1);
   const MemcgId m = off.create(kRootMemcg, 1);
   REQUIRE(off.charge_obj(0, m, 0, 4096 * 4, GFP_NOWAIT));

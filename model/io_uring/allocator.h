@@ -37,7 +37,7 @@ concept IoAllocator = requires(A& a, Ptr p, Ptr* v, const Task& t, CacheId c,
   { a.kasan_mempool_poison_object(p, t) } -> std::same_as<bool>;
   a.kasan_mempool_unpoison_object(p, t);
   a.kasan_check_access(p, s);
-  { a.events() } -> std::same_as<Counters&>;
+  { a.events() } -> std::convertible_to<Counters&>;
   // Registration-time only (slab-prime): which cache kmalloc would use and
   // how many objects one of its slabs holds.
   { a.kmalloc_cache(sz, g, SiteId{}) } -> std::same_as<CacheId>;

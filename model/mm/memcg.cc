@@ -23,7 +23,7 @@ bool gfp_allow_blocking(gfp_t gfp) { return gfp & __GFP_DIRECT_RECLAIM; }
 
 }  // namespace
 
-Memcg::Memcg(const MemcgConfig& cfg, Counters* events, uint16_t nr_cpus,
+Memcg::Memcg(const MemcgConfig& cfg, EventSink* events, uint16_t nr_cpus,
              uint8_t nr_nodes)
     : cfg_(cfg), ev_(events), nr_cpus_(nr_cpus), nr_nodes_(nr_nodes) {
   if (nr_cpus == 0 || nr_nodes == 0)

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/counters.h"
+#include "model/mm/lock_hook.h"
 #include "model/types.h"
 
 namespace simcache {
@@ -39,7 +40,7 @@ class Memcg {
  public:
   // Throws std::invalid_argument for nr_cpus == 0, nr_nodes == 0 or a
   // charge_batch outside 1..127 (the kernel's uint8 stock slots).
-  Memcg(const MemcgConfig& cfg, Counters* events, uint16_t nr_cpus,
+  Memcg(const MemcgConfig& cfg, EventSink* events, uint16_t nr_cpus,
         uint8_t nr_nodes);
 
   // Creates a cgroup below `parent` (kRootMemcg for a top-level one) with
@@ -159,7 +160,7 @@ class Memcg {
   void release_charged_bytes();
 
   MemcgConfig cfg_;
-  Counters* ev_;
+  EventSink* ev_;
   uint16_t nr_cpus_;
   uint8_t nr_nodes_;
   int obj_slots_;            // 1 (v6_18) or NR_OBJ_STOCK (v7_1)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/counters.h"
+#include "model/mm/lock_hook.h"
 #include "model/mm/call_site.h"
 #include "model/mm/fault.h"
 #include "model/mm/geometry.h"
@@ -38,6 +39,7 @@ struct MmConfig {
   // "sites", --explain and KASAN "where". Off: scopes are not entered
   // (those views are empty), about 40 % less run time; counts unchanged.
   bool call_sites = true;
+  bool preempt_rt = false;             // CONFIG_PREEMPT_RT (kernel-model-notes §11)
   MemcgConfig memcg;
 };
 
@@ -154,8 +156,8 @@ class Mm {
   // Bytes charged to `m` (page_counter usage, PAGE_SIZE units).
   uint64_t memcg_charged_bytes(MemcgId m) const;
 
-  Counters& events() { return events_; }
-  const Counters& events() const { return events_; }
+  EventSink& events() { return events_; }
+  const EventSink& events() const { return events_; }
   uint64_t stat(CacheId s, SlubStat item) const;              // all CPUs
   uint64_t stat_cpu(CacheId s, SlubStat item, CpuId cpu) const;
   CacheInfo info(CacheId s) const;
@@ -202,7 +204,7 @@ class Mm {
   void note_alloc(Ptr p, const Task& t);
 
   MmConfig cfg_;
-  Counters events_;
+  EventSink events_;
   CallSiteStack sites_;
   BatchHists batches_;
   FaultInjector faults_;

@@ -7,7 +7,7 @@
 
 namespace simcache {
 
-PageAllocator::PageAllocator(Counters* events, FaultInjector* faults)
+PageAllocator::PageAllocator(EventSink* events, FaultInjector* faults)
     : ev_(events), faults_(faults) {
   live_.push_back(0);  // page id 0 is "no page"
 }
@@ -19,7 +19,11 @@ uint32_t PageAllocator::alloc_pages(uint32_t order, NodeId node, gfp_t gfp) {
   static constexpr Event kByOrder[] = {
       Event::page_alloc_order0, Event::page_alloc_order1,
       Event::page_alloc_order2, Event::page_alloc_order3};
+  // zone->lock around the buddy work (the model has no per-CPU page
+  // lists, so every allocation takes it; its hold is the priced event).
+  if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
   ev_->add(kByOrder[order < 3 ? order : 3]);
+  if (ev_->locks) ev_->locks->release(LockClass::zone_lock, node);
   const uint32_t id = take_id<uint32_t>(live_, free_ids_);
   live_[id] = static_cast<uint8_t>(node + 1);  // 0 = free, else node + 1
   return id;
@@ -32,9 +36,12 @@ void PageAllocator::free_pages(uint32_t page, uint32_t order) {
     std::abort();
   }
   (void)order;
+  const NodeId node = static_cast<NodeId>(live_[page] - 1);
   live_[page] = 0;
   free_ids_.push_back(page);
+  if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
   ev_->add(Event::page_free);
+  if (ev_->locks) ev_->locks->release(LockClass::zone_lock, node);
 }
 
 }  // namespace simcache

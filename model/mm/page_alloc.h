@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/counters.h"
+#include "model/mm/lock_hook.h"
 #include "model/mm/fault.h"
 #include "model/types.h"
 
@@ -15,7 +16,7 @@ namespace simcache {
 
 class PageAllocator {
  public:
-  PageAllocator(Counters* events, FaultInjector* faults);
+  PageAllocator(EventSink* events, FaultInjector* faults);
 
   // Allocates 2^order pages on `node`. Returns a page id (> 0) or 0 on
   // failure (injected).
@@ -23,7 +24,7 @@ class PageAllocator {
   void free_pages(uint32_t page, uint32_t order);
 
  private:
-  Counters* ev_;
+  EventSink* ev_;
   FaultInjector* faults_;
   std::vector<uint32_t> free_ids_;
   std::vector<uint8_t> live_;  // indexed by page id: 1 while allocated

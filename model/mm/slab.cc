@@ -19,7 +19,7 @@ const Slub::GenOps Slub::kOps7x = {
     /*obj_exts_not_in_own_cache=*/true,
 };
 
-Slub::Slub(Mm* mm, const MmConfig& cfg, Counters* ev, SlabBackend* backend,
+Slub::Slub(Mm* mm, const MmConfig& cfg, EventSink* ev, SlabBackend* backend,
            FaultInjector* faults)
     : mm_(mm), cfg_(cfg), gen_(cfg.gen == SlubGen::v6_18 ? &kOps618 : &kOps7x),
       v7_(gen_ == &kOps7x),
@@ -43,6 +43,8 @@ CacheId Slub::create(std::string_view name, uint32_t size, uint32_t align,
                          sheaf_capacity);
   c.obj_full_size = c.g.size + 8;
   c.node.resize(cfg_.nr_nodes);
+  for (uint32_t nid = 0; nid < cfg_.nr_nodes; ++nid)
+    c.node[nid].lock_id = static_cast<uint32_t>(caches_.size() * cfg_.nr_nodes + nid);
   c.cpu.resize(cfg_.nr_cpus);
   c.stats.assign(size_t(cfg_.nr_cpus) * kNumSlubStats, 0);
   // One detached freelist holds at most a slab's objects.
@@ -205,7 +207,7 @@ void Slub::slab_freed(CacheId s, int32_t id, bool prior, int cnt, const Task& t)
     return;
   }
   Node& n = c.node[sl.node];
-  lock(n);
+  auto held = lock(n);
   const bool on_node = sl.where == SlabWhere::kNodePartial;
   if (prior && !on_node) return;  // on a CPU partial list or isolated
   if (empty && n.nr_partial >= c.g.min_partial) {
@@ -213,6 +215,7 @@ void Slub::slab_freed(CacheId s, int32_t id, bool prior, int cnt, const Task& t)
       remove_partial(n, id);
       stat(c, t.cpu, SlubStat::FREE_REMOVE_PARTIAL);
     }
+    held.unlock();  // slab_empty: the page goes back after the unlock
     stat(c, t.cpu, SlubStat::FREE_SLAB);
     discard_slab(s, id, t);
     return;

@@ -202,7 +202,7 @@ void Slub::flush_all(CacheId s) {
         n.barn_empty.pop_back();
       }
     }
-    lock(n);
+    auto held = lock(n);
     for (int32_t id = n.partial_head; id >= 0;) {
       const int32_t next = slabs_[id].next;
       if (slabs_[id].inuse == 0) {

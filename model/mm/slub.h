@@ -74,6 +74,7 @@ struct KmemCache {
     uint32_t nr_partial = 0;
     uint64_t nr_slabs = 0, total_objects = 0;
     std::vector<int32_t> barn_full, barn_empty;  // 7.x node_barn
+    uint32_t lock_id = 0;  // list_lock instance for the LockHook: cache * nr_nodes + node
   };
   struct Cpu {
     // 6.18 kmem_cache_cpu
@@ -103,7 +104,7 @@ struct KmemCache {
 
 class Slub {
  public:
-  Slub(Mm* mm, const MmConfig& cfg, Counters* ev, SlabBackend* backend,
+  Slub(Mm* mm, const MmConfig& cfg, EventSink* ev, SlabBackend* backend,
        FaultInjector* faults);
 
   CacheId create(std::string_view name, uint32_t size, uint32_t align,
@@ -248,7 +249,35 @@ class Slub {
   // The rest of __slab_free() once `cnt` objects are back on the slab's
   // freelist; `prior`: the freelist was non-empty before.
   void slab_freed(CacheId s, int32_t slab, bool prior, int cnt, const Task& t);
-  void lock(Node&) { ev_->add(Event::list_lock); }
+  // spin_lock_irqsave(&n->list_lock): counted, and reported to the
+  // machine's lock hook; the returned guard releases it at scope exit
+  // (or at unlock(), where the kernel unlocks before more work).
+  class ListLockHeld {
+   public:
+    ListLockHeld(EventSink* ev, uint32_t id) : ev_(ev), id_(id) {}
+    ListLockHeld(const ListLockHeld&) = delete;
+    ListLockHeld& operator=(const ListLockHeld&) = delete;
+    ~ListLockHeld() { unlock(); }
+    void unlock() {
+      if (ev_ && ev_->locks) ev_->locks->release(LockClass::list_lock, id_);
+      ev_ = nullptr;
+    }
+
+   private:
+    EventSink* ev_;
+    uint32_t id_;
+  };
+  [[nodiscard]] ListLockHeld lock(Node& n) {
+    lock_raw(n);
+    return ListLockHeld{ev_, n.lock_id};
+  }
+  void lock_raw(Node& n) {
+    ev_->add(Event::list_lock);
+    if (ev_->locks) ev_->locks->acquire(LockClass::list_lock, n.lock_id);
+  }
+  void unlock_raw(Node& n) {
+    if (ev_->locks) ev_->locks->release(LockClass::list_lock, n.lock_id);
+  }
   Ptr make_ptr(int32_t slab, uint32_t idx) const;
   void on_alloc(KmemCache& c, int32_t slab, uint32_t idx, const Task& t);
   bool check_free(CacheId s, Ptr p, int32_t* slab, uint32_t* idx);
@@ -320,7 +349,7 @@ class Slub {
   // The same choice for the two fast paths, as a branch the compiler can
   // inline around (an indirect call through gen_ cost ~1.5 ns a pair).
   bool v7_;
-  Counters* ev_;
+  EventSink* ev_;
   SlabBackend* backend_;
   FaultInjector* faults_;
   std::vector<KmemCache> caches_;
@@ -400,6 +429,8 @@ inline void Slub::on_alloc(KmemCache& c, int32_t id, uint32_t idx, const Task& t
   }
   stat(c, t.cpu, SlubStat::FREE_FASTPATH, cnt);
   ev_->add(Event::slab_free_fast, cnt);
+  // PREEMPT_RT: no lockless fast path, local_lock(&s->cpu_slab->lock).
+  if (cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);
 }
 
 // mirrors __slab_alloc_node(), v6.18: the lockless this_cpu_cmpxchg pop of
@@ -412,6 +443,7 @@ inline void Slub::on_alloc(KmemCache& c, int32_t id, uint32_t idx, const Task& t
   cpu.freelist.pop_back();
   stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
   ev_->add(Event::slab_alloc_fast);
+  if (cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);  // RT: no lockless pop
   on_alloc(c, cpu.slab, idx, t);
   return make_ptr(cpu.slab, idx);
 }
@@ -464,7 +496,7 @@ void Slub::get_partial(const KmemCache& c, CpuId cpu, Take&& take) {
     const NodeId nid = static_cast<NodeId>((local + k) % cfg_.nr_nodes);
     Node& n = const_cast<KmemCache&>(c).node[nid];
     if (n.nr_partial == 0 || (k > 0 && n.nr_partial <= c.g.min_partial)) continue;
-    lock(n);
+    auto held = lock(n);
     if (take(nid, n)) return;
   }
 }

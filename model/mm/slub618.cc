@@ -125,13 +125,15 @@ void Slub::put_partials(CacheId s, int32_t head, const Task& t) {
     const int32_t next = slabs_[id].next;
     Node& n = c.node[slabs_[id].node];
     if (locked_node != slabs_[id].node) {
-      lock(n);
+      if (locked_node >= 0) unlock_raw(c.node[locked_node]);
+      lock_raw(n);
       locked_node = slabs_[id].node;
     }
     if (!add_partial_or_discard(n, id, /*tail=*/true, &discard, &discard_tail))
       stat(c, t.cpu, SlubStat::FREE_ADD_PARTIAL);
     id = next;
   }
+  if (locked_node >= 0) unlock_raw(c.node[locked_node]);
   discard_chain(s, discard, /*count_stats=*/true, t);
 }
 
@@ -159,7 +161,7 @@ void Slub::deactivate_slab(CacheId s, CpuId cpu_id, const Task& t) {
     discard_slab(s, id, t);
     stat(caches_[s], t.cpu, SlubStat::FREE_SLAB);
   } else if (!sl.freelist.empty()) {
-    lock(n);
+    auto held = lock(n);
     add_partial(n, id, remote);
     stat(c, t.cpu, remote ? SlubStat::DEACTIVATE_TO_TAIL : SlubStat::DEACTIVATE_TO_HEAD);
   } else {

@@ -181,7 +181,7 @@ int Slub::alloc_from_new_slab(int32_t id, int max, Ptr* out) {
   }
   if (!sl.freelist.empty()) {
     Node& n = caches_[sl.cache].node[sl.node];
-    lock(n);
+    auto held = lock(n);
     add_partial(n, id, /*tail=*/false);
   }
   return got;
@@ -256,7 +256,7 @@ int Slub::refill_from_node(CacheId s, Node& n, int min, int max, Ptr* out,
       slab_freed(s, id, /*prior=*/false, static_cast<int>(sl.freelist.size()), t);
   }
   if (iso >= 0) {  // isolated but not needed: back to the head, in list order
-    lock(n);
+    auto held = lock(n);
     int32_t discard = -1, discard_tail = -1;
     while (iso >= 0) {
       const int32_t id = iso;
@@ -264,6 +264,7 @@ int Slub::refill_from_node(CacheId s, Node& n, int min, int max, Ptr* out,
       slabs_[id].next = -1;
       add_partial_or_discard(n, id, /*tail=*/false, &discard, &discard_tail);
     }
+    held.unlock();
     discard_chain(s, discard, /*count_stats=*/false, t);
   }
   (void)c;

@@ -257,6 +257,7 @@ CliOutcome run_report(const ParsedFlags& f, const std::vector<std::string>& args
   CostModel cost;
   bool have_cost = false;
   if (!load_cost(f, &cost, &have_cost, &warning, &error)) return cli_fail(error);
+  if (have_cost) req.event_ns = event_prices(cost);  // the machine's clocks (latency)
   std::vector<MeasuredPoint> measured;
   ReportOptions ro;
   if (have_cost && !load_measured(f, &measured, &ro.measured_file, &error)) return cli_fail(error);

@@ -90,6 +90,13 @@ bool CostModel::validate(std::string* error) {
   return true;
 }
 
+std::vector<double> event_prices(const CostModel& m) {
+  std::vector<double> out(kNumEvents, 0.0);
+  for (const CostParam& p : m.params)
+    for (Event e : p.events) out[static_cast<size_t>(e)] = p.value;
+  return out;
+}
+
 double CostModel::time_ns(const Counters& c) const {
   double t = 0;
   for (const CostParam& p : params)

@@ -121,6 +121,12 @@ class CostModel {
   std::vector<int> param_of_event_;  // per event: index into params, -1 if unpriced
 };
 
+// ns per event unit of every event (kNumEvents, unpriced events 0): the
+// prices the machine advances virtual clocks by during a run
+// (RunRequest::event_ns), so that a region's clock time is time_ns() of
+// its counts plus the time it waited.
+std::vector<double> event_prices(const CostModel& m);
+
 // Splits on `sep`; with ' ' empty pieces are dropped.
 std::vector<std::string> split_words(std::string_view s, char sep = ' ');
 

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include "sim/run/machine.h"
 #include "sim/run/scenario.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
@@ -78,6 +79,7 @@ std::vector<std::pair<std::string, std::string>> config_record(const iou::Policy
   out.emplace_back("mm.memcg_batch_charge", b(mc.memcg_batch_charge));
   out.emplace_back("mm.memcg.kmem_online", b(mc.memcg.kmem_online));
   out.emplace_back("mm.memcg.charge_batch", std::to_string(mc.memcg.charge_batch));
+  if (mc.preempt_rt) out.emplace_back("mm.preempt_rt", b(mc.preempt_rt));
   return out;
 }
 
@@ -99,6 +101,29 @@ std::vector<std::pair<std::string, std::string>> profile_record(const iou::Kerne
           {"slub_gen", k.slub_gen == SlubGen::v6_18 ? "v6.18" : "7.x"}};
 }
 
+// --fail: each point's injection, its draws seeded per point from the run's seed.
+void inject_faults(Mm& mm, const RunRequest& req) {
+  for (size_t i = 0; i < req.faults.size(); ++i) {
+    const RunRequest::Fault& f = req.faults[i];
+    if (f.nth)
+      mm.faults().fail_nth(f.point, f.nth, f.nth);
+    else
+      mm.faults().fail_random(f.point, f.prob, req.seed * 1000003 + i);
+  }
+}
+
+// The machine of one column: the mm's CPUs, the lock rules of the kernel
+// (a scenario's `rt` and `pi` parameters) and the run's prices.
+Machine::Config machine_config(const Params& p, const MmConfig& mc, const RunRequest& req) {
+  Machine::Config m;
+  m.cpus = mc.nr_cpus;
+  m.rules.preempt_rt = mc.preempt_rt;
+  m.rules.pi = !p.count("pi") || p.at("pi");
+  m.prices = req.event_ns.size() == kNumEvents ? req.event_ns.data() : nullptr;
+  m.seed = req.seed;
+  return m;
+}
+
 void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   const uint64_t seed = req.seed;
   MmConfig mc;
@@ -110,23 +135,27 @@ void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   iou::parse_policies(j.policy, &profile, &ps, &mc, &err);  // validated earlier
   mc.random_kmalloc_seed = seed * 0x9e3779b97f4a7c15ull + 1;
   mc.call_sites = req.call_sites;
+  // A scenario with an `rt` parameter runs on a PREEMPT_RT kernel when it is 1.
+  mc.preempt_rt = j.params.count("rt") && j.params.at("rt");
   Mm mm(mc);
   const MemcgId user = j.params.at("cgroup") ? mm.memcg().create(kRootMemcg) : kRootMemcg;
   iou::MmIoUring io(mm, profile, ps);
-  for (size_t i = 0; i < req.faults.size(); ++i) {
-    const RunRequest::Fault& f = req.faults[i];
-    if (f.nth)
-      mm.faults().fail_nth(f.point, f.nth, f.nth);
-    else
-      mm.faults().fail_random(f.point, f.prob, seed * 1000003 + i);
-  }
+  inject_faults(mm, req);
+  Machine machine(mm.events(), machine_config(j.params, mc, req));
+  Recorder rec(mm);
   Env env{mm, io,
           Task{static_cast<CpuId>(j.params.at("cpu")), user, 0},
-          Task{static_cast<CpuId>(j.params.at("kworker_cpu")), kRootMemcg, 0}, seed};
-  Recorder rec(mm);
+          Task{static_cast<CpuId>(j.params.at("kworker_cpu")), kRootMemcg, 0}, seed, &machine,
+          &rec};
   std::function<void()> at_end;
-  if (j.custom) j.custom->run(env, j.params, rec, &at_end, &j.error);
-  else j.info->run(env, j.params, rec);
+  // The program is the first task, on the submitter's CPU (SCHED_OTHER); a
+  // driver that needs more tasks spawns them from it.
+  machine.spawn(env.submitter.cpu, iou::kSchedOther, [&] {
+    if (j.custom) j.custom->run(env, j.params, rec, &at_end, &j.error);
+    else j.info->run(env, j.params, rec);
+    return Step::done();
+  });
+  machine.run();
   PolicyResult& r = *j.out;
   r.policy = j.policy;
   r.config = config_record(ps, mc);
@@ -183,8 +212,9 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
   if (const PresetInfo* p = reg.find_preset(req.scenario)) {
     items = p->items;
     if (policies.empty()) policies = p->policies;
-  } else if (reg.find(req.scenario)) {
+  } else if (const ScenarioInfo* s = reg.find(req.scenario)) {
     items.push_back({std::string(req.scenario), std::string(req.scenario), {}, {}, ""});
+    if (policies.empty()) policies = s->policies;
   } else {
     *error = fmt::format("unknown scenario '{}' (valid: {})", req.scenario, reg.names());
     return false;

@@ -35,6 +35,11 @@ struct RunRequest {
   // Call-site scopes (MmConfig::call_sites): off leaves the counts alone
   // and the views by call site empty (--no-sites).
   bool call_sites = true;
+  // ns per event unit, kNumEvents of them (sim/cost event_prices()): the
+  // machine advances each CPU's virtual clock by them as events are
+  // counted. Empty: clocks stay at 0 (counts only), so nothing contends
+  // and no latency is recorded.
+  std::vector<double> event_ns;
 };
 
 // Parameters every scenario accepts (the machine and its tasks).

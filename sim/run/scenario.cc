@@ -56,6 +56,13 @@ void add_phase(std::vector<std::pair<std::string, Counters>>* v, const std::stri
 }
 }  // namespace
 
+int Recorder::op_kind(std::string_view kind) {
+  for (size_t i = 0; i < lat_.size(); ++i)
+    if (lat_[i].kind == kind) return static_cast<int>(i);
+  lat_.push_back({std::string(kind), {}});
+  return static_cast<int>(lat_.size() - 1);
+}
+
 void Recorder::begin_round(bool measured) {
   measured_ = measured;
   round_ = Counters{};
@@ -157,6 +164,9 @@ void Recorder::finish(PolicyResult* out) const {
     pk.memcg_charged_bytes = std::max(pk.memcg_charged_bytes, s.memory.memcg_charged_bytes);
   }
   out->phases = phase_sum_;
+  out->latency.clear();
+  for (const OpLatency& l : lat_)
+    if (l.hist.count()) out->latency.push_back(l);
 }
 
 ScenarioRegistry& ScenarioRegistry::get() {

@@ -16,6 +16,8 @@
 
 namespace simcache::sim {
 
+class Machine;  // sim/run/machine.h
+
 struct ParamSpec {
   std::string_view name;
   int64_t def;
@@ -38,6 +40,16 @@ class Recorder {
   void timed_end();
   void end_round(uint64_t ops);  // `ops` operations were timed this round
   void metric(const std::string& name, int64_t value) { metrics_[name] = value; }
+  // Operation latency in virtual time (the running CPU's clock, which the
+  // machine advances by each counted event's price and by lock waits).
+  // op_kind() names a kind once (index, in first-use order); op_end()
+  // records now() - start when inside a measured round's timed region of
+  // a priced run. Kinds that recorded nothing are left out of the result.
+  int op_kind(std::string_view kind);
+  double now() const { return mm_.events().now(); }
+  void op_end(int kind, double start) {
+    if (measured_ && in_timed_ && mm_.events().priced()) lat_[kind].hist.add_ns(now() - start);
+  }
   bool measured() const { return measured_; }
   // Records (replaces) the ring of `st.role` in snapshot `name`, and the
   // snapshot's memory split.
@@ -65,6 +77,7 @@ class Recorder {
   std::vector<Snapshot> snapshots_;
   uint64_t ops_per_round_ = 0, total_ops_ = 0;
   std::map<std::string, int64_t> metrics_;
+  Latencies lat_;
 };
 
 // The simulated machine a driver runs on: the mm model, the io_uring
@@ -75,6 +88,11 @@ struct Env {
   Task submitter;  // the pinned benchmark task (CPU, memcg)
   Task kworker;    // where ring teardown runs (iou_exit, root cgroup)
   uint64_t seed;
+  // The machine the driver runs on (as its first task): a driver that
+  // models other CPUs' work spawns tasks on it. nullptr outside the engine.
+  Machine* machine = nullptr;
+  // The run's recorder, for helpers that time operations (op latency).
+  Recorder* rec = nullptr;
 };
 
 using DriverFn = void (*)(Env&, const Params&, Recorder&);
@@ -86,6 +104,7 @@ struct ScenarioInfo {
   std::string_view time_unit;  // "ns" or "us" per operation in reports
   std::vector<ParamSpec> params;
   DriverFn run;
+  std::vector<std::string> policies = {};  // default columns (empty: "unpatched")
 };
 
 // One row group of a preset: a driver with parameter overrides.

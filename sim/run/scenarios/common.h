@@ -21,12 +21,15 @@ inline int64_t send_fd_fill(Env& e, RingId src, RingId dst, int64_t installs,
                             int64_t qd, bool defer_taskrun,
                             std::vector<uint32_t>* slots = nullptr) {
   int64_t ok = 0;
+  const int kind = e.rec ? e.rec->op_kind("msg_ring_send_fd") : 0;
   for (int64_t done = 0; done < installs;) {
     const int64_t batch = std::min(qd, installs - done);
     e.io.enter_begin(src);
     for (int64_t i = 0; i < batch; ++i) {
+      const double t0 = e.rec ? e.rec->now() : 0;
       const int r = e.io.msg_ring_send_fd(src, dst, 0, iou::IORING_FILE_INDEX_ALLOC,
                                           defer_taskrun);
+      if (e.rec) e.rec->op_end(kind, t0);
       ok += r >= 0;
       if (r >= 0 && slots) slots->push_back(static_cast<uint32_t>(r));
     }

@@ -56,6 +56,7 @@ void run_arm_fail(Env& e, const Params& p, Recorder& rec) {
   const int64_t waits = p.at("waits"), permille = p.at("fail_permille");
   const RingId r = e.io.ring_create(e.submitter, {256, 0, false});
   if (r < 0) return;
+  const int k_wait = rec.op_kind("futex_wait"), k_wake = rec.op_kind("futex_wake");
   int64_t seq = 0;
   auto round = [&](bool measured, bool) {
     rec.begin_round(measured);
@@ -65,12 +66,18 @@ void run_arm_fail(Env& e, const Params& p, Recorder& rec) {
       int64_t armed = 0;
       for (int64_t i = 0; i < waits; ++i, ++seq) {
         const bool fail = (seq + 1) * permille / 1000 > seq * permille / 1000;
+        const double t0 = rec.now();
         armed += e.io.futex_wait(r, !fail) == 0;
+        rec.op_end(k_wait, t0);
       }
       e.io.enter_end(r);
       if (armed) {
         e.io.enter_begin(r);
-        for (int64_t i = 0; i < armed; ++i) e.io.futex_wake(r, 1);
+        for (int64_t i = 0; i < armed; ++i) {
+          const double t0 = rec.now();
+          e.io.futex_wake(r, 1);
+          rec.op_end(k_wake, t0);
+        }
         e.io.enter_end(r);
       }
     }

@@ -1,9 +1,31 @@
 // Presets: fixed sets of workloads that answer one RFC's questions.
+#include <fmt/format.h>
+
 #include "sim/run/scenarios/common.h"
 
 namespace simcache::sim {
 
 namespace {
+// seed 001's "is this a common case?": the futex patch's effect across
+// the workload mix (failing share x background kmalloc-192 users per
+// CPU), on !RT and PREEMPT_RT, 8 CPUs.
+PresetInfo arm_mix() {
+  PresetInfo p;
+  p.name = "arm-mix";
+  p.summary = "seed 001: futex-return-to-cache across fail share x background users, !RT and RT";
+  p.policies = {"unpatched", "futex-return-to-cache"};
+  for (int64_t rt : {0, 1})
+    for (int64_t fail : {100, 390, 1000})
+      for (int64_t bg : {0, 2}) {
+        p.items.push_back({fmt::format("{} fail {}/1000, {} bg/CPU", rt ? "RT" : "!RT", fail, bg),
+                           "rt-arm",
+                           {{"rt", rt}, {"fail_permille", fail}, {"bg_per_cpu", bg}, {"cpus", 8},
+                            {"cpu", 2}, {"kworker_cpu", 3}, {"messages", 2000}},
+                           {},
+                           ""});
+      }
+  return p;
+}
 
 // Seed 003: schedule() against io_schedule() in the cqring wait, at sleeps
 // either side of the C6 target residency (600 us) and of 11 x C6's exit
@@ -71,6 +93,7 @@ void register_presets(ScenarioRegistry& r) {
                      {"node-slab+bulk-refill", "node-slab+bulk-refill+prefill"},
                      "RFC measured: prefill removes it, -9.5%"});
   r.add_preset(std::move(p));
+  r.add_preset(arm_mix());
   register_cqwait_preset(r);
 }
 

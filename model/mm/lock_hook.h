@@ -1,0 +1,65 @@
+// The seam between the mm model and a machine that runs it on many
+// simulated CPUs (sim/run/machine.h): the event sink every mm component
+// counts into, which can also advance the running CPU's virtual clock by
+// each event's price, and the lock hook the shared locks report to.
+// Without a machine the sink only counts (prices all 0, a private clock)
+// and no hook is set, so the mm model behaves exactly as on its own.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "model/counters.h"
+
+namespace simcache {
+
+// The shared locks the model takes. Instance ids: list_lock
+// cache * nr_nodes + node (KmemCache::Node::lock_id), zone_lock the node.
+enum class LockClass : uint8_t {
+  list_lock,  // kmem_cache_node->list_lock (spinlock_t)
+  zone_lock,  // zone->lock (spinlock_t), around the page allocator's buddy work
+};
+inline constexpr int kNumLockClasses = 2;
+
+// Called at every acquisition and release of a shared lock, by the CPU
+// that is running (the machine knows which task that is).
+class LockHook {
+ public:
+  virtual ~LockHook() = default;
+  virtual void acquire(LockClass cls, uint32_t id) = 0;
+  virtual void release(LockClass cls, uint32_t id) = 0;
+};
+
+// The counters of record plus the pricing hook: add() also advances
+// *clock by price[e] x n (ns), with no branch. The machine points `clock`
+// at the running CPU's clock and `target` at the running task's counters
+// (a background task's events are not the measured program's).
+class EventSink : public Counters {
+ public:
+  EventSink() : target_(v.data()), price_(kNoPrices.data()), clock_(&own_clock_) {}
+  EventSink(const EventSink&) = delete;
+  EventSink& operator=(const EventSink&) = delete;
+
+  void add(Event e, uint64_t n = 1) {
+    const size_t i = static_cast<size_t>(e);
+    target_[i] += n;
+    *clock_ += price_[i] * static_cast<double>(n);
+  }
+  // Prices (ns per event unit, kNumEvents of them) or nullptr: none.
+  void set_prices(const double* p) { price_ = p ? p : kNoPrices.data(); }
+  bool priced() const { return price_ != kNoPrices.data(); }
+  void set_clock(double* c) { clock_ = c ? c : &own_clock_; }
+  double now() const { return *clock_; }
+  // Where counts go: nullptr = these counters.
+  void set_target(Counters* c) { target_ = c ? c->v.data() : v.data(); }
+  LockHook* locks = nullptr;
+
+ private:
+  static constexpr std::array<double, kNumEvents> kNoPrices{};
+  uint64_t* target_;
+  const double* price_;
+  double* clock_;
+  double own_clock_ = 0;
+};
+
+}  // namespace simcache

@@ -1,0 +1,250 @@
+#include "sim/run/machine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace simcache::sim {
+
+namespace {
+constexpr double kNever = std::numeric_limits<double>::infinity();
+}
+
+Machine::Machine(EventSink& sink, const Config& cfg) : sink_(sink), cfg_(cfg) {
+  cpus_.resize(std::max<uint16_t>(cfg.cpus, 1));
+  while (leaves_ < cpus_.size()) leaves_ *= 2;
+  tree_.assign(2 * leaves_, -1);
+  sink_.set_prices(cfg.prices);
+  sink_.locks = this;
+}
+
+Machine::~Machine() {
+  sink_.locks = nullptr;
+  sink_.set_clock(nullptr);
+  sink_.set_target(nullptr);
+  sink_.set_prices(nullptr);
+}
+
+int Machine::spawn(CpuId cpu, int prio, Body body, bool own_counts) {
+  TaskRec t;
+  t.cpu = cpu;
+  t.prio = prio;
+  t.body = std::move(body);
+  if (own_counts) t.counts = std::make_unique<Counters>();
+  // A task spawned by a running task starts at its spawner's time.
+  t.wake = cur_task_ >= 0 ? now() : 0;
+  t.sleeping = t.wake > cpus_[cpu].clock;
+  tasks_.push_back(std::move(t));
+  const int id = static_cast<int>(tasks_.size() - 1);
+  cpus_[cpu].tasks.push_back(id);
+  tree_update(cpu);
+  return id;
+}
+
+double Machine::next_arrival(Irq& q, double after) {
+  if (q.load.period_ns > 0) {
+    const double k = std::floor((after - q.load.phase_ns) / q.load.period_ns) + 1;
+    return q.load.phase_ns + std::max(k, 0.0) * q.load.period_ns;
+  }
+  if (q.load.rate_per_ms <= 0) return kNever;
+  // Exponential gap from 53 uniform bits (the same on every platform).
+  const double u = static_cast<double>(q.rng() >> 11) * 0x1p-53;
+  return after + -std::log1p(-u) * (1e6 / q.load.rate_per_ms);
+}
+
+void Machine::add_irq(CpuId cpu, const IrqLoad& load) {
+  Irq q{load, iou::irq_priority(cfg_.rules, load.prio), 0,
+        std::mt19937_64(cfg_.seed * 0x9e3779b97f4a7c15ull + cpu * 131 + cpus_[cpu].irqs.size())};
+  q.next = load.period_ns > 0 ? load.phase_ns : next_arrival(q, 0);
+  if (load.dur_ns <= 0) q.next = kNever;
+  cpus_[cpu].irqs.push_back(std::move(q));
+}
+
+double Machine::now() const { return sink_.now(); }
+
+// ---- Scheduling.
+
+double Machine::next_time(const Cpu& c) const {
+  double wake = kNever;
+  for (int id : c.tasks) {
+    const TaskRec& t = tasks_[id];
+    if (t.done) continue;
+    if (!t.sleeping) return c.clock;
+    wake = std::min(wake, t.wake);
+  }
+  return std::max(wake, c.clock);
+}
+
+void Machine::tree_update(CpuId c) {
+  size_t i = leaves_ + c;
+  cpus_[c].next = next_time(cpus_[c]);
+  tree_[i] = cpus_[c].next < kNever ? c : -1;
+  for (i /= 2; i >= 1; i /= 2) {
+    const int a = tree_[2 * i], b = tree_[2 * i + 1];
+    if (a < 0 || b < 0)
+      tree_[i] = a < 0 ? b : a;
+    else  // ties: the lower CPU id (a)
+      tree_[i] = cpus_[b].next < cpus_[a].next ? b : a;
+  }
+}
+
+int Machine::pick_task(Cpu& c) {
+  int best = -1;
+  for (int id : c.tasks) {
+    TaskRec& t = tasks_[id];
+    if (t.done) continue;
+    if (t.sleeping && t.wake <= c.clock) t.sleeping = false;
+    if (t.sleeping) continue;
+    // Highest priority; among equals, the one that ran longest ago.
+    if (best < 0 || t.prio > tasks_[best].prio ||
+        (t.prio == tasks_[best].prio && t.last_run < tasks_[best].last_run))
+      best = id;
+  }
+  return best;
+}
+
+void Machine::run() {
+  while (tree_[1] >= 0) run_one(static_cast<CpuId>(tree_[1]));
+}
+
+void Machine::run_one(CpuId ci) {
+  Cpu& c = cpus_[ci];
+  const double t0 = next_time(c);
+  if (t0 > c.clock) {  // every task sleeps: idle until the first wakes
+    int waker = 0;
+    for (int id : c.tasks)
+      if (!tasks_[id].done && tasks_[id].wake <= t0) waker = std::max(waker, tasks_[id].prio);
+    idle_until(ci, t0, waker);
+  }
+  const int id = pick_task(c);
+  if (id < 0) return tree_update(ci);
+  TaskRec& t = tasks_[id];
+  cur_cpu_ = ci;
+  cur_task_ = id;
+  sink_.set_clock(&c.clock);
+  sink_.set_target(t.counts.get());
+  catch_up(ci, t.prio);
+  const Step s = t.body();
+  TaskRec& t2 = tasks_[id];  // the body may have spawned tasks
+  catch_up(ci, t2.prio);
+  t2.last_run = ++tick_;
+  ++t2.stats.steps;
+  ++steps_;
+  if (s.kind == Step::kDone) t2.done = true;
+  if (s.kind == Step::kSleep) {
+    t2.wake = s.until;
+    t2.sleeping = s.until > c.clock;
+  }
+  sink_.set_target(nullptr);
+  cur_task_ = -1;
+  tree_update(ci);
+}
+
+// ---- Interference.
+
+void Machine::catch_up(CpuId ci, int running) {
+  Cpu& c = cpus_[ci];
+  const bool in_lock = cur_task_ >= 0 && tasks_[cur_task_].nheld > 0;
+  for (bool again = true; again;) {
+    again = false;
+    for (Irq& q : c.irqs) {
+      if (q.next > c.clock) continue;
+      const bool runs = in_lock ? iou::preempts_holder(cfg_.rules, q.prio, running)
+                                : iou::preempts_task(q.prio, running);
+      if (!runs) continue;
+      const double at = q.next;
+      c.clock += q.load.dur_ns;
+      if (cur_task_ >= 0) {  // preempts a holder: the locks it holds record it
+        const TaskRec& t = tasks_[cur_task_];
+        for (int k = 0; k < t.nheld; ++k)
+          lock_of(t.held[k]).pre.push_back({at, q.load.dur_ns, q.prio});
+      }
+      q.next = next_arrival(q, c.clock);  // the pile-up runs once
+      again = true;
+    }
+  }
+}
+
+void Machine::idle_until(CpuId ci, double until, int waker) {
+  Cpu& c = cpus_[ci];
+  double busy = c.clock, late = until;
+  for (bool again = true; again;) {
+    again = false;
+    for (Irq& q : c.irqs) {
+      if (q.next >= until) continue;
+      busy = std::max(busy, q.next) + q.load.dur_ns;
+      if (busy > until && iou::preempts_task(q.prio, waker)) late = std::max(late, busy);
+      q.next = next_arrival(q, std::max(busy, q.next));
+      again = true;
+    }
+  }
+  c.clock = late;
+}
+
+// ---- Locks.
+
+Machine::Lock& Machine::lock_of(uint32_t k) {
+  if (k >= locks_.size()) locks_.resize(k + 1);
+  return locks_[k];
+}
+
+void Machine::acquire(LockClass cls, uint32_t id) {
+  if (cur_task_ < 0) return;  // outside run(): set-up code, nothing contends
+  TaskRec& t = tasks_[cur_task_];
+  const uint32_t k = key(cls, id);
+  const bool spins = iou::waiter_spins(cfg_.rules);
+  // The holder-to-be may be preempted before it gets there (RT: not with
+  // interrupts off on !RT either, since it does not hold the lock yet).
+  catch_up(cur_cpu_, t.prio);
+  Cpu& c = cpus_[cur_cpu_];
+  Lock& l = lock_of(k);
+  const double asked = c.clock;
+  if (asked < l.free_at) {
+    double grant = l.free_at;
+    if (!spins) {
+      const double work = l.free_at - l.acquired - [&] {
+        double s = 0;
+        for (const auto& p : l.pre) s += p.dur;
+        return s;
+      }();
+      grant = std::max(asked, iou::release_time(cfg_.rules, l.acquired, work, l.holder_prio,
+                                                l.pre, asked, t.prio));
+      idle_until(cur_cpu_, grant, t.prio);
+      grant = std::max(grant, c.clock);
+    }
+    c.clock = grant;
+    // rtlock_slowlock(): the switch out and back in, priced after the wake.
+    if (!spins) sink_.add(Event::rt_lock_block);
+    sink_.add(cls == LockClass::list_lock ? Event::list_lock_contended
+                                          : Event::zone_lock_contended);
+    ++t.stats.contended;
+    t.stats.wait_ns += grant - asked;
+    if (cls == LockClass::list_lock) {
+      ++t.stats.list_contended;
+      t.stats.list_wait_ns += grant - asked;
+    }
+  }
+  l.acquired = c.clock;
+  l.holder_prio = t.prio;
+  l.pre.clear();
+  if (t.nheld < 4) t.held[t.nheld++] = k;
+}
+
+void Machine::release(LockClass cls, uint32_t id) {
+  if (cur_task_ < 0) return;
+  TaskRec& t = tasks_[cur_task_];
+  const uint32_t k = key(cls, id);
+  // RT: what outranks the holder preempts it inside the lock; !RT: the
+  // interrupts it held off run right after the unlock.
+  if (!iou::waiter_spins(cfg_.rules)) catch_up(cur_cpu_, t.prio);
+  Lock& l = lock_of(k);
+  l.free_at = cpus_[cur_cpu_].clock;
+  for (int i = 0; i < t.nheld; ++i)
+    if (t.held[i] == k) {
+      t.held[i] = t.held[--t.nheld];
+      break;
+    }
+  if (iou::waiter_spins(cfg_.rules)) catch_up(cur_cpu_, t.prio);
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,152 @@
+// The discrete-event machine every scenario runs on (docs/engine.md):
+// N simulated CPUs, each with a virtual clock and a run queue of tasks
+// (SCHED_OTHER = priority 0, SCHED_FIFO 1..99). A task is a step
+// function; the machine repeatedly takes the CPU with the smallest clock
+// (ties: the lower CPU id), runs its highest-priority ready task for one
+// step, and advances that CPU's clock by the price of every event the
+// step counts. Shared locks (model/mm/lock_hook.h) record when they are
+// free in virtual time; a contended acquisition waits for that, by the
+// rules of model/kernel/locking.h (spin on !RT, sleep with priority
+// inheritance on PREEMPT_RT). Interrupt load on a CPU preempts what runs
+// there. Memory: proportional to CPUs, tasks and lock instances.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "model/kernel/locking.h"
+#include "model/mm/lock_hook.h"
+#include "model/types.h"
+
+namespace simcache::sim {
+
+// What a task does after a step.
+struct Step {
+  enum Kind : uint8_t { kRun, kSleep, kDone } kind = kRun;
+  double until = 0;  // kSleep: wake-up time (virtual ns)
+  static Step run() { return {kRun, 0}; }
+  static Step sleep_until(double t) { return {kSleep, t}; }
+  static Step done() { return {kDone, 0}; }
+};
+
+// Interrupt load on one CPU: a threaded handler on RT (SCHED_FIFO `prio`),
+// a hardirq on !RT. Arrivals every `period_ns` (from `phase_ns`), or, with
+// period 0, seeded Poisson at `rate_per_ms`; each runs `dur_ns`. A
+// handler whose arrivals pile up while it cannot run runs once for them
+// (IRQTF_RUNTHREAD is one flag).
+struct IrqLoad {
+  int prio = 50;
+  double period_ns = 0, phase_ns = 0;
+  double rate_per_ms = 0;
+  double dur_ns = 0;
+};
+
+class Machine final : public LockHook {
+ public:
+  struct Config {
+    uint16_t cpus = 1;
+    iou::LockRules rules;
+    const double* prices = nullptr;  // kNumEvents ns per event unit; nullptr: clocks stay 0
+    uint64_t seed = 1;               // Poisson irq arrivals
+  };
+  using Body = std::function<Step()>;
+  struct TaskStats {
+    uint64_t steps = 0;
+    uint64_t contended = 0;  // lock acquisitions that waited (every class)
+    double wait_ns = 0;      // virtual time spent waiting for locks (every class)
+    uint64_t list_contended = 0;  // the same, list_lock only
+    double list_wait_ns = 0;
+  };
+
+  // Installs itself as `sink`'s clock, target and lock hook until destroyed.
+  Machine(EventSink& sink, const Config& cfg);
+  ~Machine() override;
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
+
+  // A task on `cpu` at `prio`; `own_counts`: its events go to counters of
+  // its own (a background task is not the measured program). Returns its id.
+  int spawn(CpuId cpu, int prio, Body body, bool own_counts = false);
+  void add_irq(CpuId cpu, const IrqLoad& load);
+  // Runs until every task is done.
+  void run();
+
+  // The running task's view.
+  double now() const;
+  CpuId cpu() const { return cur_cpu_; }
+  int task() const { return cur_task_; }
+  uint16_t cpus() const { return static_cast<uint16_t>(cpus_.size()); }
+  double clock(CpuId c) const { return cpus_[c].clock; }
+  const TaskStats& stats(int task) const { return tasks_[task].stats; }
+  const Counters* own_counts(int task) const { return tasks_[task].counts.get(); }
+  uint64_t steps() const { return steps_; }
+  const iou::LockRules& rules() const { return cfg_.rules; }
+
+  void acquire(LockClass cls, uint32_t id) override;
+  void release(LockClass cls, uint32_t id) override;
+
+ private:
+  struct Irq {
+    IrqLoad load;
+    int prio;          // irq_priority() of the rules
+    double next;       // next arrival
+    std::mt19937_64 rng;
+  };
+  struct Cpu {
+    double clock = 0;
+    double next = 0;  // next_time(), cached for the tree
+    std::vector<int> tasks;
+    std::vector<Irq> irqs;
+  };
+  struct TaskRec {
+    CpuId cpu;
+    int prio;
+    Body body;
+    bool done = false, sleeping = false;
+    double wake = 0;
+    uint64_t last_run = 0;
+    TaskStats stats;
+    std::unique_ptr<Counters> counts;
+    uint32_t held[4] = {};  // lock keys held now (nesting is shallow)
+    int nheld = 0;
+  };
+  struct Lock {
+    double free_at = 0, acquired = 0;
+    int holder_prio = 0;
+    std::vector<iou::HoldPreemption> pre;  // preemptions of the current/last hold
+  };
+
+  static uint32_t key(LockClass cls, uint32_t id) {
+    return id * kNumLockClasses + static_cast<uint32_t>(cls);
+  }
+  Lock& lock_of(uint32_t k);
+  double next_time(const Cpu& c) const;
+  void tree_update(CpuId c);
+  int pick_task(Cpu& c);
+  void run_one(CpuId c);
+  double next_arrival(Irq& q, double after);
+  // Runs the interrupt work that has arrived by the CPU's clock and may
+  // preempt the running task (priority `running`; the lock rules apply
+  // while it holds a lock).
+  void catch_up(CpuId c, int running);
+  // The CPU is idle (its task sleeps) until `until`: interrupt work that
+  // arrives meanwhile runs then; work above `waker` can delay the wake.
+  void idle_until(CpuId c, double until, int waker);
+
+  EventSink& sink_;
+  Config cfg_;
+  std::vector<Cpu> cpus_;
+  std::deque<TaskRec> tasks_;  // stable: a running body may spawn
+  std::vector<Lock> locks_;
+  std::vector<int> tree_;  // tournament tree over CPUs: leaf = CPU, node = winner
+  size_t leaves_ = 1;
+  CpuId cur_cpu_ = 0;
+  int cur_task_ = -1;
+  uint64_t steps_ = 0, tick_ = 0;
+};
+
+}  // namespace simcache::sim
