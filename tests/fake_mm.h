@@ -57,6 +57,7 @@ class FakeMm {
     gfp_t gfp;
     CpuId cpu;
     State state;
+    int64_t slab = -1;  // fake page: every objs_per_slab allocations of a cache
   };
   struct Cache {
     std::string name;
@@ -212,6 +213,11 @@ class FakeMm {
   Counters& events() { return events_; }
   const Counters& events() const { return events_; }
 
+  int64_t slab_of(Ptr p) const {
+    auto it = objs_.find(p);
+    return it == objs_.end() ? -1 : it->second.slab;
+  }
+
   CacheInfo info(CacheId s) const {
     CacheInfo ci;
     const Cache& c = caches_.at(s);
@@ -307,7 +313,15 @@ class FakeMm {
   }
   Ptr make(uint32_t size, CacheId cache, Op how, gfp_t gfp, CpuId cpu) {
     next_ += 0x40;
-    objs_.emplace(next_, Obj{size, cache, how, gfp, cpu, State::live});
+    Obj o{size, cache, how, gfp, cpu, State::live};
+    if (cache < caches_.size()) {
+      // Fresh pages only, never reused: page k of a cache holds its
+      // allocations k*P .. k*P+P-1 (P = objs_per_slab).
+      if (made_.size() < caches_.size()) made_.resize(caches_.size(), 0);
+      const uint64_t per = std::max<uint32_t>(1, info(cache).objs_per_slab);
+      o.slab = static_cast<int64_t>(cache) << 32 | static_cast<int64_t>(made_[cache]++ / per);
+    }
+    objs_.emplace(next_, o);
     return next_;
   }
   Ptr record(Call& c) {
@@ -343,6 +357,7 @@ class FakeMm {
   std::vector<FakeReport> reports_;
   Counters events_;
   Ptr next_ = 0x100000;
+  std::vector<uint64_t> made_;  // allocations per cache (fake pages)
   uint64_t alloc_calls_ = 0;
   uint64_t fail_nth_ = 0;
 };

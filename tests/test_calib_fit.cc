@@ -8,6 +8,7 @@
 
 #include "sim/calibrate/calibrate.h"
 #include "sim/calibrate/measure.h"
+#include "sim/calibrate/validate.h"
 #include "test_cost_util.h"
 
 using namespace simcache;
@@ -138,6 +139,67 @@ TEST_CASE("the 90% intervals reach about their nominal coverage on synthetic dat
   INFO("coverage " << coverage << " over " << total);
   CHECK(coverage >= 0.80);
   CHECK(coverage <= 0.99);
+}
+
+TEST_CASE("the fit separates model inadequacy from row noise and covers true effects",
+          "[calib][fit]") {
+  // Truth from the priors; each configuration (rows with identical counts)
+  // gets a model error d_c ~ N(0, 1.5 %) that no parameter explains, each
+  // row a measurement noise of 0.3 %. The fit must estimate both, and the
+  // 90 % model intervals (parameters + inadequacy) of the effects between
+  // configurations must cover about 90 % of the true effects, where the
+  // parameters' posterior alone covers far fewer.
+  Normal z;
+  const CostModel base = prior_model();
+  // Configurations as the fit sees them: rows with identical priced counts.
+  std::vector<size_t> config(calib().rows.size());
+  size_t nconf = 0;
+  for (size_t i = 0; i < config.size(); ++i) {
+    config[i] = nconf;
+    for (size_t k = 0; k < i && config[i] == nconf; ++k)
+      if (param_counts(base, calib().per_op[k]) == param_counts(base, calib().per_op[i]))
+        config[i] = config[k];
+    nconf += config[i] == nconf;
+  }
+  size_t inside = 0, inside_params = 0, total = 0;
+  double s_sum = 0, d_sum = 0;
+  const int trials = 20;
+  for (int trial = 0; trial < trials; ++trial) {
+    CostModel truth = base;
+    for (CostParam& p : truth.params) p.value = std::max(0.0, p.prior + p.prior_sd * z());
+    std::vector<double> d(nconf), noise;
+    for (double& x : d) x = 0.015 * z();
+    for (size_t i = 0; i < config.size(); ++i)
+      noise.push_back((1 + d[config[i]]) * (1 + 0.003 * z()) - 1);
+    const FitReport r =
+        fit_profile(base, calib().map.fit, synthetic(truth, noise), calib().per_op, "t");
+    s_sum += r.row_noise;
+    d_sum += r.inadequacy;
+    CostModel params_only = r.model;
+    params_only.inadequacy = 0;
+    for (size_t i = 0; i + 1 < config.size(); ++i) {
+      const size_t k = i + 1;  // neighbouring rows: mostly one program's variants
+      if (config[i] == config[k]) continue;
+      const std::vector<double> gi = param_counts(r.model, calib().per_op[i]);
+      const std::vector<double> gk = param_counts(r.model, calib().per_op[k]);
+      const double te = predict_ns(truth, calib().per_op[k]) * (1 + d[config[k]]) /
+                            (predict_ns(truth, calib().per_op[i]) * (1 + d[config[i]])) -
+                        1;
+      const EffectInterval iv = effect_interval(r.model, gi, gk);
+      const EffectInterval ip = effect_interval(params_only, gi, gk);
+      inside += te >= iv.lo && te <= iv.hi;
+      inside_params += te >= ip.lo && te <= ip.hi;
+      ++total;
+    }
+  }
+  INFO("row noise " << s_sum / trials << ", inadequacy " << d_sum / trials << ", coverage "
+                    << inside << "/" << total << ", parameters only " << inside_params);
+  CHECK(s_sum / trials == Approx(0.003).epsilon(0.35));
+  CHECK(d_sum / trials == Approx(0.015).epsilon(0.35));
+  const double coverage = static_cast<double>(inside) / static_cast<double>(total);
+  CHECK(coverage >= 0.80);
+  CHECK(coverage <= 0.99);
+  CHECK(inside_params < inside);
 }
 
 TEST_CASE("every parameter has a prior with an uncertainty and a source", "[calib][fit]") {

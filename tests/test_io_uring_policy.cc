@@ -29,7 +29,7 @@ Parsed parse(std::string_view spec, std::string_view profile = "v6.18") {
 
 TEST_CASE("profiles: names, lookup errors, facts and implied mm config",
           "[io_uring][profile]") {
-  CHECK(profile_names() == "v6.12, v6.13, v6.18, v7.1, v7.2");
+  CHECK(profile_names() == "v6.1.39, v6.4.4, v6.5-rc2, v6.12, v6.13, v6.18, v7.1, v7.2");
   std::string err;
   CHECK(profile_by_name("v6.19", &err) == nullptr);
   CHECK_THAT(err, Contains("'v6.19'") && Contains("v6.12, v6.13, v6.18, v7.1, v7.2"));
@@ -68,14 +68,14 @@ TEST_CASE("policies: the table is registered whole, under today's names",
           "[io_uring][policy]") {
   const PolicyRegistry& reg = PolicyRegistry::get();
   CHECK(reg.errors().empty());
-  CHECK(reg.all().size() == 17);
+  CHECK(reg.all().size() == 19);
   CHECK(reg.baseline().name == "unpatched");
   CHECK(&reg.baseline() == &reg.all().front());
   CHECK(policy_names() ==
         "bulk-refill, futex-return-to-cache, kmalloc-prefill, memcg-batch-charge, "
         "memcg-batch-free, node-slab, node-slab-account, prefill, prefill-grow, prefill-lazy, "
-        "prefill-optin, slab-nomerge, slab-prime, unpatched, waitv-account, waitv-cache, "
-        "waitv-noaccount");
+        "prefill-optin, slab-nomerge, slab-prime, unpatched, wait-io-schedule, wait-schedule, "
+        "waitv-account, waitv-cache, waitv-noaccount");
   for (const PolicyInfo& p : reg.all()) {
     INFO(p.name);
     CHECK(reg.find(p.name) == &p);

@@ -349,31 +349,36 @@ TEST_CASE("rsrc: non-sparse register allocates a node per slot, update sets rese
 TEST_CASE("rsrc: slab-prime keeps one anchor per primed page until unregister",
           "[io_uring][rsrc][seed004]") {
   // kmalloc-32 / io_rsrc_node slots are 32 B: 4096 / 32 = 128 objects per
-  // (order-0, fake) slab. min(4096, 4096) / 128 = 32 pages: 4,096 objects
-  // allocated, 32 anchors kept, 4,064 freed in reverse order.
+  // (order-0, fake, always fresh) page. Priming allocates until 4,096
+  // objects can be freed back: 32 pages give back 127 each (4,064), a 33rd
+  // page the last 32, so 4,129 allocations, 33 anchors (the RFC row's
+  // "33 anchors kept") and 4,096 frees in reverse order.
   SECTION("unpatched node allocations (kmalloc-32)") {
     Sim s("v6.18", "slab-prime");
     const int r = s.io->ring_create(kApp);
     s.mm.clear_calls();
     REQUIRE(s.io->files_register_sparse(r, 4096) == 0);
-    CHECK(node_kmallocs(s) == 4096);
-    CHECK(s.mm.count(Op::kfree, 24) == 4064);
-    CHECK(s.ev(Event::slab_prime_anchor) == 32);
-    CHECK(s.io->ring(r).files.anchors.size() == 32);
+    CHECK(node_kmallocs(s) == 4129);
+    CHECK(s.mm.count(Op::kfree, 24) == 4096);
+    CHECK(s.ev(Event::slab_prime_alloc) == 4129);
+    CHECK(s.ev(Event::slab_prime_anchor) == 33);
+    CHECK(s.io->ring(r).files.anchors.size() == 33);
     s.mm.clear_calls();
     REQUIRE(s.io->files_unregister(r) == 0);
-    CHECK(s.mm.count(Op::kfree, 24) == 32);
+    CHECK(s.mm.count(Op::kfree, 24) == 33);
     s.io->exit_all(kKworker);
     CHECK(s.mm.live_objects() == 0);
   }
   SECTION("node-slab, and a small table still primes one page") {
+    // 10 slots: 10 objects back need 11 allocations on one page.
     Sim s("v6.18", "node-slab+slab-prime");
     const int r = s.io->ring_create(kApp);
     const CacheId nc = s.io->rsrc_node_cachep();
     s.mm.clear_calls();
     REQUIRE(s.io->files_register_sparse(r, 10) == 0);
-    CHECK(s.cache_calls(Op::kmem_cache_alloc, nc) == 128);
-    CHECK(s.cache_calls(Op::kmem_cache_free, nc) == 127);
+    CHECK(s.cache_calls(Op::kmem_cache_alloc, nc) == 11);
+    CHECK(s.cache_calls(Op::kmem_cache_free, nc) == 10);
+    CHECK(s.io->ring(r).files.anchors.size() == 1);
     s.io->exit_all(kKworker);
     CHECK(s.mm.live_objects() == 0);
     CHECK(s.mm.reports().empty());

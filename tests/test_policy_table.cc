@@ -189,6 +189,8 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
   // kmalloc-prefill anywhere but v6.13 (it needs per-install nodes and no
   // node cache).
   const std::vector<std::pair<std::string_view, size_t>> want = {
+      {"v6.1.39", table.size() - 9}, {"v6.4.4", table.size() - 9},
+      {"v6.5-rc2", table.size() - 9},  // the era profiles have v6.12's io_uring
       {"v6.12", table.size() - 9}, {"v6.13", table.size() - 7},
       {"v6.18", table.size() - 1}, {"v7.1", table.size() - 1},
       {"v7.2", table.size() - 1}};
@@ -198,10 +200,11 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
     const std::vector<std::string> specs = testing::runnable_policies(k);
     CHECK(specs.size() == n);
     for (const std::string& s : specs) CHECK(testing::policy_ok(s, k));
-    // Both walks reach as many groups as the profile allows: 5 on v6.12,
-    // 7 on v6.13, 9 elsewhere (all but kmalloc_prefill; waitv-cache and
-    // waitv-account both set waitv_account, so a walk takes one of them).
-    const size_t groups = name == "v6.12" ? 5 : name == "v6.13" ? 7 : 9;
+    // Both walks reach as many groups as the profile allows: 6 on v6.12
+    // and the era profiles, 8 on v6.13, 10 elsewhere (all but
+    // kmalloc_prefill; waitv-cache and waitv-account both set
+    // waitv_account, so a walk takes one of them).
+    const size_t groups = name == "v6.13" ? 8 : (name == "v6.18" || name[1] == '7') ? 10 : 6;
     for (bool backward : {false, true}) {
       const std::string m = testing::maximal_policy(k, backward);
       INFO(m);
@@ -213,7 +216,7 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
   CHECK(testing::runnable_policies(v618)[4] == "bulk-refill+node-slab");
   CHECK(testing::maximal_policy(v618, false) ==
         "unpatched+futex-return-to-cache+node-slab+bulk-refill+prefill+slab-prime+"
-        "waitv-account+memcg-batch-charge+memcg-batch-free+slab-nomerge");
+        "waitv-account+memcg-batch-charge+memcg-batch-free+slab-nomerge+wait-schedule");
 }
 
 TEST_CASE("policy table: an entry with code runs it after its SET()s", "[policy][table]") {
@@ -268,10 +271,10 @@ TEST_CASE("policy fields: describe() lists every field in table order", "[policy
         "waitv_cache_max = 0\nwaitv_cache_nr = 8\nmemcg_batch_free = false\n"
         "memcg_charge_batch = 64\nobj_stock_slots = kernel\nslab_sheaf_capacity = kernel\n"
         "slab_min_partial = kernel\nslab_cpu_partial = kernel\n"
-        "random_kmalloc_caches = false\n");
+        "random_kmalloc_caches = false\ncqwait_sleep = profile\n");
   const auto fields = policy_fields();
   REQUIRE(fields.size() == kNumPolicyFields);
-  REQUIRE(kNumPolicyFields == 22);
+  REQUIRE(kNumPolicyFields == 23);
   // Every value of every field prints under its name, and reads back.
   size_t values = 0;
   for (const PolicyFieldInfo& f : fields) {
@@ -297,7 +300,7 @@ TEST_CASE("policy fields: describe() lists every field in table order", "[policy
       ++values;
     }
   }
-  CHECK(values == 61);  // 7 bools x 2, 12 unsigned x 3, enums of 3 + 5 + 3 values
+  CHECK(values == 64);  // 7 bools x 2, 12 unsigned x 3, enums of 3 + 5 + 3 + 3 values
   PolicySet bug;
   bug.debug_bug = DebugBug::leak_node;
   CHECK(lines_of(describe(bug)).back() == "debug_bug = set");

@@ -191,6 +191,7 @@ TEST_CASE("effects compare a child with the midpoint of its parents", "[validate
     rows[i].group = "g";
     per_op[i][static_cast<size_t>(Event::kmalloc)] = model[i];
   }
+  rows[1].bases = {0, 2};  // what map_rows() resolves from the rule's base
   const Validation v = validate_rows(m, rows, per_op);
   REQUIRE(v.effects.size() == 1);
   CHECK(v.effects[0].measured == Approx(110.0 / 101.0 - 1));
@@ -234,6 +235,109 @@ TEST_CASE("effect intervals follow the posterior covariance", "[validate]") {
   m.corr = {1, 1, 1, 1};
   const EffectInterval c = effect_interval(m, {10, 0}, {10, 5});
   CHECK(c.hi - c.effect == Approx(0.0).margin(1e-9));
+}
+
+TEST_CASE("model inadequacy widens an effect between two configurations only", "[validate]") {
+  // One parameter a = 1 +- 0 (exact) and inadequacy 1 %: base 10 a,
+  // variant 12 a. effect = 0.2; var = 2 (1.2)^2 (0.01)^2, sd = 0.01697.
+  CostModel m;
+  m.name = "t";
+  CostParam p;
+  p.name = "a";
+  p.unit = "ns/call";
+  p.events = {Event::kmalloc};
+  p.value = 1;
+  p.stderr_ns = 0;
+  p.prior_sd = 1;
+  p.source = "t";
+  m.params = {p};
+  m.inadequacy = 0.01;
+  std::string err;
+  REQUIRE(m.validate(&err));
+  const EffectInterval iv = effect_interval(m, std::vector<double>{10}, std::vector<double>{12});
+  CHECK(iv.effect == Approx(0.2));
+  CHECK(iv.hi - iv.effect == Approx(kIntervalZ * std::sqrt(2.0) * 1.2 * 0.01));
+  // Identical counts: the same configuration to the model, no width.
+  const EffectInterval same = effect_interval(m, std::vector<double>{10}, std::vector<double>{10});
+  CHECK(same.hi - same.lo == Approx(0.0).margin(1e-12));
+  // A time: (inadequacy x t)^2 on top of the parameters' variance.
+  CHECK(m.predictive_variance({10}, 10.0) == Approx(0.01));
+}
+
+TEST_CASE("each effect is measured against the base its mapping rule names", "[validate]") {
+  Mapping map;
+  std::string err;
+  REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &map, &err));
+  std::vector<MeasuredRow> rows;
+  REQUIRE(read_measurements(repo_file("data/measurements/calibration.tsv"), &rows, &err));
+  std::vector<MappedRow> mapped;
+  INFO(err);
+  REQUIRE(map_rows(map, rows, &mapped, nullptr, &err));
+  auto bases_of = [&](const std::string& id) {
+    std::vector<std::string> ids;
+    for (const MappedRow& r : mapped)
+      if (r.row.id == id)
+        for (size_t b : r.bases) ids.push_back(mapped[b].row.id);
+    return ids;
+  };
+  using V = std::vector<std::string>;
+  CHECK(bases_of("SF-002") == V{"SF-001", "SF-003"});
+  CHECK(bases_of("SF-103") == V{"SF-102", "SF-104"});
+  CHECK(bases_of("SF-117") == V{"SF-116", "SF-119"});
+  CHECK(bases_of("SF-135") == V{"SF-132"});
+  CHECK(bases_of("SF-199") == V{"SF-197"});
+  CHECK(bases_of("SF-289") == V{"SF-287"});
+  CHECK(bases_of("WV-011") == V{"WV-010", "WV-012"});
+  CHECK(bases_of("WV-058") == V{"WV-057", "WV-059"});
+  size_t effects = 0;
+  for (const MappedRow& r : mapped) {
+    INFO(r.row.id);
+    CHECK(r.base == r.bases.empty());
+    for (size_t b : r.bases) CHECK(mapped[b].group == r.group);
+    effects += !r.base;
+  }
+  CHECK(effects == 22);
+
+  // A rule that is not a base must name one.
+  std::string text = simcache::testing::read_text(repo_file("data/profiles/mapping.toml"));
+  const std::string line = "base = '^parent e410ffca5886'\n";
+  const size_t at = text.find(line);
+  REQUIRE(at != std::string::npos);
+  const TempFile nobase("nobase.toml", text.substr(0, at) + text.substr(at + line.size()));
+  Mapping bad;
+  CHECK_FALSE(load_mapping(nobase.path(), &bad, &err));
+  CHECK(err.find(nobase.path() + ":") == 0);
+  CHECK(err.find(".base: missing") != std::string::npos);
+  // A base that matches no row of the group is an error naming the row.
+  const std::string tsv = std::string(kHeader) +
+                          row("X-1", "sparse-fill", kShapeF0, "U unpatched v6.18-rc4", "119") +
+                          row("X-2", "sparse-fill", kShapeF0, "child 7029acd8a950", "114");
+  std::vector<MeasuredRow> two;
+  REQUIRE(parse_measurements(tsv, "two.tsv", &two, &err));
+  CHECK_FALSE(map_rows(map, two, &mapped, nullptr, &err));
+  CHECK(err.find("two.tsv:3:") == 0);
+  CHECK(err.find("matches its base '^parent e410ffca5886'") != std::string::npos);
+  CHECK(err.find('\n') == std::string::npos);
+}
+
+TEST_CASE("validate and calibrate name the rows whose simulation had failed ops", "[validate]") {
+  // 4096 installs into a 64-slot table: 4032 of them fail with -ENFILE.
+  const std::string tsv =
+      std::string(kHeader) +
+      row("X-1", "sparse-fill",
+          "F0: slots=64 sparse, 4096 MSG_RING SEND_FD installs/round as 64 batches of QD=64, "
+          "new target ring per round, 0 warmup + 1 measured rounds",
+          "U unpatched v6.18-rc4", "119.4");
+  const TempFile f("fail.tsv", tsv);
+  for (const char* cmd : {"validate", "calibrate"}) {
+    const CliOutcome r = run_cli({cmd, "--measurements", f.path()});
+    INFO(cmd << ": " << r.err << r.out);
+    REQUIRE(r.status == 0);
+    const size_t at = r.out.find("failed ops: X-1 (");
+    REQUIRE(at != std::string::npos);
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    CHECK(line.find("4032 x -ENFILE") != std::string::npos);
+  }
 }
 
 TEST_CASE("ratio and negative rows are skipped with a reason, not errors", "[validate]") {
@@ -299,7 +403,8 @@ TEST_CASE("calibrate writes a profile that loads and reproduces its fit", "[vali
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.out.find(" prior\n    no data: no calibration row counts") != std::string::npos);
-  CHECK(r.out.find("row noise (estimated)") != std::string::npos);
+  CHECK(r.out.find("measurement noise of a row") != std::string::npos);
+  CHECK(r.out.find("model inadequacy") != std::string::npos);
   CHECK(r.out.find("rms relative residual") != std::string::npos);
   CostModel m;
   std::string err;

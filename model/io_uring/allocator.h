@@ -42,6 +42,8 @@ concept IoAllocator = requires(A& a, Ptr p, Ptr* v, const Task& t, CacheId c,
   // how many objects one of its slabs holds.
   { a.kmalloc_cache(sz, g, SiteId{}) } -> std::same_as<CacheId>;
   { a.info(c).objs_per_slab } -> std::convertible_to<uint32_t>;
+  // ... and which slab page an object sits on (virt_to_slab()).
+  { a.slab_of(p) } -> std::convertible_to<int64_t>;
 };
 
 // Caller-visible results are ints: >= 0 success, negative errno on failure

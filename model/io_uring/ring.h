@@ -9,6 +9,7 @@
 //   msg_ring_send_fd              msg_ring.h  (io_msg_send_fd)
 //   futex_*                       futex.h     (io_futex_wait/waitv/wake)
 //   io_uring_enter / enter_*      req.h       (request cache, flush)
+//   cqring_wait                   cqwait.h    (io_cqring_wait_schedule, idle)
 //
 // SQE operations called outside enter_begin()/enter_end() count as one
 // io_uring_enter() each and flush their completions at once. Results are
@@ -19,6 +20,7 @@
 #include <map>
 #include <vector>
 
+#include "model/io_uring/cqwait.h"
 #include "model/io_uring/io_uring.h"
 #include "model/io_uring/msg_ring.h"
 
@@ -82,6 +84,16 @@ class IoUring {
     IoRingCtx* c = live(r);
     if (c == nullptr || c->batch_depth == 0) return kEINVAL;
     if (--c->batch_depth == 0) finish_enter(*c);
+    return 0;
+  }
+  // Inside enter_begin()/enter_end(): the enter waits (min_complete) and
+  // sleeps `sleep_us` in io_cqring_wait before another task's wake arrives;
+  // the idle governor predicts `predicted_us` (cqwait.h).
+  int cqring_wait(RingId r, uint64_t sleep_us, uint64_t predicted_us) {
+    IoRingCtx* c = live(r);
+    if (c == nullptr) return kEBADF;
+    if (c->batch_depth == 0) return kEINVAL;
+    io_cqring_wait_sleep(k_, sleep_us, predicted_us);
     return 0;
   }
   // Convenience: one io_uring_enter() submitting `nr_nops` IORING_OP_NOPs.

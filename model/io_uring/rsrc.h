@@ -120,13 +120,16 @@ bool io_reset_rsrc_node_seeded_bug(IoKernel<A>& k, IoRingCtx& ctx, uint32_t idx,
   return io_reset_rsrc_node(k, ctx, idx, t);
 }
 
-// Seed 004 diagnostic "slab primed, 0 new pages" (policy slab-prime). The
-// model's reading: with M = min(nr, prefill_max) and P = objs_per_slab of
-// the cache node misses come from, allocate ceil(M/P)*P objects one at a
-// time exactly as a miss would (same cache, gfp and call site), keep every
-// P-th one (positions 0, P, 2P, ...) as an anchor so its slab page cannot
-// be discarded, and free the others in reverse order. Anchors are freed
-// at unregister. Best effort: an allocation failure stops the priming.
+// Seed 004 diagnostic 4395bc031111 "slab primed, 0 new pages" (policy
+// slab-prime, v6.13). The model's reading of it: with M = min(nr,
+// prefill_max), allocate one object at a time exactly as a node miss
+// would (same cache, gfp and call site) until M objects can be freed
+// back; the first object met on each distinct slab page, an already
+// partial page included, is kept as an anchor so that page cannot be
+// discarded, the others are freed in reverse order. Anchors are freed at
+// unregister. At 128 objects a page, 32 fresh pages give back 4,064 and
+// a 33rd the last 32: the RFC's row says "33 anchors kept". Best effort:
+// an allocation failure stops the priming.
 template <IoAllocator A>
 void io_rsrc_slab_prime(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, const Task& t) {
   SiteScope scope(k.mm, CallSite::io_rsrc_slab_prime);
@@ -138,28 +141,33 @@ void io_rsrc_slab_prime(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, const Task&
   const Task site = at_site(t, k.profile.has_node_cache ? kSiteIoCacheAllocNew
                                                         : kSiteNodeKzalloc);
   const CacheId c = slab ? nc.slab : k.mm.kmalloc_cache(size, gfp, site.site);
-  const uint32_t per = k.mm.info(c).objs_per_slab;
-  if (per == 0) return;
+  if (k.mm.info(c).objs_per_slab == 0) return;
   const uint32_t want = std::min(nr, k.policy.prefill_max);
-  const uint32_t total = (want + per - 1) / per * per;
-  std::vector<Ptr> objs;  // registration time, not a hot path
-  objs.reserve(total);
-  for (uint32_t i = 0; i < total; i++) {
+  std::vector<Ptr> spare;       // registration time, not a hot path
+  std::vector<int64_t> pages;   // slabs touched, in order
+  auto& anchors = ctx.files.anchors;
+  const size_t first = anchors.size();
+  // A page holds at least one object, so M objects back never need more
+  // than M + 1 pages: the bound ends a cache of one-object slabs.
+  while (spare.size() < want && pages.size() <= want) {
     const Ptr p = slab ? k.mm.kmem_cache_alloc(c, gfp, site) : k.mm.kmalloc(size, gfp, site);
     if (p == kNull) break;
-    objs.push_back(p);
-  }
-  ev(k.mm, Event::slab_prime_alloc, objs.size());
-  for (size_t i = objs.size(); i-- > 0;) {
-    if (i % per == 0) {
-      ctx.files.anchors.push_back(objs[i]);
-    } else if (slab) {
-      k.mm.kmem_cache_free(c, objs[i], t);
+    const int64_t page = k.mm.slab_of(p);
+    if (std::find(pages.begin(), pages.end(), page) == pages.end()) {
+      pages.push_back(page);
+      anchors.push_back(p);
     } else {
-      k.mm.kfree(objs[i], t);
+      spare.push_back(p);
     }
   }
-  ev(k.mm, Event::slab_prime_anchor, ctx.files.anchors.size());
+  ev(k.mm, Event::slab_prime_alloc, spare.size() + anchors.size() - first);
+  for (size_t i = spare.size(); i-- > 0;) {
+    if (slab)
+      k.mm.kmem_cache_free(c, spare[i], t);
+    else
+      k.mm.kfree(spare[i], t);
+  }
+  ev(k.mm, Event::slab_prime_anchor, anchors.size() - first);
 }
 
 // Seed 004 diagnostic 63e60a1059df on v6.13 (policy kmalloc-prefill):

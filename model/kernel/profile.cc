@@ -9,6 +9,22 @@
 namespace simcache::iou {
 namespace {
 
+// The seed 003 kernels (July 2023). Their io_uring predates IORING_OP_FUTEX_*
+// (v6.7) and their rsrc nodes and SLUB differ from every later profile in
+// ways the wait model does not read; the nearest profile, v6.12, stands in
+// for all of that (docs/idle.md, "Era profiles"). What they add is the
+// cqring wait: all three carry 8a796565cec3 (io_schedule), v6.1.39 and
+// v6.4.4 as its stable backport, and menu's iowait multiplier.
+constexpr KernelProfile era(const KernelProfile& base, std::string_view name,
+                            std::string_view summary) {
+  KernelProfile p = base;
+  p.name = name;
+  p.summary = summary;
+  p.cqwait_iowait = true;
+  p.menu_iowait_multiplier = true;
+  return p;
+}
+
 // v6.12: parent of 7029acd8a950. Installs write the file into the table;
 // no io_rsrc_node per slot. futex_q has no drop_hb_ref yet (128 B).
 constexpr KernelProfile kV6_12 = [] {
@@ -22,6 +38,7 @@ constexpr KernelProfile kV6_12 = [] {
   p.futex_data_size = 136;
   p.futex_vector_size = 152;
   p.req_refill_gfp = GFP_KERNEL | __GFP_NOWARN;
+  p.menu_iowait_multiplier = true;  // 38f83090f515 is v6.13 (6.12.y got it later)
   return p;
 }();
 
@@ -63,7 +80,10 @@ constexpr KernelProfile v7(std::string_view name, std::string_view summary) {
   return p;
 }
 
-constexpr std::array<KernelProfile, 5> kProfiles = {
+constexpr std::array<KernelProfile, 8> kProfiles = {
+    era(kV6_12, "v6.1.39", "seed 003: stable 6.1 with the io_schedule backport; v6.12 stands in for io_uring/mm"),
+    era(kV6_12, "v6.4.4", "seed 003: stable 6.4 with the io_schedule backport; v6.12 stands in for io_uring/mm"),
+    era(kV6_12, "v6.5-rc2", "seed 003: io_schedule in cqring wait (8a796565cec3); v6.12 stands in for io_uring/mm"),
     kV6_12, kV6_13, kV6_18,
     v7("v7.1", "sheaves SLUB, WAITV io_futexv_data GFP_KERNEL_ACCOUNT"),
     v7("v7.2", "as v7.1 (io_uring and SLUB facts unchanged for the model)"),

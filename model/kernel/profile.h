@@ -51,6 +51,16 @@ struct KernelProfile {
   // What the version implies for the mm layer.
   SlubGen slub_gen = SlubGen::v6_18;
   MemcgShape memcg_shape = MemcgShape::v6_18;
+
+  // The cqring wait and the idle governor (seed 003, docs/idle.md).
+  // io_cqring_wait_schedule() marks the sleep as I/O wait: 8a796565cec3
+  // (v6.5-rc1; stable v6.4.4 and v6.1.39), gated on pending requests by
+  // 7b72d661f1f2 (a waiter with armed requests, as every program here, still
+  // counts). false = plain schedule(), the kernels before it.
+  bool cqwait_iowait = true;
+  // menu_select() divides the predicted sleep by performance_multiplier()
+  // = 1 + 10 * nr_iowaiters; removed by 38f83090f515 (v6.13).
+  bool menu_iowait_multiplier = false;
 };
 
 // Every profile, oldest first; the default is "v6.18".
@@ -61,7 +71,7 @@ inline constexpr std::string_view kDefaultProfile = "v6.18";
 // is given, a message naming the bad name and listing the valid ones.
 const KernelProfile* profile_by_name(std::string_view name, std::string* error);
 
-// "v6.12, v6.13, v6.18, v7.1, v7.2".
+// "v6.1.39, v6.4.4, v6.5-rc2, v6.12, v6.13, v6.18, v7.1, v7.2".
 std::string profile_names();
 
 // Sets the MmConfig fields the profile implies (SLUB generation, memcg

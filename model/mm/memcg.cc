@@ -365,6 +365,7 @@ void Memcg::mod_objcg_mlstate(ObjcgId objcg, int64_t nr) {
 // accumulator was empty or |sum| <= PAGE_SIZE.
 void Memcg::account_obj_stock(CpuId cpu, ObjcgId objcg, int64_t nr,
                               NodeId pgdat) {
+  ev_->add(Event::obj_stock_account);
   ObjStock& stock = obj_stock_[cpu];
   const int slot = find_obj_slot(stock, objcg);
   if (slot < 0) {  // 7.1 only: 6.18 always caches objcg before accounting

@@ -308,6 +308,15 @@ CacheId Mm::cache_of(Ptr p) const {
   return slub_->slab(id).cache;
 }
 
+// mirrors virt_to_slab() (v6.18 / 7.x): the object's slab, by the same
+// decoding kfree() uses.
+int64_t Mm::slab_of(Ptr p) const {
+  int32_t id;
+  uint32_t idx;
+  if (!slub_->decode(p, &id, &idx)) return -1;
+  return id;
+}
+
 ObjState Mm::obj_state(Ptr p) const {
   if (p & (kLargeBit | kVmallocBit)) {
     const Large* l = large(p);

@@ -117,6 +117,9 @@ class Mm {
   // Size the object's cache hands out (ksize()); 0 for an invalid pointer.
   uint32_t ksize(Ptr p) const;
   CacheId cache_of(Ptr p) const;
+  // The slab (page) holding a slab object, as virt_to_slab() finds it;
+  // -1 for a large or invalid pointer. Ids are stable while the slab lives.
+  int64_t slab_of(Ptr p) const;
 
   // kasan_mempool_poison_object()/unpoison: a caller parks an allocated
   // object in its own cache. Poison returns false (and reports) if the

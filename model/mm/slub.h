@@ -175,6 +175,29 @@ class Slub {
   void stat(const KmemCache& c, CpuId cpu, SlubStat item, uint64_t n = 1) {
     const_cast<KmemCache&>(c).stats[cpu * kNumSlubStats +
                                      static_cast<size_t>(item)] += n;
+    if (const Event e = stat_event(item); e != Event::kCount) ev_->add(e, n);
+  }
+  // The event a stat item is also counted as, when it is a kernel path
+  // the cost layer prices on its own (model/events_mm.def); kCount for the
+  // items another event already counts (ALLOC_SLAB is allocate_slab, ...)
+  // or that are results, not work (BARN_GET_FAIL, DEACTIVATE_BYPASS, ...).
+  static constexpr Event stat_event(SlubStat item) {
+    switch (item) {
+      case SlubStat::ALLOC_REFILL: return Event::alloc_refill;
+      case SlubStat::ALLOC_FROM_PARTIAL: return Event::alloc_from_partial;
+      case SlubStat::CPU_PARTIAL_NODE: return Event::cpu_partial_node;
+      case SlubStat::CPU_PARTIAL_FREE: return Event::cpu_partial_free;
+      case SlubStat::CPU_PARTIAL_DRAIN: return Event::cpu_partial_drain;
+      case SlubStat::DEACTIVATE_FULL:
+      case SlubStat::DEACTIVATE_EMPTY:
+      case SlubStat::DEACTIVATE_TO_HEAD:
+      case SlubStat::DEACTIVATE_TO_TAIL: return Event::deactivate_slab;
+      case SlubStat::FREE_ADD_PARTIAL: return Event::free_add_partial;
+      case SlubStat::FREE_REMOVE_PARTIAL: return Event::free_remove_partial;
+      case SlubStat::BARN_GET: return Event::barn_get;
+      case SlubStat::BARN_PUT: return Event::barn_put;
+      default: return Event::kCount;
+    }
   }
   void report(std::string kind, Ptr p, CacheId s, std::string detail);
   // Objects held by per-CPU layers (6.18 CPU freelists, 7.x sheaves in

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,8 +21,19 @@ using PerOpCounts = std::array<double, kNumEvents>;
 // Simulates each distinct (scenario, parameters, kernel) once with all
 // the policies its rows need; `per_op[i]` is row i's timed counts divided
 // by its timed operations.
+// `failed` (if given) gets one entry per row whose simulation had failed
+// operations (PolicyResult::failures): its counts are not the workload
+// the row measured, and calibrate and validate say so.
+struct RowFailure {
+  size_t row = 0;                            // index into `rows`
+  std::map<std::string, uint64_t> failures;  // errno name -> count
+};
 bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<PerOpCounts>* per_op,
-                   std::string* error);
+                   std::string* error, std::vector<RowFailure>* failed = nullptr);
+// One line per affected row ("failed ops: SF-117 (sparse-fill ... on
+// v6.13, slab-prime): 3 x -ENOMEM"); "" when there is none.
+std::string format_row_failures(const std::vector<MappedRow>& rows,
+                                const std::vector<RowFailure>& failed, const FitSettings& fit);
 
 // ns per op that `m` predicts from per-op counts.
 double predict_ns(const CostModel& m, const PerOpCounts& c);
@@ -43,7 +56,11 @@ struct FitReport {
   double rms_rel = 0, max_rel = 0;
   size_t max_row = 0;
   bool converged = true;
-  double row_noise = 0;         // relative row noise the fit estimated (>= noise_cv)
+  double row_noise = 0;         // relative measurement noise of a row (>= noise_cv)
+  double inadequacy = 0;        // relative model error of one configuration (CostModel)
+  double inadequacy_shape = 0;  // ... shared by the configurations of one workload shape
+  size_t configs = 0;           // distinct configurations (rows with identical counts)
+  size_t shapes = 0;            // distinct workload shapes (scenario + shape parameters)
   double effective_params = 0;  // what the rows determine, P - tr(H^-1)
 };
 

@@ -176,6 +176,33 @@ std::vector<double> orthogonal_part(const std::vector<std::vector<double>>& basi
   return v;
 }
 
+bool cholesky(const Matrix& m, Matrix* out) {
+  const size_t n = m.rows;
+  Matrix l(n, n);
+  for (size_t j = 0; j < n; ++j) {
+    double d = m(j, j);
+    for (size_t k = 0; k < j; ++k) d -= l(j, k) * l(j, k);
+    if (!(d > 0)) return false;
+    l(j, j) = std::sqrt(d);
+    for (size_t i = j + 1; i < n; ++i) {
+      double v = m(i, j);
+      for (size_t k = 0; k < j; ++k) v -= l(i, k) * l(j, k);
+      l(i, j) = v / l(j, j);
+    }
+  }
+  *out = std::move(l);
+  return true;
+}
+
+void forward_solve(const Matrix& l, std::vector<double>* b) {
+  std::vector<double>& z = *b;
+  for (size_t i = 0; i < l.rows; ++i) {
+    double v = z[i];
+    for (size_t k = 0; k < i; ++k) v -= l(i, k) * z[k];
+    z[i] = v / l(i, i);
+  }
+}
+
 bool spd_inverse(const Matrix& m, Matrix* inv) {
   const size_t n = m.rows;
   double eps = 0, maxd = 0;

@@ -43,4 +43,10 @@ double norm(const std::vector<double>& v);
 // it is not positive definite (the inverse is then of M + eps I).
 bool spd_inverse(const Matrix& m, Matrix* inv);
 
+// Lower-triangular L with L L^T = m for a symmetric positive definite m;
+// false if it is not positive definite.
+bool cholesky(const Matrix& m, Matrix* l);
+// Solves L z = b in place (forward substitution).
+void forward_solve(const Matrix& l, std::vector<double>* b);
+
 }  // namespace simcache::sim

@@ -114,8 +114,9 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
   std::string out = fmt::format(
       "simcache calibrate: {} rows of {}, mapping {}\n"
       "fit: Gaussian prior per parameter (sim/cost_params.def) + rows on relative error,\n"
-      "non-negative (NNLS on the stacked system); row noise estimated from the residuals,\n"
-      "at least {:.3g}%; a parameter is pinned when its posterior sd is at most {:.0f}% of\n"
+      "non-negative (NNLS on the stacked system); rows with identical counts share one\n"
+      "model error (inadequacy), so do the rows of one workload shape; row noise at\n"
+      "least {:.3g}%; a parameter is pinned when its posterior sd is at most {:.0f}% of\n"
       "its prior sd\n\n",
       rows.size(), measurements, m.path, m.fit.noise_cv * 100, m.fit.pin_threshold * 100);
   out += fmt::format("{:<8} {:>12} {:>12} {:>7}  {}\n", "row", "measured", "model", "resid",
@@ -131,8 +132,12 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
       "rms relative residual {:.2f}%, largest {:+.2f}% ({})\n", r.rms_rel * 100,
       rows.empty() ? 0.0 : (r.predicted[r.max_row] / rows[r.max_row].value_ns - 1) * 100,
       rows.empty() ? "" : rows[r.max_row].row.id);
-  out += fmt::format("row noise (estimated) {:.2f}%, {:.1f} effective parameters for {} rows\n",
-                     r.row_noise * 100, r.effective_params, rows.size());
+  out += fmt::format(
+      "measurement noise of a row {:.2f}%; model inadequacy {:.2f}% per configuration ({} "
+      "configurations) and {:.2f}% per workload shape ({} shapes), by type-II maximum "
+      "likelihood; {:.1f} effective parameters for {} rows\n",
+      r.row_noise * 100, r.inadequacy * 100, r.configs, r.inadequacy_shape * 100, r.shapes,
+      r.effective_params, rows.size());
   if (!r.converged)
     out += "warning: NNLS did not converge; the values are its last feasible point\n";
   out += fmt::format("\n{:<24} {:>11} {:>10} {:>11} {:>10} {:<12} {}\n", "parameter", "value",

@@ -89,6 +89,11 @@ struct VariantRule {
   Regex workload;  // null: any workload
   std::string kernel, policy;  // kernel may use $1..$9 from `match`
   bool base = false;           // role = "base": the reference of its group
+  // Every other rule names the configuration its rows are measured against:
+  // a pattern on the variant column of the rows of the same group (the
+  // parents of an A/B/A, U of a U/B/C). Required unless role = "base".
+  Regex against;
+  std::string against_text;
 };
 
 struct Mapping {
@@ -109,6 +114,12 @@ struct MappedRow {
   Params params;  // every parameter the mapping sets
   std::string kernel, policy;
   bool base = false;
+  // The rule's base pattern and, after map_rows(), the rows of the same
+  // group it matches: the effect of this row is against their mean.
+  Regex against;
+  std::string against_text;
+  int variant_line = 0;
+  std::vector<size_t> bases;  // indices into map_rows()'s output
   double value_ns = 0;    // the measurement in ns per op
   std::string time_unit;  // unit of the value ("ns", "us")
   std::string group;      // rows of the same program and shape
@@ -123,6 +134,8 @@ struct MappedRow {
 bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string* error);
 // Maps every row; stops at the first error unless `skipped` is given, in
 // which case unmappable rows are reported there and left out.
+// Every row that is not a base gets its `bases`: the rows of its group
+// its rule's base pattern matches; none is an error naming the row.
 // Rows that are not times (a ratio or percentage unit, a negative value)
 // are never errors: they are left out with the reason in `not_timed` (or
 // in `skipped` when `not_timed` is null).

@@ -125,7 +125,7 @@ bool read_shape(const MapReader& r, const toml::table& t, size_t i, ShapeRule* s
 bool read_variant(const MapReader& r, const toml::table& t, size_t i, VariantRule* v) {
   const std::string where = fmt::format("variant[{}].", i);
   v->line = static_cast<int>(t.source().begin.line);
-  if (!r.keys(t, {"match", "workload", "kernel", "policy", "role"}, where)) return false;
+  if (!r.keys(t, {"match", "workload", "kernel", "policy", "role", "base"}, where)) return false;
   if (!r.regex(t, "match", where, true, &v->match)) return false;
   if (!r.regex(t, "workload", where, false, &v->workload)) return false;
   if (!r.str(t, "kernel", where, true, &v->kernel)) return false;
@@ -135,6 +135,10 @@ bool read_variant(const MapReader& r, const toml::table& t, size_t i, VariantRul
   if (role != "base" && role != "variant")
     return r.fail(t.get("role"), where + "role", "expected \"base\" or \"variant\"");
   v->base = role == "base";
+  // The base is data: each effect names what it is measured against.
+  if (v->base && t.get("base"))
+    return r.fail(t.get("base"), where + "base", "a rule with role = \"base\" has no base");
+  if (!r.regex(t, "base", where, !v->base, &v->against, &v->against_text)) return false;
   iou::PolicySet ps;
   MmConfig mc;
   std::string err;

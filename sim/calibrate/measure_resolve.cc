@@ -122,6 +122,9 @@ bool resolve_variant(const Mapping& m, const MeasuredRow& r, MappedRow* out, std
   out->kernel = substitute(v->kernel, vm);
   out->policy = v->policy;
   out->base = v->base;
+  out->against = v->against;
+  out->against_text = v->against_text;
+  out->variant_line = v->line;
   std::string err;
   const iou::KernelProfile* prof = iou::profile_by_name(out->kernel, &err);
   if (!prof) {
@@ -216,6 +219,26 @@ bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string
   return true;
 }
 
+// Each effect's base, by the pattern its variant rule names.
+bool resolve_bases(const Mapping& m, std::vector<MappedRow>* rows, std::string* error) {
+  for (size_t i = 0; i < rows->size(); ++i) {
+    MappedRow& r = (*rows)[i];
+    r.bases.clear();
+    if (r.base) continue;
+    for (size_t j = 0; j < rows->size(); ++j)
+      if (j != i && (*rows)[j].group == r.group && regex_search(r.against, (*rows)[j].row.variant))
+        r.bases.push_back(j);
+    if (r.bases.empty()) {
+      *error = fmt::format(
+          "{}: variant: no row of the same workload, shape, metric and unit matches its base "
+          "'{}' (rule on line {} of {})",
+          r.row.where("variant"), escape_line(r.against_text), r.variant_line, m.path);
+      return false;
+    }
+  }
+  return true;
+}
+
 bool map_rows(const Mapping& m, const std::vector<MeasuredRow>& rows, std::vector<MappedRow>* out,
               std::vector<std::string>* skipped, std::string* error,
               std::vector<std::string>* not_timed) {
@@ -241,7 +264,7 @@ bool map_rows(const Mapping& m, const std::vector<MeasuredRow>& rows, std::vecto
         rows.empty() ? "no measured rows" : fmt::format("{}: no row could be mapped", rows[0].file);
     return false;
   }
-  return true;
+  return resolve_bases(m, out, error);
 }
 
 Params shape_params(const MappedRow& r, const FitSettings& fit) {

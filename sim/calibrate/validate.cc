@@ -90,7 +90,7 @@ Validation validate_rows(const CostModel& m, const std::vector<MappedRow>& rows,
   for (size_t i = 0; i < rows.size(); ++i) {
     counts.push_back(param_counts(m, per_op[i]));
     v.predicted.push_back(predict_ns(m, per_op[i]));
-    const double sd = std::sqrt(m.variance(counts[i]));
+    const double sd = std::sqrt(m.predictive_variance(counts[i], v.predicted[i]));
     v.lo.push_back(v.predicted[i] - kIntervalZ * sd);
     v.hi.push_back(v.predicted[i] + kIntervalZ * sd);
     v.prior_based.push_back(rests_on_priors(m, counts[i]));
@@ -100,6 +100,8 @@ Validation validate_rows(const CostModel& m, const std::vector<MappedRow>& rows,
     if (err > v.max_abs_err) v.max_abs_err = err, v.max_row = i;
   }
   if (!rows.empty()) v.mean_abs_err /= static_cast<double>(rows.size());
+  // Effects in the order of their groups' first rows, each against the
+  // base rows its mapping rule names (MappedRow::bases).
   std::vector<std::string> order;
   std::map<std::string, std::vector<size_t>> groups;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -107,13 +109,9 @@ Validation validate_rows(const CostModel& m, const std::vector<MappedRow>& rows,
     groups[rows[i].group].push_back(i);
   }
   for (const std::string& g : order) {
-    std::vector<size_t> bases;
-    for (size_t i : groups[g])
-      if (rows[i].base) bases.push_back(i);
-    if (bases.empty()) continue;
     for (size_t i : groups[g]) {
-      if (rows[i].base) continue;
-      Effect e = make_effect(m, rows, v, counts, i, bases);
+      if (rows[i].base || rows[i].bases.empty()) continue;
+      Effect e = make_effect(m, rows, v, counts, i, rows[i].bases);
       v.effects_covered += e.covered;
       v.effects_covered_noise += e.covered_noise;
       v.agree += e.agrees;

@@ -44,6 +44,9 @@ struct Validation {
   size_t agree = 0, same_sign = 0;
 };
 
+// Per-op counts per parameter of `m` (the gradient of the predicted time).
+std::vector<double> param_counts(const CostModel& m, const PerOpCounts& c);
+
 // Group effects follow docs/workloads.md: a group is the rows of one
 // program and shape (workload, shape, metric and unit columns); base rows
 // are the reference (their midpoint); each other row is one effect.

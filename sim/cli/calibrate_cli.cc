@@ -15,6 +15,7 @@ struct Inputs {
   std::vector<MappedRow> rows;
   std::vector<std::string> skipped;
   std::vector<PerOpCounts> per_op;
+  std::vector<RowFailure> failed;
   std::string measurements;
 };
 
@@ -35,7 +36,7 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, Inputs* in, std::stri
       !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error,
                 &in->skipped))
     return false;
-  return simulate_rows(in->rows, jobs, &in->per_op, error);
+  return simulate_rows(in->rows, jobs, &in->per_op, error, &in->failed);
 }
 
 std::string profile_header(const FitReport& r, const Inputs& in, const std::string& out) {
@@ -61,7 +62,8 @@ CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args&) {
   rep.model.description =
       fmt::format("fitted to {} ({} rows) by simcache calibrate",
                   std::filesystem::path(in.measurements).filename().string(), in.rows.size());
-  std::string text = format_fit(rep, in.rows, in.measurements, in.map);
+  std::string text = format_fit(rep, in.rows, in.measurements, in.map) +
+                     format_row_failures(in.rows, in.failed, in.map.fit);
   if (f.v.count("out")) {
     const std::string& out = f.v.at("out");
     if (!write_file_atomic(out, profile_toml(rep.model, profile_header(rep, in, out)), &error))
@@ -84,7 +86,9 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
     return cli_fail(error);
   }
   const Validation v = validate_rows(m, in.rows, in.per_op);
-  return {0, format_validation(v, m, in.rows, in.map, in.measurements, in.skipped),
+  return {0,
+          format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
+              format_row_failures(in.rows, in.failed, in.map.fit),
           profile_warning(m)};
 }
 

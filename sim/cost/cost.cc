@@ -140,6 +140,11 @@ double CostModel::prior_variance(const std::vector<double>& g) const {
   return v;
 }
 
+double CostModel::predictive_variance(const std::vector<double>& g, double t_ns) const {
+  return variance(g) +
+         (inadequacy * inadequacy + inadequacy_shape * inadequacy_shape) * t_ns * t_ns;
+}
+
 bool rests_on_priors(const CostModel& m, const std::vector<double>& g) {
   const double pv = m.prior_variance(g);
   return pv > 0 && m.variance(g) > 0.5 * pv;
@@ -156,7 +161,9 @@ EffectInterval effect_interval(const CostModel& m, const std::vector<double>& bc
   // d(tv/tb)/dx_j = vc_j / tb - tv bc_j / tb^2
   std::vector<double> g(m.params.size());
   for (size_t i = 0; i < g.size(); ++i) g[i] = vc[i] / tb - tv * bc[i] / (tb * tb);
-  const double sd = std::sqrt(m.variance(g));
+  double var = m.variance(g);
+  if (bc != vc) var += 2 * m.inadequacy * m.inadequacy * (1 + r.effect) * (1 + r.effect);
+  const double sd = std::sqrt(var);
   r.lo = r.effect - kIntervalZ * sd;
   r.hi = r.effect + kIntervalZ * sd;
   r.prior_based = rests_on_priors(m, g);
@@ -203,12 +210,13 @@ PolicyTime policy_time(const CostModel& m, const WorkloadResult& w, const Policy
   for (double& b : t.breakdown) b = ops > 0 ? b / ops : 0.0;
   t.counts = m.param_counts(p.timed);
   for (double& c : t.counts) c = ops > 0 ? c / ops : 0.0;
-  t.model_sd_ns = std::sqrt(m.variance(t.counts));
+  t.model_sd_ns = std::sqrt(m.predictive_variance(t.counts, t.per_op_ns));
   t.prior_based = rests_on_priors(m, t.counts);
   for (const auto& [name, c] : p.phases) {
     std::vector<double> g = m.param_counts(c);
     for (double& x : g) x = ops > 0 ? x / ops : 0.0;
-    t.phases.push_back({name, ops > 0 ? m.time_ns(c) / ops : 0.0, std::sqrt(m.variance(g))});
+    const double ph = ops > 0 ? m.time_ns(c) / ops : 0.0;
+    t.phases.push_back({name, ph, std::sqrt(m.predictive_variance(g, ph))});
   }
   const double per_round = static_cast<double>(p.ops_per_round);
   for (const Counters& c : p.rounds)

@@ -84,6 +84,17 @@ class CostModel {
   // params; empty: independent). With each stderr_ns it gives the
   // covariance every predicted time's model-uncertainty interval uses.
   std::vector<double> corr;
+  // Model inadequacy: the relative standard deviation of the model's error
+  // on one configuration (one distinct set of counts) that no parameter
+  // value removes, i.e. what the mechanisms the model lacks cost. The fit
+  // estimates it from the rows apart from their measurement noise
+  // (docs/calibration.md, "Intervals"); 0 when the profile records none.
+  double inadequacy = 0;
+  // The part of it every configuration of one workload shape shares (a
+  // mechanism the model lacks for that program): it moves a time, never
+  // an effect between two columns of the same workload.
+  double inadequacy_shape = 0;
+  std::string inadequacy_source;
 
   // Rejects duplicate names, an event priced twice and negative or
   // non-finite values. Call after building or loading; the time functions
@@ -102,6 +113,9 @@ class CostModel {
   // the posterior one (its value is taken as exact).
   double variance(const std::vector<double>& g) const;
   double prior_variance(const std::vector<double>& g) const;
+  // Model variance (ns^2) of a predicted time t_ns with per-op counts g:
+  // the parameters' posterior plus both inadequacies, (inadequacy x t)^2.
+  double predictive_variance(const std::vector<double>& g, double t_ns) const;
 
  private:
   std::vector<int> param_of_event_;  // per event: index into params, -1 if unpriced
@@ -139,9 +153,13 @@ struct PolicyTime {
 inline constexpr double kIntervalZ = 1.6448536;
 inline constexpr double kIntervalLevel = 0.90;
 
-// Model-uncertainty interval of a relative effect v/b - 1 (delta method
-// on the posterior covariance); `prior_based` when the priors contribute
-// most of its variance.
+// Model-uncertainty interval of a relative effect v/b - 1: the delta
+// method on the posterior covariance (the full quadratic form of the
+// difference of the two count vectors), plus the inadequacy of two
+// configurations, 2 (1 + effect)^2 inadequacy^2, unless the counts are
+// identical (then no cost and no missing mechanism of the model can tell
+// them apart). `prior_based` when the priors contribute most of the
+// parameters' variance.
 struct EffectInterval {
   double effect = 0, lo = 0, hi = 0;
   bool prior_based = false;

@@ -177,10 +177,26 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
   if (!r.parse(text, &tbl)) return false;
   CostModel m;
   m.path = path;
-  if (!r.keys(tbl, {"name", "description", "generated_by", "param", "noise", "correlation"}, ""))
+  if (!r.keys(tbl,
+              {"name", "description", "generated_by", "param", "noise", "correlation",
+               "model_inadequacy", "model_inadequacy_shape", "model_inadequacy_source"},
+              ""))
     return false;
   if (!r.str(tbl, "name", "", true, &m.name)) return false;
   if (!r.str(tbl, "description", "", false, &m.description)) return false;
+  if (const toml::node* in = tbl.get("model_inadequacy")) {
+    const std::optional<double> v = in->value<double>();
+    if (!in->is_number() || !v || !(*v >= 0 && *v < 1))
+      return r.fail(in, "model_inadequacy", "expected a fraction in [0, 1)");
+    m.inadequacy = *v;
+  }
+  if (const toml::node* in = tbl.get("model_inadequacy_shape")) {
+    const std::optional<double> v = in->value<double>();
+    if (!in->is_number() || !v || !(*v >= 0 && *v < 1))
+      return r.fail(in, "model_inadequacy_shape", "expected a fraction in [0, 1)");
+    m.inadequacy_shape = *v;
+  }
+  if (!r.str(tbl, "model_inadequacy_source", "", false, &m.inadequacy_source)) return false;
   const toml::node* pn = tbl.get("param");
   const toml::array* arr = pn ? pn->as_array() : nullptr;
   if (!arr || arr->empty()) return r.fail(pn ? pn : &tbl, "param", "expected [[param]] tables");
@@ -257,13 +273,21 @@ std::string profile_toml(const CostModel& m, const std::string& header) {
     out += line.empty() ? "#\n" : fmt::format("# {}\n", line);
   out += fmt::format("\nname = {}\n", quote(m.name));
   if (!m.description.empty()) out += fmt::format("description = {}\n", quote(m.description));
+  if (m.inadequacy > 0 || m.inadequacy_shape > 0) {
+    out += fmt::format("model_inadequacy = {:.9g}\nmodel_inadequacy_shape = {:.9g}\n",
+                       m.inadequacy, m.inadequacy_shape);
+    if (!m.inadequacy_source.empty())
+      out += fmt::format("model_inadequacy_source = {}\n", quote(m.inadequacy_source));
+  }
   for (const CostParam& p : m.params) {
     out += fmt::format("\n[[param]]\nname = {}\nvalue = {}\nunit = {}\nevents = [", quote(p.name),
                        number(p.value), quote(p.unit));
     for (size_t i = 0; i < p.events.size(); ++i)
       out += (i ? ", " : "") + quote(kEventInfo[static_cast<size_t>(p.events[i])].name);
     out += fmt::format("]\ngroup = {}\npinned = {}\n", quote(p.group), p.pinned ? "true" : "false");
-    if (p.stderr_ns >= 0) out += fmt::format("stderr = {}\n", number(p.stderr_ns));
+    // At the correlations' precision: the posterior variance along a tight
+    // combination is a difference of large terms.
+    if (p.stderr_ns >= 0) out += fmt::format("stderr = {:.9g}\n", p.stderr_ns);
     out += fmt::format("source = {}\n", quote(p.source));
     if (p.prior >= 0) out += fmt::format("prior = {}\n", number(p.prior));
     if (p.prior_sd >= 0) out += fmt::format("prior_sd = {}\n", number(p.prior_sd));

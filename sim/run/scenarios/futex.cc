@@ -10,8 +10,14 @@ namespace {
 // a second submits `vectors` FUTEX_WAKE on word 3 of each vector and
 // waits for all CQEs. Untimed: one WAKE on word 0 per vector finds no
 // waiter. s0 (width 0): `vectors` FUTEX_WAIT then as many FUTEX_WAKE.
+// wake_delay_us > 0 (seed 003): the first enter waits for its CQEs
+// (min_complete = vectors) and sleeps that long in io_cqring_wait; the
+// second enter is another task's, whose wakes end the sleep. Nothing else
+// changes, so 0 is the program above exactly.
 void run_waitv(Env& e, const Params& p, Recorder& rec) {
   const int64_t vectors = p.at("vectors"), width = p.at("width");
+  const auto delay = static_cast<uint64_t>(p.at("wake_delay_us"));
+  const auto predict = p.at("predict_us") ? static_cast<uint64_t>(p.at("predict_us")) : delay;
   const RingId r = e.io.ring_create(e.submitter, {64, 128, false});
   if (r < 0) return;
   auto round = [&](bool measured, bool) {
@@ -23,6 +29,7 @@ void run_waitv(Env& e, const Params& p, Recorder& rec) {
         if (width) e.io.futex_waitv(r, static_cast<uint32_t>(width));
         else e.io.futex_wait(r, true);
       }
+      e.io.cqring_wait(r, delay, predict);
       e.io.enter_end(r);
       e.io.enter_begin(r);
       for (int64_t v = 0; v < vectors; ++v) e.io.futex_wake(r, 1);
@@ -82,6 +89,10 @@ void register_waitv(ScenarioRegistry& r) {
       {"rounds", 15, 1, 10000, "measured rounds"},
       {"warmup", 3, 0, 10000, "untimed warm-up rounds"},
       {"smoke", 0, 0, 1, "untimed smoke round"},
+      {"wake_delay_us", 0, 0, 1000000,
+       "seed 003: the waiter sleeps this long in io_cqring_wait before the wake (0 = no sleep)"},
+      {"predict_us", 0, 0, 10000000,
+       "seed 003: the idle governor's predicted sleep (0 = wake_delay_us, a converged predictor)"},
   };
   ScenarioInfo v{"waitv", "v0: FUTEX_WAITV -> FUTEX_WAKE, 8 vectors of 8 words",
                  "pair", "ns",

@@ -3,6 +3,37 @@
 
 namespace simcache::sim {
 
+namespace {
+
+// Seed 003: schedule() against io_schedule() in the cqring wait, at sleeps
+// either side of the C6 target residency (600 us) and of 11 x C6's exit
+// latency (2420 us, where menu's iowait multiplier lets C6 back in). The
+// governor rule is the profile's: run it on an era kernel (--kernel
+// v6.4.4); on v6.13+ both columns pick the same state (38f83090f515).
+void register_cqwait_preset(ScenarioRegistry& r) {
+  PresetInfo p;
+  p.name = "cqwait";
+  p.summary = "seed 003: cqring wait in schedule() vs io_schedule(), idle state and wake cost";
+  p.policies = {"wait-schedule", "wait-io-schedule"};
+  const auto item = [](const char* label, int64_t delay, int64_t predict, const char* note) {
+    return PresetItem{label, "wait-wake",
+                      {{"vectors", 1}, {"cycles", 64}, {"rounds", 3}, {"warmup", 1},
+                       {"wake_delay_us", delay}, {"predict_us", predict}},
+                      {}, note};
+  };
+  p.items = {
+      item("sleep 50 us", 50, 0, "both C1E: C6 needs 600 us of predicted sleep"),
+      item("sleep 1000 us", 1000, 0, "schedule: C8; io_schedule: C1E (limit 1000/11 = 90 us)"),
+      item("sleep 2000 us", 2000, 0, "schedule: C10; io_schedule: C1E (limit 181 us < C6's 220)"),
+      item("sleep 5000 us", 5000, 0, "schedule: C10; io_schedule: C8 (limit 454 us)"),
+      item("sleep 50 us, predicted 2000 us", 50, 2000,
+           "a mispredicted short sleep: C10 against C1E"),
+  };
+  r.add_preset(std::move(p));
+}
+
+}  // namespace
+
 void register_presets(ScenarioRegistry& r) {
   PresetInfo p;
   p.name = "sparse4096";
@@ -40,6 +71,7 @@ void register_presets(ScenarioRegistry& r) {
                      {"node-slab+bulk-refill", "node-slab+bulk-refill+prefill"},
                      "RFC measured: prefill removes it, -9.5%"});
   r.add_preset(std::move(p));
+  register_cqwait_preset(r);
 }
 
 }  // namespace simcache::sim
