@@ -14,34 +14,17 @@
 #include "sim/cli/cli.h"
 #include "sim/run/engine.h"
 #include "test_policy_util.h"
+#include "test_run_util.h"
 
 using namespace simcache;
 using namespace simcache::sim;
 using namespace simcache::iou;
 using Catch::Matchers::Contains;
+using simcache::testing::col;
+using simcache::testing::kOneRound;
+using simcache::testing::run_ok;
 
 namespace {
-
-RunResult run_ok(const std::string& scenario, std::vector<std::string> policies,
-                 std::vector<std::pair<std::string, std::string>> sets = {},
-                 const std::string& kernel = "v6.18") {
-  RunRequest req;
-  req.scenario = scenario;
-  req.policies = std::move(policies);
-  req.sets = std::move(sets);
-  req.kernel = kernel;
-  RunResult r;
-  std::string err;
-  const bool ok = run(req, &r, &err);
-  INFO(err);
-  REQUIRE(ok);
-  for (const auto& w : r.workloads)
-    for (const auto& p : w.policies) CHECK(p.kasan.empty());
-  return r;
-}
-const PolicyResult& col(const RunResult& r, size_t i) { return r.workloads.at(0).policies.at(i); }
-const std::vector<std::pair<std::string, std::string>> kOneRound = {
-    {"rounds", "1"}, {"warmup", "0"}, {"smoke", "0"}};
 
 // A valid value other than the default, as text.
 std::string other_value(const PolicyFieldInfo& f) {

@@ -8,36 +8,16 @@
 #include "model/mm/slub.h"
 #include "test_cost_util.h"
 #include "test_policy_util.h"
+#include "test_run_util.h"
 
 using namespace simcache;
 using namespace simcache::sim;
 using simcache::testing::maximal_policy;
 using simcache::testing::runnable_policies;
+using simcache::testing::col;
+using simcache::testing::kOneRound;
+using simcache::testing::run_ok;
 
-namespace {
-RunResult run_ok(const std::string& scenario, std::vector<std::string> policies,
-                 std::vector<std::pair<std::string, std::string>> sets = {},
-                 const std::string& kernel = "v6.18") {
-  RunRequest req;
-  req.scenario = scenario;
-  req.policies = std::move(policies);
-  req.sets = std::move(sets);
-  req.kernel = kernel;
-  RunResult r;
-  std::string err;
-  INFO(err);
-  REQUIRE(run(req, &r, &err));
-  for (const auto& w : r.workloads)
-    for (const auto& p : w.policies) {
-      for (const auto& k : p.kasan) INFO(k.kind << " " << k.cache << " " << k.detail);
-      CHECK(p.kasan.empty());
-    }
-  return r;
-}
-const PolicyResult& col(const RunResult& r, size_t i) { return r.workloads.at(0).policies.at(i); }
-const std::vector<std::pair<std::string, std::string>> kOneRound = {
-    {"rounds", "1"}, {"warmup", "0"}, {"smoke", "0"}};
-}  // namespace
 
 TEST_CASE("seed 001: 100,000 failing waits with return-to-cache do one kmalloc",
           "[scenario][futex]") {

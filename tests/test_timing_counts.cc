@@ -9,30 +9,15 @@
 #include "sim/cost/cost.h"
 #include "sim/run/engine.h"
 #include "test_cost_util.h"
+#include "test_run_util.h"
 
 using namespace simcache;
 using namespace simcache::sim;
+using simcache::testing::Sets;
+using simcache::testing::col;
+using simcache::testing::run_ok;
 
 namespace {
-using Sets = std::vector<std::pair<std::string, std::string>>;
-
-RunResult run_ok(const std::string& scenario, std::vector<std::string> policies, Sets sets,
-                 const std::string& kernel = "v6.18") {
-  RunRequest req;
-  req.scenario = scenario;
-  req.policies = std::move(policies);
-  req.sets = std::move(sets);
-  req.kernel = kernel;
-  RunResult r;
-  std::string err;
-  const bool ok = run(req, &r, &err);
-  INFO(err);
-  REQUIRE(ok);
-  for (const auto& w : r.workloads)
-    for (const auto& p : w.policies) CHECK(p.kasan.empty());
-  return r;
-}
-const PolicyResult& col(const RunResult& r, size_t i) { return r.workloads.at(0).policies.at(i); }
 const Counters& phase(const PolicyResult& p, const std::string& name) {
   for (const auto& [k, c] : p.phases)
     if (k == name) return c;

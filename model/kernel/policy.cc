@@ -215,7 +215,9 @@ bool PolicyRegistry::parse(std::string_view spec, const KernelProfile* profile,
 
 bool parse_policies(std::string_view spec, const KernelProfile* profile,
                     PolicySet* out, MmConfig* mm, std::string* error) {
-  return PolicyRegistry::get().parse(spec, profile, out, mm, error);
+  if (PolicyRegistry::get().parse(spec, profile, out, mm, error)) return true;
+  if (error) *error = escape_controls(*error);  // errors quote the spec, which is the user's
+  return false;
 }
 
 namespace {

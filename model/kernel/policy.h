@@ -111,6 +111,9 @@ bool parse_field_value(const PolicyFieldInfo& f, std::string_view text, uint32_t
 // export_to_mm(). The knob form of --set policy.NAME=VALUE.
 bool set_knob(std::string_view name, std::string_view text, PolicySet* p, MmConfig* mm,
               std::string* error);
+// `s` with control bytes written as \n, \r, \t or \xNN, so an error that
+// quotes user text stays one line. Applying it twice changes nothing more.
+std::string escape_controls(std::string_view s);
 // The field `key` names inside a policy's parentheses: its full name or
 // its short name. Null if none.
 const PolicyFieldInfo* knob_by_key(std::string_view key);

@@ -156,8 +156,33 @@ const PolicyFieldInfo* knob_by_key(std::string_view key) {
   return nullptr;
 }
 
+std::string escape_controls(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return out;
+}
+
+static bool set_knob_raw(std::string_view name, std::string_view text, PolicySet* p,
+                         MmConfig* mm, std::string* error);
+
 bool set_knob(std::string_view name, std::string_view text, PolicySet* p, MmConfig* mm,
               std::string* error) {
+  if (!set_knob_raw(name, text, p, mm, error)) {
+    if (error) *error = escape_controls(*error);  // the name and value are the user's
+    return false;
+  }
+  return true;
+}
+
+static bool set_knob_raw(std::string_view name, std::string_view text, PolicySet* p,
+                         MmConfig* mm, std::string* error) {
   const PolicyFieldInfo* f = policy_field_by_name(name);
   if (f == nullptr) {
     if (error) {

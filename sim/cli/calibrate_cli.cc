@@ -10,30 +10,6 @@
 namespace simcache::sim {
 namespace {
 
-constexpr const char* kCalibrateUsage =
-    "usage: simcache calibrate --measurements FILE.tsv [--out profile.toml]\n"
-    "                          [--name NAME] [--mapping FILE] [--jobs N]\n";
-constexpr const char* kValidateUsage =
-    "usage: simcache validate --measurements FILE.tsv [--profile NAME|FILE]\n"
-    "                         [--mapping FILE] [--skip-unmapped] [--jobs N]\n";
-
-constexpr Flag kCalibrateFlags[] = {
-    {"measurements", true, "measured rows (TSV with the columns of calibration.tsv)"},
-    {"out", true, "write the fitted profile here (atomically)"},
-    {"name", true, "profile name (default: the --out file's stem, else 'calibrated')"},
-    {"mapping", true, "row -> simulation rules (default data/profiles/mapping.toml)"},
-    {"jobs", true, "worker threads (results do not depend on it)"},
-    {"help", false, "this text"},
-};
-constexpr Flag kValidateFlags[] = {
-    {"measurements", true, "measured rows (TSV with the columns of calibration.tsv)"},
-    {"profile", true, "cost profile: a name in data/profiles or a .toml file"},
-    {"mapping", true, "row -> simulation rules (default data/profiles/mapping.toml)"},
-    {"skip-unmapped", false, "report rows no rule maps instead of failing"},
-    {"jobs", true, "worker threads (results do not depend on it)"},
-    {"help", false, "this text"},
-};
-
 struct Inputs {
   Mapping map;
   std::vector<MappedRow> rows;
@@ -75,16 +51,13 @@ std::string profile_header(const FitReport& r, const Inputs& in, const std::stri
 
 }  // namespace
 
-CliOutcome run_calibrate_cli(const std::vector<std::string>& args) {
-  ParsedFlags f;
+CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args&) {
   std::string error;
-  if (!parse_flags(args, 1, kCalibrateFlags, kCalibrateUsage, &f, &error)) return cli_fail(error);
-  if (f.v.count("help")) return {0, kCalibrateUsage, ""};
   Inputs in;
   if (!read_inputs(f, false, &in, &error)) return cli_fail(error);
   std::string name = "calibrated";
-  if (f.v.count("out")) name = std::filesystem::path(f.v["out"]).stem().string();
-  if (f.v.count("name")) name = f.v["name"];
+  if (f.v.count("out")) name = std::filesystem::path(f.v.at("out")).stem().string();
+  if (f.v.count("name")) name = f.v.at("name");
   FitReport rep = fit_profile(prior_model(), in.map.fit, in.rows, in.per_op, name);
   rep.model.description =
       fmt::format("fitted to {} ({} rows) by simcache calibrate",
@@ -92,7 +65,7 @@ CliOutcome run_calibrate_cli(const std::vector<std::string>& args) {
   std::string text = format_fit(rep, in.rows, in.measurements, in.map) +
                      format_row_failures(in.rows, in.failed, in.map.fit);
   if (f.v.count("out")) {
-    const std::string& out = f.v["out"];
+    const std::string& out = f.v.at("out");
     if (!write_file_atomic(out, profile_toml(rep.model, profile_header(rep, in, out)), &error))
       return cli_fail("--out " + error);
     text += fmt::format("wrote {}\n", out);
@@ -100,13 +73,10 @@ CliOutcome run_calibrate_cli(const std::vector<std::string>& args) {
   return {0, text, ""};
 }
 
-CliOutcome run_validate_cli(const std::vector<std::string>& args) {
-  ParsedFlags f;
+CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   std::string error;
-  if (!parse_flags(args, 1, kValidateFlags, kValidateUsage, &f, &error)) return cli_fail(error);
-  if (f.v.count("help")) return {0, kValidateUsage, ""};
   CostModel m;
-  const std::string spec = f.v.count("profile") ? f.v["profile"] : std::string(kDefaultCostProfile);
+  const std::string spec = f.v.count("profile") ? f.v.at("profile") : std::string(kDefaultCostProfile);
   if (!resolve_profile(spec, &m, &error)) return cli_fail(error);
   Inputs in;
   const bool skip = f.v.count("skip-unmapped") > 0;

@@ -20,63 +20,6 @@
 namespace simcache::sim {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: simcache --scenario NAME [--set key=value]... [--policy P[,P]...]\n"
-    "                [--kernel K] [--seed N] [--format table|json|csv]\n"
-    "                [--output FILE] [--jobs N] [--all-counters]\n"
-    "                [--profile NAME|FILE|none] [--measurements FILE|none]\n"
-    "                [--mapping FILE] [--explain] [--fail POINT=P|POINT=nth:N]...\n"
-    "                [--allow-failures] [--cache NAME] [--hist] [--latency-hist]\n"
-    "                [--no-sites]\n"
-    "                [--slabinfo FILE|- [--slabinfo-at SNAPSHOT]] [--sysfs DIR]\n"
-    "                [--slabinfo-report CACHE] [--config run.toml] [--dump-config]\n"
-    "                [--verbose|--quiet]\n"
-    "       simcache sweep grid.toml [--jobs N] [--shard i/N] [--output FILE]\n"
-    "                [--plot FILE.svg] [--html FILE.html]\n"
-    "       simcache merge FILE... [--format table|csv|json] [--plot FILE.svg]\n"
-    "                [--html FILE.html] [--output FILE]\n"
-    "       simcache calibrate --measurements FILE.tsv [--out profile.toml] ...\n"
-    "       simcache validate --measurements FILE.tsv [--profile P] ...\n"
-    "       simcache geometry-check [--sysfs DIR] [--cpus N] [--kernel K]\n"
-    "       simcache run-ops FILE.ops [--policy P[,P]...] ...   (docs/ops.md)\n"
-    "       simcache replay TRACE [--strict] [--policy P[,P]...] ...\n"
-    "       simcache --list | --version | --help\n";
-
-constexpr Flag kFlags[] = {
-    {"scenario", true, "scenario or preset to run"},
-    {"set", true, "scenario parameter key=value (repeatable)"},
-    {"policy", true, "policy columns, comma-separated; each may combine with +"},
-    {"kernel", true, "kernel profile"},
-    {"seed", true, "seed of every random choice (--fail draws, random_kmalloc_seed)"},
-    {"format", true, "table, json or csv"},
-    {"output", true, "write the report to FILE instead of stdout"},
-    {"jobs", true, "worker threads (output does not depend on it)"},
-    {"all-counters", false, "table: every non-zero counter"},
-    {"profile", true, "cost profile: a name in data/profiles, a .toml file, or none"},
-    {"measurements", true, "measured rows shown beside the model (TSV), or none"},
-    {"mapping", true, "mapping of measured rows to simulations (TOML)"},
-    {"explain", false, "break each policy's time per op into its parameters"},
-    {"fail", true,
-     "inject allocation failures at POINT (page_alloc, slab, bulk_short, bulk_zero, kvmalloc, "
-     "memcg_charge): POINT=PROBABILITY (drawn from --seed) or POINT=nth:N (repeatable)"},
-    {"allow-failures", false, "exit 0 even if operations failed (implied by --fail)"},
-    {"cache", true, "per-cache stats (table, JSON, CSV) of this cache only"},
-    {"hist", false, "table: bpftrace-style log2 histograms of batch sizes and per-round counts"},
-    {"latency-hist", false, "table: bpftrace-style log2 histograms of each operation's latency"},
-    {"no-sites", false, "no call-site scopes (JSON sites, --explain sites and KASAN 'in' empty; faster)"},
-    {"slabinfo", true, "write /proc/slabinfo 2.1 of the end of the run to FILE (- : stdout)"},
-    {"slabinfo-at", true, "with --slabinfo: the state at a snapshot (registration, fill, ...)"},
-    {"sysfs", true, "write a /sys/kernel/slab tree (stats, alias links) into new DIR"},
-    {"slabinfo-report", true, "table: tools/mm/slabinfo -r report of CACHE"},
-    {"list", false, "list scenarios, presets, policies and kernel profiles"},
-    {"config", true, "read flags from a TOML run configuration (docs/knobs.md)"},
-    {"dump-config", false, "print the resolved configuration as TOML and exit"},
-    {"verbose", false, "log what is resolved and run (stderr)"},
-    {"quiet", false, "only errors on stderr"},
-    {"version", false, "print the version and git commit"},
-    {"help", false, "this text, with every flag"},
-};
-
 std::string list_text() {
   std::string out = "scenarios:\n";
   const auto& reg = ScenarioRegistry::get();
@@ -243,7 +186,7 @@ bool check_report(const ParsedFlags& f, RunRequest* req, std::string* format, st
   return true;
 }
 
-CliOutcome run_report(const ParsedFlags& f, const std::vector<std::string>& args) {
+CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   auto v = f.v;
   RunRequest req;
   std::string error, warning, format;
@@ -345,42 +288,6 @@ std::string profile_warning(const CostModel& m) {
       m.path, m.name, missing.size(), n, names));
 }
 
-bool parse_flags(const std::vector<std::string>& args, size_t start, std::span<const Flag> flags,
-                 std::string_view /*usage: errors point to --help instead*/, ParsedFlags* out,
-                 std::string* error) {
-  for (size_t i = start; i < args.size(); ++i) {
-    std::string a = args[i];
-    if (a.rfind("--", 0) != 0)
-      return *error = fmt::format("unexpected argument '{}' (see --help)", a), false;
-    a = a.substr(2);
-    std::string value;
-    const size_t eq = a.find('=');
-    const bool has_eq = eq != std::string::npos;
-    if (has_eq) value = a.substr(eq + 1), a = a.substr(0, eq);
-    const Flag* f = nullptr;
-    for (const Flag& k : flags)
-      if (k.name == a) f = &k;
-    if (!f) return *error = fmt::format("unknown flag '--{}' (see --help)", a), false;
-    if (f->takes_value && !has_eq) {
-      if (i + 1 >= args.size()) return *error = fmt::format("flag '--{}' needs a value", a), false;
-      value = args[++i];
-    }
-    if (!f->takes_value && has_eq)
-      return *error = fmt::format("flag '--{}' takes no value", a), false;
-    if (a == "fail") {
-      out->fails.push_back(value);
-    } else if (a == "set") {
-      const size_t e = value.find('=');
-      if (e == std::string::npos || e == 0)
-        return *error = fmt::format("--set '{}': expected key=value", value), false;
-      out->sets.emplace_back(value.substr(0, e), value.substr(e + 1));
-    } else {
-      out->v[a] = value;  // the last one wins
-    }
-  }
-  return true;
-}
-
 bool parse_jobs(const ParsedFlags& f, int* jobs, std::string* error) {
   auto it = f.v.find("jobs");
   if (it == f.v.end()) return true;
@@ -391,41 +298,46 @@ bool parse_jobs(const ParsedFlags& f, int* jobs, std::string* error) {
 
 bool parse_report_args(const std::vector<std::string>& args, RunRequest* req, std::string* error) {
   ParsedFlags f;
+  const Command* cmd = nullptr;
   std::string format;
-  return parse_flags(args, 0, kFlags, kUsage, &f, error) && check_report(f, req, &format, error);
+  switch (parse_command(args, false, &cmd, &f, error)) {
+    case Parsed::run:
+      return check_report(f, req, &format, error);
+    case Parsed::error:
+      return false;
+    default:
+      return *error = "--help: prints the help, runs nothing", false;
+  }
 }
 
-CliOutcome run_cli(const std::vector<std::string>& args) {
-  if (!args.empty() && args[0] == "sweep") return run_sweep_cli(args);
-  if (!args.empty() && args[0] == "merge") return run_merge_cli(args);
-  if (!args.empty() && args[0] == "calibrate") return run_calibrate_cli(args);
-  if (!args.empty() && args[0] == "validate") return run_validate_cli(args);
-  if (!args.empty() && args[0] == "run-ops") return run_ops_cli(args);
-  if (!args.empty() && args[0] == "replay") return run_replay_cli(args);
-  if (!args.empty() && (args[0] == "geometry-check" || args[0] == "check-geometry"))
-    return run_geometry_cli(args);
-  ParsedFlags f;
-  std::string error;
-  if (!parse_flags(args, 0, kFlags, kUsage, &f, &error)) return cli_fail(error);
-  if (f.v.count("help")) {
-    std::string help = kUsage;
-    help += "\nflags:\n";
-    for (const Flag& k : kFlags)
-      help += fmt::format("  --{:<18} {}\n", std::string(k.name) + (k.takes_value ? " V" : ""),
-                          k.help);
-    return {0, help, ""};
-  }
-  if (f.v.count("version"))
-    return {0, fmt::format("simcache {} (git {})\n", SIMCACHE_VERSION, SIMCACHE_GIT_COMMIT), ""};
+// The default command: --list, --config, then the run.
+CliOutcome run_report_cli(const ParsedFlags& f, const Args& args) {
   if (f.v.count("list")) return {0, list_text(), ""};
   setup_logging(f);
   if (f.v.count("config")) {
     ParsedFlags merged;
-    if (!load_config(f.v["config"], &merged, &error)) return cli_fail(error);
+    std::string error;
+    if (!load_config(f.v.at("config"), &merged, &error)) return cli_fail(error);
     overlay_flags(f, &merged);
     return run_report(merged, args);
   }
   return run_report(f, args);
+}
+
+CliOutcome run_cli(const std::vector<std::string>& args) {
+  ParsedFlags f;
+  const Command* cmd = nullptr;
+  std::string text;
+  switch (parse_command(args, true, &cmd, &f, &text)) {
+    case Parsed::help:
+    case Parsed::version:
+      return {0, text, ""};
+    case Parsed::error:
+      return cli_fail(text);
+    case Parsed::run:
+      break;
+  }
+  return run_command(*cmd, f, args);
 }
 
 }  // namespace simcache::sim

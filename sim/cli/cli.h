@@ -6,6 +6,9 @@
 //   simcache calibrate --measurements F   fit a cost profile (calibrate_cli.cc)
 //   simcache validate --measurements F    predicted vs measured (calibrate_cli.cc)
 //   simcache run-ops FILE / replay TRACE  op files and traces (replay_cli.cc)
+//   simcache sweep GRID / merge FILE...   sweeps (sweep_cli.cc)
+//   simcache geometry-check               model geometry vs sysfs (geometry_cli.cc)
+// commands.cc declares every command and its flags (CLI11).
 #pragma once
 
 #include <map>
@@ -38,21 +41,21 @@ bool parse_report_args(const std::vector<std::string>& args, RunRequest* req, st
 
 // write_file_atomic(): sim/report/output_file.h.
 
-// Shared by the subcommands.
+// Shared by the subcommands. Each command declares its flags once, in
+// commands.cc; CLI11 parses them into ParsedFlags.
+enum class Takes { nothing, value, values };  // values: every occurrence is kept
 struct Flag {
-  std::string_view name;
-  bool takes_value;
+  std::string_view name;  // without the leading "--"
+  Takes takes;
   std::string_view help;
+  std::string_view metavar = "V";
 };
 struct ParsedFlags {
   std::map<std::string, std::string> v;                   // last value of each flag
   std::vector<std::pair<std::string, std::string>> sets;  // every --set key=value
   std::vector<std::string> fails;                         // every --fail value
+  std::vector<std::string> pos;                           // positional arguments
 };
-// Parses args[start..] as --flag, --flag value or --flag=value. A flag
-// given twice keeps its last value; every --set is kept.
-bool parse_flags(const std::vector<std::string>& args, size_t start, std::span<const Flag> flags,
-                 std::string_view usage, ParsedFlags* out, std::string* error);
 // Exit status 2 and one line on stderr: control characters in `msg`
 // (user strings included) are escaped, so it cannot span lines.
 CliOutcome cli_fail(const std::string& msg);
@@ -93,13 +96,26 @@ bool dump_config(const ParsedFlags& f, const RunRequest& req, std::string* out,
 void setup_logging(const ParsedFlags& f);
 void log_request(const RunRequest& req);
 
-// Subcommands.
-CliOutcome run_sweep_cli(const std::vector<std::string>& args);  // sweep_cli.cc
-CliOutcome run_merge_cli(const std::vector<std::string>& args);  // sweep_cli.cc
-CliOutcome run_calibrate_cli(const std::vector<std::string>& args);
-CliOutcome run_validate_cli(const std::vector<std::string>& args);
-CliOutcome run_geometry_cli(const std::vector<std::string>& args);  // geometry_cli.cc
-CliOutcome run_ops_cli(const std::vector<std::string>& args);       // replay_cli.cc
-CliOutcome run_replay_cli(const std::vector<std::string>& args);    // replay_cli.cc
+// Subcommands: what each runs once its flags are parsed (commands.cc
+// declares them). `args` is the command line as given, for the run record.
+using Args = std::vector<std::string>;
+CliOutcome run_report_cli(const ParsedFlags& f, const Args& args);     // cli.cc
+CliOutcome run_sweep_cli(const ParsedFlags& f, const Args& args);      // sweep_cli.cc
+CliOutcome run_merge_cli(const ParsedFlags& f, const Args& args);      // sweep_cli.cc
+CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args& args);  // calibrate_cli.cc
+CliOutcome run_validate_cli(const ParsedFlags& f, const Args& args);   // calibrate_cli.cc
+CliOutcome run_geometry_cli(const ParsedFlags& f, const Args& args);   // geometry_cli.cc
+CliOutcome run_ops_cli(const ParsedFlags& f, const Args& args);        // replay_cli.cc
+CliOutcome run_replay_cli(const ParsedFlags& f, const Args& args);     // replay_cli.cc
+
+// commands.cc: the table of commands and their flags, parsed with CLI11.
+// kind: what parse_command() found. `cmd` names the command ("" for the
+// report run); help and version put their text in `*text`.
+enum class Parsed { run, help, version, error };
+struct Command;
+Parsed parse_command(const Args& args, bool subcommands, const Command** cmd, ParsedFlags* out,
+                     std::string* text);
+// Runs the command parse_command() found.
+CliOutcome run_command(const Command& cmd, const ParsedFlags& f, const Args& args);
 
 }  // namespace simcache::sim

@@ -16,20 +16,6 @@
 namespace simcache::sim {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: simcache geometry-check [--sysfs DIR] [--cpus N] [--kernel K] [--verbose]\n"
-    "  compares order, objs_per_slab, min_partial, cpu_partial and sheaf_capacity of\n"
-    "  every cache the model creates with DIR/<cache>/ (default /sys/kernel/slab);\n"
-    "  N defaults to /sys/devices/system/cpu/present, K to the profile nearest uname -r\n";
-
-constexpr Flag kGeometryFlags[] = {
-    {"sysfs", true, "the slab sysfs tree (default /sys/kernel/slab)"},
-    {"cpus", true, "present CPUs the model assumes (default: this machine's)"},
-    {"kernel", true, "kernel profile (default: the nearest to uname -r)"},
-    {"verbose", false, "one line per compared cache, not only mismatches"},
-    {"help", false, "this text"},
-};
-
 int64_t model_field(const CacheInfo& c, std::string_view f) {
   if (f == "order") return c.order;
   if (f == "objs_per_slab") return c.objs_per_slab;
@@ -56,15 +42,12 @@ std::vector<CacheInfo> model_caches(const iou::KernelProfile& prof, int cpus) {
 
 }  // namespace
 
-CliOutcome run_geometry_cli(const std::vector<std::string>& args) {
-  ParsedFlags f;
+CliOutcome run_geometry_cli(const ParsedFlags& f, const Args&) {
   std::string error;
-  if (!parse_flags(args, 1, kGeometryFlags, kUsage, &f, &error)) return cli_fail(error);
-  if (f.v.count("help")) return {0, kUsage, ""};
-  const std::string root = f.v.count("sysfs") ? f.v["sysfs"] : "/sys/kernel/slab";
+  const std::string root = f.v.count("sysfs") ? f.v.at("sysfs") : "/sys/kernel/slab";
   int cpus = 0;
   if (f.v.count("cpus")) {
-    const std::string& s = f.v["cpus"];
+    const std::string& s = f.v.at("cpus");
     auto [p, e] = std::from_chars(s.data(), s.data() + s.size(), cpus);
     if (e != std::errc() || p != s.data() + s.size() || cpus < 1 || cpus > 1024)
       return cli_fail(fmt::format("--cpus: '{}' is not a CPU count in [1, 1024]", s));
@@ -72,7 +55,7 @@ CliOutcome run_geometry_cli(const std::vector<std::string>& args) {
     return {77, "", fmt::format("simcache geometry-check: SKIPPED: {}\n", error)};
   }
   const std::string release = host_kernel_release();
-  const std::string kname = f.v.count("kernel") ? f.v["kernel"] : nearest_kernel_profile(release);
+  const std::string kname = f.v.count("kernel") ? f.v.at("kernel") : nearest_kernel_profile(release);
   const iou::KernelProfile* prof = iou::profile_by_name(kname, &error);
   if (!prof) return cli_fail("--kernel: " + error);
   if (!host_slab_readable(root, &error))

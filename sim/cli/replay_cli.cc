@@ -12,42 +12,14 @@
 namespace simcache::sim {
 namespace {
 
-constexpr const char* kOpsUsage =
-    "usage: simcache run-ops FILE.ops [--policy P[,P]...] [--kernel K] [--set key=value]...\n"
-    "                [--profile NAME|FILE|none] [--format table|json|csv] [--output FILE]\n"
-    "                [--jobs N] [--all-counters] [--explain]\n"
-    "                [--emit-trace FILE] [--emit-ops FILE]   (write, do not report)\n";
-constexpr const char* kReplayUsage =
-    "usage: simcache replay TRACE [--strict] [--policy P[,P]...] [--kernel K]\n"
-    "                [--set key=value]... [--profile NAME|FILE|none]\n"
-    "                [--format table|json|csv] [--output FILE] [--jobs N]\n"
-    "                [--all-counters] [--explain] [--emit-ops FILE]\n";
-
-constexpr Flag kFlags[] = {
-    {"policy", true, "policy columns"},       {"kernel", true, "kernel profile"},
-    {"set", true, "machine parameter"},       {"seed", true, "seed"},
-    {"format", true, "table, json or csv"},   {"output", true, "report file"},
-    {"jobs", true, "worker threads"},         {"all-counters", false, "every counter"},
-    {"profile", true, "cost profile"},        {"explain", false, "time breakdown"},
-    {"strict", false, "stop at the first malformed line"},
-    {"emit-trace", true, "write the ops as a trace"},
-    {"emit-ops", true, "write the ops as an op file"},
-    {"help", false, "this text"},
-};
-
 bool request(const ParsedFlags& f, RunRequest* req, std::string* error) {
   auto v = f.v;
   req->sets = f.sets;
   if (v.count("kernel")) req->kernel = v["kernel"];
   if (v.count("policy")) {
-    std::string p = v["policy"];
-    for (size_t pos = 0;;) {
-      const size_t c = p.find(',', pos);
-      const std::string one = p.substr(pos, c == std::string::npos ? c : c - pos);
+    for (const std::string& one : split_policy_columns(v["policy"])) {
       if (one.empty()) return *error = "--policy: empty policy name in the list", false;
       req->policies.push_back(one);
-      if (c == std::string::npos) break;
-      pos = c + 1;
     }
     if (req->policies.size() > 8) return *error = "--policy: at most 8 columns", false;
   }
@@ -132,29 +104,16 @@ CliOutcome report(const ParsedFlags& f, const RunRequest& req, const CustomWorkl
   return {0, text, warning};
 }
 
-bool parse(const std::vector<std::string>& args, const char* usage, ParsedFlags* f,
-           std::string* file, std::string* error) {
-  if (args.size() < 2 || args[1].rfind("--", 0) == 0) {
-    if (args.size() >= 2 && args[1] == "--help") return *error = "", false;
-    return *error = fmt::format("{} needs a file\n{}", args[0], usage), false;
-  }
-  *file = args[1];
-  return parse_flags(args, 2, kFlags, usage, f, error);
-}
-
 }  // namespace
 
-CliOutcome run_ops_cli(const std::vector<std::string>& args) {
-  ParsedFlags f;
-  std::string file, error;
-  if (!parse(args, kOpsUsage, &f, &file, &error))
-    return error.empty() ? CliOutcome{0, kOpsUsage, ""} : cli_fail(error);
-  if (f.v.count("strict")) return cli_fail("--strict applies to replay, not run-ops");
+CliOutcome run_ops_cli(const ParsedFlags& f, const Args&) {
+  const std::string& file = f.pos.at(0);  // exactly one (commands.cc)
+  std::string error;
   RunRequest req;
   if (!request(f, &req, &error)) return cli_fail(error);
   for (const char* e : {"emit-trace", "emit-ops"})
     if (f.v.count(e)) {
-      if (!emit_ops_run(file, f.v[e], std::string(e) == "emit-trace", req, &error))
+      if (!emit_ops_run(file, f.v.at(e), std::string(e) == "emit-trace", req, &error))
         return cli_fail(error);
       return {0, "", ""};
     }
@@ -163,12 +122,9 @@ CliOutcome run_ops_cli(const std::vector<std::string>& args) {
   return report(f, req, w, "");
 }
 
-CliOutcome run_replay_cli(const std::vector<std::string>& args) {
-  ParsedFlags f;
-  std::string file, error;
-  if (!parse(args, kReplayUsage, &f, &file, &error))
-    return error.empty() ? CliOutcome{0, kReplayUsage, ""} : cli_fail(error);
-  if (f.v.count("emit-trace")) return cli_fail("--emit-trace applies to run-ops");
+CliOutcome run_replay_cli(const ParsedFlags& f, const Args&) {
+  const std::string& file = f.pos.at(0);  // exactly one (commands.cc)
+  std::string error;
   RunRequest req;
   if (!request(f, &req, &error)) return cli_fail(error);
   ReplayOptions o;
@@ -179,7 +135,7 @@ CliOutcome run_replay_cli(const std::vector<std::string>& args) {
   for (const auto& [k, v] : req.sets) cpus_set |= k == "cpus";
   if (!cpus_set && s.max_cpu >= 20) req.sets.emplace_back("cpus", std::to_string(s.max_cpu + 1));
   if (f.v.count("emit-ops")) {
-    if (!emit_trace_ops(file, f.v["emit-ops"], req, &error)) return cli_fail(error);
+    if (!emit_trace_ops(file, f.v.at("emit-ops"), req, &error)) return cli_fail(error);
     return {0, "", ""};
   }
   std::string note = fmt::format("trace: {} lines, {} events, {} skipped", s.lines, s.events,

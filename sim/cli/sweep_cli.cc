@@ -19,42 +19,6 @@
 namespace simcache::sim {
 namespace {
 
-constexpr const char* kSweepUsage =
-    "usage: simcache sweep GRID.toml [--jobs N] [--shard i/N] [--output FILE]\n"
-    "                [--profile NAME|FILE|none] [--plot FILE.svg] [--html FILE.html]\n"
-    "                [--verbose|--quiet]\n";
-constexpr const char* kMergeUsage =
-    "usage: simcache merge FILE... [--format json|csv|table] [--output FILE]\n"
-    "                [--plot FILE.svg] [--html FILE.html] [--plot-x PARAM]\n";
-
-constexpr Flag kSweepFlags[] = {
-    {"jobs", true, "worker threads (output does not depend on it)"},
-    {"shard", true, "run the points with index % N == i"},
-    {"output", true, "write the JSON lines to FILE instead of stdout"},
-    {"profile", true, "cost profile for ns per operation (default: the grid's, or the default)"},
-    {"plot", true, "draw the trade-off charts into an SVG file"},
-    {"html", true, "write an HTML report embedding the charts"},
-    {"plot-x", true, "the parameter of the time-against-size chart"},
-    {"verbose", false, "log the grid and the points"},
-    {"quiet", false, "only errors on stderr"},
-    {"help", false, "this text"},
-};
-constexpr Flag kMergeFlags[] = {
-    {"format", true, "json (the sweep's lines), csv or table"},
-    {"output", true, "write to FILE instead of stdout"},
-    {"plot", true, "draw the trade-off charts into an SVG file"},
-    {"html", true, "write an HTML report embedding the charts"},
-    {"plot-x", true, "the parameter of the time-against-size chart"},
-    {"help", false, "this text"},
-};
-
-// Positional arguments up to the first flag.
-size_t positionals(const std::vector<std::string>& args, std::vector<std::string>* out) {
-  size_t i = 1;
-  for (; i < args.size() && args[i].rfind("--", 0) != 0; ++i) out->push_back(args[i]);
-  return i;
-}
-
 bool write_plots(const ParsedFlags& f, const std::vector<nlohmann::json>& recs,
                  const std::string& plot_x, const std::string& title, std::string* error) {
   if (!f.v.count("plot") && !f.v.count("html")) return true;
@@ -76,14 +40,9 @@ bool emit(const ParsedFlags& f, const std::string& text, CliOutcome* o, std::str
 
 }  // namespace
 
-CliOutcome run_sweep_cli(const std::vector<std::string>& args) {
-  std::vector<std::string> pos;
-  const size_t start = positionals(args, &pos);
-  ParsedFlags f;
+CliOutcome run_sweep_cli(const ParsedFlags& f, const Args&) {
+  const std::vector<std::string>& pos = f.pos;  // exactly one (commands.cc)
   std::string error;
-  if (!parse_flags(args, start, kSweepFlags, kSweepUsage, &f, &error)) return cli_fail(error);
-  if (f.v.count("help")) return {0, kSweepUsage, ""};
-  if (pos.size() != 1) return cli_fail(fmt::format("sweep takes one grid file\n{}", kSweepUsage));
   setup_logging(f);
   SweepGrid grid;
   std::vector<SweepPoint> points;
@@ -92,10 +51,10 @@ CliOutcome run_sweep_cli(const std::vector<std::string>& args) {
   // Every host core by default; the output does not depend on it.
   o.jobs = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 256);
   if (!parse_jobs(f, &o.jobs, &error)) return cli_fail(error);
-  if (f.v.count("shard") && !parse_shard(f.v["shard"], &o.shard, &o.shards, &error))
+  if (f.v.count("shard") && !parse_shard(f.v.at("shard"), &o.shard, &o.shards, &error))
     return cli_fail(error);
   // --profile replaces the grid's profiles with one.
-  if (f.v.count("profile")) grid.cost_profiles = {f.v["profile"]};
+  if (f.v.count("profile")) grid.cost_profiles = {f.v.at("profile")};
   if (!expand_grid(grid, &points, &error)) return cli_fail(error);
   std::map<std::string, CostModel> costs;
   for (const SweepPoint& p : points)
@@ -119,15 +78,10 @@ CliOutcome run_sweep_cli(const std::vector<std::string>& args) {
   return out;
 }
 
-CliOutcome run_merge_cli(const std::vector<std::string>& args) {
-  std::vector<std::string> pos;
-  const size_t start = positionals(args, &pos);
-  ParsedFlags f;
+CliOutcome run_merge_cli(const ParsedFlags& f, const Args&) {
+  const std::vector<std::string>& pos = f.pos;  // one or more (commands.cc)
   std::string error;
-  if (!parse_flags(args, start, kMergeFlags, kMergeUsage, &f, &error)) return cli_fail(error);
-  if (f.v.count("help")) return {0, kMergeUsage, ""};
-  if (pos.empty()) return cli_fail(fmt::format("merge needs at least one file\n{}", kMergeUsage));
-  const std::string format = f.v.count("format") ? f.v["format"] : "json";
+  const std::string format = f.v.count("format") ? f.v.at("format") : "json";
   if (format != "json" && format != "csv" && format != "table")
     return cli_fail(fmt::format("--format '{}': expected json, csv or table", format));
   std::vector<std::pair<std::string, std::string>> files;

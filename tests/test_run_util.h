@@ -1,0 +1,48 @@
+// Running a scenario in a test: the request, the checks every run gets
+// (it succeeds, no model KASAN report) and column access. Shared by the
+// scenario, knob and timing-count tests.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/run/engine.h"
+
+namespace simcache::testing {
+
+using Sets = std::vector<std::pair<std::string, std::string>>;
+
+// One measured round, no warm-up, no smoke check: exact counts of one fill.
+inline const Sets kOneRound = {{"rounds", "1"}, {"warmup", "0"}, {"smoke", "0"}};
+
+// Runs `scenario` with `policies` as its columns; the run must succeed and
+// leave no KASAN report in any column.
+inline sim::RunResult run_ok(const std::string& scenario, std::vector<std::string> policies,
+                             Sets sets = {}, const std::string& kernel = "v6.18") {
+  sim::RunRequest req;
+  req.scenario = scenario;
+  req.policies = std::move(policies);
+  req.sets = std::move(sets);
+  req.kernel = kernel;
+  sim::RunResult r;
+  std::string err;
+  const bool ok = sim::run(req, &r, &err);
+  INFO(err);
+  REQUIRE(ok);
+  for (const auto& w : r.workloads)
+    for (const auto& p : w.policies) {
+      for (const auto& k : p.kasan) INFO(k.kind << " " << k.cache << " " << k.detail);
+      CHECK(p.kasan.empty());
+    }
+  return r;
+}
+
+// Column i of the first workload.
+inline const sim::PolicyResult& col(const sim::RunResult& r, size_t i) {
+  return r.workloads.at(0).policies.at(i);
+}
+
+}  // namespace simcache::testing
