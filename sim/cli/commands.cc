@@ -201,11 +201,13 @@ void declare(const Command& c, CLI::App* app, Bound* b) {
 // a boolean; the old parser refused it, and so does this one.
 bool check_no_value(const Args& args, size_t from, const Command& c, std::string* error) {
   for (size_t i = from; i < args.size(); ++i) {
-    const std::string& a = args[i];
+    const std::string_view a = args[i];
     if (a == "--") break;
-    const size_t eq = a.find('=');
-    if (a.rfind("--", 0) != 0 || eq == std::string::npos) continue;
-    const std::string name = a.substr(2, eq - 2);
+    if (!a.starts_with("--")) continue;
+    const std::string_view body = a.substr(2);
+    const size_t eq = body.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string name(body.substr(0, eq));
     bool none = name == "help" || (c.name.empty() && name == "version");
     for (const Flag& f : c.flags) none |= f.takes == Takes::nothing && f.name == name;
     if (none) return *error = fmt::format("flag '--{}' takes no value", name), false;
