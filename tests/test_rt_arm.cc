@@ -153,3 +153,80 @@ TEST_CASE("engine: a single-task scenario counts the same priced or not", "[rt_a
     CHECK(sum > 0);
   }
 }
+
+namespace {
+
+RunRequest arm_fail(std::vector<std::pair<std::string, std::string>> sets, bool priced = true) {
+  RunRequest req;
+  req.scenario = "arm-fail";
+  req.policies = {"unpatched", "futex-return-to-cache"};
+  req.sets = {{"cpus", "4"}, {"cpu", "0"}, {"kworker_cpu", "1"}, {"cycles", "100"},
+              {"fail_permille", "390"}};
+  for (auto& kv : sets) req.sets.push_back(kv);
+  if (priced) req.event_ns = event_prices(prior_model());
+  return req;
+}
+
+}  // namespace
+
+TEST_CASE("arm-fail: the default mix is the single-step loop, counts exact", "[rt_arm][arm_fail]") {
+  // 100 cycles x 32 waits, 390 per 1000 failing by error diffusion: 1248.
+  const RunResult r = run_ok(arm_fail({}));
+  const PolicyResult& un = r.workloads[0].policies[0];
+  const PolicyResult& fix = r.workloads[0].policies[1];
+  CHECK(un.timed_ops == 3200);
+  CHECK(un.timed[Event::futex_wait_arm_fail] == 1248);
+  CHECK(fix.timed[Event::futex_wait_arm_fail] == 1248);
+  CHECK(un.timed[Event::futex_arm_fail_kfree] == 1248);
+  CHECK(fix.timed[Event::futex_arm_fail_kfree] == 0);
+  CHECK(lat(un, "futex_wake")->count() == 3200 - 1248);
+  // No background users: no lock metrics, no background latency kinds.
+  CHECK(un.metrics.count("list_lock_waits") == 0);
+  CHECK(lat(un, "kmalloc") == nullptr);
+  // Spelling the defaults out changes nothing.
+  const RunResult same = run_ok(arm_fail({{"bg_per_cpu", "0"}, {"bg_rate_per_ms", "100"},
+                                          {"loop_prio", "0"}, {"rt", "0"}}));
+  CHECK(same.workloads[0].policies[0].total == un.total);
+  CHECK(same.workloads[0].policies[1].total == fix.total);
+}
+
+TEST_CASE("arm-fail: background users interleave; the loop's counts stay its own",
+          "[rt_arm][arm_fail]") {
+  const RunResult alone = run_ok(arm_fail({}));
+  const RunResult mix = run_ok(arm_fail({{"fail_permille", "390"}, {"bg_per_cpu", "4"},
+                                         {"bg_rate_per_ms", "2000"}, {"bg_burst", "128"}}));
+  for (size_t k = 0; k < 2; ++k) {
+    INFO(k);
+    const PolicyResult& a = alone.workloads[0].policies[k];
+    const PolicyResult& b = mix.workloads[0].policies[k];
+    CHECK(b.timed_ops == a.timed_ops);
+    for (Event ev : {Event::futex_wait, Event::futex_wake, Event::futex_wait_arm_fail,
+                     Event::futex_arm_fail_kfree, Event::kmalloc, Event::kfree})
+      CHECK(b.timed[ev] == a.timed[ev]);
+    // The background tasks ran (their own latency kind) and met on the
+    // node list_lock: each wait is real time.
+    REQUIRE(lat(b, "kmalloc"));
+    CHECK(lat(b, "kmalloc")->count() > 0);
+    CHECK(b.metrics.at("bg_list_lock_waits") > 0);
+    CHECK(b.metrics.at("bg_list_lock_wait_ns") > b.metrics.at("bg_list_lock_waits"));
+    CHECK(b.metrics.count("list_lock_waits") == 1);
+    CHECK(b.kasan.empty());
+  }
+}
+
+TEST_CASE("arm-fail: the mix is deterministic at 1 and 2 jobs", "[rt_arm][arm_fail][threads]") {
+  RunRequest req = arm_fail({{"bg_per_cpu", "2"}, {"bg_rate_per_ms", "500"}, {"rt", "1"}});
+  req.seed = 9;
+  req.jobs = 1;
+  const RunResult a = run_ok(req);
+  req.jobs = 2;
+  const RunResult b = run_ok(req);
+  for (size_t k = 0; k < 2; ++k) {
+    const PolicyResult& x = a.workloads[0].policies[k];
+    const PolicyResult& y = b.workloads[0].policies[k];
+    REQUIRE(x.latency.size() == y.latency.size());
+    for (size_t i = 0; i < x.latency.size(); ++i) CHECK(x.latency[i].hist == y.latency[i].hist);
+    CHECK(x.total == y.total);
+    CHECK(x.metrics == y.metrics);
+  }
+}

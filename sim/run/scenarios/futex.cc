@@ -1,5 +1,9 @@
 // Futex programs: WAITV -> WAKE "v0" and its scalar control "s0"
 // (docs/workloads.md §4), and the arm-fail loop "e0" (§5).
+#include <memory>
+
+#include "sim/run/machine.h"
+#include "sim/run/scenarios/background.h"
 #include "sim/run/scenarios/common.h"
 
 namespace simcache::sim {
@@ -48,15 +52,112 @@ void run_waitv(Env& e, const Params& p, Recorder& rec) {
   e.io.ring_exit(r, e.kworker);
 }
 
-// e0: `waits` FUTEX_WAIT per cycle, a share `fail_permille` of which find
-// the word changed and fail to arm (-EAGAIN); the armed ones are woken by
-// one FUTEX_WAKE each, as an event loop re-arming per message does. The
-// failing share is spread evenly (error diffusion), so the counts are exact.
+// e0 with the workload mix: the same loop as a task that yields after
+// each FUTEX_WAIT and after each cycle's wakes, beside background users.
+struct ArmFailLoop {
+  Env* e;
+  const Params* p;
+  Recorder* rec;
+  RingId ring = -1;
+  int task = -1;
+  int k_wait = 0, k_wake = 0;
+  BackgroundMix bg;
+  int64_t round = 0, cycle = 0, wait = 0, armed = 0, seq = 0;
+  bool in_cycle = false;
+  LoopWaits lw;
+};
+
+// One FUTEX_WAIT arm, a share `fail_permille` failing by error diffusion.
+bool arm_one(Env& e, Recorder& rec, RingId r, int k_wait, int64_t permille, int64_t* seq) {
+  const bool fail = (*seq + 1) * permille / 1000 > *seq * permille / 1000;
+  ++*seq;
+  const double t0 = rec.now();
+  const bool armed = e.io.futex_wait(r, !fail) == 0;
+  rec.op_end(k_wait, t0);
+  return armed;
+}
+
+// The cycle's other half: one FUTEX_WAKE per armed wait, in one enter.
+void wake_armed(Env& e, Recorder& rec, RingId r, int k_wake, int64_t armed) {
+  if (!armed) return;
+  e.io.enter_begin(r);
+  for (int64_t i = 0; i < armed; ++i) {
+    const double t0 = rec.now();
+    e.io.futex_wake(r, 1);
+    rec.op_end(k_wake, t0);
+  }
+  e.io.enter_end(r);
+}
+
+Step arm_fail_step(ArmFailLoop& s) {
+  Env& e = *s.e;
+  const Params& p = *s.p;
+  Machine& m = *e.machine;
+  const int64_t unmeasured = p.at("smoke") + p.at("warmup");
+  const bool measured = s.round >= unmeasured;
+  if (s.round == unmeasured + p.at("rounds")) {
+    s.bg.stop = true;
+    s.lw.record(*s.rec);
+    record_background(s.bg, *s.rec);
+    e.io.ring_exit(s.ring, e.kworker);
+    return Step::done();
+  }
+  if (s.cycle == 0 && !s.in_cycle) {
+    s.rec->begin_round(measured);
+    s.rec->timed_begin();
+    s.lw.begin(m, s.task);
+  }
+  if (!s.in_cycle) {
+    e.io.enter_begin(s.ring);
+    s.in_cycle = true;
+    s.armed = 0;
+  }
+  if (s.wait < p.at("waits")) {
+    s.armed += arm_one(e, *s.rec, s.ring, s.k_wait, p.at("fail_permille"), &s.seq);
+    ++s.wait;
+    return Step::run();
+  }
+  e.io.enter_end(s.ring);
+  wake_armed(e, *s.rec, s.ring, s.k_wake, s.armed);
+  s.in_cycle = false;
+  s.wait = 0;
+  if (++s.cycle == p.at("cycles")) {
+    s.rec->timed_end();
+    if (measured) s.lw.end(m, s.task);
+    s.rec->end_round(static_cast<uint64_t>(p.at("cycles") * p.at("waits")));
+    s.cycle = 0;
+    ++s.round;
+  }
+  return Step::run();
+}
+
+void run_arm_fail_mix(Env& e, const Params& p, Recorder& rec, RingId r, int k_wait, int k_wake) {
+  auto s = std::make_shared<ArmFailLoop>();
+  s->e = &e;
+  s->p = &p;
+  s->rec = &rec;
+  s->ring = r;
+  s->k_wait = k_wait;
+  s->k_wake = k_wake;
+  s->bg.k_kmalloc = rec.op_kind("kmalloc");
+  s->bg.k_kfree = rec.op_kind("kfree");
+  s->task = e.machine->spawn(e.submitter.cpu, static_cast<int>(p.at("loop_prio")),
+                             [s] { return arm_fail_step(*s); });
+  spawn_background(s->bg, e, p, rec, e.submitter.cpu);
+}
+
+// e0: `waits` FUTEX_WAIT per cycle (the re-arm pattern: one enter per
+// cycle, as an event loop re-arming per message), a share `fail_permille`
+// of which find the word changed and fail to arm (-EAGAIN); the armed ones
+// are woken by one FUTEX_WAKE each. The failing share is spread evenly
+// (error diffusion), so the counts are exact. Without background users the
+// whole run is one step of the program's task; with them, see above.
 void run_arm_fail(Env& e, const Params& p, Recorder& rec) {
   const int64_t waits = p.at("waits"), permille = p.at("fail_permille");
   const RingId r = e.io.ring_create(e.submitter, {256, 0, false});
   if (r < 0) return;
   const int k_wait = rec.op_kind("futex_wait"), k_wake = rec.op_kind("futex_wake");
+  if (e.machine && background_wanted(p)) return run_arm_fail_mix(e, p, rec, r, k_wait, k_wake);
   int64_t seq = 0;
   auto round = [&](bool measured, bool) {
     rec.begin_round(measured);
@@ -64,22 +165,9 @@ void run_arm_fail(Env& e, const Params& p, Recorder& rec) {
     for (int64_t c = 0; c < p.at("cycles"); ++c) {
       e.io.enter_begin(r);
       int64_t armed = 0;
-      for (int64_t i = 0; i < waits; ++i, ++seq) {
-        const bool fail = (seq + 1) * permille / 1000 > seq * permille / 1000;
-        const double t0 = rec.now();
-        armed += e.io.futex_wait(r, !fail) == 0;
-        rec.op_end(k_wait, t0);
-      }
+      for (int64_t i = 0; i < waits; ++i) armed += arm_one(e, rec, r, k_wait, permille, &seq);
       e.io.enter_end(r);
-      if (armed) {
-        e.io.enter_begin(r);
-        for (int64_t i = 0; i < armed; ++i) {
-          const double t0 = rec.now();
-          e.io.futex_wake(r, 1);
-          rec.op_end(k_wake, t0);
-        }
-        e.io.enter_end(r);
-      }
+      wake_armed(e, rec, r, k_wake, armed);
     }
     rec.timed_end();
     rec.end_round(static_cast<uint64_t>(p.at("cycles") * waits));
@@ -118,19 +206,25 @@ void register_waitv(ScenarioRegistry& r) {
 }
 
 void register_arm_fail(ScenarioRegistry& r) {
-  r.add({"arm-fail",
-         "e0: FUTEX_WAIT re-arms, a share of which fail with -EAGAIN",
-         "wait",
-         "ns",
-         {
-             {"fail_permille", 1000, 0, 1000, "arms that fail, per 1000 (390: seed 001's 0.39)"},
-             {"waits", 32, 1, 4096, "FUTEX_WAIT per cycle"},
-             {"cycles", 3125, 1, 1 << 20, "cycles per round (3125 x 32 = 100,000 waits)"},
-             {"rounds", 1, 1, 10000, "measured rounds"},
-             {"warmup", 0, 0, 10000, "untimed warm-up rounds"},
-             {"smoke", 0, 0, 1, "untimed smoke round"},
-         },
-         run_arm_fail});
+  ScenarioInfo info{
+      "arm-fail",
+      "e0: FUTEX_WAIT re-arms, a share of which fail with -EAGAIN",
+      "wait",
+      "ns",
+      {
+          {"fail_permille", 1000, 0, 1000, "arms that fail, per 1000 (390: seed 001's 0.39)"},
+          {"waits", 32, 1, 4096, "FUTEX_WAIT per cycle (the re-arm pattern: one enter each)"},
+          {"cycles", 3125, 1, 1 << 20, "cycles per round (3125 x 32 = 100,000 waits)"},
+          {"rounds", 1, 1, 10000, "measured rounds"},
+          {"warmup", 0, 0, 10000, "untimed warm-up rounds"},
+          {"smoke", 0, 0, 1, "untimed smoke round"},
+          {"loop_prio", 0, 0, 99, "with background users: the loop's priority (0 SCHED_OTHER)"},
+          {"rt", 0, 0, 1, "1: CONFIG_PREEMPT_RT"},
+      },
+      run_arm_fail};
+  const std::vector<ParamSpec> mix = background_params(/*per_cpu=*/0);
+  info.params.insert(info.params.end(), mix.begin(), mix.end());
+  r.add(info);
 }
 
 }  // namespace simcache::sim

@@ -27,6 +27,25 @@ PresetInfo arm_mix() {
   return p;
 }
 
+// The same question on arm-fail's back-to-back loop (e0): failing share
+// x background kmalloc-192 users per CPU, 8 CPUs, 20,000 waits a column.
+PresetInfo arm_fail_mix() {
+  PresetInfo p;
+  p.name = "arm-fail-mix";
+  p.summary = "seed 001: futex-return-to-cache on the e0 loop across fail share x background users";
+  p.policies = {"unpatched", "futex-return-to-cache"};
+  for (int64_t fail : {0, 390, 1000})
+    for (int64_t bg : {0, 2}) {
+      p.items.push_back({fmt::format("fail {}/1000, {} bg/CPU", fail, bg),
+                         "arm-fail",
+                         {{"fail_permille", fail}, {"bg_per_cpu", bg}, {"cpus", 8}, {"cpu", 2},
+                          {"kworker_cpu", 3}, {"cycles", 625}},
+                         {},
+                         ""});
+    }
+  return p;
+}
+
 // Seed 003: schedule() against io_schedule() in the cqring wait, at sleeps
 // either side of the C6 target residency (600 us) and of 11 x C6's exit
 // latency (2420 us, where menu's iowait multiplier lets C6 back in). The
@@ -94,6 +113,7 @@ void register_presets(ScenarioRegistry& r) {
                      "RFC measured: prefill removes it, -9.5%"});
   r.add_preset(std::move(p));
   r.add_preset(arm_mix());
+  r.add_preset(arm_fail_mix());
   register_cqwait_preset(r);
 }
 
