@@ -169,7 +169,7 @@ RunRequest arm_fail(std::vector<std::pair<std::string, std::string>> sets, bool 
 
 }  // namespace
 
-TEST_CASE("arm-fail: the default mix is the single-step loop, counts exact", "[rt_arm][arm_fail]") {
+TEST_CASE("arm-fail: the default mix is the single-step loop with exact counts", "[rt_arm][arm_fail]") {
   // 100 cycles x 32 waits, 390 per 1000 failing by error diffusion: 1248.
   const RunResult r = run_ok(arm_fail({}));
   const PolicyResult& un = r.workloads[0].policies[0];
@@ -190,7 +190,7 @@ TEST_CASE("arm-fail: the default mix is the single-step loop, counts exact", "[r
   CHECK(same.workloads[0].policies[1].total == fix.total);
 }
 
-TEST_CASE("arm-fail: background users interleave; the loop's counts stay its own",
+TEST_CASE("arm-fail: background users interleave and the loop keeps its own counts",
           "[rt_arm][arm_fail]") {
   const RunResult alone = run_ok(arm_fail({}));
   const RunResult mix = run_ok(arm_fail({{"fail_permille", "390"}, {"bg_per_cpu", "4"},
