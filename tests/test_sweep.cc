@@ -220,6 +220,14 @@ TEST_CASE("sweep: merge checks each record's fields and types once, on reading",
         "simcache: " + f3 + ":1: field 'knobs': 'prefill_max': expected a string\n");
   // The valid record merges and formats.
   CHECK(ok({"merge", good, "--format", "table"}).out.find("unpatched") != std::string::npos);
+  // Values one ulp apart (1e17, 1e17 + 16) once stalled the chart's tick loop.
+  std::string a = kRecord, b = kRecord;
+  a.replace(a.find("53248"), 5, "100000000000000000");
+  b.replace(b.find("53248"), 5, "100000000000000016");
+  b.replace(b.find("\"point\":0"), 9, "\"point\":1");
+  const std::string near = d.file("near.jsonl", a + "\n" + b + "\n");
+  ok({"merge", near, "--plot", d.file("near.svg"), "--output", out});
+  CHECK(fs::exists(d.path / "near.svg"));
 }
 
 TEST_CASE("plots: the HTML report renders in headless Chromium with every series",
