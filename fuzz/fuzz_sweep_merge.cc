@@ -1,8 +1,9 @@
 // libFuzzer target: simcache merge's input, the sweep's JSON-lines shards
 // (sim/sweep/merge.cc). The input is up to four shard texts split at NUL
-// bytes. Merging must never crash and its errors are one line; merged
-// records must format as JSON lines, CSV, a table and the sweep's charts
-// whatever their fields hold (a shard may be hand-edited or truncated).
+// bytes. Merging must never crash and its errors are one line; a shard
+// may be hand-edited or truncated, so merge_records checks each record's
+// fields and types, and every record it accepts must format as JSON lines,
+// CSV, a table and the sweep's charts.
 #include <cstddef>
 #include <cstdint>
 #include <string>

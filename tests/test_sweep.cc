@@ -20,6 +20,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// One ok record as the sweep writes it (trimmed params).
+const std::string kRecord =
+    "{\"accounted_bytes\":53248,\"cost_profile\":\"i7-12700KF\",\"grid\":{\"slots\":\"64\"},"
+    "\"kasan\":0,\"kernel\":\"v6.13\",\"knobs\":{},\"label\":\"sparse-fill\","
+    "\"metrics\":{\"bytes_retained\":256,\"nodes_unused\":0},\"ns_per_op\":149.75,"
+    "\"op_unit\":\"install\",\"params\":{\"slots\":64},\"point\":0,\"policy\":\"unpatched\","
+    "\"resolved\":\"unpatched\",\"scenario\":\"sparse-fill\",\"seed\":1,\"status\":\"ok\","
+    "\"timed_ops\":64,\"unaccounted_bytes\":131072,\"workload\":0}";
+
 // A fresh directory, removed with everything in it at scope exit.
 struct TempDir {
   fs::path path;
@@ -171,13 +180,54 @@ TEST_CASE("sweep: bad grids, shards and shard files fail with one line and exit 
   const std::string g3 = d.file("g3.toml", "scenario = \"sparse-fill\"\ncolour = 1\n");
   CHECK_THAT(run_cli({"sweep", g3}).err, Contains(g3 + ":2: colour: unknown field"));
   CHECK(run_cli({"sweep", d.file("grid.toml", kGrid), "--shard", "3/3"}).status == 2);
-  const std::string line = "{\"point\":0,\"workload\":0}\n";
+  const std::string line = kRecord + "\n";
   const std::string dup = d.file("dup.jsonl", line + line);
   const CliOutcome o = run_cli({"merge", dup});
   CHECK(o.status == 2);
   CHECK(o.err == "simcache: " + dup + ":2: point 0 workload 0 appears twice\n");
   const std::string junk = d.file("junk.jsonl", "not json\n");
   CHECK_THAT(run_cli({"merge", junk}).err, Contains(junk + ":1: not a sweep record"));
+}
+
+TEST_CASE("sweep: merge checks each record's fields and types once, on reading", "[sweep]") {
+  TempDir d;
+  const std::string out = d.file("out.csv");
+  // A record missing a field the formatters need (the fuzzer's first crash).
+  std::string missing = kRecord;
+  const std::string unacc = ",\"unaccounted_bytes\":131072";
+  REQUIRE(missing.find(unacc) != std::string::npos);
+  missing.erase(missing.find(unacc), unacc.size());
+  const std::string f1 = d.file("missing.jsonl", missing + "\n");
+  CliOutcome o = run_cli({"merge", f1, "--format", "csv", "--output", out});
+  CHECK(o.status == 2);
+  CHECK(o.err == "simcache: " + f1 + ":1: field 'unaccounted_bytes': missing\n");
+  CHECK(o.out.empty());
+  CHECK_FALSE(fs::exists(out));
+  // A field of the wrong type, on the second line of the second shard.
+  std::string wrong = kRecord;
+  wrong.replace(wrong.find("\"seed\":1"), 8, "\"seed\":\"1\"");
+  const std::string good = d.file("good.jsonl", kRecord + "\n");
+  const std::string f2 = d.file("wrong.jsonl", "\n" + wrong + "\n");
+  o = run_cli({"merge", good, f2, "--output", out});
+  CHECK(o.status == 2);
+  CHECK(o.err == "simcache: " + f2 + ":2: field 'seed': expected an unsigned integer\n");
+  CHECK_FALSE(fs::exists(out));
+  // A map's entry of the wrong type names the key.
+  std::string knob = kRecord;
+  knob.replace(knob.find("\"knobs\":{}"), 10, "\"knobs\":{\"prefill_max\":8}");
+  const std::string f3 = d.file("knob.jsonl", knob + "\n");
+  CHECK(run_cli({"merge", f3}).err ==
+        "simcache: " + f3 + ":1: field 'knobs': 'prefill_max': expected a string\n");
+  // The valid record merges and formats.
+  CHECK(ok({"merge", good, "--format", "table"}).out.find("unpatched") != std::string::npos);
+  // Values one ulp apart (1e17, 1e17 + 16) once stalled the chart's tick loop.
+  std::string a = kRecord, b = kRecord;
+  a.replace(a.find("53248"), 5, "100000000000000000");
+  b.replace(b.find("53248"), 5, "100000000000000016");
+  b.replace(b.find("\"point\":0"), 9, "\"point\":1");
+  const std::string near = d.file("near.jsonl", a + "\n" + b + "\n");
+  ok({"merge", near, "--plot", d.file("near.svg"), "--output", out});
+  CHECK(fs::exists(d.path / "near.svg"));
 }
 
 TEST_CASE("plots: the HTML report renders in headless Chromium with every series",

@@ -9,6 +9,7 @@ namespace simcache::sim {
 namespace {
 
 constexpr int kLeft = 80, kRight = 330, kTop = 34, kBottom = 48;
+constexpr int kMaxTicks = 40;  // nice_step() aims at about five
 
 std::string esc(const std::string& s) {
   std::string o;
@@ -81,11 +82,15 @@ std::string svg_chart(const PlotChart& c, int width, int height) {
       "<rect width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n"
       "<text x=\"{2}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{3}</text>\n",
       width, height, kLeft, esc(c.title));
-  for (double v = ax.lo; v <= ax.hi + ax.step / 2; v += ax.step)
+  // At most kMaxTicks: once the step is below the precision of the values
+  // (1e17 and 1e17 + 16 differ by one ulp), v += step no longer moves.
+  int n = 0;
+  for (double v = ax.lo; v <= ax.hi + ax.step / 2 && n < kMaxTicks; v += ax.step, ++n)
     s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#dddddd\"/>"
                      "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
                      px(v), kTop, kTop + ph, kTop + ph + 16, tick_text(v));
-  for (double v = ay.lo; v <= ay.hi + ay.step / 2; v += ay.step)
+  n = 0;
+  for (double v = ay.lo; v <= ay.hi + ay.step / 2 && n < kMaxTicks; v += ay.step, ++n)
     s += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#dddddd\"/>"
                      "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
                      kLeft, py(v), kLeft + pw, kLeft - 6, py(v) + 4, tick_text(v));

@@ -1,5 +1,6 @@
 // Joining shard outputs, and the sweep's table and CSV views.
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -45,6 +46,74 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+// The fields a record must carry (run_point and workload_record in
+// sweep.cc write them), checked once on reading so the formatters and
+// charts may assume them.
+enum class Kind { Uint, Int, Number, String, StringMap, NumberMap };
+enum class When { Always, Ok, Skipped, IfPresent };
+struct Field {
+  const char* name;
+  Kind kind;
+  When when;
+};
+constexpr Field kFields[] = {
+    {"point", Kind::Uint, When::Always},          {"workload", Kind::Uint, When::Always},
+    {"scenario", Kind::String, When::Always},     {"kernel", Kind::String, When::Always},
+    {"seed", Kind::Uint, When::Always},           {"policy", Kind::String, When::Always},
+    {"cost_profile", Kind::String, When::Always}, {"grid", Kind::StringMap, When::Always},
+    {"knobs", Kind::StringMap, When::Always},     {"reason", Kind::String, When::Skipped},
+    {"label", Kind::String, When::Ok},            {"resolved", Kind::String, When::Ok},
+    {"op_unit", Kind::String, When::Ok},          {"timed_ops", Kind::Uint, When::Ok},
+    {"params", Kind::NumberMap, When::Ok},        {"metrics", Kind::NumberMap, When::Ok},
+    {"accounted_bytes", Kind::Int, When::Ok},     {"unaccounted_bytes", Kind::Int, When::Ok},
+    {"kasan", Kind::Uint, When::Ok},              {"ns_per_op", Kind::Number, When::IfPresent},
+};
+
+// "" when v is of kind k, else what is wrong with it.
+std::string type_error(const nlohmann::json& v, Kind k) {
+  // A number too large for a double parses as infinity and would be
+  // written back as null.
+  auto finite = [](const nlohmann::json& n) {
+    return n.is_number() && std::isfinite(n.get<double>());
+  };
+  auto map_of = [&](bool strings) -> std::string {
+    if (!v.is_object()) return "expected an object";
+    for (const auto& [key, e] : v.items())
+      if (strings ? !e.is_string() : !finite(e))
+        return fmt::format("'{}': expected {}", key, strings ? "a string" : "a finite number");
+    return "";
+  };
+  switch (k) {
+    case Kind::Uint: return v.is_number_unsigned() ? "" : "expected an unsigned integer";
+    case Kind::Int: return v.is_number_integer() ? "" : "expected an integer";
+    case Kind::Number: return finite(v) ? "" : "expected a finite number";
+    case Kind::String: return v.is_string() ? "" : "expected a string";
+    case Kind::StringMap: return map_of(true);
+    case Kind::NumberMap: return map_of(false);
+  }
+  return "";
+}
+
+// "" when j is a well-formed record, else "field 'X': what is wrong".
+std::string record_error(const nlohmann::json& j) {
+  if (!j.contains("status")) return "field 'status': missing";
+  const auto& st = j.at("status");
+  if (!st.is_string() || (st != "ok" && st != "skipped"))
+    return "field 'status': expected \"ok\" or \"skipped\"";
+  const bool ok = st == "ok";
+  for (const Field& f : kFields) {
+    const bool needed = f.when == When::Always || (f.when == When::Ok && ok) ||
+                        (f.when == When::Skipped && !ok);
+    if (!j.contains(f.name)) {
+      if (needed) return fmt::format("field '{}': missing", f.name);
+      continue;
+    }
+    const std::string why = type_error(j.at(f.name), f.kind);
+    if (!why.empty()) return fmt::format("field '{}': {}", f.name, why);
+  }
+  return "";
+}
+
 }  // namespace
 
 bool merge_records(const std::vector<std::pair<std::string, std::string>>& files,
@@ -61,11 +130,12 @@ bool merge_records(const std::vector<std::pair<std::string, std::string>>& files
       ++line;
       if (l.empty()) continue;
       nlohmann::json j = nlohmann::json::parse(l, nullptr, false);
-      if (j.is_discarded() || !j.is_object() || !j.contains("point") || !j.contains("workload") ||
-          !j["point"].is_number_unsigned() || !j["workload"].is_number_unsigned())
-        return *error = fmt::format("{}:{}: not a sweep record (expected a JSON object with "
-                                    "point and workload)", name, line),
+      if (j.is_discarded() || !j.is_object())
+        return *error = fmt::format("{}:{}: not a sweep record (expected a JSON object)", name,
+                                    line),
                false;
+      const std::string why = record_error(j);
+      if (!why.empty()) return *error = fmt::format("{}:{}: {}", name, line, why), false;
       if (!seen.insert(key_of(j)).second)
         return *error = fmt::format("{}:{}: point {} workload {} appears twice", name, line,
                                     j["point"].get<uint64_t>(), j["workload"].get<uint64_t>()),

@@ -68,7 +68,9 @@ std::string record_line(const nlohmann::json& r);
 
 // Joins shard outputs: parses every line of every text, orders by
 // (point, workload) and rejects a duplicate or malformed line, naming the
-// file and line.
+// file and line. Each record's fields and their types are checked here,
+// once ("FILE:LINE: field 'X': missing"), so the formatters below and
+// sweep_charts() may assume them.
 bool merge_records(const std::vector<std::pair<std::string, std::string>>& files,
                    std::vector<nlohmann::json>* out, std::string* error);
 std::string records_jsonl(const std::vector<nlohmann::json>& r);

@@ -17,13 +17,10 @@ std::string series_name(const nlohmann::json& j, bool kernels, bool profiles) {
   return s;
 }
 
-double num(const nlohmann::json& j, const char* k) {
-  if (j.contains(k)) return j.at(k).get<double>();
+// Records are checked on reading (merge_records, or written by run_sweep),
+// so the fields an ok record carries are there with their types.
+double metric_of(const nlohmann::json& j, const char* k) {
   return j.at("metrics").at(k).get<double>();
-}
-
-bool has(const nlohmann::json& j, const char* k) {
-  return j.contains(k) || (j.contains("metrics") && j.at("metrics").contains(k));
 }
 
 // Series in order of first appearance (the sweep's point order).
@@ -69,14 +66,16 @@ std::vector<PlotChart> sweep_charts(const std::vector<nlohmann::json>& records,
     if (j.at("status") != "ok") continue;
     const std::string name = series_name(j, kernels.size() > 1, profiles.size() > 1);
     const bool ns = j.contains("ns_per_op");
-    if (ns && has(j, "bytes_retained")) mem.add(name, num(j, "bytes_retained"), num(j, "ns_per_op"));
+    const double ns_per_op = ns ? j.at("ns_per_op").get<double>() : 0;
+    if (ns && j.at("metrics").contains("bytes_retained"))
+      mem.add(name, metric_of(j, "bytes_retained"), ns_per_op);
     if (ns) {
       double x = static_cast<double>(j.at("point").get<uint64_t>());
       if (!plot_x.empty() && j.at("params").contains(plot_x))
         x = j.at("params").at(plot_x).get<double>();
-      size.add(name, x, num(j, "ns_per_op"));
+      size.add(name, x, ns_per_op);
     }
-    acc.add(name, num(j, "unaccounted_bytes"), num(j, "accounted_bytes"));
+    acc.add(name, j.at("unaccounted_bytes").get<double>(), j.at("accounted_bytes").get<double>());
   }
   std::vector<PlotChart> out;
   for (Builder* b : {&mem, &size, &acc})

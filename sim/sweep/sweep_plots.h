@@ -1,4 +1,5 @@
-// The trade-offs the threads argue over, drawn from sweep records: memory
+// The trade-offs the threads argue over, drawn from sweep records (as
+// run_sweep writes them or merge_records checks them): memory
 // retained against ns per operation, time against the swept table size,
 // and accounted against unaccounted slab memory; one series per column.
 #pragma once
