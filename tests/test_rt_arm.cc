@@ -20,7 +20,7 @@ RunResult run_ok(RunRequest req) {
 
 RunRequest rt_arm(std::vector<std::pair<std::string, std::string>> sets, bool priced = true) {
   RunRequest req;
-  req.scenario = "rt-arm";
+  req.scenario = "rt-arm-loop";
   req.policies = {"unpatched", "futex-return-to-cache"};
   req.sets = {{"cpus", "4"}, {"cpu", "0"}, {"kworker_cpu", "1"}, {"messages", "600"}};
   for (auto& kv : sets) req.sets.push_back(kv);

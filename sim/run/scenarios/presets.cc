@@ -9,6 +9,28 @@ namespace {
 // seed 001's "is this a common case?": the futex patch's effect across
 // the workload mix (failing share x background kmalloc-192 users per
 // CPU), on !RT and PREEMPT_RT, 8 CPUs.
+// seed 001's tail argument: the event loop's arm latency under !RT and
+// PREEMPT_RT, first beside light background kmalloc-192 users, then
+// beside bursty ones with threaded-irq load on their CPUs (8 CPUs).
+PresetInfo rt_arm() {
+  PresetInfo p;
+  p.name = "rt-arm";
+  p.summary = "seed 001: FUTEX_WAIT arm latency tails, unpatched vs futex-return-to-cache, !RT and RT";
+  p.policies = {"unpatched", "futex-return-to-cache"};
+  for (int64_t heavy : {0, 1})
+    for (int64_t rt : {0, 1}) {
+      Params set{{"rt", rt}};
+      if (heavy)
+        set.insert({{"cpus", 8}, {"bg_per_cpu", 4}, {"bg_burst", 128},
+                    {"irq_period_ns", 20000}, {"irq_dur_ns", 3000}, {"messages", 2000}});
+      p.items.push_back({fmt::format("{}, {}", rt ? "PREEMPT_RT" : "!RT",
+                                     heavy ? "bursty kmalloc-192 users + 3 us irq per 20 us"
+                                           : "light kmalloc-192 users"),
+                         "rt-arm-loop", set, {}, ""});
+    }
+  return p;
+}
+
 PresetInfo arm_mix() {
   PresetInfo p;
   p.name = "arm-mix";
@@ -18,7 +40,7 @@ PresetInfo arm_mix() {
     for (int64_t fail : {100, 390, 1000})
       for (int64_t bg : {0, 2}) {
         p.items.push_back({fmt::format("{} fail {}/1000, {} bg/CPU", rt ? "RT" : "!RT", fail, bg),
-                           "rt-arm",
+                           "rt-arm-loop",
                            {{"rt", rt}, {"fail_permille", fail}, {"bg_per_cpu", bg}, {"cpus", 8},
                             {"cpu", 2}, {"kworker_cpu", 3}, {"messages", 2000}},
                            {},
@@ -112,6 +134,7 @@ void register_presets(ScenarioRegistry& r) {
                      {"node-slab+bulk-refill", "node-slab+bulk-refill+prefill"},
                      "RFC measured: prefill removes it, -9.5%"});
   r.add_preset(std::move(p));
+  r.add_preset(rt_arm());
   r.add_preset(arm_mix());
   r.add_preset(arm_fail_mix());
   register_cqwait_preset(r);

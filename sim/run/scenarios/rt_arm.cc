@@ -119,7 +119,7 @@ void run_rt_arm(Env& e, const Params& p, Recorder& rec) {
 
 void register_rt_arm(ScenarioRegistry& r) {
   ScenarioInfo info{
-      "rt-arm",
+      "rt-arm-loop",
       "seed 001 on many CPUs: a SCHED_FIFO loop re-arms FUTEX_WAIT beside kmalloc-192 users",
       "wait",
       "ns",
