@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/run/build_info.h"
 #include "test_cost_util.h"
 
 using namespace simcache::sim;
@@ -123,7 +124,7 @@ CliOutcome run_golden(const Golden& g) {
   r.out = replace_all(r.out, run.tmp(), "@TMP@");
   // The run record's commit changes with every commit: goldens hold
   // @COMMIT@ (full id in JSON and CSV, 12 digits in tables).
-  const std::string commit = SIMCACHE_GIT_COMMIT;
+  const std::string commit = simcache::build_git_commit();
   if (commit.size() == 40) {
     r.out = replace_all(r.out, commit, "@COMMIT@");
     r.out = replace_all(r.out, commit.substr(0, 12), "@COMMIT@");

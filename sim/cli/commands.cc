@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sim/cli/cli.h"
+#include "sim/run/build_info.h"
 
 namespace simcache::sim {
 
@@ -278,7 +279,7 @@ Parsed parse_command(const Args& args, bool subcommands, const Command** cmd, Pa
   declare(kCommands[0], &app, &bound[0]);
   if (subcommands) {
     app.set_version_flag("--version",
-                         fmt::format("simcache {} (git {})", SIMCACHE_VERSION, SIMCACHE_GIT_COMMIT),
+                         fmt::format("simcache {} (git {})", SIMCACHE_VERSION, build_git_commit()),
                          "print the version and git commit and exit");
     app.require_subcommand(0, 1);
     for (const Command& c : std::span(kCommands).subspan(1)) {

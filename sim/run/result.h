@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/counters.h"
+#include "sim/run/build_info.h"
 #include "sim/run/latency.h"
 #include "model/mm/mm.h"
 
@@ -99,7 +100,7 @@ struct PolicyResult {
 // What a report must carry to be reproduced (docs/output.md "Run record").
 struct RunRecord {
   std::string command_line;  // the arguments as given (set by the CLI)
-  std::string git_commit = SIMCACHE_GIT_COMMIT;  // configure-time, "unknown" outside git
+  std::string git_commit = build_git_commit();  // at build time, "unknown" outside git
   std::vector<std::pair<std::string, std::string>> kernel_profile;  // field, value
   std::string cost_profile;       // name, "" without one
   std::string cost_profile_hash;  // FNV-1a 64 of the profile file's bytes
