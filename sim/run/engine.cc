@@ -282,6 +282,7 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
     for (const auto& [k, v] : item.set)
       if (params.at(k) != v) over += fmt::format("{}{}={}", over.empty() ? "" : " ", k, params.at(k));
     if (!over.empty()) w.label += " [set " + over + "]";
+    if (req.bg_trace) w.label += " [background trace " + req.bg_trace->file + "]";
     w.op_unit = std::string(full.op_unit);
     w.time_unit = std::string(full.time_unit);
     w.note = item.note;
