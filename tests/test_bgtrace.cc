@@ -83,6 +83,20 @@ TEST_CASE("bgtrace: a trace loads as per-CPU ops with gaps and matched frees", "
   CHECK(t->cpus[1].tail_ns == 0);
   CHECK(t->cpus[1].ops[0].gap_ns == 1000);
   CHECK(t->cpus[1].ops[2].obj == t->cpus[0].ops[1].obj);  // CPU 1 frees CPU 0's B
+
+  // trace-cmd's nanosecond timestamps, a task-pid column, a CPU of its own.
+  const TempFile ns("ns.txt",
+                    "  kworker/u8:2-417   [005] d..1.    12.000000100: kmalloc: call_site=x "
+                    "ptr=ffff888100000a00 bytes_alloc=96 gfp_flags=GFP_KERNEL\n"
+                    "  kworker/u8:2-417   [005] d..1.    12.000000350: kfree: call_site=y "
+                    "ptr=ffff888100000a00\n");
+  const auto n = load(ns.path());
+  REQUIRE(n->cpus.size() == 1);
+  CHECK(n->cpus[0].cpu == 5);
+  CHECK(n->span_ns == 250);
+  CHECK(n->cpus[0].ops[1].gap_ns == 250);
+  CHECK(n->cpus[0].ops[0].size == 96);  // no bytes_req: bytes_alloc routes
+  CHECK(n->cpus[0].ops[1].obj == 0);
 }
 
 // bg-two-cpu-192 with bg_loop_cpu=0 on 4 CPUs: traced CPUs 0 and 1 run on
@@ -282,4 +296,22 @@ TEST_CASE("bgtrace: a run configuration's [background] trace", "[bgtrace][cli]")
   CHECK(lines(e.err) == 1);
   CHECK(e.err.find(typo.path() + ":3") != std::string::npos);
   CHECK(e.err.find("background.trcae") != std::string::npos);
+}
+
+// A 100 s gap in the trace: the loop is done long before it ends, and the
+// task, polling every 1 ms, frees its object then instead of sleeping
+// through 100 s of irq arrivals (run_one checks no leak is reported).
+TEST_CASE("bgtrace: a long idle gap ends with the loop", "[bgtrace]") {
+  const TempFile gap("gap.txt",
+                     "[000] ....   1.000000: kmalloc: call_site=x ptr=ffff888100000a00 "
+                     "bytes_req=192\n[000] ....   101.000000: kfree: call_site=x "
+                     "ptr=ffff888100000a00\n");
+  RunResult r;
+  const PolicyResult& p = run_one(rt_arm(gap.path(), {{"messages", "100"},
+                                                       {"irq_period_ns", "20000"},
+                                                       {"irq_dur_ns", "3000"}}, true),
+                                  &r);
+  CHECK(m(p, "bg_trace_events") == 1);
+  CHECK(m(p, "bg_trace_kmallocs") == 1);
+  CHECK(m(p, "bg_trace_passes") == 0);
 }

@@ -41,6 +41,11 @@ bool irq_wanted(const Params& p) { return p.at("irq_dur_ns") > 0 && p.at("irq_pe
 // A pass over a trace lasts at least this long in virtual time, so a
 // trace whose events share one timestamp cannot spin a CPU at time 0.
 constexpr double kMinPassNs = 1000;
+// A trace's idle gaps can be seconds long, and no task wakes another: a
+// trace task sleeps at most this long at a time, so that once the loop is
+// done it frees what it holds and ends within 1 ms of virtual time (not
+// at the end of a long gap, through every irq arrival before it).
+constexpr double kStopPollNs = 1e6;
 
 // The idle time before the task's next op, scaled by bg_trace_speed: a
 // pass's first op also waits out the previous pass's tail, so every CPU's
@@ -119,8 +124,9 @@ void spawn_trace(BackgroundMix& mix, Env& e, const Params& p, CpuId loop_cpu) {
     BackgroundMix* mp = &mix;
     t.id = m.spawn(t.task.cpu, static_cast<int>(p.at("bg_prio")),
                    [mp, tp] {
-                     return tp->next > mp->e->machine->now() ? Step::sleep_until(tp->next)
-                                                             : trace_step(*mp, *tp);
+                     const double now = mp->e->machine->now();
+                     if (tp->next <= now || mp->stop) return trace_step(*mp, *tp);
+                     return Step::sleep_until(std::min(tp->next, now + kStopPollNs));
                    },
                    /*own_counts=*/true);
   }
