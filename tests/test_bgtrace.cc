@@ -197,7 +197,8 @@ TEST_CASE("bgtrace: users of the loop's size class make the loop wait, others do
   int64_t loop[2], bg[2];  // [0]: kmalloc-192 users, [1]: kmalloc-64
   for (int k = 0; k < 2; ++k) {
     const TempFile f(k ? "bg64.txt" : "bg192.txt", crossed_burst(k ? 64 : 192));
-    RunRequest req = rt_arm(f.path(), {{"messages", "100"}, {"bg_trace_speed", "20000"}}, true);
+    RunRequest req = rt_arm(f.path(), {}, /*priced=*/true);
+    // 3 CPUs, the trace's CPU 0 on the loop's.
     req.sets = {{"cpus", "3"}, {"cpu", "0"}, {"kworker_cpu", "1"}, {"bg_loop_cpu", "1"},
                 {"messages", "100"}, {"bg_trace_speed", "20000"}};
     RunResult r;

@@ -186,8 +186,9 @@ bool with_background_trace(ScenarioInfo* s, std::string_view asked, std::string*
   std::string valid;
   for (const ScenarioInfo& i : ScenarioRegistry::get().all())
     if (takes_background(i)) valid += fmt::format("{}{}", valid.empty() ? "" : ", ", i.name);
-  const std::string what = asked == s->name ? fmt::format("scenario '{}'", asked)
-                                            : fmt::format("preset '{}' (its driver '{}')", asked, s->name);
+  const std::string what = asked == s->name
+                               ? fmt::format("scenario '{}'", asked)
+                               : fmt::format("preset '{}' (its driver '{}')", asked, s->name);
   *error = fmt::format("a background trace needs background users: {} has none (drivers that "
                        "do: {})", what, valid);
   return false;
