@@ -180,6 +180,14 @@ TEST_CASE("sweep: bad grids, shards and shard files fail with one line and exit 
   const std::string g3 = d.file("g3.toml", "scenario = \"sparse-fill\"\ncolour = 1\n");
   CHECK_THAT(run_cli({"sweep", g3}).err, Contains(g3 + ":2: colour: unknown field"));
   CHECK(run_cli({"sweep", d.file("grid.toml", kGrid), "--shard", "3/3"}).status == 2);
+  // A control character in a name is escaped, so the error stays one line
+  // (fuzz_run_config found a raw CR here).
+  const std::string g4 = d.file("g4.toml", "scenario = \"sp\\rse\"\nkernels = [\"v\\n9\"]\n");
+  const CliOutcome o4 = run_cli({"sweep", g4});
+  CHECK(o4.status == 2);
+  CHECK_THAT(o4.err, Contains(g4 + ": scenario: unknown scenario 'sp\\rse'"));
+  CHECK(std::count(o4.err.begin(), o4.err.end(), '\r') == 0);
+  CHECK(std::count(o4.err.begin(), o4.err.end(), '\n') == 1);
   const std::string line = kRecord + "\n";
   const std::string dup = d.file("dup.jsonl", line + line);
   const CliOutcome o = run_cli({"merge", dup});

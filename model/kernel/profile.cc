@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "model/kernel/policy.h"
 #include "model/mm/mm.h"
 
 namespace simcache::iou {
@@ -106,7 +107,7 @@ const KernelProfile* profile_by_name(std::string_view name, std::string* error) 
   for (const KernelProfile& p : kProfiles)
     if (p.name == name) return &p;
   if (error)
-    *error = "unknown kernel profile '" + std::string(name) +
+    *error = "unknown kernel profile '" + escape_controls(name) +
              "'; valid profiles: " + profile_names();
   return nullptr;
 }

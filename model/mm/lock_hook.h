@@ -31,23 +31,26 @@ class LockHook {
 };
 
 // The counters of record plus the pricing hook: add() also advances
-// *clock by price[e] x n (ns), with no branch. The machine points `clock`
+// *clock by price[e] x n (ns) when prices are set. Counts-only runs skip
+// the clock: its add is a store-to-load chain through memory on every
+// event, and the branch is the same way for the whole run. The machine
+// points `clock`
 // at the running CPU's clock and `target` at the running task's counters
 // (a background task's events are not the measured program's).
 class EventSink : public Counters {
  public:
-  EventSink() : target_(v.data()), price_(kNoPrices.data()), clock_(&own_clock_) {}
+  EventSink() : target_(v.data()), clock_(&own_clock_) {}
   EventSink(const EventSink&) = delete;
   EventSink& operator=(const EventSink&) = delete;
 
   void add(Event e, uint64_t n = 1) {
     const size_t i = static_cast<size_t>(e);
     target_[i] += n;
-    *clock_ += price_[i] * static_cast<double>(n);
+    if (price_) *clock_ += price_[i] * static_cast<double>(n);
   }
   // Prices (ns per event unit, kNumEvents of them) or nullptr: none.
-  void set_prices(const double* p) { price_ = p ? p : kNoPrices.data(); }
-  bool priced() const { return price_ != kNoPrices.data(); }
+  void set_prices(const double* p) { price_ = p; }
+  bool priced() const { return price_ != nullptr; }
   void set_clock(double* c) { clock_ = c ? c : &own_clock_; }
   double now() const { return *clock_; }
   // Where counts go: nullptr = these counters.
@@ -55,9 +58,8 @@ class EventSink : public Counters {
   LockHook* locks = nullptr;
 
  private:
-  static constexpr std::array<double, kNumEvents> kNoPrices{};
   uint64_t* target_;
-  const double* price_;
+  const double* price_ = nullptr;
   double* clock_;
   double own_clock_ = 0;
 };

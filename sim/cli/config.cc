@@ -183,7 +183,8 @@ bool resolved_params(const RunRequest& req, toml::table* out, std::string* error
   const ScenarioInfo* s = reg.find(req.scenario);
   if (!s) {
     if (!reg.find_preset(req.scenario))
-      return *error = fmt::format("unknown scenario '{}' (valid: {})", req.scenario, reg.names()),
+      return *error = fmt::format("unknown scenario '{}' (valid: {})", escape_line(req.scenario),
+                                  reg.names()),
              false;
     for (const auto& [k, v] : req.sets) put_scalar(*out, k, v);
     return true;

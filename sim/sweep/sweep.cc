@@ -127,7 +127,8 @@ bool expand_grid(const SweepGrid& g, std::vector<SweepPoint>* out, std::string* 
   const ScenarioRegistry& reg = ScenarioRegistry::get();
   for (const std::string& s : g.scenarios)
     if (!reg.find(s) && !reg.find_preset(s))
-      return *error = fmt::format("{}: scenario: unknown scenario '{}' (valid: {})", g.path, s,
+      return *error = fmt::format("{}: scenario: unknown scenario '{}' (valid: {})", g.path,
+                                  escape_line(s),
                                   reg.names()),
              false;
   for (const std::string& k : g.kernels)
@@ -166,7 +167,8 @@ bool parse_shard(const std::string& s, uint32_t* shard, uint32_t* shards, std::s
   };
   if (slash == std::string::npos || !num(std::string_view(s).substr(0, slash), &i) ||
       !num(std::string_view(s).substr(slash + 1), &n) || n == 0 || n > 100000 || i >= n)
-    return *error = fmt::format("--shard '{}': expected i/N with 0 <= i < N <= 100000", s), false;
+    return *error = fmt::format("--shard '{}': expected i/N with 0 <= i < N <= 100000",
+                                escape_line(s)), false;
   *shard = i;
   *shards = n;
   return true;
