@@ -17,6 +17,7 @@ f0="F0: slots=4096 sparse, 4096 MSG_RING SEND_FD installs/round as 64 batches of
 { echo "$tsv_header"; row "$f0" 1e308 ms/install; } > huge.tsv
 sed "0,/shape = '/s//shape = 'words.**?(/" "$src/data/profiles/mapping.toml" > typo.toml
 echo 'not toml [' > i7-12700KF
+printf '[000] ....   1.000000: kmalloc: call_site=x ptr=ffff888100000a00 bytes_req=12x bytes_alloc=16\n' > bad_trace.txt
 echo precious > victim
 ln -s victim link.out
 
@@ -57,6 +58,9 @@ expect 2 "--profile /dev/zero" "larger than the limit of 1048576 bytes" --scenar
 expect 2 "--profile ./i7-12700KF (a bad file)" "./i7-12700KF:1: syntax" --scenario waitv --profile ./i7-12700KF --output out/r.txt
 expect 2 "--measurements /dev/zero" "larger than the limit of 16777216 bytes" validate --measurements /dev/zero
 expect 2 "--output is a directory" "not a regular file" --scenario waitv --profile none --output out
+expect 2 "bad background trace line" "bad_trace.txt:1: field 'bytes_req': bytes_req='12x'" --scenario rt-arm-loop --background-trace bad_trace.txt --output out/r.txt
+expect 2 "missing background trace" "nope.txt: cannot open the background trace" --scenario rt-arm-loop --background-trace nope.txt --output out/r.txt
+expect 2 "background trace, driver without users" "scenario 'waitv' has none" --scenario waitv --background-trace "$src/tests/data/traces/lkml-2019-kmem.txt" --output out/r.txt
 # Failed operations: the report is still written (to stdout here), status 3.
 expect 3 "failed installs" "63 operations failed" --scenario sparse-fill --set slots=1 --set installs=64 --set rounds=1 --set warmup=0 --profile none
 grep -q 'FAILED A: 63 x -ENFILE' stdout.txt || { echo "FAIL: no FAILED line in the table"; fails=$((fails + 1)); }

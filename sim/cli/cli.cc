@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include "sim/calibrate/measure.h"
 #include "sim/cost/toml_reader.h"
+#include "sim/replay/background_trace.h"
 #include "sim/report/report.h"
 #include "sim/run/scenario.h"
 #include "model/kernel/policy.h"
@@ -105,6 +106,8 @@ bool build_request(const ParsedFlags& f, RunRequest* req, std::string* error) {
     else req->sets.emplace_back(k, val);
   }
   if (v.count("kernel")) req->kernel = v["kernel"];
+  if (v.count("background-trace") && (req->background_trace = v["background-trace"]).empty())
+    return *error = "--background-trace: empty file name", false;
   req->call_sites = !v.count("no-sites");
   if (v.count("policy")) {
     for (const std::string& p : split_policy_columns(v["policy"])) {
@@ -197,6 +200,8 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
     return {0, toml, ""};
   }
   log_request(req);
+  if (!req.background_trace.empty() && !attach_background_trace(&req, &error))
+    return cli_fail(error);
   CostModel cost;
   bool have_cost = false;
   if (!load_cost(f, &cost, &have_cost, &warning, &error)) return cli_fail(error);

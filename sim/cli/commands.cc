@@ -50,6 +50,10 @@ constexpr Flag kReportFlags[] = {
      "inject allocation failures at POINT (page_alloc, slab, bulk_short, bulk_zero, kvmalloc, "
      "memcg_charge): POINT=PROBABILITY (drawn from --seed) or POINT=nth:N (repeatable)",
      "SPEC"},
+    {"background-trace", T::value,
+     "replay this kmem trace's allocs and frees as the background users (rt-arm-loop, "
+     "arm-fail; docs/engine.md)",
+     "FILE"},
     {"allow-failures", T::nothing, "exit 0 even if operations failed (implied by --fail)"},
     {"cache", T::value, "per-cache stats (table, JSON, CSV) of this cache only", "NAME"},
     {"hist", T::nothing, "table: bpftrace-style log2 histograms of batch sizes and per-round counts"},

@@ -20,6 +20,7 @@
 #include "sim/cost/toml_reader.h"
 #include "sim/run/engine.h"
 #include "sim/run/scenario.h"
+#include "sim/run/scenarios/background.h"
 
 namespace simcache::sim {
 namespace {
@@ -99,7 +100,22 @@ bool check_value(const TomlReader& r, const std::string& key, const toml::node& 
   return true;
 }
 
+// [background] trace = "FILE": --background-trace.
+bool read_background(const TomlReader& r, const toml::node& n, ParsedFlags* out) {
+  const toml::table* t = n.as_table();
+  if (!t) return r.fail(&n, "background", "expected a table");
+  for (const auto& [k, v] : *t) {
+    const std::string key = "background." + std::string(k.str());
+    if (k.str() != "trace") return r.fail(&v, key, "unknown field (the table takes 'trace')");
+    if (!v.is_string() || v.value<std::string>()->empty())
+      return r.fail(&v, key, "expected a file name");
+    out->v["background-trace"] = *v.value<std::string>();
+  }
+  return true;
+}
+
 bool read_key(const TomlReader& r, const std::string& key, const toml::node& v, ParsedFlags* out) {
+  if (key == "background") return read_background(r, v, out);
   if (key == "policy") return read_policy(r, v, out) && check_value(r, key, v, *out);
   if (key == "set") return read_pairs(r, v, "set", "", out);
   if (key == "knobs")
@@ -175,6 +191,8 @@ bool resolved_params(const RunRequest& req, toml::table* out, std::string* error
   }
   ScenarioInfo full = *s;
   for (const ParamSpec& p : machine_params()) full.params.push_back(p);
+  if (!req.background_trace.empty() && takes_background(full))
+    for (const ParamSpec& p : background_trace_params()) full.params.push_back(p);
   Params params;
   if (!resolve_params(full, {}, req.sets, &params, error)) return false;
   for (const auto& [k, v] : params) out->insert_or_assign(k, v);
@@ -217,6 +235,8 @@ bool dump_config(const ParsedFlags& f, const RunRequest& req, std::string* out,
   for (const auto& [k, v] : req.knobs) put_scalar(knobs, k, v);
   t.insert_or_assign("set", set);
   if (!knobs.empty()) t.insert_or_assign("knobs", knobs);
+  if (!req.background_trace.empty())
+    t.insert_or_assign("background", toml::table{{"trace", req.background_trace}});
   toml::table resolved;
   resolved.insert_or_assign("columns", resolved_cols);
   resolved.insert_or_assign("version", std::string(SIMCACHE_VERSION));

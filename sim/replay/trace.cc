@@ -202,6 +202,22 @@ bool parse_fd(std::string_view s, size_t base, TraceEvent* ev, size_t* col, std:
   return true;
 }
 
+// "SECS.FRACTION" (digits and dots, as is_time() checked) in ns, exact
+// to 9 fraction digits (ftrace prints 6, trace-cmd 6 or 9); -1 if the
+// seconds do not fit.
+int64_t timestamp_ns(std::string_view t) {
+  const size_t dot = t.find('.');
+  const std::string_view secs = t.substr(0, dot);
+  if (secs.size() > 9) return -1;
+  int64_t ns = 0;
+  for (char ch : secs) ns = ns * 10 + (ch - '0');
+  int64_t frac = 0, scale = 1000000000;
+  if (dot != std::string_view::npos)
+    for (size_t k = dot + 1; k < t.size() && is_digit(t[k]) && scale > 1; ++k)
+      frac = frac * 10 + (t[k] - '0'), scale /= 10;
+  return ns * 1000000000 + frac * scale;
+}
+
 // "[TASK-PID] [CPU] [FLAGS] SECS.USECS:" up to the event name.
 bool parse_prefix(std::string_view line, TraceEvent* ev, size_t* pos, size_t* col,
                   std::string* why) {
@@ -239,6 +255,7 @@ bool parse_prefix(std::string_view line, TraceEvent* ev, size_t* pos, size_t* co
   };
   if (!is_time(t)) t = c.token();  // the irqs-off / need-resched / preempt flags column
   if (!is_time(t)) return fail(col, c.i - t.size(), why, "expected a timestamp 'SECS.USECS:'");
+  ev->ts_ns = timestamp_ns(t.substr(0, t.size() - 1));
   *pos = c.i;
   return true;
 }
@@ -252,6 +269,7 @@ bool parse_trace_line(std::string_view line, TraceEvent* ev, size_t* col, std::s
   ev->task = ev->event = {};
   ev->pid = -1;
   ev->cpu = 0;
+  ev->ts_ns = -1;
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
   size_t b = 0;
   while (b < line.size() && is_space(line[b])) ++b;

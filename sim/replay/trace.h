@@ -40,6 +40,7 @@ struct TraceEvent {
   std::string_view task;      // "" when the trace has no task-pid column
   int64_t pid = -1;
   uint32_t cpu = 0;
+  int64_t ts_ns = -1;         // the timestamp in ns (-1: more than 9 digits of seconds)
   std::string_view event;     // the event name as printed
   // kmem
   std::string_view call_site;  // the symbol ("putname+0x47/0x50") or the hex text

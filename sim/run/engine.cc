@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include "sim/run/machine.h"
 #include "sim/run/scenario.h"
+#include "sim/run/scenarios/background.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
 #include "model/mm/slub.h"
@@ -146,7 +147,7 @@ void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   Env env{mm, io,
           Task{static_cast<CpuId>(j.params.at("cpu")), user, 0},
           Task{static_cast<CpuId>(j.params.at("kworker_cpu")), kRootMemcg, 0}, seed, &machine,
-          &rec};
+          &rec, req.bg_trace.get()};
   std::function<void()> at_end;
   // The program is the first task, on the submitter's CPU (SCHED_OTHER); a
   // driver that needs more tasks spawns them from it.
@@ -172,6 +173,25 @@ void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   if (std::string bad = mm.slub().check_invariants(); !bad.empty())
     r.kasan.push_back({"model-invariant", kNull, "", bad, ""});
   r.kasan.insert(r.kasan.begin(), mm.kasan_reports().begin(), mm.kasan_reports().end());
+}
+
+// A background trace: only for a driver with background users, and it
+// adds bg_trace_speed to its parameters.
+bool with_background_trace(ScenarioInfo* s, std::string_view asked, std::string* error) {
+  if (takes_background(*s)) {
+    const std::vector<ParamSpec>& extra = background_trace_params();
+    s->params.insert(s->params.end(), extra.begin(), extra.end());
+    return true;
+  }
+  std::string valid;
+  for (const ScenarioInfo& i : ScenarioRegistry::get().all())
+    if (takes_background(i)) valid += fmt::format("{}{}", valid.empty() ? "" : ", ", i.name);
+  const std::string what = asked == s->name
+                               ? fmt::format("scenario '{}'", asked)
+                               : fmt::format("preset '{}' (its driver '{}')", asked, s->name);
+  *error = fmt::format("a background trace needs background users: {} has none (drivers that "
+                       "do: {})", what, valid);
+  return false;
 }
 
 bool check_machine(const Params& p, std::string* error) {
@@ -243,14 +263,19 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
   out->workloads.clear();
   std::vector<Job> jobs;
   out->workloads.reserve(items.size());
+  if (!req.background_trace.empty() && !req.bg_trace)
+    return *error = fmt::format("background trace '{}' was not loaded", req.background_trace),
+           false;
   for (const PresetItem& item : items) {
-    const ScenarioInfo full = with_machine(*reg.find(item.scenario));
+    ScenarioInfo full = with_machine(*reg.find(item.scenario));
+    if (req.bg_trace && !with_background_trace(&full, req.scenario, error)) return false;
     WorkloadResult w;
     w.scenario = item.scenario;
     w.label = item.label;
     Params params;
     if (!resolve_params(full, item.set, req.sets, &params, error)) return false;
     if (!check_machine(params, error)) return false;
+    if (req.bg_trace && !check_background_trace(params, error)) return false;
     w.params = params;
     // A preset's label names its own parameters; one the user overrode is
     // stated with the value actually used.
@@ -258,6 +283,7 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
     for (const auto& [k, v] : item.set)
       if (params.at(k) != v) over += fmt::format("{}{}={}", over.empty() ? "" : " ", k, params.at(k));
     if (!over.empty()) w.label += " [set " + over + "]";
+    if (req.bg_trace) w.label += " [background trace " + req.bg_trace->file + "]";
     w.op_unit = std::string(full.op_unit);
     w.time_unit = std::string(full.time_unit);
     w.note = item.note;
@@ -293,6 +319,9 @@ bool run_custom(const RunRequest& req, const CustomWorkload& w, RunResult* out,
                 std::string* error) {
   const iou::KernelProfile* profile = iou::profile_by_name(req.kernel, error);
   if (!profile) return false;
+  if (req.bg_trace || !req.background_trace.empty())
+    return *error = fmt::format("a background trace needs background users: '{}' has none", w.name),
+           false;
   std::vector<std::string> policies = req.policies;
   if (policies.empty()) policies.push_back("unpatched");
   for (const std::string& pol : policies) {

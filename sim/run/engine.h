@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,13 @@ struct RunRequest {
   // counted. Empty: clocks stay at 0 (counts only), so nothing contends
   // and no latency is recorded.
   std::vector<double> event_ns;
+  // --background-trace: a kmem trace replayed as the background users of
+  // the drivers that have them (docs/engine.md); `background_trace` names
+  // the file, `bg_trace` is what sim/replay's load_background_trace() read
+  // from it (run() refuses a name without it, and a driver without
+  // background load).
+  std::string background_trace;
+  std::shared_ptr<const BackgroundTrace> bg_trace;
 };
 
 // Parameters every scenario accepts (the machine and its tasks).

@@ -17,6 +17,7 @@
 namespace simcache::sim {
 
 class Machine;  // sim/run/machine.h
+struct BackgroundTrace;  // sim/run/scenarios/background.h
 
 struct ParamSpec {
   std::string_view name;
@@ -93,6 +94,8 @@ struct Env {
   Machine* machine = nullptr;
   // The run's recorder, for helpers that time operations (op latency).
   Recorder* rec = nullptr;
+  // RunRequest::bg_trace: replayed as the background users, or nullptr.
+  const BackgroundTrace* bg_trace = nullptr;
 };
 
 using DriverFn = void (*)(Env&, const Params&, Recorder&);

@@ -38,7 +38,120 @@ Step background_step(BackgroundMix& mix, BackgroundUser& b) {
 
 bool irq_wanted(const Params& p) { return p.at("irq_dur_ns") > 0 && p.at("irq_period_ns") > 0; }
 
+// A pass over a trace lasts at least this long in virtual time, so a
+// trace whose events share one timestamp cannot spin a CPU at time 0.
+constexpr double kMinPassNs = 1000;
+// A trace's idle gaps can be seconds long, and no task wakes another: a
+// trace task sleeps at most this long at a time, so that once the loop is
+// done it frees what it holds and ends within 1 ms of virtual time (not
+// at the end of a long gap, through every irq arrival before it).
+constexpr double kStopPollNs = 1e6;
+
+// The idle time before the task's next op, scaled by bg_trace_speed: a
+// pass's first op also waits out the previous pass's tail, so every CPU's
+// pass lasts the trace's span and the CPUs stay in step.
+double due_gap(const BackgroundMix& mix, const TraceUser& t) {
+  const BgTraceOp& op = t.cpu->ops[t.i];
+  if (t.i != 0 || !t.wrapped) return static_cast<double>(op.gap_ns) / mix.speed;
+  const double span = static_cast<double>(mix.trace->span_ns) / mix.speed;
+  return static_cast<double>(op.gap_ns + t.cpu->tail_ns) / mix.speed +
+         std::max(0.0, kMinPassNs - span);
+}
+
+// Frees what the task's allocs hold now (another CPU may have freed some).
+int64_t release_trace(BackgroundMix& mix, const TraceUser& t) {
+  int64_t n = 0;
+  for (const BgTraceOp& op : t.cpu->ops) {
+    if (!op.alloc || mix.objs[op.obj] == kNull) continue;
+    mix.e->mm.kfree(mix.objs[op.obj], t.task);
+    mix.objs[op.obj] = kNull;
+    ++n;
+  }
+  return n;
+}
+
+// One traced event: an alloc routed by its size (kmalloc), or the free of
+// the object its pointer matched.
+Step trace_step(BackgroundMix& mix, TraceUser& t) {
+  Env& e = *mix.e;
+  if (mix.stop) {
+    release_trace(mix, t);
+    return Step::done();
+  }
+  const BgTraceOp& op = t.cpu->ops[t.i];
+  const double t0 = mix.rec->now();
+  ++t.events;
+  if (op.alloc) {
+    mix.objs[op.obj] = e.mm.kmalloc(op.size, GFP_KERNEL, t.task);
+    ++t.kmallocs;
+    mix.rec->op_end(mix.k_kmalloc, t0);
+  } else if (op.obj == BgTraceOp::kNoObj) {
+    ++t.unmatched;
+  } else if (mix.objs[op.obj] != kNull) {
+    e.mm.kfree(mix.objs[op.obj], t.task);
+    mix.objs[op.obj] = kNull;
+    ++t.kfrees;
+    mix.rec->op_end(mix.k_kfree, t0);
+  } else {
+    ++t.missed;
+  }
+  if (++t.i == t.cpu->ops.size()) {  // the pass is over: start again with nothing held
+    t.pass_frees += release_trace(mix, t);
+    t.i = 0;
+    t.wrapped = true;
+    ++t.passes;
+  }
+  t.next = e.machine->now() + due_gap(mix, t);
+  return Step::run();
+}
+
+// The trace's tasks: traced CPU c on background CPU c mod their number.
+void spawn_trace(BackgroundMix& mix, Env& e, const Params& p, CpuId loop_cpu) {
+  Machine& m = *e.machine;
+  std::vector<CpuId> cpus;
+  for (CpuId c = 0; c < m.cpus(); ++c)
+    if (c != loop_cpu || p.at("bg_loop_cpu")) cpus.push_back(c);
+  if (cpus.empty()) return;  // check_background_trace() refused this
+  mix.trace = e.bg_trace;
+  mix.speed = static_cast<double>(p.at("bg_trace_speed")) / 1000;
+  mix.objs.assign(mix.trace->objects, kNull);
+  for (const BgTraceCpu& tc : mix.trace->cpus)
+    mix.tracers.push_back(TraceUser{Task{cpus[tc.cpu % cpus.size()], kRootMemcg, 0}, &tc});
+  // mix.tracers is complete: the tasks keep pointers into it from here on.
+  for (TraceUser& t : mix.tracers) {
+    t.next = due_gap(mix, t);
+    TraceUser* tp = &t;
+    BackgroundMix* mp = &mix;
+    t.id = m.spawn(t.task.cpu, static_cast<int>(p.at("bg_prio")),
+                   [mp, tp] {
+                     const double now = mp->e->machine->now();
+                     if (tp->next <= now || mp->stop) return trace_step(*mp, *tp);
+                     return Step::sleep_until(std::min(tp->next, now + kStopPollNs));
+                   },
+                   /*own_counts=*/true);
+  }
+}
+
 }  // namespace
+
+const std::vector<ParamSpec>& background_trace_params() {
+  static const std::vector<ParamSpec> p = {
+      {"bg_trace_speed", 1000, 1, 1000000,
+       "background trace: its clock runs this many permille of real time (2000: twice as fast)"},
+  };
+  return p;
+}
+
+bool takes_background(const ScenarioInfo& s) {
+  return std::any_of(s.params.begin(), s.params.end(),
+                     [](const ParamSpec& p) { return p.name == "bg_per_cpu"; });
+}
+
+bool check_background_trace(const Params& p, std::string* error) {
+  if (p.at("cpus") > 1 || p.at("bg_loop_cpu")) return true;
+  *error = "a background trace needs a background CPU: cpus=1 with bg_loop_cpu=0 leaves none";
+  return false;
+}
 
 std::vector<ParamSpec> background_params(int64_t per_cpu) {
   return {
@@ -54,8 +167,8 @@ std::vector<ParamSpec> background_params(int64_t per_cpu) {
   };
 }
 
-bool background_wanted(const Params& p) {
-  return p.at("bg_rate_per_ms") > 0 && (p.at("bg_per_cpu") > 0 || irq_wanted(p));
+bool background_wanted(const Env& e, const Params& p) {
+  return e.bg_trace || (p.at("bg_rate_per_ms") > 0 && (p.at("bg_per_cpu") > 0 || irq_wanted(p)));
 }
 
 void spawn_background(BackgroundMix& mix, Env& e, const Params& p, Recorder& rec,
@@ -64,7 +177,7 @@ void spawn_background(BackgroundMix& mix, Env& e, const Params& p, Recorder& rec
   mix.e = &e;
   mix.rec = &rec;
   const double rate = static_cast<double>(p.at("bg_rate_per_ms"));
-  if (rate <= 0) return;
+  if (rate <= 0 && !e.bg_trace) return;
   for (CpuId c = 0; c < m.cpus(); ++c) {
     const bool on_loop = c == loop_cpu;
     if (on_loop && !p.at("bg_loop_cpu")) continue;
@@ -76,6 +189,7 @@ void spawn_background(BackgroundMix& mix, Env& e, const Params& p, Recorder& rec
       q.dur_ns = static_cast<double>(p.at("irq_dur_ns"));
       m.add_irq(c, q);
     }
+    if (e.bg_trace) continue;  // the trace's tasks replace the synthetic users
     for (int64_t k = 0; k < p.at("bg_per_cpu"); ++k) {
       mix.users.push_back(BackgroundUser{
           Task{c, kRootMemcg, 0}, static_cast<uint32_t>(p.at("bg_size")), p.at("bg_burst"),
@@ -83,6 +197,7 @@ void spawn_background(BackgroundMix& mix, Env& e, const Params& p, Recorder& rec
           0});
     }
   }
+  if (e.bg_trace) spawn_trace(mix, e, p, loop_cpu);
   // mix.users is complete: the tasks keep pointers into it from here on.
   for (BackgroundUser& b : mix.users) {
     b.next = exp_gap(b.rng, b.mean_gap_ns);
@@ -104,8 +219,25 @@ void record_background(const BackgroundMix& mix, Recorder& rec) {
     bw += mix.e->machine->stats(b.id).list_contended;
     bns += mix.e->machine->stats(b.id).list_wait_ns;
   }
+  TraceUser sum{};
+  for (const TraceUser& t : mix.tracers) {
+    bw += mix.e->machine->stats(t.id).list_contended;
+    bns += mix.e->machine->stats(t.id).list_wait_ns;
+    sum.events += t.events, sum.kmallocs += t.kmallocs, sum.kfrees += t.kfrees;
+    sum.unmatched += t.unmatched, sum.missed += t.missed, sum.passes += t.passes;
+    sum.pass_frees += t.pass_frees;
+  }
   rec.metric("bg_list_lock_waits", static_cast<int64_t>(bw));
   rec.metric("bg_list_lock_wait_ns", static_cast<int64_t>(bns + 0.5));
+  if (!mix.trace) return;
+  rec.metric("bg_trace_tasks", static_cast<int64_t>(mix.tracers.size()));
+  rec.metric("bg_trace_events", sum.events);
+  rec.metric("bg_trace_kmallocs", sum.kmallocs);
+  rec.metric("bg_trace_kfrees", sum.kfrees);
+  rec.metric("bg_trace_unmatched_frees", sum.unmatched);
+  rec.metric("bg_trace_missed_frees", sum.missed);
+  rec.metric("bg_trace_passes", sum.passes);
+  rec.metric("bg_trace_pass_frees", sum.pass_frees);
 }
 
 void LoopWaits::end(const Machine& m, int task) {

@@ -157,7 +157,7 @@ void run_arm_fail(Env& e, const Params& p, Recorder& rec) {
   const RingId r = e.io.ring_create(e.submitter, {256, 0, false});
   if (r < 0) return;
   const int k_wait = rec.op_kind("futex_wait"), k_wake = rec.op_kind("futex_wake");
-  if (e.machine && background_wanted(p)) return run_arm_fail_mix(e, p, rec, r, k_wait, k_wake);
+  if (e.machine && background_wanted(e, p)) return run_arm_fail_mix(e, p, rec, r, k_wait, k_wake);
   int64_t seq = 0;
   auto round = [&](bool measured, bool) {
     rec.begin_round(measured);
