@@ -220,6 +220,12 @@ TEST_CASE("malformed lines: --strict stops at the first, the default skips and c
   CHECK(ok.out.find("2 skipped") != std::string::npos);
   CHECK(ok.err.find("2 malformed line(s) skipped") != std::string::npos);
   std::remove(path.c_str());
+  // A control character the reason quotes is escaped: one line still.
+  const std::string ctl = write_temp("replay_ctl.txt",
+      "  bash-7  [001] ..... 1.000002: kmalloc: call_site=f+0x1/0x2 ptr=z\rz bytes_req=8\n");
+  CHECK_FALSE(scan_trace(ctl, strict, &s, &err));
+  CHECK(err == ctl + ":1:66: ptr='z\\rz': not a valid value");
+  std::remove(ctl.c_str());
 }
 
 TEST_CASE("replay memory is bounded by live objects, not trace length", "[replay][stream]") {

@@ -239,6 +239,8 @@ bool resolve_bases(const Mapping& m, std::vector<MappedRow>* rows, std::string* 
   return true;
 }
 
+constexpr size_t kMaxMessage = 4000;
+
 bool map_rows(const Mapping& m, const std::vector<MeasuredRow>& rows, std::vector<MappedRow>* out,
               std::vector<std::string>* skipped, std::string* error,
               std::vector<std::string>* not_timed) {
@@ -246,16 +248,19 @@ bool map_rows(const Mapping& m, const std::vector<MeasuredRow>& rows, std::vecto
   for (const MeasuredRow& r : rows) {
     MappedRow mr;
     std::string err;
+    // The messages quote the row's fields: escaped here, once, so a
+    // control character in a field cannot break the one-line rule.
     if (const std::string why = not_a_time(r); !why.empty()) {
-      if (std::vector<std::string>* to = not_timed ? not_timed : skipped) to->push_back(why);
+      if (std::vector<std::string>* to = not_timed ? not_timed : skipped)
+        to->push_back(escape_line(why, kMaxMessage));
       continue;
     }
     if (map_row(m, r, &mr, &err)) {
       out->push_back(std::move(mr));
     } else if (skipped) {
-      skipped->push_back(err);
+      skipped->push_back(escape_line(err, kMaxMessage));
     } else {
-      *error = err;
+      *error = escape_line(err, kMaxMessage);
       return false;
     }
   }
@@ -264,7 +269,8 @@ bool map_rows(const Mapping& m, const std::vector<MeasuredRow>& rows, std::vecto
         rows.empty() ? "no measured rows" : fmt::format("{}: no row could be mapped", rows[0].file);
     return false;
   }
-  return resolve_bases(m, out, error);
+  if (!resolve_bases(m, out, error)) return *error = escape_line(*error, kMaxMessage), false;
+  return true;
 }
 
 Params shape_params(const MappedRow& r, const FitSettings& fit) {

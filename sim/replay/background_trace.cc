@@ -8,6 +8,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 
+#include "model/kernel/policy.h"
 #include "sim/replay/trace.h"
 
 namespace simcache::sim {
@@ -101,7 +102,8 @@ bool load_background_trace(const std::string& path, BackgroundTrace* out, std::s
       return *error = fmt::format("{}:{}: line longer than 1 MiB", path, r.line_no()), false;
     if (!parse_trace_line(line, &ev, &col, &why))
       return *error = fmt::format("{}:{}: field '{}': {} (column {})", path, r.line_no(),
-                                  field_at(line, col, why), why, col),
+                                  iou::escape_controls(field_at(line, col, why)),
+                                  iou::escape_controls(why), col),
              false;
     if (!is_kmem_object(ev.kind)) continue;
     if (ev.ts_ns < 0)

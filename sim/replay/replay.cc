@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "model/kernel/policy.h"
 #include "sim/replay/text.h"
 
 namespace simcache::sim {
@@ -428,7 +429,9 @@ bool scan_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s
       s->markers |= ok && (w == "round_begin" || w == "timed_begin");
     }
     if (!ok) {
-      const std::string where = fmt::format("{}:{}:{}: {}", path, r.line_no(), col, why);
+      // `why` may quote the line: escaped, so the message stays one line.
+      const std::string where =
+          fmt::format("{}:{}:{}: {}", path, r.line_no(), col, iou::escape_controls(why));
       if (o.strict) return *error = where, false;
       if (!s->skipped++) s->first_skipped = where;
       continue;
