@@ -257,6 +257,17 @@ TEST_CASE("bgtrace: bad input is one line and status 2", "[bgtrace][cli]") {
   const TempFile noptr("noptr.txt", "[001] ....   1.000000: kfree: call_site=x\n");
   fails(with(noptr.path()), noptr.path() + ":1: field 'ptr': no ptr= field");
   fails(with("/nonexistent/bg.txt"), "/nonexistent/bg.txt: cannot open the background trace");
+  fails(with("/nonexistent/b\ng.txt"), "/nonexistent/b\\ng.txt: cannot open the background trace");
+  const TempFile back("back.txt",
+                      "[000] ....   2.000000: kmalloc: call_site=x ptr=ffff888100000a00 bytes_req=8\n"
+                      "[001] ....   1.000000: kfree: call_site=x ptr=ffff888100000a00\n");
+  fails(with(back.path()), back.path() + ":2: field 'timestamp': earlier than an event before it");
+  std::string many;
+  for (size_t c = 0; c <= BackgroundTrace::kMaxCpus; ++c)
+    many += fmt::format("[{:03}] ....   1.000000: kfree: call_site=x ptr=1\n", c);
+  const TempFile wide("wide.txt", many);
+  fails(with(wide.path()), fmt::format("{}:{}: field 'cpu': more than {} traced CPUs", wide.path(),
+                                       BackgroundTrace::kMaxCpus + 1, BackgroundTrace::kMaxCpus));
   const std::string io = repo_file("tests/data/traces/ftrace-io_uring-5x.txt");
   fails(with(io), io + ": no kmalloc, kmem_cache_alloc, kfree or kmem_cache_free events");
   fails({"--scenario", "sparse-fill", "--profile", "none", "--background-trace", kTwo},

@@ -338,7 +338,7 @@ TEST_CASE("slabinfo: written in the kernel's 2.1 layout and read back", "[output
   // reader took it for a cache the writer would then print as a comment).
   REQUIRE(parse_slabinfo("slabinfo - version: 2.1\n    #kmalloc-1k 32 32 1024 32 8 : tunables 0 0 0"
                          " : slabdata 1 1 0\nkmalloc-512 0 0 512 32 4 : tunables 0 0 0 : slabdata"
-                         " 0 0 0\n   \n",
+                         " 0 0 0\n   \n\t#x 1 1 8 1 1 : tunables 0 0 0 : slabdata 1 1 0\n",
                          "h", &rows, &err));
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].name == "kmalloc-512");

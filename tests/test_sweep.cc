@@ -188,6 +188,11 @@ TEST_CASE("sweep: bad grids, shards and shard files fail with one line and exit 
   CHECK_THAT(o4.err, Contains(g4 + ": scenario: unknown scenario 'sp\\rse'"));
   CHECK(std::count(o4.err.begin(), o4.err.end(), '\r') == 0);
   CHECK(std::count(o4.err.begin(), o4.err.end(), '\n') == 1);
+  const std::string g5 = d.file("g5.toml", "scenario = \"sparse-fill\"\nkernels = [\"v\\r9\"]\n");
+  const CliOutcome o5 = run_cli({"sweep", g5});
+  CHECK(o5.status == 2);
+  CHECK_THAT(o5.err, Contains(g5 + ": kernel: unknown kernel profile 'v\\r9'"));
+  CHECK(std::count(o5.err.begin(), o5.err.end(), '\r') == 0);
   const std::string line = kRecord + "\n";
   const std::string dup = d.file("dup.jsonl", line + line);
   const CliOutcome o = run_cli({"merge", dup});

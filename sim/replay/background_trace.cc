@@ -88,7 +88,8 @@ bool is_kmem_object(TraceKind k) {
 
 bool load_background_trace(const std::string& path, BackgroundTrace* out, std::string* error) {
   LineReader r(path);
-  if (!r.ok()) return *error = fmt::format("{}: cannot open the background trace", path), false;
+  const std::string epath = iou::escape_controls(path);  // the messages stay one line
+  if (!r.ok()) return *error = fmt::format("{}: cannot open the background trace", epath), false;
   *out = BackgroundTrace{};
   out->file = path;
   Loader l{out, {}, {}, {}};
@@ -99,15 +100,15 @@ bool load_background_trace(const std::string& path, BackgroundTrace* out, std::s
     size_t col = 1;
     std::string why;
     if (too_long)
-      return *error = fmt::format("{}:{}: line longer than 1 MiB", path, r.line_no()), false;
+      return *error = fmt::format("{}:{}: line longer than 1 MiB", epath, r.line_no()), false;
     if (!parse_trace_line(line, &ev, &col, &why))
-      return *error = fmt::format("{}:{}: field '{}': {} (column {})", path, r.line_no(),
+      return *error = fmt::format("{}:{}: field '{}': {} (column {})", epath, r.line_no(),
                                   iou::escape_controls(field_at(line, col, why)),
-                                  iou::escape_controls(why), col),
+                                  iou::escape_controls(why.substr(0, 400)), col),
              false;
     if (!is_kmem_object(ev.kind)) continue;
     if (ev.ts_ns < 0)
-      return *error = fmt::format("{}:{}: field 'timestamp': more than 9 digits of seconds", path,
+      return *error = fmt::format("{}:{}: field 'timestamp': more than 9 digits of seconds", epath,
                                   r.line_no()),
              false;
     const int64_t size = ev.bytes_req >= 0 ? ev.bytes_req : ev.bytes_alloc;
@@ -115,18 +116,28 @@ bool load_background_trace(const std::string& path, BackgroundTrace* out, std::s
         size > INT32_MAX)
       return *error = fmt::format("{}:{}: field 'bytes_req': {} bytes is more than the model's "
                                   "2 GiB",
-                                  path, r.line_no(), size),
+                                  epath, r.line_no(), size),
+             false;
+    if (l.end_ts >= 0 && ev.ts_ns < l.end_ts)
+      return *error = fmt::format("{}:{}: field 'timestamp': earlier than an event before it (a "
+                                  "background trace must be in time order, as ftrace and "
+                                  "trace-cmd report print it)",
+                                  epath, r.line_no()),
+             false;
+    if (l.by_cpu.size() == BackgroundTrace::kMaxCpus && !l.by_cpu.count(ev.cpu))
+      return *error = fmt::format("{}:{}: field 'cpu': more than {} traced CPUs", epath,
+                                  r.line_no(), BackgroundTrace::kMaxCpus),
              false;
     if (out->events == BackgroundTrace::kMaxEvents)
       return *error = fmt::format("{}:{}: more than {} kmem events (the background trace's limit)",
-                                  path, r.line_no(), BackgroundTrace::kMaxEvents),
+                                  epath, r.line_no(), BackgroundTrace::kMaxEvents),
              false;
     l.add(ev);
   }
   if (out->events == 0)
     return *error = fmt::format("{}: no kmalloc, kmem_cache_alloc, kfree or kmem_cache_free "
                                 "events (a background trace replays those)",
-                                path),
+                                epath),
            false;
   l.finish();
   return true;

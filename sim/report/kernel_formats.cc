@@ -63,10 +63,10 @@ bool parse_slabinfo(std::string_view text, const std::string& file,
         return *error = fmt::format("{}:1: not /proc/slabinfo version 2.1", file), false;
       continue;
     }
-    // A comment is a line whose first non-blank is '#' (the header line),
+    // A comment is a line whose first non-blank (space, tab) is '#' (the header line),
     // so a cache name never starts with '#' and the writer's output reads
     // back row for row.
-    const size_t first = line.find_first_not_of(' ');
+    const size_t first = line.find_first_not_of(" \t");
     if (first == std::string_view::npos || line[first] == '#') continue;
     SlabinfoRow r;
     if (!parse_row(line, &r))

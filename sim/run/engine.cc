@@ -264,7 +264,8 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
   std::vector<Job> jobs;
   out->workloads.reserve(items.size());
   if (!req.background_trace.empty() && !req.bg_trace)
-    return *error = fmt::format("background trace '{}' was not loaded", req.background_trace),
+    return *error = fmt::format("background trace '{}' was not loaded",
+                                  iou::escape_controls(req.background_trace)),
            false;
   for (const PresetItem& item : items) {
     ScenarioInfo full = with_machine(*reg.find(item.scenario));
@@ -283,7 +284,7 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
     for (const auto& [k, v] : item.set)
       if (params.at(k) != v) over += fmt::format("{}{}={}", over.empty() ? "" : " ", k, params.at(k));
     if (!over.empty()) w.label += " [set " + over + "]";
-    if (req.bg_trace) w.label += " [background trace " + req.bg_trace->file + "]";
+    if (req.bg_trace) w.label += " [background trace " + iou::escape_controls(req.bg_trace->file) + "]";
     w.op_unit = std::string(full.op_unit);
     w.time_unit = std::string(full.time_unit);
     w.note = item.note;

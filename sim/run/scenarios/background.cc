@@ -38,9 +38,12 @@ Step background_step(BackgroundMix& mix, BackgroundUser& b) {
 
 bool irq_wanted(const Params& p) { return p.at("irq_dur_ns") > 0 && p.at("irq_period_ns") > 0; }
 
-// A pass over a trace lasts at least this long in virtual time, so a
-// trace whose events share one timestamp cannot spin a CPU at time 0.
+// A pass over a trace lasts at least this long in virtual time, and at
+// least kMinNsPerEvent per event of the whole trace, so a trace whose
+// events share one timestamp (or are frees that do no mm work) cannot
+// spin the machine: steps per virtual ns stay bounded.
 constexpr double kMinPassNs = 1000;
+constexpr double kMinNsPerEvent = 1;
 // A trace's idle gaps can be seconds long, and no task wakes another: a
 // trace task sleeps at most this long at a time, so that once the loop is
 // done it frees what it holds and ends within 1 ms of virtual time (not
@@ -48,14 +51,19 @@ constexpr double kMinPassNs = 1000;
 constexpr double kStopPollNs = 1e6;
 
 // The idle time before the task's next op, scaled by bg_trace_speed: a
-// pass's first op also waits out the previous pass's tail, so every CPU's
-// pass lasts the trace's span and the CPUs stay in step.
+// pass's first op also waits out the previous pass's tail. The schedule
+// is absolute (each op is due a gap after the previous op was due, not
+// after it finished), so every CPU's pass lasts the trace's span however
+// long its ops and lock waits take, and the CPUs stay in step; a task
+// that runs late runs its due ops back to back.
 double due_gap(const BackgroundMix& mix, const TraceUser& t) {
   const BgTraceOp& op = t.cpu->ops[t.i];
   if (t.i != 0 || !t.wrapped) return static_cast<double>(op.gap_ns) / mix.speed;
   const double span = static_cast<double>(mix.trace->span_ns) / mix.speed;
+  const double floor =
+      std::max(kMinPassNs, kMinNsPerEvent * static_cast<double>(mix.trace->events));
   return static_cast<double>(op.gap_ns + t.cpu->tail_ns) / mix.speed +
-         std::max(0.0, kMinPassNs - span);
+         std::max(0.0, floor - span);
 }
 
 // Frees what the task's allocs hold now (another CPU may have freed some).
@@ -101,7 +109,7 @@ Step trace_step(BackgroundMix& mix, TraceUser& t) {
     t.wrapped = true;
     ++t.passes;
   }
-  t.next = e.machine->now() + due_gap(mix, t);
+  t.next += due_gap(mix, t);
   return Step::run();
 }
 

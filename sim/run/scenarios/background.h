@@ -32,6 +32,7 @@ struct BgTraceCpu {
 };
 struct BackgroundTrace {
   static constexpr uint64_t kMaxEvents = 1000000;
+  static constexpr size_t kMaxCpus = 1024;  // distinct traced CPUs (one task each)
   std::string file;
   std::vector<BgTraceCpu> cpus;  // ascending traced CPU
   uint32_t objects = 0;  // object indices 0..objects-1
