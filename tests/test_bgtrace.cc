@@ -326,4 +326,8 @@ TEST_CASE("bgtrace: a long idle gap ends with the loop", "[bgtrace]") {
   CHECK(m(p, "bg_trace_events") == 1);
   CHECK(m(p, "bg_trace_kmallocs") == 1);
   CHECK(m(p, "bg_trace_passes") == 0);
+  // The loop ends at about 100 x 5 us; the task, due at 100 s, ends within
+  // one 1 ms poll of it (sleeping to its due time would make this ~100 s).
+  CHECK(m(p, "bg_trace_stop_lag_ns") > 0);
+  CHECK(m(p, "bg_trace_stop_lag_ns") <= 1000000);
 }

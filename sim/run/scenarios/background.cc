@@ -84,6 +84,10 @@ Step trace_step(BackgroundMix& mix, TraceUser& t) {
   Env& e = *mix.e;
   if (mix.stop) {
     release_trace(mix, t);
+    // How long after the loop the last trace task ended: the 1 ms poll
+    // (kStopPollNs) bounds it, whatever the trace's gaps.
+    mix.stop_lag_ns = std::max(mix.stop_lag_ns, e.machine->now() - mix.stop_ns);
+    mix.rec->metric("bg_trace_stop_lag_ns", static_cast<int64_t>(mix.stop_lag_ns + 0.5));
     return Step::done();
   }
   const BgTraceOp& op = t.cpu->ops[t.i];

@@ -89,6 +89,8 @@ struct BackgroundMix {
   Env* e = nullptr;
   Recorder* rec = nullptr;
   bool stop = false;  // the loop is done: free what is held and end
+  double stop_ns = 0;  // when it was done (virtual time)
+  double stop_lag_ns = 0;  // the latest trace task's end after stop_ns
   int k_kmalloc = 0, k_kfree = 0;  // their latency kinds
   std::vector<BackgroundUser> users;
   // With a background trace: its tasks, and every traced object's pointer

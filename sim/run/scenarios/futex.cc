@@ -97,6 +97,7 @@ Step arm_fail_step(ArmFailLoop& s) {
   const bool measured = s.round >= unmeasured;
   if (s.round == unmeasured + p.at("rounds")) {
     s.bg.stop = true;
+    s.bg.stop_ns = e.machine->now();
     s.lw.record(*s.rec);
     record_background(s.bg, *s.rec);
     e.io.ring_exit(s.ring, e.kworker);

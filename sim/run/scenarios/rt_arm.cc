@@ -53,6 +53,7 @@ Step loop_step(ArmState& s) {
   const bool measured = s.round >= p.at("smoke") + p.at("warmup");
   if (s.round == rounds_total) {
     s.bg.stop = true;
+    s.bg.stop_ns = e.machine->now();
     e.io.ring_exit(s.ring, e.kworker);
     s.lw.record(*s.rec);
     record_background(s.bg, *s.rec);
