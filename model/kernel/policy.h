@@ -113,7 +113,8 @@ bool set_knob(std::string_view name, std::string_view text, PolicySet* p, MmConf
               std::string* error);
 // `s` with control bytes written as \n, \r, \t or \xNN, so an error that
 // quotes user text stays one line. Applying it twice changes nothing more.
-std::string escape_controls(std::string_view s);
+// With `max`: once the output reaches `max` bytes, the rest becomes "...".
+std::string escape_controls(std::string_view s, size_t max = SIZE_MAX);
 // The field `key` names inside a policy's parentheses: its full name or
 // its short name. Null if none.
 const PolicyFieldInfo* knob_by_key(std::string_view key);

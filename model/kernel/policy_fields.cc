@@ -156,9 +156,11 @@ const PolicyFieldInfo* knob_by_key(std::string_view key) {
   return nullptr;
 }
 
-std::string escape_controls(std::string_view s) {
+std::string escape_controls(std::string_view s, size_t max) {
   std::string out;
-  for (const char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (out.size() >= max) return out + "...";
+    const char c = s[i];
     const auto u = static_cast<unsigned char>(c);
     if (c == '\n') out += "\\n";
     else if (c == '\r') out += "\\r";

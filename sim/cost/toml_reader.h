@@ -16,24 +16,15 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include "model/kernel/policy.h"
 
 namespace simcache::sim {
 
 // A user string made safe for a one-line message: control characters
 // (newline, tab, ESC, ...) and DEL become \n, \t, \xNN; at most `max`
-// bytes are kept.
+// bytes are kept (iou::escape_controls, the one escaper).
 inline std::string escape_line(std::string_view s, size_t max = 200) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (out.size() >= max) return out + "...";
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
-  }
-  return out;
+  return iou::escape_controls(s, max);
 }
 
 // Profile files are small; anything larger is not a profile.

@@ -51,9 +51,9 @@ struct Loader {
     end_ts = std::max(end_ts, ev.ts_ns);
     BgTraceCpu& c = cpu(ev.cpu);
     int64_t& last = last_ts[by_cpu[ev.cpu]];
-    BgTraceOp op{static_cast<uint64_t>(std::max<int64_t>(0, ev.ts_ns - last)), 0, 0,
-                 BgTraceOp::kNoObj};
-    last = std::max(last, ev.ts_ns);
+    // load_background_trace() refuses a step back in time: gaps are >= 0.
+    BgTraceOp op{static_cast<uint64_t>(ev.ts_ns - last), 0, 0, BgTraceOp::kNoObj};
+    last = ev.ts_ns;
     if (ev.kind == TraceKind::kmalloc || ev.kind == TraceKind::kmem_cache_alloc) {
       op.alloc = 1;
       op.size = static_cast<uint32_t>(ev.bytes_req >= 0 ? ev.bytes_req : ev.bytes_alloc);
