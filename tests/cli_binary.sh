@@ -54,12 +54,18 @@ expect 2 "30 KB shape field (calibrate)" "long_shape.tsv:2:17: shape: field of 3
 expect 2 "30 KB shape field (--measurements)" "long_shape.tsv:2:17: shape: field of 30000 bytes" --scenario waitv --measurements long_shape.tsv --output out/r.txt
 expect 2 "mapping pattern typo" "shape[0].shape: bad regular expression" validate --measurements "$src/data/measurements/calibration.tsv" --mapping typo.toml
 expect 2 "1e308 ms" "value: 1e+308 ms/install is more than" calibrate --measurements huge.tsv --out out/p.toml
-expect 2 "--profile /dev/zero" "larger than the limit of 1048576 bytes" --scenario waitv --profile /dev/zero --output out/r.txt
+expect 2 "--profile /dev/zero" "/dev/zero: cannot read the profile: is a device" --scenario waitv --profile /dev/zero --output out/r.txt
 expect 2 "--profile ./i7-12700KF (a bad file)" "./i7-12700KF:1: syntax" --scenario waitv --profile ./i7-12700KF --output out/r.txt
-expect 2 "--measurements /dev/zero" "larger than the limit of 16777216 bytes" validate --measurements /dev/zero
-expect 2 "--output is a directory" "not a regular file" --scenario waitv --profile none --output out
+expect 2 "--measurements /dev/zero" "cannot read the measurements: is a device" validate --measurements /dev/zero
+# The in-memory cap, lowered through its variable: named with the way to raise it.
+head -c 20000 /dev/zero | tr '\0' '#' | fold -w 100 > big.toml
+SIMCACHE_INPUT_LIMIT=8K expect 2 "--config over SIMCACHE_INPUT_LIMIT" "big.toml: the run configuration is larger than the limit of 8192 bytes; SIMCACHE_INPUT_LIMIT=BYTES raises it" --config big.toml --output out/r.txt
+SIMCACHE_LINE_LIMIT=12 expect 2 "a bad SIMCACHE_LINE_LIMIT" "SIMCACHE_LINE_LIMIT='12': expected bytes" --config big.toml --output out/r.txt
+# An endless pipe is capped by the line limit, not read forever.
+expect 2 "replay an endless pipe" "line longer than the limit of 1048576 bytes" replay <(cat /dev/zero) --output out/r.txt
+expect 2 "--output is a directory" "is a directory" --scenario waitv --profile none --output out
 expect 2 "bad background trace line" "bad_trace.txt:1: field 'bytes_req': bytes_req='12x'" --scenario rt-arm-loop --background-trace bad_trace.txt --output out/r.txt
-expect 2 "missing background trace" "nope.txt: cannot open the background trace" --scenario rt-arm-loop --background-trace nope.txt --output out/r.txt
+expect 2 "missing background trace" "nope.txt: cannot read the background trace: No such file" --scenario rt-arm-loop --background-trace nope.txt --output out/r.txt
 expect 2 "background trace, driver without users" "scenario 'waitv' has none" --scenario waitv --background-trace "$src/tests/data/traces/lkml-2019-kmem.txt" --output out/r.txt
 # Failed operations: the report is still written (to stdout here), status 3.
 expect 3 "failed installs" "63 operations failed" --scenario sparse-fill --set slots=1 --set installs=64 --set rounds=1 --set warmup=0 --profile none
@@ -86,6 +92,22 @@ if ! timeout 60 "$bin" --scenario waitv --profile none --format csv --output /de
 else
   echo "ok: --output /dev/stdout writes through"
 fi
+# SIGTERM and SIGINT while an emitter streams into its temporary: the
+# temporary is removed and no target appears.
+printf 'unit op ns\ntask bench memcg=user\nrepeat 50000000\n2 bench kmalloc size=32 obj=1\n2 bench kfree obj=1\nend\n' > long.ops
+for sig in TERM INT; do
+  rm -rf sig && mkdir sig
+  # set -m: a background job of a script would ignore SIGINT otherwise.
+  (set -m; "$bin" run-ops long.ops --profile none --emit-trace sig/t.trace > /dev/null 2>&1 &
+   pid=$!
+   for _ in $(seq 100); do [ -n "$(ls -A sig)" ] && break; sleep 0.05; done
+   started=$(ls -A sig | wc -l)
+   kill -s "$sig" "$pid"; wait "$pid"; st=$?
+   if [ "$started" != 1 ] || [ -n "$(ls -A sig)" ] || [ "$st" -lt 128 ]; then
+     echo "FAIL: SIG$sig: status $st, temporaries seen $started, left: $(ls -A sig)"; exit 1
+   fi
+   echo "ok: SIG$sig removes the temporary (status $st)") || fails=$((fails + 1))
+done
 # Temp files are ".NAME.XXXXXX" beside the target (and the old "NAME.tmp~").
 leftover=$(find . -name '.*.??????' -o -name '*.tmp~' | wc -l)
 [ "$leftover" = 0 ] || { echo "FAIL: temp files left: $(ls -A)"; fails=$((fails + 1)); }

@@ -256,8 +256,10 @@ TEST_CASE("bgtrace: bad input is one line and status 2", "[bgtrace][cli]") {
   fails(with(bad.path()), bad.path() + ":2: field 'bytes_req': bytes_req='abc': not a valid value");
   const TempFile noptr("noptr.txt", "[001] ....   1.000000: kfree: call_site=x\n");
   fails(with(noptr.path()), noptr.path() + ":1: field 'ptr': no ptr= field");
-  fails(with("/nonexistent/bg.txt"), "/nonexistent/bg.txt: cannot open the background trace");
-  fails(with("/nonexistent/b\ng.txt"), "/nonexistent/b\\ng.txt: cannot open the background trace");
+  fails(with("/nonexistent/bg.txt"),
+        "/nonexistent/bg.txt: cannot read the background trace: No such file");
+  fails(with("/nonexistent/b\ng.txt"),
+        "/nonexistent/b\\ng.txt: cannot read the background trace: No such file");
   const TempFile back("back.txt",
                       "[000] ....   2.000000: kmalloc: call_site=x ptr=ffff888100000a00 bytes_req=8\n"
                       "[001] ....   1.000000: kfree: call_site=x ptr=ffff888100000a00\n");

@@ -5,21 +5,32 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <algorithm>
 
 #include <fmt/format.h>
 #include "model/kernel/profile.h"
+#include "sim/io/input.h"
 
 namespace simcache::sim {
 namespace fs = std::filesystem;
+namespace {
+// The first line of a small kernel file, through the one input door.
+bool first_line(const std::string& path, std::string* line, std::string* error) {
+  if (!read_input(path, "the kernel file", line, error)) return false;
+  line->resize(std::min(line->size(), line->find('\n')));
+  return true;
+}
+}  // namespace
 
 bool host_slab_readable(const std::string& root, std::string* why) {
   std::error_code ec;
   fs::directory_iterator it(root, ec);
   if (ec) return *why = fmt::format("{}: cannot list: {}", root, ec.message()), false;
-  std::ifstream f(root + "/kmalloc-64/order");
+  std::string text, error;
   int order = -1;
-  if (!(f >> order)) return *why = fmt::format("{}/kmalloc-64/order: not readable", root), false;
+  if (!first_line(root + "/kmalloc-64/order", &text, &error) ||
+      std::from_chars(text.data(), text.data() + text.size(), order).ec != std::errc())
+    return *why = fmt::format("{}/kmalloc-64/order: not readable", root), false;
   return true;
 }
 
@@ -34,12 +45,8 @@ bool read_host_cache(const std::string& root, const std::string& name, HostCache
   for (const char* file : kHostGeometryFiles) {
     const fs::path p = dir / file;
     if (!fs::exists(p, ec)) continue;
-    std::ifstream f(p);
     std::string text;
-    if (!f || !std::getline(f, text)) {
-      *error = fmt::format("{}: cannot read", p.string());
-      return false;
-    }
+    if (!first_line(p.string(), &text, error)) return false;
     int64_t v = 0;
     const char* end = text.data() + text.size();
     auto [ptr, e] = std::from_chars(text.data(), end, v);
@@ -53,9 +60,8 @@ bool read_host_cache(const std::string& root, const std::string& name, HostCache
 }
 
 bool read_cpu_count(const std::string& path, int* cpus, std::string* error) {
-  std::ifstream f(path);
   std::string text;
-  if (!f || !std::getline(f, text)) return *error = fmt::format("{}: cannot read", path), false;
+  if (!first_line(path, &text, error)) return false;
   int n = 0;
   const char* s = text.c_str();
   while (*s) {

@@ -180,7 +180,7 @@ bool parse_measurements(std::string_view text, const std::string& file,
 
 bool read_measurements(const std::string& path, std::vector<MeasuredRow>* out, std::string* error) {
   std::string text;
-  if (!read_capped_file(path, kMaxMeasurementsBytes, "the measurements", &text, error))
+  if (!read_input(path, "the measurements", &text, error))
     return false;
   return parse_measurements(text, escape_line(path), out, error);
 }

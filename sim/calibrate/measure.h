@@ -34,10 +34,8 @@ bool regex_search(const Regex& re, std::string_view text,
                   std::vector<std::optional<std::string>>* groups = nullptr);
 int regex_groups(const Regex& re);
 
-// Input limits (docs/reliability.md): a file larger than these, a longer
-// line or a longer field is an error naming the limit.
-inline constexpr size_t kMaxMeasurementsBytes = 16u << 20;
-inline constexpr size_t kMaxMappingBytes = 1u << 20;
+// Input limits (docs/reliability.md): a longer line or field, or more
+// rows, is an error naming the limit (the file's size: sim/io/input.h).
 inline constexpr size_t kMaxLineBytes = 64u << 10;
 inline constexpr size_t kMaxFieldBytes = 1024;
 inline constexpr size_t kMaxRows = 100000;

@@ -208,7 +208,7 @@ bool parse_mapping(std::string_view text, const std::string& path, Mapping* out,
 
 bool load_mapping(const std::string& path, Mapping* out, std::string* error) {
   std::string text;
-  if (!read_capped_file(path, kMaxMappingBytes, "the mapping file", &text, error)) return false;
+  if (!read_input(path, "the mapping file", &text, error)) return false;
   return parse_mapping(text, path, out, error);
 }
 

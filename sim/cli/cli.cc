@@ -324,6 +324,7 @@ CliOutcome run_report_cli(const ParsedFlags& f, const Args& args) {
     std::string error;
     if (!load_config(f.v.at("config"), &merged, &error)) return cli_fail(error);
     overlay_flags(f, &merged);
+    if (!check_output_flags("", merged, &error)) return cli_fail(error);  // a config's outputs
     return run_report(merged, args);
   }
   return run_report(f, args);

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/report/output_file.h"
+#include "sim/io/output.h"
 #include "sim/run/engine.h"
 
 namespace simcache::sim {
@@ -39,16 +39,20 @@ CliOutcome run_cli(const std::vector<std::string>& args);
 // fuzz target's entry point.
 bool parse_report_args(const std::vector<std::string>& args, RunRequest* req, std::string* error);
 
-// write_file_atomic(): sim/report/output_file.h.
+// write_file_atomic(), OutputBatch: sim/io/output.h, the one way out.
 
 // Shared by the subcommands. Each command declares its flags once, in
 // commands.cc; CLI11 parses them into ParsedFlags.
 enum class Takes { nothing, value, values };  // values: every occurrence is kept
+// What a flag's value names: an output file or a new output directory is
+// checked before the command runs (sim/io/output.h).
+enum class Names { other, out_file, out_dir };
 struct Flag {
   std::string_view name;  // without the leading "--"
   Takes takes;
   std::string_view help;
   std::string_view metavar = "V";
+  Names names = Names::other;
 };
 struct ParsedFlags {
   std::map<std::string, std::string> v;                   // last value of each flag
@@ -56,6 +60,10 @@ struct ParsedFlags {
   std::vector<std::string> fails;                         // every --fail value
   std::vector<std::string> pos;                           // positional arguments
 };
+// Every output flag of `command`'s table ("" is the report run) set in `f`
+// (by the flag tables' Names) names a path that can take it; else one
+// line naming the flag and the path.
+bool check_output_flags(std::string_view command, const ParsedFlags& f, std::string* error);
 // Exit status 2 and one line on stderr: control characters in `msg`
 // (user strings included) are escaped, so it cannot span lines.
 CliOutcome cli_fail(const std::string& msg);

@@ -38,7 +38,7 @@ constexpr Flag kReportFlags[] = {
     {"kernel", T::value, "kernel profile (--list names them)", "K"},
     {"seed", T::value, "seed of every random choice (--fail draws, random_kmalloc_seed)", "N"},
     {"format", T::value, "table, json or csv", "FMT"},
-    {"output", T::value, "write the report to FILE instead of stdout (atomically)", "FILE"},
+    {"output", T::value, "write the report to FILE instead of stdout (atomically)", "FILE", Names::out_file},
     {"jobs", T::value, "worker threads, 1..256 (output does not depend on it)", "N"},
     {"all-counters", T::nothing, "table: every non-zero counter"},
     {"profile", T::value, "cost profile: a name in data/profiles, a .toml file, or none",
@@ -61,10 +61,10 @@ constexpr Flag kReportFlags[] = {
     {"no-sites", T::nothing,
      "no call-site scopes (JSON sites, --explain sites and KASAN 'in' empty; faster)"},
     {"slabinfo", T::value, "write /proc/slabinfo 2.1 of the end of the run to FILE (- : stdout)",
-     "FILE"},
+     "FILE", Names::out_file},
     {"slabinfo-at", T::value, "with --slabinfo: the state at a snapshot (registration, fill, ...)",
      "SNAPSHOT"},
-    {"sysfs", T::value, "write a /sys/kernel/slab tree (stats, alias links) into new DIR", "DIR"},
+    {"sysfs", T::value, "write a /sys/kernel/slab tree (stats, alias links) into new DIR", "DIR", Names::out_dir},
     {"slabinfo-report", T::value, "table: tools/mm/slabinfo -r report of CACHE", "CACHE"},
     {"list", T::nothing, "list scenarios, presets, policies, knobs and kernel profiles"},
     {"config", T::value, "read flags from a TOML run configuration (docs/knobs.md)", "FILE"},
@@ -77,11 +77,12 @@ constexpr Flag kSweepFlags[] = {
     {"jobs", T::value, "worker threads, 1..256 (default: every core; output does not depend on it)",
      "N"},
     {"shard", T::value, "run the points with index % N == i", "i/N"},
-    {"output", T::value, "write the JSON lines to FILE instead of stdout", "FILE"},
+    {"max-points", T::value, "the work budget: points one run may take (default 100000)", "N"},
+    {"output", T::value, "write the JSON lines to FILE instead of stdout", "FILE", Names::out_file},
     {"profile", T::value, "cost profile for ns per operation (default: the grid's, or the default)",
      "P"},
-    {"plot", T::value, "draw the trade-off charts into an SVG file", "FILE.svg"},
-    {"html", T::value, "write an HTML report embedding the charts", "FILE.html"},
+    {"plot", T::value, "draw the trade-off charts into an SVG file", "FILE.svg", Names::out_file},
+    {"html", T::value, "write an HTML report embedding the charts", "FILE.html", Names::out_file},
     {"plot-x", T::value, "the parameter of the time-against-size chart", "PARAM"},
     {"verbose", T::nothing, "log the grid and the points"},
     {"quiet", T::nothing, "only errors on stderr"},
@@ -89,16 +90,16 @@ constexpr Flag kSweepFlags[] = {
 
 constexpr Flag kMergeFlags[] = {
     {"format", T::value, "json (the sweep's lines), csv or table", "FMT"},
-    {"output", T::value, "write to FILE instead of stdout", "FILE"},
-    {"plot", T::value, "draw the trade-off charts into an SVG file", "FILE.svg"},
-    {"html", T::value, "write an HTML report embedding the charts", "FILE.html"},
+    {"output", T::value, "write to FILE instead of stdout", "FILE", Names::out_file},
+    {"plot", T::value, "draw the trade-off charts into an SVG file", "FILE.svg", Names::out_file},
+    {"html", T::value, "write an HTML report embedding the charts", "FILE.html", Names::out_file},
     {"plot-x", T::value, "the parameter of the time-against-size chart", "PARAM"},
 };
 
 constexpr Flag kCalibrateFlags[] = {
     {"measurements", T::value, "measured rows (TSV with the columns of calibration.tsv); required",
      "FILE"},
-    {"out", T::value, "write the fitted profile here (atomically)", "FILE"},
+    {"out", T::value, "write the fitted profile here (atomically)", "FILE", Names::out_file},
     {"name", T::value, "profile name (default: the --out file's stem, else 'calibrated')", "NAME"},
     {"mapping", T::value, "row -> simulation rules (default data/profiles/mapping.toml)", "FILE"},
     {"jobs", T::value, "worker threads, 1..256 (results do not depend on it)", "N"},
@@ -127,17 +128,17 @@ constexpr Flag kGeometryFlags[] = {
       {"set", T::values, "machine parameter key=value (cpus, nodes, ...; repeatable)", "K=V"}, \
       {"seed", T::value, "seed of every random choice", "N"},                                  \
       {"format", T::value, "table, json or csv", "FMT"},                                       \
-      {"output", T::value, "write the report to FILE instead of stdout (atomically)", "FILE"}, \
+      {"output", T::value, "write the report to FILE instead of stdout (atomically)", "FILE", Names::out_file}, \
       {"jobs", T::value, "worker threads, 1..256 (output does not depend on it)", "N"},         \
       {"all-counters", T::nothing, "table: every non-zero counter"},                           \
       {"profile", T::value, "cost profile: a name in data/profiles, a .toml file, or none",   \
        "P"},                                                                                   \
       {"explain", T::nothing, "break each policy's time per op into its parameters"},          \
-      {"emit-ops", T::value, "write the ops as an op file instead of reporting", "FILE"}
+      {"emit-ops", T::value, "write the ops as an op file instead of reporting", "FILE", Names::out_file}
 
 constexpr Flag kOpsFlags[] = {
     SIMCACHE_CUSTOM_FLAGS,
-    {"emit-trace", T::value, "write the ops as a trace instead of reporting", "FILE"},
+    {"emit-trace", T::value, "write the ops as a trace instead of reporting", "FILE", Names::out_file},
 };
 constexpr Flag kReplayFlags[] = {
     SIMCACHE_CUSTOM_FLAGS,
@@ -323,8 +324,33 @@ Parsed parse_command(const Args& args, bool subcommands, const Command** cmd, Pa
   return collect(*chosen, out, text) ? Parsed::run : Parsed::error;
 }
 
+bool check_output_flags(std::string_view command, const ParsedFlags& f, std::string* error) {
+  for (const Command& c : kCommands) {
+    if (c.name != command) continue;
+    for (const Flag& fl : c.flags) {
+      const auto it = f.v.find(std::string(fl.name));
+      if (fl.names == Names::other || it == f.v.end()) continue;
+      const std::string flag = "--" + std::string(fl.name);
+      if (fl.names == Names::out_dir ? !check_output_dir(it->second, flag, error)
+                                     : !check_output(it->second, flag, error))
+        return false;
+    }
+  }
+  return true;
+}
+
+// Every output path is checked before the command computes anything, and
+// its outputs are staged in one batch: they reach their targets together
+// when it ends with status 0 or 3 (failed operations are a result), and
+// none of them does when it ends with an error.
 CliOutcome run_command(const Command& cmd, const ParsedFlags& f, const Args& args) {
-  return cmd.run(f, args);
+  std::string error;
+  if (!check_output_flags(cmd.name, f, &error)) return cli_fail(error);
+  OutputBatch batch;
+  CliOutcome r = cmd.run(f, args);
+  if (r.status == 0 || r.status == 3)
+    if (!batch.commit(&error)) return cli_fail(error);
+  return r;
 }
 
 }  // namespace simcache::sim

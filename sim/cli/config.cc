@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -143,13 +142,11 @@ bool read_key(const TomlReader& r, const std::string& key, const toml::node& v, 
 }  // namespace
 
 bool load_config(const std::string& path, ParsedFlags* out, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return *error = fmt::format("{}: cannot read the run configuration", path), false;
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  if (!read_input(path, "the run configuration", &text, error)) return false;
   TomlReader r{path, error};
   toml::table t;
-  if (!r.parse(ss.str(), &t)) return false;
+  if (!r.parse(text, &t)) return false;
   for (const auto& [k, v] : t)
     if (!read_key(r, std::string(k.str()), v, out)) return false;
   return true;

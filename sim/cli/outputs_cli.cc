@@ -2,11 +2,11 @@
 // --sysfs, --slabinfo-report, --hist, --cache) and the run record the CLI
 // fills in (command line, cost profile hash). Kept apart from cli.cc so
 // the flag plumbing there stays small.
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 #include "sim/cli/cli.h"
+#include "sim/io/input.h"
 #include "sim/cost/cost.h"
 #include "sim/report/kernel_formats.h"
 #include "sim/report/report.h"
@@ -18,10 +18,10 @@ const char kNames[] = "ABCDEFGH";
 
 // FNV-1a 64 of a file's bytes: names the exact cost profile a report used.
 std::string fnv1a64_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "unknown";
+  std::string text, error;
+  if (!read_input(path, "the cost profile", &text, &error)) return "unknown";
   uint64_t h = 1469598103934665603ull;
-  for (char c; f.get(c);) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   return fmt::format("{:016x}", h);
 }
 

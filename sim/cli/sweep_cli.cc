@@ -2,7 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
+#include <charconv>
 #include <map>
 #include <thread>
 #include <sstream>
@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/cli/cli.h"
+#include "sim/io/input.h"
 #include "sim/cost/cost.h"
 #include "sim/report/plot.h"
 #include "sim/sweep/sweep.h"
@@ -55,7 +56,14 @@ CliOutcome run_sweep_cli(const ParsedFlags& f, const Args&) {
     return cli_fail(error);
   // --profile replaces the grid's profiles with one.
   if (f.v.count("profile")) grid.cost_profiles = {f.v.at("profile")};
-  if (!expand_grid(grid, &points, &error)) return cli_fail(error);
+  uint64_t max_points = kDefaultMaxPoints;
+  if (f.v.count("max-points")) {
+    const std::string& v = f.v.at("max-points");
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), max_points);
+    if (ec != std::errc() || end != v.data() + v.size() || max_points == 0)
+      return cli_fail(fmt::format("--max-points '{}': expected a positive integer", v));
+  }
+  if (!expand_grid(grid, &points, &error, o.shard, o.shards, max_points)) return cli_fail(error);
   std::map<std::string, CostModel> costs;
   for (const SweepPoint& p : points)
     if (!p.cost_profile.empty() && !costs.count(p.cost_profile)) {
@@ -86,11 +94,9 @@ CliOutcome run_merge_cli(const ParsedFlags& f, const Args&) {
     return cli_fail(fmt::format("--format '{}': expected json, csv or table", format));
   std::vector<std::pair<std::string, std::string>> files;
   for (const std::string& p : pos) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return cli_fail(fmt::format("{}: cannot read", p));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    files.emplace_back(p, ss.str());
+    std::string text;
+    if (!read_input(p, "the sweep shard", &text, &error)) return cli_fail(error);
+    files.emplace_back(p, std::move(text));
   }
   std::vector<nlohmann::json> recs;
   if (!merge_records(files, &recs, &error)) return cli_fail(error);

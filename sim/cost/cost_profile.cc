@@ -222,7 +222,7 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
 
 bool load_profile(const std::string& path, CostModel* out, std::string* error) {
   std::string text;
-  if (!read_capped_file(path, kMaxProfileBytes, "the profile", &text, error)) return false;
+  if (!read_input(path, "the profile", &text, error)) return false;
   return parse_profile(text, path, out, error);
 }
 

@@ -3,20 +3,16 @@
 // field.
 #pragma once
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <toml++/toml.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <set>
 #include <string>
 #include <string_view>
 
 #include <fmt/format.h>
 #include "model/kernel/policy.h"
+#include "sim/io/input.h"
 
 namespace simcache::sim {
 
@@ -25,49 +21,6 @@ namespace simcache::sim {
 // bytes are kept (iou::escape_controls, the one escaper).
 inline std::string escape_line(std::string_view s, size_t max = 200) {
   return iou::escape_controls(s, max);
-}
-
-// Profile files are small; anything larger is not a profile.
-inline constexpr size_t kMaxProfileBytes = 1u << 20;
-
-// Reads a whole input file of at most `max` bytes (a larger one, or an
-// endless one like /dev/zero, is an error, not an allocation failure).
-// Directories are refused; pipes and FIFOs are read like files.
-inline bool read_capped_file(const std::string& path, size_t max, std::string_view what,
-                             std::string* out, std::string* error) {
-  const std::string name = escape_line(path);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = fmt::format("{}: cannot read {}: {}", name, what, std::strerror(errno));
-    return false;
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    *error = fmt::format("{}: cannot read {}: is a directory", name, what);
-    return false;
-  }
-  out->clear();
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = fmt::format("{}: cannot read {}: {}", name, what, std::strerror(errno));
-      ::close(fd);
-      return false;
-    }
-    if (n == 0) break;
-    if (out->size() + static_cast<size_t>(n) > max) {
-      ::close(fd);
-      out->clear();
-      *error = fmt::format("{}: {} is larger than the limit of {} bytes", name, what, max);
-      return false;
-    }
-    out->append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return true;
 }
 
 struct TomlReader {

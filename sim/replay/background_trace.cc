@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "model/kernel/policy.h"
+#include "sim/io/input.h"
 #include "sim/replay/trace.h"
 
 namespace simcache::sim {
@@ -87,20 +88,18 @@ bool is_kmem_object(TraceKind k) {
 }  // namespace
 
 bool load_background_trace(const std::string& path, BackgroundTrace* out, std::string* error) {
-  LineReader r(path);
   const std::string epath = iou::escape_controls(path);  // the messages stay one line
-  if (!r.ok()) return *error = fmt::format("{}: cannot open the background trace", epath), false;
+  const auto src = InputSource::open(path, "the background trace", error);
+  if (!src) return false;
+  LineInput r(src);
   *out = BackgroundTrace{};
   out->file = path;
   Loader l{out, {}, {}, {}};
   std::string_view line;
-  bool too_long = false;
   TraceEvent ev;
-  while (r.next(&line, &too_long)) {
+  while (r.next(&line)) {
     size_t col = 1;
     std::string why;
-    if (too_long)
-      return *error = fmt::format("{}:{}: line longer than 1 MiB", epath, r.line_no()), false;
     if (!parse_trace_line(line, &ev, &col, &why))
       return *error = fmt::format("{}:{}: field '{}': {} (column {})", epath, r.line_no(),
                                   iou::escape_controls(field_at(line, col, why)),
@@ -134,6 +133,7 @@ bool load_background_trace(const std::string& path, BackgroundTrace* out, std::s
              false;
     l.add(ev);
   }
+  if (r.failed()) return *error = r.error(), false;
   if (out->events == 0)
     return *error = fmt::format("{}: no kmalloc, kmem_cache_alloc, kfree or kmem_cache_free "
                                 "events (a background trace replays those)",

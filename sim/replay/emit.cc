@@ -1,11 +1,12 @@
 // run-ops as a workload, and the emitters: executed ops as a flat op file
 // or as trace text that `replay` reads back (docs/ops.md).
 #include <cstdio>
-#include <filesystem>
 
 #include <fmt/format.h>
 
+#include "model/kernel/policy.h"
 #include "model/mm/geometry.h"
+#include "sim/io/output.h"
 #include "sim/replay/replay.h"
 #include "sim/replay/text.h"
 
@@ -29,23 +30,17 @@ CustomWorkload make_ops_workload(std::shared_ptr<const OpProgram> prog, Hook hoo
   return w;
 }
 
-// Writes `fill(FILE*)`'s output to `path` through a temporary file and a
-// rename: never a half-written file.
+// Writes `fill(FILE*)`'s output to `path` through the one safe writer
+// (sim/io/output.h): a temp beside it, put in place only when complete.
 bool write_atomic(const std::string& path, const std::function<bool(std::FILE*)>& fill,
                   std::string* error) {
-  const std::string tmp = path + ".tmp~";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return *error = fmt::format("{}: cannot write", path), false;
-  bool ok = fill(f);
-  ok = std::fclose(f) == 0 && ok;
-  std::error_code ec;
-  if (ok) std::filesystem::rename(tmp, path, ec);
-  if (!ok || ec) {
-    std::remove(tmp.c_str());
-    if (error->empty()) *error = fmt::format("{}: error writing", path);
+  OutputStream out;
+  if (!out.open(path, error)) return false;
+  if (!fill(out.file())) {
+    if (error->empty()) *error = fmt::format("{}: error writing", iou::escape_controls(path, 200));
     return false;
   }
-  return true;
+  return out.finish(error);
 }
 
 // An op as an op-file line, declaring its task and cache the first time.

@@ -1,10 +1,10 @@
 // The op format's file structure: task declarations, repeat blocks and
 // macros (docs/ops.md). Lines stay small; the tree is what OpExec runs.
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "sim/io/input.h"
 #include "sim/replay/ops.h"
 #include "sim/replay/text.h"
 
@@ -221,11 +221,9 @@ bool parse_macro_body(const OpMacro& m, const std::string& file,
 }
 
 bool load_op_file(const std::string& path, OpProgram* out, std::string* error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return *error = fmt::format("{}: cannot open", path), false;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_op_program(ss.str(), path, out, error);
+  std::string text;
+  if (!read_input(path, "the op file", &text, error)) return false;
+  return parse_op_program(text, path, out, error);
 }
 
 }  // namespace simcache::sim

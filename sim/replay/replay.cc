@@ -399,21 +399,18 @@ void Replayer::end() {
 
 bool scan_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s,
                 std::string* error) {
-  LineReader r(path);
-  if (!r.ok()) return *error = fmt::format("{}: cannot open", path), false;
   *s = TraceSummary{};
   s->file = path;
+  if (!(s->src = InputSource::open(path, "the trace", error))) return false;
+  LineInput r(s->src);
   std::string_view line;
-  bool too_long = false;
   TraceEvent ev;
   OpNames scratch;
-  while (r.next(&line, &too_long)) {
+  while (r.next(&line)) {
     ++s->lines;
     size_t col = 1;
     std::string why;
-    bool ok = !too_long;
-    if (too_long) why = "line longer than 1 MiB";
-    else ok = parse_trace_line(line, &ev, &col, &why);
+    bool ok = parse_trace_line(line, &ev, &col, &why);
     if (ok && ev.kind == TraceKind::marker) {  // the op must parse too
       const size_t sp = ev.text.find(' ');
       OpKind k;
@@ -442,6 +439,7 @@ bool scan_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s
     // io_uring tracepoints, not syscalls: a kmem trace may record close() too.
     s->io_uring |= ev.kind >= TraceKind::uring_create && ev.kind <= TraceKind::uring_complete;
   }
+  if (r.failed()) return *error = r.error(), false;
   return true;
 }
 
@@ -453,17 +451,17 @@ CustomWorkload trace_workload(const TraceSummary& s, std::function<void(OpExec&)
   w.params = {{"waitv_width", 8, 1, 128, "FUTEX_WAITV entries (traces do not record sqe->len)"}};
   w.run = [s, hook](Env& env, const Params& p, Recorder& rec, std::function<void()>* at_end,
               std::string* error) {
-    LineReader r(s.file);
-    if (!r.ok()) return *error = fmt::format("{}: cannot open", s.file), false;
+    if (!s.src) return *error = fmt::format("{}: the trace was not scanned", s.file), false;
+    LineInput r(s.src);
     auto rp = std::make_shared<Replayer>(env, rec, s, p);
     if (hook) hook(rp->exec());
     std::string_view line;
-    bool too_long = false;
     TraceEvent ev;
     size_t col;
     std::string why;
-    while (r.next(&line, &too_long))
-      if (!too_long && parse_trace_line(line, &ev, &col, &why)) rp->event(ev);
+    while (r.next(&line))
+      if (parse_trace_line(line, &ev, &col, &why)) rp->event(ev);
+    if (r.failed()) return *error = r.error(), false;
     rp->end();
     // Objects the capture ended with are live, not leaks: free them after
     // the counts are taken.

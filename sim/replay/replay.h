@@ -4,6 +4,10 @@
 // the round-trip tests use: a run's ops as an op file, and as a trace.
 #pragma once
 
+#include <memory>
+
+#include "sim/io/input.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,6 +28,9 @@ struct ReplayOptions {
 // What the first pass over a trace found (every column replays the same).
 struct TraceSummary {
   std::string file;
+  // The opened trace: later passes read it again from here (a pipe from
+  // its spool, so it is read once; sim/io/input.h).
+  std::shared_ptr<InputSource> src;
   uint64_t lines = 0, events = 0, skipped = 0;
   std::string first_skipped;  // "FILE:LINE:COL: why" of the first skipped line
   uint32_t max_cpu = 0;

@@ -61,26 +61,5 @@ struct TraceEvent {
 // comment) parses as TraceKind::none.
 bool parse_trace_line(std::string_view line, TraceEvent* ev, size_t* col, std::string* why);
 
-// Reads a file line by line through a fixed buffer: memory does not grow
-// with the file. Lines longer than the buffer are reported, not split.
-class LineReader {
- public:
-  explicit LineReader(const std::string& path, size_t buf = 1 << 20);
-  ~LineReader();
-  LineReader(const LineReader&) = delete;
-  LineReader& operator=(const LineReader&) = delete;
-  bool ok() const { return f_ != nullptr; }
-  // Next line without its '\n'; false at the end. *too_long: the line did
-  // not fit the buffer (its start is returned, the rest skipped).
-  bool next(std::string_view* line, bool* too_long);
-  uint64_t line_no() const { return line_no_; }
-
- private:
-  std::FILE* f_ = nullptr;
-  std::vector<char> buf_;
-  size_t begin_ = 0, end_ = 0;
-  bool eof_ = false;
-  uint64_t line_no_ = 0;
-};
 
 }  // namespace simcache::sim

@@ -7,11 +7,11 @@
 #include <absl/strings/str_split.h>
 
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 
 #include <fmt/format.h>
 #include "model/types.h"
+#include "sim/io/output.h"
 
 namespace simcache::sim {
 namespace fs = std::filesystem;
@@ -93,11 +93,9 @@ std::string sysfs_unique_id(const CacheInfo& c) {
 
 namespace {
 bool put(const fs::path& p, const std::string& text, std::string* error) {
-  std::ofstream f(p, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return *error = fmt::format("--sysfs: cannot write '{}'", p.string()), false;
-  return true;
+  if (write_new_file(p.string(), text, error)) return true;
+  *error = "--sysfs: " + *error;
+  return false;
 }
 
 // The per-node suffix show_slab_objects() adds under CONFIG_NUMA; the
@@ -151,14 +149,12 @@ bool cache_dir(const fs::path& d, const CacheInfo& c, const CacheStats* cs, uint
 
 bool write_sysfs(const std::string& dir, const PolicyResult& p, uint16_t nr_nodes,
                  std::string* error) {
+  // Built in a fresh directory beside the target (mkdtemp) and renamed
+  // into place: never half a tree, never someone else's directory.
+  std::string tmp_dir;
+  if (!begin_output_dir(dir, &tmp_dir, error)) return false;
+  const fs::path tmp = tmp_dir;
   std::error_code ec;
-  if (fs::exists(dir, ec))
-    return *error = fmt::format("--sysfs: '{}' exists; give a new directory", dir), false;
-  // Built beside the target and renamed into place: never half a tree.
-  const fs::path tmp = fs::path(dir).string() + ".tmp~";
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directories(tmp, ec) || ec)
-    return *error = fmt::format("--sysfs: cannot create '{}'", dir), false;
   for (const CacheInfo& c : p.slab_state) {
     const CacheStats* cs = nullptr;
     for (const CacheStats& s : p.caches)
@@ -167,7 +163,7 @@ bool write_sysfs(const std::string& dir, const PolicyResult& p, uint16_t nr_node
     zero.stat.assign(kNumSlubStats, 0);
     const std::string id = sysfs_unique_id(c);
     if (!cache_dir(tmp / id, c, cs ? cs : &zero, nr_nodes, error)) {
-      fs::remove_all(tmp, ec);
+      abort_output_dir(tmp_dir);
       return false;
     }
     if (id == c.name) continue;
@@ -176,16 +172,12 @@ bool write_sysfs(const std::string& dir, const PolicyResult& p, uint16_t nr_node
     for (const std::string& n : names) {
       fs::create_directory_symlink(id, tmp / n, ec);
       if (ec) {
-        fs::remove_all(tmp, ec);
+        abort_output_dir(tmp_dir);
         return *error = fmt::format("--sysfs: cannot link '{}' in '{}'", n, dir), false;
       }
     }
   }
-  fs::rename(tmp, dir, ec);
-  if (ec) {
-    fs::remove_all(tmp, ec);
-    return *error = fmt::format("--sysfs: cannot create '{}'", dir), false;
-  }
+  if (!finish_output_dir(dir, tmp_dir, error)) return *error = "--sysfs: " + *error, false;
   return true;
 }
 

@@ -6,8 +6,8 @@
 #include <atomic>
 #include <charconv>
 #include <cstdio>
-#include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -106,13 +106,11 @@ std::string column_spec(const SweepPoint& p) {
 }  // namespace
 
 bool load_grid(const std::string& path, SweepGrid* g, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return *error = fmt::format("{}: cannot read the sweep grid", path), false;
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  if (!read_input(path, "the sweep grid", &text, error)) return false;
   TomlReader r{path, error};
   toml::table t;
-  if (!r.parse(ss.str(), &t)) return false;
+  if (!r.parse(text, &t)) return false;
   g->path = path;
   for (const auto& [k, v] : t)
     if (!grid_key(r, std::string(k.str()), v, g)) return false;
@@ -123,7 +121,8 @@ bool load_grid(const std::string& path, SweepGrid* g, std::string* error) {
   return true;
 }
 
-bool expand_grid(const SweepGrid& g, std::vector<SweepPoint>* out, std::string* error) {
+bool expand_grid(const SweepGrid& g, std::vector<SweepPoint>* out, std::string* error,
+                 uint32_t shard, uint32_t shards, uint64_t max_points) {
   const ScenarioRegistry& reg = ScenarioRegistry::get();
   for (const std::string& s : g.scenarios)
     if (!reg.find(s) && !reg.find_preset(s))
@@ -133,28 +132,75 @@ bool expand_grid(const SweepGrid& g, std::vector<SweepPoint>* out, std::string* 
              false;
   for (const std::string& k : g.kernels)
     if (!iou::profile_by_name(k, error)) return *error = g.path + ": kernel: " + *error, false;
-  const auto param_sets = cross(g.params);
-  const auto knob_sets = cross(g.knobs);
-  // Every column must parse without a profile; the profile decides skips.
-  for (const std::string& pol : g.policies)
-    for (const auto& ks : knob_sets) {
-      SweepPoint p{0, "", "", 0, {}, pol, "", ks};
+  std::vector<std::string> costs = g.cost_profiles;
+  if (costs.empty()) costs.push_back(std::string(kDefaultCostProfile));
+  // The points are a mixed-radix count, the first axis most significant:
+  // scenario, kernel, profile, seed, each parameter and policy, each knob
+  // (keys in order). A shard's points are decoded from their indices, so
+  // the grid is sharded before it is expanded and never held whole.
+  std::vector<uint64_t> radix = {g.scenarios.size(), g.kernels.size(), costs.size(),
+                                 g.seeds.size()};
+  for (const auto& [k, vs] : g.params) radix.push_back(vs.size());
+  radix.push_back(g.policies.size());
+  for (const auto& [k, vs] : g.knobs) radix.push_back(vs.size());
+  uint64_t total = 1;
+  for (uint64_t r : radix)
+    if (r == 0 || __builtin_mul_overflow(total, r, &total))
+      return *error = fmt::format("{}: the grid has {} points; the budget is {} (--max-points N "
+                                  "raises it, --shard i/N splits the grid)",
+                                  g.path, r == 0 ? "no" : "more than 2^64", max_points),
+             false;
+  const uint64_t mine = total > shard ? (total - shard + shards - 1) / shards : 0;
+  if (mine > max_points)
+    return *error = fmt::format("{}: the grid has {} points, {} of them in this shard; the budget "
+                                "is {} points per run (--max-points N raises it, --shard i/N "
+                                "splits the grid)",
+                                g.path, total, mine, max_points),
+           false;
+  // Every column must parse without a profile: all of them when there are
+  // at most the budget's worth (so every shard fails alike), else those of
+  // this shard's points.
+  std::set<std::string> checked;
+  uint64_t columns = g.policies.size();
+  for (const auto& [k, vs] : g.knobs)
+    if (__builtin_mul_overflow(columns, vs.size(), &columns)) columns = UINT64_MAX;
+  if (columns <= max_points)
+    for (const std::string& pol : g.policies)
+      for (const auto& ks : cross(g.knobs)) {
+        SweepPoint p;
+        p.policy = pol;
+        p.knobs = ks;
+        iou::PolicySet ps;
+        MmConfig mc;
+        if (checked.insert(column_spec(p)).second &&
+            !iou::parse_policies(column_spec(p), nullptr, &ps, &mc, error))
+          return *error = g.path + ": policy: " + *error, false;
+      }
+  out->clear();
+  out->reserve(mine);
+  std::vector<uint64_t> digit(radix.size());
+  for (uint64_t idx = shard; idx < total; idx += shards) {
+    uint64_t rest = idx;
+    for (size_t d = radix.size(); d-- > 0;) digit[d] = rest % radix[d], rest /= radix[d];
+    size_t d = 0;
+    SweepPoint p;
+    p.index = idx;
+    p.scenario = g.scenarios[digit[d++]];
+    p.kernel = g.kernels[digit[d++]];
+    const std::string& c = costs[digit[d++]];
+    p.cost_profile = c == "none" ? "" : c;
+    p.seed = g.seeds[digit[d++]];
+    for (const auto& [k, vs] : g.params) p.params.emplace_back(k, vs[digit[d++]]);
+    p.policy = g.policies[digit[d++]];
+    for (const auto& [k, vs] : g.knobs) p.knobs.emplace_back(k, vs[digit[d++]]);
+    if (checked.insert(column_spec(p)).second) {
       iou::PolicySet ps;
       MmConfig mc;
       if (!iou::parse_policies(column_spec(p), nullptr, &ps, &mc, error))
         return *error = g.path + ": policy: " + *error, false;
     }
-  out->clear();
-  std::vector<std::string> costs = g.cost_profiles;
-  if (costs.empty()) costs.push_back(std::string(kDefaultCostProfile));
-  for (const std::string& s : g.scenarios)
-    for (const std::string& k : g.kernels)
-      for (const std::string& c : costs)
-        for (uint64_t seed : g.seeds)
-          for (const auto& ps : param_sets)
-            for (const std::string& pol : g.policies)
-              for (const auto& ks : knob_sets)
-                out->push_back({out->size(), s, k, seed, ps, pol, c == "none" ? "" : c, ks});
+    out->push_back(std::move(p));
+  }
   return true;
 }
 

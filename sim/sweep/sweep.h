@@ -44,9 +44,15 @@ struct SweepGrid {
 
 // Reads a grid. Errors name the file, the line and the field.
 bool load_grid(const std::string& path, SweepGrid* out, std::string* error);
-// The points in their fixed order. Checks every spec, kernel and
-// scenario before anything runs (an error names the point's field).
-bool expand_grid(const SweepGrid& g, std::vector<SweepPoint>* out, std::string* error);
+// The points of shard i/N (index % N == i) in their fixed order, each with
+// its index in the whole grid; the rest are never made. Checks every
+// kernel and scenario, and every column of the shard, before anything
+// runs (an error names the point's field). More than `max_points` points
+// in the shard is an error naming both numbers (the work budget).
+inline constexpr uint64_t kDefaultMaxPoints = 100000;
+bool expand_grid(const SweepGrid& g, std::vector<SweepPoint>* out, std::string* error,
+                 uint32_t shard = 0, uint32_t shards = 1,
+                 uint64_t max_points = kDefaultMaxPoints);
 
 struct SweepOptions {
   int jobs = 1;
