@@ -56,7 +56,7 @@ TEST_CASE("time is count x cost, summed over events", "[cost]") {
 }
 
 TEST_CASE("costs scale counts linearly", "[cost]") {
-  const CostModel& m = simcache::testing::default_profile();
+  const CostModel& m = simcache::testing::test_profile();
   const Counters a = some_counts(1), b = some_counts(2);
   Counters a3;
   for (size_t i = 0; i < kNumEvents; ++i) a3.v[i] = 3 * a.v[i];
@@ -73,13 +73,14 @@ TEST_CASE("costs scale counts linearly", "[cost]") {
 TEST_CASE("changing a cost changes no count", "[cost]") {
   // Two profiles whose costs differ: the counts of the same run must be
   // identical, the times must not.
-  CostModel m = simcache::testing::default_profile();
+  CostModel m = simcache::testing::test_profile();
   for (CostParam& p : m.params) p.value = p.value * 3 + 1;
   const TempFile alt("alt_profile.toml", profile_toml(m, "test profile"));
   const std::vector<std::string> base = {
       "--scenario", "waitv",    "--set", "rounds=2", "--set",
       "cycles=16",  "--format", "json",  "--policy", "unpatched,waitv-account"};
   std::vector<std::string> a1 = base, a2 = base, a0 = base;
+  a1.insert(a1.end(), {"--profile", simcache::testing::repo_file(simcache::testing::kTestProfile)});
   a2.insert(a2.end(), {"--profile", alt.path()});
   a0.insert(a0.end(), {"--profile", "none"});
   const CliOutcome r1 = run_cli(a1), r2 = run_cli(a2), r0 = run_cli(a0);

@@ -49,12 +49,31 @@ class TempFile {
   std::string path_;
 };
 
-// The default profile, loaded once.
+// The shipped default profile (data/profiles/i7-12700KF.toml), loaded
+// once: only for the tests about that profile and its fit; tests of model
+// behaviour use test_profile().
 inline const sim::CostModel& default_profile() {
   static const sim::CostModel m = [] {
     sim::CostModel p;
     std::string err;
     if (!sim::resolve_profile(std::string(sim::kDefaultCostProfile), &p, &err)) throw err;
+    return p;
+  }();
+  return m;
+}
+
+// The frozen test profile, by its path from the top directory: round
+// numbers, kept with the tests, never refitted (its header says why). The
+// goldens and the tests of model behaviour price with it, so a refit of the
+// shipped profile changes only the tests about that profile.
+inline constexpr const char* kTestProfile = "tests/data/test-profile.toml";
+
+// The test profile, loaded once; a missing or malformed file throws.
+inline const sim::CostModel& test_profile() {
+  static const sim::CostModel m = [] {
+    sim::CostModel p;
+    std::string err;
+    if (!sim::load_profile(repo_file(kTestProfile), &p, &err)) throw std::runtime_error(err);
     return p;
   }();
   return m;

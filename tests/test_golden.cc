@@ -6,21 +6,32 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <sstream>
 
 #include "sim/run/build_info.h"
+#include "sim/run/scenario.h"
 #include "test_cost_util.h"
 
+using namespace simcache;
 using namespace simcache::sim;
+using simcache::testing::kTestProfile;
 using simcache::testing::read_text;
 using simcache::testing::repo_file;
 
 namespace {
 
 constexpr size_t kMaxLines = 1200;  // a JSON column is ~550 lines (sites, config)
+
+// The goldens about the shipped profile, the only ones that run on it: the
+// preset's report as a user sees it, the fit that makes the profile, and
+// its validation (tests/golden/goldens.txt). Every other golden names the
+// frozen test profile or `--profile none`, so a refit changes only these.
+const std::set<std::string> kOnShippedProfile = {"sparse4096.txt", "calibrate.txt",
+                                                 "validate.txt"};
 
 struct Golden {
   std::string file;
@@ -141,6 +152,8 @@ void check_golden(const std::string& file) {
   const CliOutcome r = run_golden(*it);
   INFO(r.err);
   REQUIRE(r.status == 0);
+  // No warning either (e.g. a profile that lacks a parameter of the table).
+  CHECK(r.err.empty());
   const std::string want = read_text(repo_file("tests/golden/" + file));
   std::string cmd = "simcache";
   for (const std::string& a : it->args) cmd += " " + a;
@@ -187,6 +200,24 @@ std::vector<std::string> golden_lines(const std::string& file) {
   return split_lines(read_text(repo_file("tests/golden/" + file)));
 }
 
+// The value of a golden's `--profile`, "" without one (the shipped default).
+std::string profile_arg(const Golden& g) {
+  const auto it = std::find(g.args.begin(), g.args.end(), "--profile");
+  return it == g.args.end() || it + 1 == g.args.end() ? "" : *(it + 1);
+}
+
+// A round number: 0, or m x 10^k with m an integer of 1..99 (at most two
+// significant figures), as a person writes it, not as a fit gives it.
+bool round_number(double v) {
+  if (v == 0) return true;
+  if (!(v > 0) || !std::isfinite(v)) return false;
+  for (int k = -15; k <= 15; ++k) {
+    const double m = v * std::pow(10.0, k);
+    if (m >= 1 && m < 100 && std::abs(m - std::round(m)) <= 1e-9 * m) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 #define GOLDEN_TEST(file, what)                      \
@@ -218,6 +249,70 @@ TEST_CASE("golden: goldens.txt lists the files of tests/golden, each with a test
   CHECK(listed == tested());
 }
 
+
+TEST_CASE("golden: only the goldens about the shipped profile run on it", "[golden][profile]") {
+  std::set<std::string> on_shipped;
+  for (const Golden& g : manifest()) {
+    INFO(g.file << ": --profile '" << profile_arg(g) << "'");
+    if (kOnShippedProfile.count(g.file)) {
+      CHECK(profile_arg(g).empty());  // the default: the shipped profile
+      on_shipped.insert(g.file);
+    } else if (g.args != std::vector<std::string>{"--list"}) {  // --list prices nothing
+      CHECK((profile_arg(g) == kTestProfile || profile_arg(g) == "none"));
+    }
+  }
+  CHECK(on_shipped == kOnShippedProfile);  // each is still a golden
+}
+
+TEST_CASE("golden: the test profile is frozen: round numbers and one row per cost parameter",
+          "[golden][profile]") {
+  const CostModel& t = simcache::testing::test_profile();
+  CHECK(t.name == "test");
+  // One row per parameter of sim/cost/cost_params.def, pricing its events:
+  // a new parameter is one new row, by hand.
+  for (const CostParamSpec& s : default_param_specs()) {
+    INFO(s.name);
+    const CostParam* p = t.find(s.name);
+    REQUIRE(p != nullptr);
+    std::vector<Event> events;
+    for (const std::string& ev : split_words(s.events)) {
+      Event e;
+      REQUIRE(event_by_name(ev, &e));
+      events.push_back(e);
+    }
+    CHECK(p->events == events);
+  }
+  CHECK(t.params.size() == default_param_specs().size());  // and nothing else
+  // Every number is round, the error model too; no correlations.
+  for (const CostParam& p : t.params) {
+    INFO(p.name << ": value " << p.value << ", stderr " << p.stderr_ns << ", prior " << p.prior
+                << " +- " << p.prior_sd);
+    CHECK(round_number(p.value));
+    CHECK(round_number(p.stderr_ns));
+    CHECK(round_number(p.prior));
+    CHECK(round_number(p.prior_sd));
+  }
+  CHECK(round_number(t.inadequacy));
+  CHECK(round_number(t.inadequacy_shape));
+  CHECK(t.corr.empty());
+  REQUIRE(t.noise.has_value());
+  std::vector<NoiseEntry> noise = t.noise->entries;
+  noise.push_back(t.noise->fallback);
+  for (const NoiseEntry& e : noise) {
+    INFO(e.scenario << ": round_cv " << e.round_cv << ", drift " << e.drift);
+    CHECK(round_number(e.round_cv));
+    CHECK(round_number(e.drift));
+  }
+  // The check tells round numbers from a fit's.
+  CHECK(round_number(0.067));
+  CHECK(round_number(220000));
+  CHECK_FALSE(round_number(4096));
+  CHECK_FALSE(round_number(46.9276));
+  size_t fitted = 0;
+  for (const CostParam& p : simcache::testing::default_profile().params)
+    fitted += !round_number(p.value);
+  CHECK(fitted > 0);
+}
 
 TEST_CASE("golden: files stay small, tables within 80 columns", "[golden]") {
   for (const Golden& g : manifest()) {
@@ -275,5 +370,11 @@ TEST_CASE("golden: the preset's JSON gives each hypothesis its note", "[golden]"
     CHECK(w.contains("note") == (label.rfind("hypothesis: ", 0) == 0));
     notes += w.contains("note");
   }
-  CHECK(notes == 5);
+  // As many as the preset's items with a note (sim/run/scenarios/presets.cc).
+  const PresetInfo* preset = ScenarioRegistry::get().find_preset("sparse4096");
+  REQUIRE(preset != nullptr);
+  const size_t want = static_cast<size_t>(std::count_if(
+      preset->items.begin(), preset->items.end(), [](const PresetItem& i) { return !i.note.empty(); }));
+  CHECK(want > 0);
+  CHECK(notes == want);
 }

@@ -168,17 +168,20 @@ TEST_CASE("non-string captures in a mapping are an error", "[hardening]") {
 }
 
 TEST_CASE("a profile missing parameters loads with a warning naming them", "[hardening]") {
-  const CostModel& def = simcache::testing::default_profile();
-  CostModel one = def;
-  one.params.resize(1);
+  // The table of record's parameters, the first only in the profile.
+  const auto specs = default_param_specs();
+  CostModel one = simcache::testing::test_profile();
+  const CostParam* first = one.find(specs[0].name);
+  REQUIRE(first != nullptr);
+  one.params = {*first};
   const TempFile p("one_param.toml", profile_toml(one, "one parameter"));
   const CliOutcome r = run_cli({"--scenario", "waitv", "--profile", p.path()});
   INFO(r.err);
   CHECK(r.status == 0);
   CHECK(lines(r.err) == 1);
-  CHECK(r.err.find(fmt::format("lacks {} of {} parameters", def.params.size() - 1,
-                               def.params.size())) != std::string::npos);
-  CHECK(r.err.find(def.params[1].name) != std::string::npos);
+  CHECK(r.err.find(fmt::format("lacks {} of {} parameters", specs.size() - 1, specs.size())) !=
+        std::string::npos);
+  CHECK(r.err.find(std::string(specs[1].name)) != std::string::npos);
   CHECK(run_cli({"--scenario", "waitv"}).err.empty());  // the shipped profile is complete
 }
 

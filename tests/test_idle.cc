@@ -204,7 +204,7 @@ TEST_CASE("idle: wake_delay_us=0 changes no count, and a delay only adds idle ev
 
 TEST_CASE("idle: the time difference is the two states' exit costs, per pair",
           "[idle][cost]") {
-  const CostModel& m = simcache::testing::default_profile();
+  const CostModel& m = simcache::testing::test_profile();
   const RunResult r = run_wait("v6.4.4", 1000);
   const WorkloadResult& w = r.workloads.at(0);
   const double s = policy_time(m, w, w.policies.at(0)).per_op_ns;

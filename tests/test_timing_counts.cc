@@ -29,7 +29,7 @@ uint64_t per_op(const PolicyResult& p, Event e) { return p.timed[e] / p.timed_op
 }  // namespace
 
 TEST_CASE("lifecycle phases partition the timed interval exactly", "[timing][phases]") {
-  const CostModel& m = simcache::testing::default_profile();
+  const CostModel& m = simcache::testing::test_profile();
   for (const char* mode : {"0", "1", "2"}) {
     const RunResult r = run_ok("lifecycle", {"unpatched", "node-slab+bulk-refill+prefill"},
                                {{"mode", mode}, {"groups", "1"}, {"ops", "3"}, {"installs", "64"}});
