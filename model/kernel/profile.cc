@@ -1,96 +1,99 @@
-// The kernel profiles (facts per version). Where each value comes from is
-// documented in docs/model-io_uring.md, "Profiles".
+// The kernel profiles (facts per version), built at compile time from the
+// rows of kernel_profile.def; where each value comes from is that table's
+// source column and docs/model-io_uring.md, "Profiles".
 #include "model/kernel/profile.h"
 
 #include <array>
 
+#include "model/gfp.h"
 #include "model/kernel/policy.h"
 #include "model/mm/mm.h"
 
 namespace simcache::iou {
 namespace {
 
-// The seed 003 kernels (July 2023). Their io_uring predates IORING_OP_FUTEX_*
-// (v6.7) and their rsrc nodes and SLUB differ from every later profile in
-// ways the wait model does not read; the nearest profile, v6.12, stands in
-// for all of that (docs/idle.md, "Era profiles"). What they add is the
-// cqring wait: all three carry 8a796565cec3 (io_schedule), v6.1.39 and
-// v6.4.4 as its stable backport, and menu's iowait multiplier.
-constexpr KernelProfile era(const KernelProfile& base, std::string_view name,
-                            std::string_view summary) {
-  KernelProfile p = base;
-  p.name = name;
-  p.summary = summary;
-  p.cqwait_iowait = true;
-  p.menu_iowait_multiplier = true;
-  return p;
-}
-
-// v6.12: parent of 7029acd8a950. Installs write the file into the table;
-// no io_rsrc_node per slot. futex_q has no drop_hb_ref yet (128 B).
-constexpr KernelProfile kV6_12 = [] {
-  KernelProfile p;
-  p.name = "v6.12";
-  p.summary = "parent of 7029acd8a950: fixed-file installs allocate no node";
-  p.install_allocates_node = false;
-  p.per_ring_rsrc_node = true;
-  p.has_node_cache = false;
-  p.rsrc_node_size = 32;
-  p.futex_data_size = 136;
-  p.futex_vector_size = 152;
-  p.req_refill_gfp = GFP_KERNEL | __GFP_NOWARN;
-  p.menu_iowait_multiplier = true;  // 38f83090f515 is v6.13 (6.12.y got it later)
-  return p;
-}();
-
-// v6.13 (through 6.14): a node per install, kzalloc'ed, kfree'd, no cache;
-// struct io_rsrc_node still carries ctx_ptr (32 B).
-constexpr KernelProfile kV6_13 = [] {
-  KernelProfile p;
-  p.name = "v6.13";
-  p.summary = "a node per install (kzalloc 32 B / kfree), no node cache";
-  p.has_node_cache = false;
-  p.node_kzalloc = true;
-  p.rsrc_node_size = 32;
-  p.file_table_gfp = GFP_KERNEL | __GFP_ZERO;  // io_rsrc_data_alloc() at 7029acd8
-  p.futex_data_size = 136;
-  p.futex_vector_size = 152;
-  p.req_refill_gfp = GFP_KERNEL | __GFP_NOWARN;
-  return p;
-}();
-
-// v6.18 (-rc4, the RFC's base 6146a0f1dfae): node_cache of 128, 24 B
-// nodes, WAITV as a bare kcalloc'ed array, GFP_KERNEL.
-constexpr KernelProfile kV6_18 = [] {
-  KernelProfile p;
-  p.name = "v6.18";
-  p.summary = "v6.18-rc4: node cache 128, 24 B nodes, WAITV kcalloc GFP_KERNEL";
-  return p;
-}();
-
-// v7.1 / v7.2: sheaves SLUB, per-node objcg memcg, WAITV wrapped in
-// io_futexv_data and allocated GFP_KERNEL_ACCOUNT (Jan 2026 patch).
-constexpr KernelProfile v7(std::string_view name, std::string_view summary) {
-  KernelProfile p;
-  p.name = name;
-  p.summary = summary;
-  p.waitv_header = 8;
-  p.waitv_gfp = GFP_KERNEL_ACCOUNT;
-  p.slub_gen = SlubGen::v7;
-  p.memcg_shape = MemcgShape::v7_1;
-  return p;
-}
-
-constexpr std::array<KernelProfile, 8> kProfiles = {
-    era(kV6_12, "v6.1.39", "seed 003: stable 6.1 with the io_schedule backport; v6.12 stands in for io_uring/mm"),
-    era(kV6_12, "v6.4.4", "seed 003: stable 6.4 with the io_schedule backport; v6.12 stands in for io_uring/mm"),
-    era(kV6_12, "v6.5-rc2", "seed 003: io_schedule in cqring wait (8a796565cec3); v6.12 stands in for io_uring/mm"),
-    kV6_12, kV6_13, kV6_18,
-    v7("v7.1", "sheaves SLUB, WAITV io_futexv_data GFP_KERNEL_ACCOUNT"),
-    v7("v7.2", "as v7.1 (io_uring and SLUB facts unchanged for the model)"),
+// The rows of kernel_profile.def: a base and the fields a row sets.
+using Setter = void (*)(KernelProfile&);
+struct Row {
+  std::string_view name, base, summary;
+  Setter set;
 };
 
+#define SET(FIELD, VALUE) p.FIELD = decltype(p.FIELD){VALUE};
+#define KERNEL_PROFILE(NAME, BASE, SUMMARY, ...) \
+  Row{NAME, BASE, SUMMARY, [](KernelProfile& p) constexpr { (void)p; __VA_ARGS__ }},
+constexpr Row kRows[] = {
+#include "model/kernel/kernel_profile.def"
+};
+#undef SET
+constexpr size_t kNumProfiles = std::size(kRows);
+
+constexpr size_t row_of(std::string_view name) {
+  for (size_t i = 0; i < kNumProfiles; ++i)
+    if (kRows[i].name == name) return i;
+  return kNumProfiles;
+}
+
+// A row's values: its base's (recursively), then its SETs. Evaluated at
+// compile time, so a bad base is a compile error.
+constexpr KernelProfile build(size_t i, size_t depth = 0) {
+  if (depth > kNumProfiles) throw "kernel_profile.def: circular base";
+  KernelProfile p{};
+  if (!kRows[i].base.empty()) {
+    const size_t b = row_of(kRows[i].base);
+    if (b == kNumProfiles) throw "kernel_profile.def: unknown base";
+    p = build(b, depth + 1);
+  }
+  p.name = kRows[i].name;
+  p.summary = kRows[i].summary;
+  kRows[i].set(p);
+  return p;
+}
+
+constexpr std::array<KernelProfile, kNumProfiles> kProfiles = [] {
+  std::array<KernelProfile, kNumProfiles> out{};
+  for (size_t i = 0; i < kNumProfiles; ++i) {
+    if (row_of(kRows[i].name) != i) throw "kernel_profile.def: duplicate name";
+    out[i] = build(i);
+  }
+  return out;
+}();
+
+constexpr KernelFieldType type_of(std::string_view t) {
+  return t == "bool"      ? KernelFieldType::boolean
+         : t == "gfp_t"   ? KernelFieldType::gfp
+         : t == "SlubGen" ? KernelFieldType::slub_gen
+         : t == "MemcgShape" ? KernelFieldType::memcg_shape
+         : t == "uint32_t"   ? KernelFieldType::u32
+                             : throw "kernel_profile.def: unknown field type";
+}
+
+#define KERNEL_FIELD(TYPE, NAME, DEFAULT, UNIT, LABEL, SOURCE) \
+  KernelFieldInfo{#NAME, UNIT, LABEL, SOURCE, type_of(#TYPE)},
+constexpr KernelFieldInfo kFields[] = {
+#include "model/kernel/kernel_profile.def"
+};
+
+std::string text_of(bool v, KernelFieldType) { return v ? "true" : "false"; }
+std::string text_of(uint32_t v, KernelFieldType t) {
+  return t == KernelFieldType::gfp ? format_gfp(v) : std::to_string(v);
+}
+std::string text_of(SlubGen v, KernelFieldType) { return v == SlubGen::v6_18 ? "v6.18" : "7.x"; }
+std::string text_of(MemcgShape v, KernelFieldType) {
+  return v == MemcgShape::v6_18 ? "v6_18" : "v7_1";
+}
+
 }  // namespace
+
+std::span<const KernelFieldInfo> kernel_profile_fields() { return kFields; }
+
+std::string kernel_field_text(const KernelProfile& p, size_t i) {
+  size_t k = 0;
+#define KERNEL_FIELD(TYPE, NAME, ...) \
+  if (i == k++) return text_of(p.NAME, kFields[i].type);
+#include "model/kernel/kernel_profile.def"
+  return "";
+}
 
 std::span<const KernelProfile> kernel_profiles() { return kProfiles; }
 

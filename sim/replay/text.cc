@@ -13,38 +13,6 @@ struct Name {
   uint32_t bits;
 };
 
-// The gfp names show_gfp_flags() prints that change what the model does;
-// composite names first, as the kernel prints them.
-constexpr Name kGfp[] = {
-    {"GFP_KERNEL_ACCOUNT", GFP_KERNEL_ACCOUNT},
-    {"GFP_KERNEL", GFP_KERNEL},
-    {"GFP_NOWAIT", GFP_NOWAIT},
-    {"GFP_ATOMIC", __GFP_HIGH | __GFP_KSWAPD_RECLAIM},
-    {"GFP_NOFS", GFP_KERNEL},
-    {"GFP_NOIO", GFP_KERNEL},
-    {"GFP_USER", GFP_KERNEL},
-    {"GFP_HIGHUSER", GFP_KERNEL},
-    {"GFP_HIGHUSER_MOVABLE", GFP_KERNEL},
-    {"GFP_TRANSHUGE", GFP_KERNEL},
-    {"GFP_TRANSHUGE_LIGHT", 0},
-    {"GFP_DMA", __GFP_DMA},
-    {"__GFP_DMA", __GFP_DMA},
-    {"__GFP_RECLAIMABLE", __GFP_RECLAIMABLE},
-    {"__GFP_ACCOUNT", __GFP_ACCOUNT},
-    {"__GFP_ZERO", __GFP_ZERO},
-    {"__GFP_NOWARN", __GFP_NOWARN},
-    {"__GFP_DIRECT_RECLAIM", __GFP_DIRECT_RECLAIM},
-    {"__GFP_KSWAPD_RECLAIM", __GFP_KSWAPD_RECLAIM},
-    {"__GFP_RECLAIM", __GFP_DIRECT_RECLAIM | __GFP_KSWAPD_RECLAIM},
-    {"__GFP_THISNODE", __GFP_THISNODE},
-    {"__GFP_NOFAIL", __GFP_NOFAIL},
-    {"__GFP_NORETRY", __GFP_NORETRY},
-    {"__GFP_NOMEMALLOC", __GFP_NOMEMALLOC},
-    {"__GFP_HIGH", __GFP_HIGH},
-    {"__GFP_COMP", __GFP_COMP},
-    {"__GFP_NO_OBJ_EXT", __GFP_NO_OBJ_EXT},
-};
-
 constexpr Name kSlab[] = {
     {"HWCACHE_ALIGN", SLAB_HWCACHE_ALIGN}, {"ACCOUNT", SLAB_ACCOUNT},
     {"RECLAIM_ACCOUNT", SLAB_RECLAIM_ACCOUNT}, {"CACHE_DMA", SLAB_CACHE_DMA},
@@ -131,23 +99,12 @@ bool parse_gfp(std::string_view s, bool strict, gfp_t* out, std::string* why) {
     return true;  // raw values are kernel-build specific: no model bits
   bool ok = true;
   split_bar(s, [&](std::string_view n) {
-    for (const Name& g : kGfp)
+    for (const GfpName& g : gfp_names())
       if (g.name == n) return void(*out |= g.bits);
     if (n.rfind("0x", 0) == 0) return;  // leftover bits show_gfp_flags() prints in hex
     if (strict && ok) *why = fmt::format("unknown gfp flag '{}'", n), ok = false;
   });
   return ok;
-}
-
-std::string format_gfp(gfp_t g) {
-  std::string out;
-  gfp_t left = g;
-  for (const Name& n : kGfp) {
-    if (n.bits == 0 || (left & n.bits) != n.bits) continue;
-    out += (out.empty() ? "" : "|") + std::string(n.name);
-    left &= ~n.bits;
-  }
-  return out.empty() ? "0" : out;
 }
 
 bool parse_slab_flags(std::string_view s, slab_flags_t* out, std::string* why) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "model/gfp.h"
 #include "model/types.h"
 
 namespace simcache::sim {
@@ -20,7 +21,6 @@ bool parse_hex(std::string_view s, uint64_t* out);
 // strict: unknown names are errors (op files); otherwise they are ignored,
 // as kernels add flags over versions (traces).
 bool parse_gfp(std::string_view s, bool strict, gfp_t* out, std::string* why);
-std::string format_gfp(gfp_t g);
 // "HWCACHE_ALIGN|ACCOUNT" (SLAB_ prefix optional) or "0".
 bool parse_slab_flags(std::string_view s, slab_flags_t* out, std::string* why);
 std::string format_slab_flags(slab_flags_t f);

@@ -84,22 +84,13 @@ std::vector<std::pair<std::string, std::string>> config_record(const iou::Policy
   return out;
 }
 
+// Every field of the profile, in kernel_profile.def's order.
 std::vector<std::pair<std::string, std::string>> profile_record(const iou::KernelProfile& k) {
-  auto u = [](uint64_t v) { return std::to_string(v); };
-  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
-  return {{"name", std::string(k.name)},
-          {"install_allocates_node", b(k.install_allocates_node)},
-          {"has_node_cache", b(k.has_node_cache)},
-          {"node_kzalloc", b(k.node_kzalloc)},
-          {"rsrc_node_size", u(k.rsrc_node_size)},
-          {"node_cache_max", u(k.node_cache_max)},
-          {"futex_data_size", u(k.futex_data_size)},
-          {"futex_cache_max", u(k.futex_cache_max)},
-          {"futex_vector_size", u(k.futex_vector_size)},
-          {"waitv_header", u(k.waitv_header)},
-          {"io_kiocb_size", u(k.io_kiocb_size)},
-          {"io_ring_ctx_size", u(k.io_ring_ctx_size)},
-          {"slub_gen", k.slub_gen == SlubGen::v6_18 ? "v6.18" : "7.x"}};
+  std::vector<std::pair<std::string, std::string>> out = {{"name", std::string(k.name)}};
+  const auto fields = iou::kernel_profile_fields();
+  for (size_t i = 0; i < fields.size(); ++i)
+    out.emplace_back(std::string(fields[i].name), iou::kernel_field_text(k, i));
+  return out;
 }
 
 // --fail: each point's injection, its draws seeded per point from the run's seed.
