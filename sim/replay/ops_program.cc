@@ -223,6 +223,8 @@ struct OpCounter {
   std::string* error;
   OpNames scratch;
   absl::flat_hash_map<std::string, Big> memo;  // "depth macro k=v..." -> count
+  uint64_t expanded = 0;                        // bytes of macro text expanded so far
+  static constexpr uint64_t kMaxExpandedBytes = uint64_t{1} << 26;
 
   static Big weight(const Op& op) {
     if (op.kind != OpKind::nop) return 1;
@@ -258,6 +260,19 @@ struct OpCounter {
     std::string key = fmt::format("{} {}", depth, n.macro);
     for (const auto& [k, v] : n.args) key += " " + k + "=" + v;
     if (auto it = memo.find(key); it != memo.end()) return *out = it->second, true;
+    // What this expansion costs to parse (and OpExec to keep): bounded, so
+    // calls whose arguments grow with every level cannot blow up.
+    size_t longest = 0;
+    for (const auto& [k, v] : n.args) longest = std::max(longest, v.size());
+    uint64_t bytes = key.size();
+    for (const auto& [ln, text] : m->second.lines)
+      bytes += text.size() + longest * static_cast<uint64_t>(std::count(text.begin(), text.end(), '$'));
+    expanded += bytes;
+    if (expanded > kMaxExpandedBytes)
+      return *error = fmt::format("{}:{}:1: macro expansion passes {} bytes (calls with distinct "
+                                  "arguments, each level counted)",
+                                  p.file, n.line, kMaxExpandedBytes),
+             false;
     std::vector<OpNode> body;
     if (!parse_macro_body(m->second, p.file, n.args, scratch, &body, error)) return false;
     Big c = 0;
@@ -275,7 +290,7 @@ ScopedOpLimits::~ScopedOpLimits() { tl_limits = saved_; }
 
 bool count_op_program(const OpProgram& p, uint64_t max_ops, unsigned __int128* total,
                       uint32_t* over, std::string* error) {
-  OpCounter c{p, error, p.names, {}};
+  OpCounter c{p, error, p.names, {}, 0};
   Big sum = 0;
   if (over) *over = 0;
   for (const OpNode& n : p.nodes) {

@@ -252,10 +252,11 @@ bool parse_fd(std::string_view s, size_t base, TraceEvent* ev, size_t* col, std:
   if (at == std::string_view::npos) return fail(col, base, why, "no 'fd:' argument");
   Cursor c{s, at + 3};
   std::string_view v = c.token();
+  const size_t vat = base + c.i - v.size();
   while (!v.empty() && (v.back() == ',' || v.back() == ')')) v.remove_suffix(1);
   uint64_t fd = 0;
   if (!parse_hex(v, &fd)) return fail(col, base + at + 3, why, fmt::format("fd '{}': not a valid value", v));
-  if (fd > INT32_MAX) return fail(col, base + at + 3, why, outside("fd", v, 0, INT32_MAX));
+  if (fd > INT32_MAX) return fail(col, vat, why, outside("fd", v, 0, INT32_MAX));
   ev->fd = static_cast<int64_t>(fd);
   return true;
 }
