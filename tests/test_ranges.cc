@@ -254,7 +254,7 @@ TEST_CASE("run-ops and replay exit 3 on failed operations, 0 with --allow-failur
   CHECK(r.status == 0);
 }
 
-TEST_CASE("--max-ops and --max-events name the number and the flag", "[ranges]") {
+TEST_CASE("work budgets: --max-ops and --max-events name the number and the flag", "[ranges]") {
   TempFile ops("ranges_budget.ops", "repeat 3\n0 t kmalloc obj=1 size=8\n0 t kfree obj=1\nend\n");
   CliOutcome r = run_cli({"run-ops", ops.path(), "--profile", "none", "--max-ops", "5"});
   CHECK(r.status == 2);
@@ -280,4 +280,15 @@ TEST_CASE("--max-ops and --max-events name the number and the flag", "[ranges]")
                      "raises it)\n");
   r = run_cli({"replay", trace.path(), "--profile", "none", "--max-events", "3"});
   CHECK(r.status == 0);
+}
+
+TEST_CASE("task names past 65535 share one task instead of wrapping the index", "[ranges]") {
+  OpNames n;
+  uint16_t last = 0;
+  for (int i = 0; i < 70000; ++i) last = n.task("t" + std::to_string(i), true);
+  CHECK(last == 65535);
+  CHECK(n.tasks.size() == OpNames::kMaxTasks);
+  CHECK(n.tasks.back().name == "(more-tasks)");
+  CHECK(n.task("t0", true) == 0);  // was 70000 - 65536 = 4464 names later: t65536 got 0
+  CHECK(n.task("t65534", true) == 65534);
 }

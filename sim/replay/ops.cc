@@ -145,7 +145,12 @@ bool op_kind_by_name(std::string_view name, OpKind* out) {
 
 uint16_t OpNames::task(std::string_view name, bool user_default) {
   auto it = task_ix.find(absl::string_view(name.data(), name.size()));
-  if (it != task_ix.end()) return static_cast<uint16_t>(it->second);
+  if (it != task_ix.end()) return static_cast<uint16_t>(it->second);  // < kMaxTasks
+  // Op::task is 16 bits: names past the table share its last entry.
+  if (tasks.size() >= kMaxTasks - 1) {
+    if (tasks.size() == kMaxTasks - 1) tasks.push_back({"(more-tasks)", true});
+    return static_cast<uint16_t>(kMaxTasks - 1);
+  }
   tasks.push_back({std::string(name), user_default});
   task_ix.emplace(std::string(name), static_cast<uint32_t>(tasks.size() - 1));
   return static_cast<uint16_t>(tasks.size() - 1);

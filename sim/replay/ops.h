@@ -67,6 +67,9 @@ struct OpNames {
   std::vector<OpCache> caches;
   std::vector<std::string> sites = {""};  // 0: no site
   absl::flat_hash_map<std::string, uint32_t> task_ix, cache_ix, site_ix;
+  // At most kMaxTasks entries: past 65,535 names, every new one maps to
+  // the last entry, "(more-tasks)" (docs/ops.md, Limits).
+  static constexpr size_t kMaxTasks = 65536;
   uint16_t task(std::string_view name, bool user_default);
   uint32_t cache(std::string_view name);  // adds an empty entry if new
   uint32_t site(std::string_view name);
