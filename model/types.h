@@ -66,6 +66,10 @@ inline constexpr slab_flags_t SLAB_NO_OBJ_EXT = 1u << 16;
 
 inline constexpr uint32_t PAGE_SHIFT = 12;
 inline constexpr uint32_t PAGE_SIZE = 1u << PAGE_SHIFT;
+// MAX_PAGE_ORDER (x86-64 default): the page allocator refuses larger orders,
+// so no kmalloc() and no slab can be larger than KMALLOC_MAX_SIZE (4 MiB).
+inline constexpr uint32_t MAX_PAGE_ORDER = 10;
+inline constexpr uint64_t KMALLOC_MAX_SIZE = uint64_t{PAGE_SIZE} << MAX_PAGE_ORDER;
 
 // Which SLUB the model runs: v6.18 (per-CPU slab + per-CPU partial list)
 // or v7.x (per-CPU sheaves + per-node barn).

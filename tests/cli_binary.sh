@@ -71,6 +71,21 @@ expect 2 "background trace, driver without users" "scenario 'waitv' has none" --
 expect 3 "failed installs" "63 operations failed" --scenario sparse-fill --set slots=1 --set installs=64 --set rounds=1 --set warmup=0 --profile none
 grep -q 'FAILED A: 63 x -ENFILE' stdout.txt || { echo "FAIL: no FAILED line in the table"; fails=$((fails + 1)); }
 
+# run-ops and replay: failed operations exit 3 too (a kmalloc above
+# KMALLOC_MAX_SIZE returns NULL); numbers past their range and work past
+# its budget are bad input (docs/ops.md, "Ranges and budgets").
+printf '0 t kmalloc obj=1 size=8388608\n0 t kfree obj=1\n' > fail.ops
+expect 3 "run-ops: failed kmalloc" "1 operations failed (run-ops fail.ops A: 1 x -ENOMEM)" run-ops fail.ops --profile none
+printf '[000] ....   1.000000: kmalloc: call_site=x ptr=ffff888100000a00 bytes_req=8388608 bytes_alloc=8388608 gfp_flags=GFP_KERNEL\n' > fail_trace.txt
+expect 3 "replay: failed kmalloc" "1 operations failed" replay fail_trace.txt --profile none
+printf 'repeat 4294967296\nrepeat 4294967296\n0 t timed_begin\nend\nend\n' > nested.ops
+expect 2 "run-ops: nested repeats of 2^64" "asks for 18446744073709551616 operations" run-ops nested.ops --output out/r.txt
+printf '0 t kmem_cache_create cache=x size=4294967295\n0 t kmem_cache_alloc obj=1 cache=x\n' > cache.ops
+expect 2 "run-ops: cache size" "cache.ops:1:36: field 'size': 4294967295 is outside [1, 4194304]" run-ops cache.ops --output out/r.txt
+printf '0 t ring_create ring=0\n0 t nop ring=0 nr=100000000000\n' > nop.ops
+expect 2 "run-ops: nop nr" "field 'nr': 100000000000 is outside [0, 4294967295]" run-ops nop.ops --output out/r.txt
+expect 2 "replay: --max-events" "more than 1 lines, the replay budget (--max-events N raises it)" replay "$src/tests/data/traces/lkml-2019-kmem.txt" --max-events 1 --output out/r.txt
+
 # --output onto a planted symlink: refused, target kept.
 timeout 60 "$bin" --scenario waitv --profile none --output link.out > /dev/null 2> stderr.txt
 st=$?

@@ -15,6 +15,8 @@ using RingId = int32_t;
 
 inline constexpr uint32_t IORING_FILE_INDEX_ALLOC = 0xffffffffu;  // ~0U
 inline constexpr uint32_t IORING_MAX_FIXED_FILES = 1u << 20;
+inline constexpr uint32_t IORING_MAX_ENTRIES = 32768;     // SQ entries io_uring_setup() takes
+inline constexpr uint32_t IORING_MAX_CQ_ENTRIES = 65536;  // 2 * IORING_MAX_ENTRIES
 inline constexpr uint32_t FUTEX_WAITV_MAX = 128;
 
 struct RingParams {

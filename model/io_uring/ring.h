@@ -16,6 +16,8 @@
 // ints: >= 0 on success, a negative errno (allocator.h) on failure.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <map>
 #include <vector>
@@ -98,8 +100,14 @@ class IoUring {
   }
   // Convenience: one io_uring_enter() submitting `nr_nops` IORING_OP_NOPs.
   // Returns the number submitted (fewer if the request cache ran dry).
+  // As io_submit_sqes() does, to_submit is clamped to the SQEs the ring
+  // can hold: the SQ has sq_entries rounded up to a power of two (what
+  // io_uring_setup() allocates), so a larger count is not an error and
+  // never more work than one full SQ.
   int io_uring_enter(RingId r, uint32_t nr_nops) {
     return sqe(r, [&](IoRingCtx& c) {
+      const uint32_t sq = std::clamp(c.params.sq_entries, 1u, IORING_MAX_ENTRIES);
+      nr_nops = std::min(nr_nops, std::bit_ceil(sq));
       uint32_t i = 0;
       for (; i < nr_nops; i++) {
         const Ptr req = io_alloc_req(k_, c, c.submitter);

@@ -17,7 +17,6 @@ constexpr uint32_t kCacheLine = 64;        // cache_line_size()
 constexpr uint32_t kArchSlabMinalign = 8;  // arch_slab_minalign()
 constexpr uint32_t kMaxObjsPerPage = 32767;
 constexpr uint32_t kSheafHeader = 32;      // slab_sheaf minus objects[]
-constexpr uint32_t kMaxPageOrder = 10;     // MAX_PAGE_ORDER
 constexpr uint64_t kGoldenRatio64 = 0x61C8864680B583EBull;
 
 // Class index for sizes 1..192, one entry per 8 bytes (kmalloc_size_index[]):
@@ -105,7 +104,7 @@ uint64_t kmalloc_size_roundup(uint64_t size) {
   if (size == 0) return 0;
   if (size <= KMALLOC_MAX_CACHE_SIZE)
     return kmalloc_size(kmalloc_index(static_cast<uint32_t>(size)));
-  if (size <= (uint64_t{PAGE_SIZE} << kMaxPageOrder))
+  if (size <= KMALLOC_MAX_SIZE)
     return uint64_t{PAGE_SIZE} << get_order(size);
   return size;
 }
@@ -135,6 +134,13 @@ uint32_t calculate_alignment(slab_flags_t flags, uint32_t align,
   }
   align = std::max(align, kArchSlabMinalign);
   return align_up(align, kWord);
+}
+
+bool slab_layout_ok(uint32_t size, uint32_t align, slab_flags_t flags) {
+  if (size == 0 || size > KMALLOC_MAX_SIZE || align > KMALLOC_MAX_SIZE) return false;
+  // Both below 2^23 here: align_up cannot wrap.
+  const uint32_t a = calculate_alignment(flags, align, size);
+  return uint64_t{align_up(align_up(size, kWord), a)} <= KMALLOC_MAX_SIZE;
 }
 
 // oo_objects(oo_make(order, size)).

@@ -68,6 +68,12 @@ struct Geometry {
 
 // calculate_alignment(flags, align, size).
 uint32_t calculate_alignment(slab_flags_t flags, uint32_t align, uint32_t size);
+// Whether kmem_cache_create() can lay out objects of `size` bytes with
+// `align` and `flags`: a nonzero size whose slot (word- and align-rounded,
+// computed without wrapping) fits one slab of at most MAX_PAGE_ORDER,
+// i.e. KMALLOC_MAX_SIZE. calculate_order() finds no order otherwise, and
+// kmem_cache_create() returns NULL.
+bool slab_layout_ok(uint32_t size, uint32_t align, slab_flags_t flags);
 // Full geometry for a cache. `gen` decides whether sheaves exist for
 // caches that did not request a capacity; `requested_sheaf_capacity` is
 // kmem_cache_args.sheaf_capacity.

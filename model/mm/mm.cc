@@ -71,6 +71,9 @@ Mm::~Mm() = default;
 CacheId Mm::kmem_cache_create(std::string_view name, uint32_t size,
                               uint32_t align, slab_flags_t flags,
                               uint32_t sheaf_capacity) {
+  // calculate_sizes()/calculate_order() find no order for a slot above
+  // KMALLOC_MAX_SIZE: the kernel's kmem_cache_create() returns NULL.
+  if (!slab_layout_ok(size, align, flags)) return kNoCache;
   std::vector<MergeCandidate> cands;
   cands.reserve(slub_->nr_caches());
   for (CacheId s = 0; s < slub_->nr_caches(); ++s) {
@@ -117,11 +120,12 @@ void Mm::note_alloc(Ptr p, const Task& t) {
 size_t Mm::remote_tracked() const { return slub_->last_free_slots(); }
 
 // mirrors __do_kmalloc_node().
-Ptr Mm::kmalloc(uint32_t size, gfp_t gfp, const Task& t) {
+Ptr Mm::kmalloc(uint64_t size, gfp_t gfp, const Task& t) {
   if (size == 0) return kZeroSizePtr;
   if (size > KMALLOC_MAX_CACHE_SIZE) return alloc_large(size, gfp, t, false);
   events_.add(Event::kmalloc);
-  const Ptr p = slub_->alloc<true>(kmalloc_cache(size, gfp, t.site), gfp, t);
+  const uint32_t small = static_cast<uint32_t>(size);  // <= KMALLOC_MAX_CACHE_SIZE here
+  const Ptr p = slub_->alloc<true>(kmalloc_cache(small, gfp, t.site), gfp, t);
   if (p == kNull) events_.add(Event::alloc_failed);
   return p;
 }
@@ -180,14 +184,15 @@ void Mm::kmem_cache_free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
 // then vmalloc for requests above PAGE_SIZE.
 Ptr Mm::kvmalloc(uint64_t size, gfp_t gfp, const Task& t) {
   events_.add(Event::kvmalloc);
-  if (faults_.should_fail(FaultPoint::kvmalloc)) {
+  // kvmalloc() refuses more than INT_MAX bytes (5.15+) before trying.
+  if (size > INT32_MAX || faults_.should_fail(FaultPoint::kvmalloc)) {
     events_.add(Event::alloc_failed);
     return kNull;
   }
   gfp_t kgfp = gfp;
   if (size > PAGE_SIZE) kgfp = (kgfp | __GFP_NOWARN | __GFP_NORETRY) & ~__GFP_NOFAIL;
   Ptr p = size > KMALLOC_MAX_CACHE_SIZE ? alloc_large(size, kgfp, t, false)
-                                        : kmalloc(static_cast<uint32_t>(size), kgfp, t);
+                                        : kmalloc(size, kgfp, t);
   if (p != kNull || size <= PAGE_SIZE) return p;
   return alloc_large(size, gfp, t, true);
 }
@@ -223,6 +228,10 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
     events_.add(Event::vmalloc_pages, l.nr_pages);
   } else {
     l.order = get_order(size);
+    if (l.order > MAX_PAGE_ORDER) {  // above KMALLOC_MAX_SIZE: the page allocator refuses
+      events_.add(Event::alloc_failed);
+      return kNull;
+    }
     l.nr_pages = 1u << l.order;
     l.page = backend_->alloc_pages(l.order, node, gfp | __GFP_COMP);
     if (!l.page) {

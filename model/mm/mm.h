@@ -100,7 +100,8 @@ class Mm {
 
   const MmConfig& config() const { return cfg_; }
 
-  // kmem_cache_create(): may return an existing cache it merged with.
+  // kmem_cache_create(): may return an existing cache it merged with;
+  // kNoCache for a size no slab can lay out (slab_layout_ok()).
   CacheId kmem_cache_create(std::string_view name, uint32_t size,
                             uint32_t align, slab_flags_t flags,
                             uint32_t sheaf_capacity = 0);
@@ -114,7 +115,9 @@ class Mm {
     return kmalloc_cache_slow(size, gfp, site);
   }
 
-  Ptr kmalloc(uint32_t size, gfp_t gfp, const Task& t);
+  // kmalloc(): size_t, as in the kernel; above KMALLOC_MAX_SIZE it fails
+  // (kNull), never truncated.
+  Ptr kmalloc(uint64_t size, gfp_t gfp, const Task& t);
   void kfree(Ptr p, const Task& t);
   Ptr kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t);
   void kmem_cache_free(CacheId s, Ptr p, const Task& t);

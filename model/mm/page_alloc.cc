@@ -15,6 +15,7 @@ PageAllocator::PageAllocator(EventSink* events, FaultInjector* faults)
 // mirrors __alloc_pages(): counts the order, honours injected failures.
 uint32_t PageAllocator::alloc_pages(uint32_t order, NodeId node, gfp_t gfp) {
   (void)gfp;
+  if (order > MAX_PAGE_ORDER) return 0;  // the buddy allocator has no such order: NULL
   if (faults_->should_fail(FaultPoint::page_alloc)) return 0;
   static constexpr Event kByOrder[] = {
       Event::page_alloc_order0, Event::page_alloc_order1,

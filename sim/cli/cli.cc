@@ -167,8 +167,6 @@ bool load_measured(const ParsedFlags& f, std::vector<MeasuredPoint>* pts, std::s
   return true;
 }
 
-std::string failure_summary(const RunResult& r);
-
 bool any_kasan(const RunResult& r) {
   for (const WorkloadResult& w : r.workloads)
     for (const PolicyResult& p : w.policies)
@@ -250,6 +248,8 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   return {status, text, warning};
 }
 
+}  // namespace
+
 // "4095 operations failed (sparse-fill A: 4095 x -ENFILE)", or "".
 std::string failure_summary(const RunResult& r) {
   uint64_t total = 0;
@@ -264,8 +264,6 @@ std::string failure_summary(const RunResult& r) {
       }
   return total ? fmt::format("{} operations failed ({})", total, where) : "";
 }
-
-}  // namespace
 
 CliOutcome cli_fail(const std::string& msg) {
   return {2, "", "simcache: " + escape_line(msg, 1000) + "\n"};

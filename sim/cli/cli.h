@@ -69,6 +69,9 @@ bool check_output_flags(std::string_view command, const ParsedFlags& f, std::str
 CliOutcome cli_fail(const std::string& msg);
 // "simcache: warning: ..." as one line.
 std::string cli_warning(const std::string& msg);
+// "4095 operations failed (sparse-fill A: 4095 x -ENFILE)", or "" (exit
+// status 3 unless --allow-failures; docs/reliability.md).
+std::string failure_summary(const RunResult& r);
 // A warning line naming the parameters of the table of record that `m`
 // lacks (their events then cost nothing), or "".
 std::string profile_warning(const CostModel& m);

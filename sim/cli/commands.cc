@@ -134,15 +134,21 @@ constexpr Flag kGeometryFlags[] = {
       {"profile", T::value, "cost profile: a name in data/profiles, a .toml file, or none",   \
        "P"},                                                                                   \
       {"explain", T::nothing, "break each policy's time per op into its parameters"},          \
+      {"allow-failures", T::nothing, "exit 0 even if operations failed"},                      \
       {"emit-ops", T::value, "write the ops as an op file instead of reporting", "FILE", Names::out_file}
 
 constexpr Flag kOpsFlags[] = {
     SIMCACHE_CUSTOM_FLAGS,
     {"emit-trace", T::value, "write the ops as a trace instead of reporting", "FILE", Names::out_file},
+    {"max-ops", T::value,
+     "work budget: operations the file may ask for, repeats and calls expanded (default "
+     "100000000)",
+     "N"},
 };
 constexpr Flag kReplayFlags[] = {
     SIMCACHE_CUSTOM_FLAGS,
     {"strict", T::nothing, "stop at the first malformed line instead of skipping it"},
+    {"max-events", T::value, "work budget: lines the trace may have (default 1000000000)", "N"},
 };
 #undef SIMCACHE_CUSTOM_FLAGS
 

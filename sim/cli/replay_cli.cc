@@ -6,7 +6,9 @@
 
 #include "sim/cli/cli.h"
 #include "sim/cost/cost.h"
+#include "sim/cost/toml_reader.h"
 #include "sim/replay/replay.h"
+#include "sim/replay/text.h"
 #include "sim/report/report.h"
 
 namespace simcache::sim {
@@ -31,6 +33,19 @@ bool request(const ParsedFlags& f, RunRequest* req, std::string* error) {
     }
   }
   return parse_jobs(f, &req->jobs, error);
+}
+
+// --max-ops / --max-events: a work budget, 1..2^63-1.
+bool parse_budget(const ParsedFlags& f, const char* flag, uint64_t* out, std::string* error) {
+  auto it = f.v.find(flag);
+  if (it == f.v.end()) return true;
+  int64_t n = 0;
+  if (!parse_i64(it->second, &n) || n < 1)
+    return *error = fmt::format("--{} '{}': expected an integer in [1, {}]", flag, it->second,
+                                INT64_MAX),
+           false;
+  *out = static_cast<uint64_t>(n);
+  return true;
 }
 
 // Counts by call site (replay's site:FN:* metrics), busiest first, per column.
@@ -97,11 +112,21 @@ CliOutcome report(const ParsedFlags& f, const RunRequest& req, const CustomWorkl
                                        : format_table(result, ro);
   if (!text.empty() && text.back() != '\n') text += '\n';  // the table ends on the note
   if (format == "table") text += site_table(result);
+  // As for a scenario: operations that failed (an allocation that returned
+  // NULL, the io_uring model's -ENOMEM/-ENFILE/-EMFILE) mean exit 3.
+  int status = 0;
+  if (const std::string failed = failure_summary(result);
+      !failed.empty() && !v.count("allow-failures")) {
+    status = 3;
+    warning += "simcache: " +
+               escape_line(failed + " (the report marks them; --allow-failures accepts this)", 400) +
+               "\n";
+  }
   if (v.count("output")) {
     if (!write_file_atomic(v["output"], text, &error)) return cli_fail(error);
-    return {0, "", warning};
+    return {status, "", warning};
   }
-  return {0, text, warning};
+  return {status, text, warning};
 }
 
 }  // namespace
@@ -111,6 +136,9 @@ CliOutcome run_ops_cli(const ParsedFlags& f, const Args&) {
   std::string error;
   RunRequest req;
   if (!request(f, &req, &error)) return cli_fail(error);
+  OpLimits limits;
+  if (!parse_budget(f, "max-ops", &limits.max_ops, &error)) return cli_fail(error);
+  const ScopedOpLimits scoped(limits);  // the op file is parsed below, on this thread
   for (const char* e : {"emit-trace", "emit-ops"})
     if (f.v.count(e)) {
       if (!emit_ops_run(file, f.v.at(e), std::string(e) == "emit-trace", req, &error))
@@ -129,6 +157,7 @@ CliOutcome run_replay_cli(const ParsedFlags& f, const Args&) {
   if (!request(f, &req, &error)) return cli_fail(error);
   ReplayOptions o;
   o.strict = f.v.count("strict") > 0;
+  if (!parse_budget(f, "max-events", &o.max_events, &error)) return cli_fail(error);
   TraceSummary s;
   if (!scan_trace(file, o, &s, &error)) return cli_fail(error);
   bool cpus_set = false;
@@ -144,7 +173,7 @@ CliOutcome run_replay_cli(const ParsedFlags& f, const Args&) {
   note += s.io_uring ? "; io_uring events drive the io_uring model"
                      : "; kmem events through kmalloc routing and SLUB";
   CliOutcome out = report(f, req, trace_workload(s), note);
-  if (out.status == 0 && s.skipped)
+  if (out.status != 2 && s.skipped)
     out.err += fmt::format("simcache: replay: {} malformed line(s) skipped; first: {}\n",
                            s.skipped, s.first_skipped);
   return out;

@@ -2,7 +2,7 @@
 // load: BackgroundTrace (sim/run/scenarios/background.h), one op list per
 // traced CPU, frees matched to allocs by pointer (docs/engine.md,
 // "Background load from a trace"). The file is read once through a
-// LineReader; what is kept is 16 bytes a kmem event, at most
+// LineInput (sim/io/input.h); what is kept is 16 bytes a kmem event, at most
 // BackgroundTrace::kMaxEvents of them.
 #pragma once
 

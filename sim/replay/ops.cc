@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "model/io_uring/ctx.h"
 #include "sim/replay/text.h"
 
 namespace simcache::sim {
@@ -20,61 +21,77 @@ constexpr std::string_view kOpNames[] = {
 
 enum Field : uint8_t { kRing, kRing2, kN, kOff, kSlot, kFlag, kObj, kGfp, kCache, kSite,
                        kAlign, kSlabFlags };
+// One key of an op: its field, whether it is required, its default and,
+// for numbers, the range checked when it is read (docs/ops.md lists them).
 struct Key {
   std::string_view name;
   Field field;
   bool required;
   int64_t def;
+  int64_t lo = 0, hi = 0;
 };
 struct OpSpec {
   std::vector<Key> keys;
 };
 
-// Which keys each op takes, in OpKind order.
+// The ranges of the table of record below.
+constexpr int64_t kU32 = UINT32_MAX;
+constexpr int64_t kHandle = int64_t{1} << 48;  // ring handles (replay uses fd or 2^40 + n)
+constexpr int64_t kMaxI64 = INT64_MAX;
+constexpr int64_t kSq = iou::IORING_MAX_ENTRIES, kCq = iou::IORING_MAX_CQ_ENTRIES;
+constexpr int64_t kCacheMax = static_cast<int64_t>(KMALLOC_MAX_SIZE);
+
+// Which keys each op takes, in OpKind order: the op format's table of
+// record. Every number is read through its range (parse_field), so no
+// value past this door needs a cast that could wrap.
 const std::vector<OpSpec>& specs() {
   static const std::vector<OpSpec> s = {
-      {{{"ring", kRing, true, -1}, {"sq", kN, false, 256}, {"cq", kOff, false, 0},
-        {"defer_taskrun", kFlag, false, 0}}},                               // ring_create
-      {{{"ring", kRing, true, -1}}},                                        // ring_exit
-      {{{"ring", kRing, true, -1}}},                                        // enter_begin
-      {{{"ring", kRing, true, -1}}},                                        // enter_end
-      {{{"ring", kRing, true, -1}}},                                        // reap
-      {{{"ring", kRing, true, -1}, {"nr", kN, true, 0}}},                   // register_files
-      {{{"ring", kRing, true, -1}, {"nr", kN, true, 0},
-        {"prefill_flag", kFlag, false, 0}}},                                // register_sparse
-      {{{"ring", kRing, true, -1}}},                                        // unregister_files
-      {{{"ring", kRing, true, -1}, {"off", kOff, false, 0}, {"count", kN, true, 0},
-        {"set", kFlag, false, 0}}},                                         // files_update
-      {{{"src", kRing, true, -1}, {"dst", kRing2, true, -1}, {"src_slot", kOff, false, 0},
-        {"dst_slot", kSlot, false, -1}, {"defer_taskrun", kFlag, false, 0}}},  // send_fd
-      {{{"ring", kRing, true, -1}, {"match", kFlag, false, 1}}},            // futex_wait
-      {{{"ring", kRing, true, -1}, {"nr", kN, false, 8}, {"match", kFlag, false, 1}}},
-      {{{"ring", kRing, true, -1}, {"nr", kN, false, 1}}},                  // futex_wake
-      {{{"ring", kRing, true, -1}}},                                        // poll_add
-      {{{"ring", kRing, true, -1}, {"nr", kN, false, 1}}},                  // nop
-      {{{"obj", kObj, true, 0}, {"size", kN, true, 0}, {"gfp", kGfp, false, 0},
+      {{{"ring", kRing, true, -1, 0, kHandle}, {"sq", kN, false, 256, 1, kSq},
+        {"cq", kOff, false, 0, 0, kCq}, {"defer_taskrun", kFlag, false, 0, 0, 1}}},  // ring_create
+      {{{"ring", kRing, true, -1, 0, kHandle}}},                            // ring_exit
+      {{{"ring", kRing, true, -1, 0, kHandle}}},                            // enter_begin
+      {{{"ring", kRing, true, -1, 0, kHandle}}},                            // enter_end
+      {{{"ring", kRing, true, -1, 0, kHandle}}},                            // reap
+      {{{"ring", kRing, true, -1, 0, kHandle}, {"nr", kN, true, 0, 0, kU32}}},  // register_files
+      {{{"ring", kRing, true, -1, 0, kHandle}, {"nr", kN, true, 0, 0, kU32},
+        {"prefill_flag", kFlag, false, 0, 0, 1}}},                          // register_sparse
+      {{{"ring", kRing, true, -1, 0, kHandle}}},                            // unregister_files
+      {{{"ring", kRing, true, -1, 0, kHandle}, {"off", kOff, false, 0, 0, kU32},
+        {"count", kN, true, 0, 0, kU32}, {"set", kFlag, false, 0, 0, 1}}},  // files_update
+      {{{"src", kRing, true, -1, 0, kHandle}, {"dst", kRing2, true, -1, 0, kHandle},
+        {"src_slot", kOff, false, 0, 0, kU32}, {"dst_slot", kSlot, false, -1, 0, kU32 - 1},
+        {"defer_taskrun", kFlag, false, 0, 0, 1}}},                         // send_fd
+      {{{"ring", kRing, true, -1, 0, kHandle}, {"match", kFlag, false, 1, 0, 1}}},  // futex_wait
+      {{{"ring", kRing, true, -1, 0, kHandle}, {"nr", kN, false, 8, 0, kU32},
+        {"match", kFlag, false, 1, 0, 1}}},                                 // futex_waitv
+      {{{"ring", kRing, true, -1, 0, kHandle}, {"nr", kN, false, 1, 0, kU32}}},  // futex_wake
+      {{{"ring", kRing, true, -1, 0, kHandle}}},                            // poll_add
+      {{{"ring", kRing, true, -1, 0, kHandle}, {"nr", kN, false, 1, 0, kU32}}},  // nop
+      {{{"obj", kObj, true, 0}, {"size", kN, true, 0, 0, kMaxI64}, {"gfp", kGfp, false, 0},
         {"site", kSite, false, 0}}},                                        // kmalloc
       {{{"obj", kObj, true, 0}}},                                           // kfree
-      {{{"cache", kCache, true, 0}, {"size", kN, true, 0}, {"align", kAlign, false, 0},
+      {{{"cache", kCache, true, 0}, {"size", kN, true, 0, 1, kCacheMax},
+        {"align", kAlign, false, 0, 0, kCacheMax},
         {"flags", kSlabFlags, false, 0}}},                                  // kmem_cache_create
       {{{"obj", kObj, true, 0}, {"cache", kCache, true, 0}, {"gfp", kGfp, false, 0},
         {"site", kSite, false, 0}}},                                        // kmem_cache_alloc
       {{{"obj", kObj, true, 0}, {"cache", kCache, false, 0}}},              // kmem_cache_free
-      {{{"page", kObj, true, 0}, {"order", kN, false, 0}, {"gfp", kGfp, false, 0}}},  // alloc_pages
+      {{{"page", kObj, true, 0}, {"order", kN, false, 0, 0, MAX_PAGE_ORDER},
+        {"gfp", kGfp, false, 0}}},                                          // alloc_pages
       {{{"page", kObj, true, 0}}},                                          // free_pages
-      {{{"measured", kFlag, false, 1}}},                                    // round_begin
-      {{{"ops", kN, false, 0}}},                                            // round_end
+      {{{"measured", kFlag, false, 1, 0, 1}}},                              // round_begin
+      {{{"ops", kN, false, 0, 0, kMaxI64}}},                                // round_end
       {{}},                                                                 // timed_begin
       {{}},                                                                 // timed_end
-      {{{"ring", kRing, true, -1}}},                                        // snapshot
+      {{{"ring", kRing, true, -1, 0, kHandle}}},                            // snapshot
   };
   return s;
 }
 
-bool set_field(Field f, std::string_view v, OpNames& names, Op* op, uint32_t* align,
+bool set_field(const Key& k, std::string_view v, OpNames& names, Op* op, uint32_t* align,
                slab_flags_t* sflags, std::string* why) {
   int64_t x = 0;
-  switch (f) {
+  switch (k.field) {
     case kCache: op->cache = names.cache(v); return true;
     case kSite: op->site = names.site(v); return true;
     case kGfp: return parse_gfp(v, /*strict=*/true, &op->gfp, why);
@@ -82,29 +99,38 @@ bool set_field(Field f, std::string_view v, OpNames& names, Op* op, uint32_t* al
     case kSlot:
       if (v == "alloc") return op->slot = -1, true;
       break;
-    case kObj: {
-      uint64_t u = 0;
-      if (!parse_u64(v, &u)) return *why = "expected an object handle (integer)", false;
-      op->obj = u;
-      return true;
-    }
+    case kObj: return parse_field_u64(k.name, v, 0, UINT64_MAX, &op->obj, why);
     default: break;
   }
-  if (!parse_i64(v, &x)) return *why = "expected an integer", false;
-  switch (f) {
+  if (!parse_field(k.name, v, k.lo, k.hi, &x, why)) {
+    // A number outside the range names the field; anything else is a typo.
+    if (why->find("is outside") == std::string::npos) *why = "expected an integer";
+    return false;
+  }
+  switch (k.field) {
     case kRing: op->ring = x; break;
     case kRing2: op->ring2 = x; break;
-    case kN:
-      if (x < 0) return *why = "expected a non-negative integer", false;
-      op->n = x;
-      break;
+    case kN: op->n = x; break;
     case kOff: op->off = x; break;
     case kSlot: op->slot = x; break;
     case kFlag: op->flag = x; break;
-    case kAlign: *align = static_cast<uint32_t>(x); break;
+    case kAlign: *align = static_cast<uint32_t>(x); break;  // in [0, KMALLOC_MAX_SIZE]
     default: break;
   }
   return true;
+}
+
+// The default of a numeric key (no text to parse: the table's value).
+void set_default(const Key& k, Op* op) {
+  switch (k.field) {
+    case kRing: op->ring = k.def; break;
+    case kRing2: op->ring2 = k.def; break;
+    case kN: op->n = k.def; break;
+    case kOff: op->off = k.def; break;
+    case kSlot: op->slot = k.def; break;
+    case kFlag: op->flag = k.def; break;
+    default: break;
+  }
 }
 
 }  // namespace
@@ -119,7 +145,12 @@ bool op_kind_by_name(std::string_view name, OpKind* out) {
 
 uint16_t OpNames::task(std::string_view name, bool user_default) {
   auto it = task_ix.find(absl::string_view(name.data(), name.size()));
-  if (it != task_ix.end()) return static_cast<uint16_t>(it->second);
+  if (it != task_ix.end()) return static_cast<uint16_t>(it->second);  // < kMaxTasks
+  // Op::task is 16 bits: names past the table share its last entry.
+  if (tasks.size() >= kMaxTasks - 1) {
+    if (tasks.size() == kMaxTasks - 1) tasks.push_back({"(more-tasks)", true});
+    return static_cast<uint16_t>(kMaxTasks - 1);
+  }
   tasks.push_back({std::string(name), user_default});
   task_ix.emplace(std::string(name), static_cast<uint32_t>(tasks.size() - 1));
   return static_cast<uint16_t>(tasks.size() - 1);
@@ -148,10 +179,7 @@ bool parse_op_args(OpKind kind, std::string_view args, size_t col0, OpNames& nam
   op->kind = kind;
   uint32_t seen = 0, align = 0;
   slab_flags_t sflags = 0;
-  for (const Key& k : spec.keys) {  // defaults of the numeric keys
-    std::string why;
-    if (k.field <= kFlag) set_field(k.field, std::to_string(k.def), names, op, &align, &sflags, &why);
-  }
+  for (const Key& k : spec.keys) set_default(k, op);  // defaults of the numeric keys
   op->gfp = GFP_KERNEL;
   if (kind == OpKind::cache_free) op->cache = UINT32_MAX;  // not named: the object's own
   size_t pos = 0;
@@ -175,8 +203,11 @@ bool parse_op_args(OpKind kind, std::string_view args, size_t col0, OpNames& nam
              false;
     }
     std::string why;
-    if (!set_field(spec.keys[k].field, val, names, op, &align, &sflags, &why))
+    if (!set_field(spec.keys[k], val, names, op, &align, &sflags, &why)) {
+      // Range and integer errors name the field; the others quote key=value.
+      if (why.rfind("field '", 0) == 0) return *error = fmt::format("{}: {}", col + eq + 1, why), false;
       return *error = fmt::format("{}: {}='{}': {}", col + eq + 1, key, val, why), false;
+    }
     seen |= 1u << k;
     pos = end;
   }
@@ -186,7 +217,27 @@ bool parse_op_args(OpKind kind, std::string_view args, size_t col0, OpNames& nam
              false;
   if (kind == OpKind::cache_create) {
     OpCache& c = names.caches[op->cache];
-    c.size = static_cast<uint32_t>(op->n), c.align = align, c.flags = sflags;
+    c.size = static_cast<uint32_t>(op->n), c.align = align, c.flags = sflags;  // n in [1, 4 MiB]
+  }
+  return true;
+}
+
+bool op_in_range(const Op& op, std::string* why) {
+  for (const Key& k : specs()[static_cast<size_t>(op.kind)].keys) {
+    int64_t v = 0;
+    switch (k.field) {
+      case kRing: v = op.ring; break;
+      case kRing2: v = op.ring2; break;
+      case kN: v = op.n; break;
+      case kOff: v = op.off; break;
+      case kSlot:
+        if (op.slot == -1) continue;  // alloc
+        v = op.slot;
+        break;
+      case kFlag: v = op.flag; break;
+      default: continue;  // handles, names and flags: nothing to range
+    }
+    if (v < k.lo || v > k.hi) return *why = outside(k.name, std::to_string(v), k.lo, k.hi), false;
   }
   return true;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 
 #include "sim/run/scenario.h"
 
@@ -66,6 +67,9 @@ struct OpNames {
   std::vector<OpCache> caches;
   std::vector<std::string> sites = {""};  // 0: no site
   absl::flat_hash_map<std::string, uint32_t> task_ix, cache_ix, site_ix;
+  // At most kMaxTasks entries: past 65,535 names, every new one maps to
+  // the last entry, "(more-tasks)" (docs/ops.md, Limits).
+  static constexpr size_t kMaxTasks = 65536;
   uint16_t task(std::string_view name, bool user_default);
   uint32_t cache(std::string_view name);  // adds an empty entry if new
   uint32_t site(std::string_view name);
@@ -76,6 +80,10 @@ struct OpNames {
 bool parse_op_args(OpKind kind, std::string_view args, size_t col0, OpNames& names, Op* op,
                    std::string* error);
 bool op_kind_by_name(std::string_view name, OpKind* out);
+// Whether every numeric field of `op` is inside its key's range (the
+// table of record in ops.cc). OpExec checks it before running an op, so
+// ops built by replay obey the same ranges as parsed ones.
+bool op_in_range(const Op& op, std::string* why);
 // A task name as one token of the format (blanks, '#' and '=' become '_').
 std::string op_task_token(std::string_view name);
 // One op as a line of the format (inverse of the parser).
@@ -104,9 +112,43 @@ struct OpProgram {
   absl::flat_hash_map<std::string, OpMacro> macros;
 };
 
-// Parses a whole op file's text. Errors: "FILE:LINE:COL: message".
+// Work budget of an op file (docs/ops.md, "Budgets"): the operations it
+// asks for once repeat, define and call are expanded, counted before
+// anything runs with arithmetic that cannot overflow. A `nop` counts its
+// nr SQEs (at most the 32,768 an SQ holds), every other op 1.
+inline constexpr uint64_t kDefaultMaxOps = 100'000'000;
+struct OpLimits {
+  uint64_t max_ops = kDefaultMaxOps;  // run-ops --max-ops
+};
+// The limits parse_op_program() and load_op_file() apply when given none:
+// this thread's, set by a ScopedOpLimits (the CLI's --max-ops), else the
+// defaults. (Callers that cannot pass limits, such as ops_workload(), get
+// the flag this way.)
+const OpLimits& current_op_limits();
+class ScopedOpLimits {
+ public:
+  explicit ScopedOpLimits(const OpLimits& l);
+  ~ScopedOpLimits();
+  ScopedOpLimits(const ScopedOpLimits&) = delete;
+  ScopedOpLimits& operator=(const ScopedOpLimits&) = delete;
+
+ private:
+  OpLimits saved_;
+};
+// The weighted operation count of a program (saturating at 2^100), or
+// false with "FILE:LINE:COL: why" (a macro body that does not parse, an
+// unknown macro, calls nested deeper than 16) for what running it would
+// reach. `over` (optional): the first top-level line at which the running
+// total passes `max_ops`, 0 if none.
+bool count_op_program(const OpProgram& p, uint64_t max_ops, unsigned __int128* total,
+                      uint32_t* over, std::string* error);
+
+// Parses a whole op file's text. Errors: "FILE:LINE:COL: message"; a
+// program over its budget is an error at the line that passes it.
 bool parse_op_program(std::string_view text, const std::string& file, OpProgram* out,
                       std::string* error);
+bool parse_op_program(std::string_view text, const std::string& file, OpProgram* out,
+                      std::string* error, const OpLimits& limits);
 bool load_op_file(const std::string& path, OpProgram* out, std::string* error);
 // A macro's body with `$key`s replaced by a call's arguments.
 bool parse_macro_body(const OpMacro& m, const std::string& file,
@@ -175,6 +217,9 @@ class OpExec {
   absl::flat_hash_map<int64_t, iou::RingId> rings_;
   absl::flat_hash_map<uint64_t, Obj> objs_;
   absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint32_t>> pages_;  // handle -> (id, order)
+  // Handles whose allocation returned NULL: their free is a no-op, as
+  // kfree(NULL) is (a later allocation at the handle takes it back).
+  absl::flat_hash_set<uint64_t> null_objs_, null_pages_;
   absl::flat_hash_map<std::string, std::vector<OpNode>> expanded_;  // macro calls
   std::vector<CacheId> cache_ids_;
   uint64_t peak_objs_ = 0;

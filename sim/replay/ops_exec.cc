@@ -37,6 +37,8 @@ CacheId OpExec::cache_id(uint32_t ix) {
   return cache_ids_[ix] = s;
 }
 
+// Every narrowing below is of a field op_in_range() checked (exec()):
+// nr, count, off and slots in [0, 2^32), sq and cq within the ring limits.
 bool OpExec::exec_ring(const Op& op, iou::RingId r, std::string* error) {
   auto& io = env_.io;
   switch (op.kind) {
@@ -98,10 +100,16 @@ bool OpExec::exec_mem(const Op& op, std::string* error) {
         free_obj(it->second, t);  // a trace lost this object's free
         ++implicit_frees_;
       }
-      const Ptr p = s == kNoCache ? mm.kmalloc(static_cast<uint32_t>(op.n), op.gfp, t)
+      // kmalloc takes the size as size_t: above KMALLOC_MAX_SIZE it fails.
+      const Ptr p = s == kNoCache ? mm.kmalloc(static_cast<uint64_t>(op.n), op.gfp, t)
                                   : mm.kmem_cache_alloc(s, op.gfp, t);
       last_alloc_ok_ = p != kNull;
-      if (p == kNull) return objs_.erase(it), true;  // -ENOMEM: the caller sees NULL
+      if (p == kNull) {  // -ENOMEM: the caller sees NULL, a failed operation
+        rec_.failure("ENOMEM");
+        null_objs_.insert(op.obj);  // its free is kfree(NULL)
+        return objs_.erase(it), true;
+      }
+      null_objs_.erase(op.obj);
       it->second = Obj{p, s, op.site};
       if (objs_.size() > peak_objs_) peak_objs_ = objs_.size();
       return true;
@@ -110,6 +118,7 @@ bool OpExec::exec_mem(const Op& op, std::string* error) {
     case OpKind::cache_free: {
       auto it = objs_.find(op.obj);
       last_free_ok_ = it != objs_.end();
+      if (!last_free_ok_ && null_objs_.erase(op.obj)) return true;  // kfree(NULL): nothing
       if (!last_free_ok_) {
         if (trace_mode_) return ++frees_before_capture_, true;  // allocated before the capture
         return *error = fmt::format("{}: object {} is not allocated", op_name(op.kind), op.obj),
@@ -122,18 +131,34 @@ bool OpExec::exec_mem(const Op& op, std::string* error) {
       free_obj(o, t);
       return true;
     }
-    case OpKind::cache_create: cache_id(op.cache); return true;
+    case OpKind::cache_create:
+      if (cache_id(op.cache) == kNoCache) {
+        const OpCache& c = names_.caches.at(op.cache);
+        return *error = fmt::format("kmem_cache_create: cache '{}' of size {} (align {}) cannot "
+                                    "be laid out: its slot must be 1..{} bytes (the kernel "
+                                    "returns NULL)",
+                                    c.name, c.size, c.align, KMALLOC_MAX_SIZE),
+               false;
+      }
+      return true;
     case OpKind::page_alloc: {
       if (pages_.contains(op.obj))
         return *error = fmt::format("alloc_pages: page {} is still allocated", op.obj), false;
       const uint32_t order = static_cast<uint32_t>(op.n);
       if (order > 10) return *error = fmt::format("alloc_pages: order {} above 10", order), false;
       const uint32_t id = mm.backend().alloc_pages(order, 0, op.gfp);
-      if (id) pages_.emplace(op.obj, std::make_pair(id, order));
+      if (id) {
+        pages_.emplace(op.obj, std::make_pair(id, order));
+        null_pages_.erase(op.obj);
+      } else {
+        rec_.failure("ENOMEM");
+        null_pages_.insert(op.obj);
+      }
       return true;
     }
     case OpKind::page_free: {
       auto it = pages_.find(op.obj);
+      if (it == pages_.end() && null_pages_.erase(op.obj)) return true;  // its allocation failed
       if (it == pages_.end())
         return *error = fmt::format("free_pages: page {} is not allocated", op.obj), false;
       mm.backend().free_pages(it->second.first, it->second.second);
@@ -160,6 +185,7 @@ void OpExec::tap_op(const Op& op) {
 }
 
 bool OpExec::exec(const Op& op, std::string* error) {
+  if (!op_in_range(op, error)) return *error = fmt::format("{}: {}", op_name(op.kind), *error), false;
   if (tap) tap_op(op);
   if (op.cpu >= env_.mm.config().nr_cpus)
     return *error = fmt::format("CPU {} is not below cpus = {} (pass --set cpus=N)", op.cpu,
@@ -243,6 +269,8 @@ void OpExec::free_all(const Task& t) {
     else env_.mm.kfree(o.p, t);
   }
   objs_.clear();
+  null_objs_.clear();
+  null_pages_.clear();
   std::vector<std::pair<uint32_t, uint32_t>> pages;
   for (const auto& [h, pg] : pages_) pages.push_back(pg);
   std::sort(pages.begin(), pages.end());

@@ -1,9 +1,11 @@
 // The op format's file structure: task declarations, repeat blocks and
 // macros (docs/ops.md). Lines stay small; the tree is what OpExec runs.
+#include <algorithm>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "model/io_uring/ctx.h"
 #include "sim/io/input.h"
 #include "sim/replay/ops.h"
 #include "sim/replay/text.h"
@@ -12,6 +14,7 @@ namespace simcache::sim {
 namespace {
 
 constexpr int64_t kMaxRepeat = int64_t{1} << 32;
+constexpr int64_t kMaxCpu = 4095;
 
 struct Tok {
   std::string_view text;
@@ -64,9 +67,12 @@ struct Parser {
 
   bool op_line(uint32_t ln, std::string_view line, const std::vector<Tok>& t, OpNode* n) {
     int64_t cpu = 0;
-    if (!parse_i64(t[0].text, &cpu) || cpu < 0 || cpu > 4095)
+    std::string why;
+    if (!parse_field("cpu", t[0].text, 0, kMaxCpu, &cpu, &why)) {
+      if (why.find("is outside") != std::string::npos) return fail(ln, t[0].col, why);
       return fail(ln, t[0].col, fmt::format("'{}': expected a CPU number, or task, repeat, "
                                             "define, call, end", t[0].text));
+    }
     if (t.size() < 3) return fail(ln, t[0].col, "expected CPU TASK OP [key=value]...");
     OpKind k;
     if (!op_kind_by_name(t[2].text, &k))
@@ -78,7 +84,6 @@ struct Parser {
     const size_t rest = t[2].col - 1 + t[2].text.size();
     std::string_view args = line.substr(rest);
     if (size_t h = args.find('#'); h != std::string_view::npos) args = args.substr(0, h);
-    std::string why;
     if (!parse_op_args(k, args, rest + 1, names, &n->op, &why)) {
       const size_t colon = why.find(':');
       return fail(ln, std::stoul(why.substr(0, colon)), why.substr(colon + 2));
@@ -108,8 +113,12 @@ struct Parser {
         if (t.size() == 3) prog->time_unit = std::string(t[2].text);
       } else if (w == "repeat") {
         int64_t n = 0;
-        if (t.size() != 2 || !parse_i64(t[1].text, &n) || n < 0 || n > kMaxRepeat)
+        std::string why;
+        if (t.size() != 2) return fail(ln, t[0].col, "expected repeat N (0..2^32)");
+        if (!parse_field("repeat", t[1].text, 0, kMaxRepeat, &n, &why)) {
+          if (why.find("is outside") != std::string::npos) return fail(ln, t[1].col, why);
           return fail(ln, t[0].col, "expected repeat N (0..2^32)");
+        }
         if (depth >= 16) return fail(ln, t[0].col, "repeat nested deeper than 16");
         OpNode r;
         r.kind = OpNode::kRepeat, r.line = ln, r.count = n;
@@ -186,13 +195,136 @@ bool default_user_task(std::string_view name) {
   return true;
 }
 
+namespace {
+
+using Big = unsigned __int128;
+constexpr Big kCountCap = Big{1} << 100;  // far above any budget: counts saturate here
+Big sat_add(Big a, Big b) { return a + b > kCountCap ? kCountCap : a + b; }  // a, b <= cap
+Big sat_mul(Big a, Big b) {
+  if (a == 0 || b == 0) return 0;
+  return a > kCountCap / b ? kCountCap : a * b;
+}
+
+std::string big_text(Big v) {
+  if (v >= kCountCap) return "more than 2^100";
+  std::string out;
+  do out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(v % 10))), v /= 10;
+  while (v);
+  return out;
+}
+
+thread_local OpLimits tl_limits;
+
+// Counts what OpExec::run would execute: repeats multiply their body,
+// calls expand their macro (parsed with the call's arguments, as OpExec
+// does, into scratch names) at depth + 1, up to the same depth of 16.
+struct OpCounter {
+  const OpProgram& p;
+  std::string* error;
+  OpNames scratch;
+  absl::flat_hash_map<std::string, Big> memo;  // "depth macro k=v..." -> count
+  uint64_t expanded = 0;                        // bytes of macro text expanded so far
+  static constexpr uint64_t kMaxExpandedBytes = uint64_t{1} << 26;
+
+  static Big weight(const Op& op) {
+    if (op.kind != OpKind::nop) return 1;
+    return static_cast<uint64_t>(
+        std::clamp<int64_t>(op.n, 1, static_cast<int64_t>(iou::IORING_MAX_ENTRIES)));
+  }
+
+  bool nodes(const std::vector<OpNode>& ns, int depth, Big* out) {
+    Big total = 0;
+    for (const OpNode& n : ns) {
+      Big c = 0;
+      if (!node(n, depth, &c)) return false;
+      total = sat_add(total, c);
+    }
+    *out = total;
+    return true;
+  }
+
+  bool node(const OpNode& n, int depth, Big* out) {
+    if (n.kind == OpNode::kOp) return *out = weight(n.op), true;
+    if (n.kind == OpNode::kRepeat) {
+      if (n.count == 0) return *out = 0, true;  // never runs: nothing in it is reached
+      Big body = 0;
+      if (!nodes(n.body, depth, &body)) return false;
+      return *out = sat_mul(body, static_cast<uint64_t>(n.count)), true;
+    }
+    if (depth >= 16)
+      return *error = fmt::format("{}:{}:1: macro calls nested deeper than 16", p.file, n.line),
+             false;
+    auto m = p.macros.find(n.macro);
+    if (m == p.macros.end())
+      return *error = fmt::format("{}:{}:1: unknown macro '{}'", p.file, n.line, n.macro), false;
+    std::string key = fmt::format("{} {}", depth, n.macro);
+    for (const auto& [k, v] : n.args) key += " " + k + "=" + v;
+    if (auto it = memo.find(key); it != memo.end()) return *out = it->second, true;
+    // What this expansion costs to parse (and OpExec to keep): bounded, so
+    // calls whose arguments grow with every level cannot blow up.
+    size_t longest = 0;
+    for (const auto& [k, v] : n.args) longest = std::max(longest, v.size());
+    uint64_t bytes = key.size();
+    for (const auto& [ln, text] : m->second.lines)
+      bytes += text.size() + longest * static_cast<uint64_t>(std::count(text.begin(), text.end(), '$'));
+    expanded += bytes;
+    if (expanded > kMaxExpandedBytes)
+      return *error = fmt::format("{}:{}:1: macro expansion passes {} bytes (calls with distinct "
+                                  "arguments, each level counted)",
+                                  p.file, n.line, kMaxExpandedBytes),
+             false;
+    std::vector<OpNode> body;
+    if (!parse_macro_body(m->second, p.file, n.args, scratch, &body, error)) return false;
+    Big c = 0;
+    if (!nodes(body, depth + 1, &c)) return false;
+    memo.emplace(std::move(key), c);
+    return *out = c, true;
+  }
+};
+
+}  // namespace
+
+const OpLimits& current_op_limits() { return tl_limits; }
+ScopedOpLimits::ScopedOpLimits(const OpLimits& l) : saved_(tl_limits) { tl_limits = l; }
+ScopedOpLimits::~ScopedOpLimits() { tl_limits = saved_; }
+
+bool count_op_program(const OpProgram& p, uint64_t max_ops, unsigned __int128* total,
+                      uint32_t* over, std::string* error) {
+  OpCounter c{p, error, p.names, {}, 0};
+  Big sum = 0;
+  if (over) *over = 0;
+  for (const OpNode& n : p.nodes) {
+    Big one = 0;
+    if (!c.node(n, 0, &one)) return false;
+    sum = sat_add(sum, one);
+    if (over && *over == 0 && sum > max_ops) *over = n.line;
+  }
+  *total = sum;
+  return true;
+}
+
 bool parse_op_program(std::string_view text, const std::string& file, OpProgram* out,
                       std::string* error) {
+  return parse_op_program(text, file, out, error, current_op_limits());
+}
+
+bool parse_op_program(std::string_view text, const std::string& file, OpProgram* out,
+                      std::string* error, const OpLimits& limits) {
   out->file = file;
   Parser p{file, out->names, out, &out->macros, error};
   const auto lines = split_lines(text);
   size_t i = 0;
-  return p.block(lines, &i, &out->nodes, 0, 0);
+  if (!p.block(lines, &i, &out->nodes, 0, 0)) return false;
+  Big total = 0;
+  uint32_t over = 0;
+  if (!count_op_program(*out, limits.max_ops, &total, &over, error)) return false;
+  if (over)
+    return *error = fmt::format("{}:{}:1: the program asks for {} operations (repeats, "
+                                "calls and nop nr expanded), above the budget of {} "
+                                "(--max-ops N raises it)",
+                                file, over, big_text(total), limits.max_ops),
+           false;
+  return true;
 }
 
 bool parse_macro_body(const OpMacro& m, const std::string& file,

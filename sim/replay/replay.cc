@@ -198,6 +198,7 @@ void Replayer::kmem(const TraceEvent& ev) {
                            : fmt::format("trace-{}", op.n);
     op.cache = exec_.names().cache(name);
     OpCache& c = exec_.names().caches[op.cache];
+    // kmem_cache_alloc's bytes are in [0, KMALLOC_MAX_SIZE] (trace.cc's range).
     if (c.size == 0) c.size = static_cast<uint32_t>(std::max<int64_t>(op.n, 8)), c.flags = k ? k->flags : 0;
   }
   run(op);  // trace mode: an object still live at this pointer is freed first
@@ -407,6 +408,11 @@ bool scan_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s
   TraceEvent ev;
   OpNames scratch;
   while (r.next(&line)) {
+    if (s->lines == o.max_events)
+      return *error = fmt::format("{}:{}: the trace has more than {} lines, the replay budget "
+                                  "(--max-events N raises it)",
+                                  iou::escape_controls(path, 200), r.line_no(), o.max_events),
+             false;
     ++s->lines;
     size_t col = 1;
     std::string why;
@@ -459,7 +465,9 @@ CustomWorkload trace_workload(const TraceSummary& s, std::function<void(OpExec&)
     TraceEvent ev;
     size_t col;
     std::string why;
-    while (r.next(&line))
+    // No more lines than the scan counted (and budgeted), even if the
+    // file grew since.
+    for (uint64_t n = 0; n < s.lines && r.next(&line); ++n)
       if (parse_trace_line(line, &ev, &col, &why)) rp->event(ev);
     if (r.failed()) return *error = r.error(), false;
     rp->end();

@@ -21,8 +21,13 @@ namespace simcache::sim {
 // run-ops FILE: the file is parsed once; every column runs it.
 bool ops_workload(const std::string& path, CustomWorkload* w, std::string* error);
 
+// Work budget of a replay (docs/ops.md, "Budgets"): the lines a trace may
+// have (every line is parsed, event or not); replay --max-events raises it.
+inline constexpr uint64_t kDefaultMaxEvents = 1'000'000'000;
+
 struct ReplayOptions {
   bool strict = false;  // stop at the first malformed line
+  uint64_t max_events = kDefaultMaxEvents;
 };
 
 // What the first pass over a trace found (every column replays the same).

@@ -58,10 +58,11 @@ bool digits(std::string_view s, int base, uint64_t* out) {
       v = (v << 4) | d;
     }
   } else {
-    if (s.size() > 19) return false;  // below 2^63 by length; no overflow check needed
+    if (s.size() > 20) return false;  // 2^64 - 1 has 20 digits
     for (char c : s) {
       const uint8_t d = kDigit[static_cast<unsigned char>(c)];
       if (d > 9) return false;
+      if (s.size() == 20 && (v > UINT64_MAX / 10 || v * 10 > UINT64_MAX - d)) return false;
       v = v * 10 + d;
     }
   }
@@ -89,6 +90,48 @@ bool parse_hex(std::string_view s, uint64_t* out) {
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
   if (s.empty() || s.size() > 16) return false;
   return digits(s, 16, out);
+}
+
+namespace {
+// Digits (decimal, or hex after 0x) with an optional '-': a number, even
+// if too large for 64 bits (then a range error, not a syntax error).
+bool numeric(std::string_view s) {
+  if (!s.empty() && s[0] == '-') s.remove_prefix(1);
+  const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  if (hex) s.remove_prefix(2);
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (kDigit[static_cast<unsigned char>(c)] > (hex ? 15 : 9)) return false;
+  return true;
+}
+}  // namespace
+
+std::string outside(std::string_view name, std::string_view v, int64_t lo, int64_t hi) {
+  return fmt::format("field '{}': {} is outside [{}, {}]", name, v, lo, hi);
+}
+
+bool parse_field(std::string_view name, std::string_view v, int64_t lo, int64_t hi,
+                 int64_t* out, std::string* why) {
+  int64_t x = 0;
+  if (!parse_i64(v, &x)) {
+    if (numeric(v)) return *why = outside(name, v, lo, hi), false;
+    return *why = fmt::format("field '{}': '{}' is not an integer", name, v), false;
+  }
+  if (x < lo || x > hi) return *why = outside(name, v, lo, hi), false;
+  *out = x;
+  return true;
+}
+
+bool parse_field_u64(std::string_view name, std::string_view v, uint64_t lo, uint64_t hi,
+                     uint64_t* out, std::string* why) {
+  uint64_t x = 0;
+  if (!parse_u64(v, &x) || x < lo || x > hi) {
+    if (numeric(v))
+      return *why = fmt::format("field '{}': {} is outside [{}, {}]", name, v, lo, hi), false;
+    return *why = fmt::format("field '{}': '{}' is not an integer", name, v), false;
+  }
+  *out = x;
+  return true;
 }
 
 bool parse_gfp(std::string_view s, bool strict, gfp_t* out, std::string* why) {

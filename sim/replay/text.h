@@ -17,6 +17,19 @@ bool parse_u64(std::string_view s, uint64_t* out);
 // Hex digits with or without 0x (trace pointers, pfns in hex).
 bool parse_hex(std::string_view s, uint64_t* out);
 
+// A numeric field of a table of record (the op format's key table in
+// ops.cc, the trace fields in trace.cc): `v` in decimal or 0x hex, checked
+// against [lo, hi] as it is read. On failure *why is one of
+//   field 'NAME': V is outside [LO, HI]    (also for a number past 64 bits)
+//   field 'NAME': 'V' is not an integer
+bool parse_field(std::string_view name, std::string_view v, int64_t lo, int64_t hi,
+                 int64_t* out, std::string* why);
+// The same for an unsigned 64-bit field (handles, page frame numbers).
+bool parse_field_u64(std::string_view name, std::string_view v, uint64_t lo, uint64_t hi,
+                     uint64_t* out, std::string* why);
+// "field 'NAME': V is outside [LO, HI]".
+std::string outside(std::string_view name, std::string_view v, int64_t lo, int64_t hi);
+
 // "GFP_KERNEL|__GFP_ZERO" as show_gfp_flags() prints it (or "0x..").
 // strict: unknown names are errors (op files); otherwise they are ignored,
 // as kernels add flags over versions (traces).

@@ -91,6 +91,47 @@ bool fail(size_t* col, size_t at, std::string* why, std::string msg) {
   return false;
 }
 
+// The numeric fields of the trace format and their ranges, checked as
+// each is read (docs/ops.md, "Ranges"): a value outside is a malformed
+// line "field 'NAME': V is outside [LO, HI]".
+struct Range {
+  int64_t lo, hi;
+};
+constexpr int64_t kMaxI64 = INT64_MAX;
+constexpr Range kCpuRange{0, 4095};                 // [CPU], as the op format's CPU
+constexpr Range kPidRange{0, 4194304};              // PID_MAX_LIMIT (64-bit)
+constexpr Range kBytesRange{0, kMaxI64};            // kmalloc: size_t bytes_req/bytes_alloc
+constexpr Range kCacheBytesRange{0, 4194304};       // kmem_cache_alloc: a slab object, <= KMALLOC_MAX_SIZE
+constexpr Range kNodeRange{-1, 1023};               // NUMA_NO_NODE .. MAX_NUMNODES - 1
+constexpr Range kBoolRange{0, 1};                   // accounted=0|1
+constexpr Range kOrderRange{0, 10};                 // MAX_PAGE_ORDER
+constexpr Range kFdRange{-1, INT32_MAX};            // io_uring_create "fd %d"
+constexpr Range kSqRange{1, 32768};                 // IORING_MAX_ENTRIES
+constexpr Range kCqRange{1, 65536};                 // IORING_MAX_CQ_ENTRIES
+constexpr Range kFlagsRange{0, kMaxI64};            // "flags 0x%x" / "0x%llx"
+constexpr Range kOpcodeRange{0, 255};               // sqe->opcode is a u8
+constexpr Range kNrFilesRange{0, INT32_MAX};        // nr_user_files %d
+constexpr Range kResultRange{INT32_MIN, INT32_MAX};  // result %d / ret %ld of an int
+
+// A numeric field: a range error names the field, anything else that
+// is not a number keeps the "KEY='V': not a valid value" wording.
+bool num_field(std::string_view name, std::string_view v, Range r, int64_t* out,
+               std::string* msg) {
+  // The `fields` option prints an int field's raw 32 bits in hex
+  // (node=0xffffffff (-1)): a signed field reads them as an int.
+  uint64_t raw = 0;
+  if (r.lo < 0 && v.size() > 2 && v[0] == '0' && v[1] == 'x' && parse_u64(v, &raw) &&
+      raw > INT32_MAX && raw <= UINT32_MAX) {
+    const int64_t x = static_cast<int64_t>(raw) - (int64_t{1} << 32);
+    if (x >= r.lo && x <= r.hi) return *out = x, true;
+    return *msg = outside(name, v, r.lo, r.hi), false;
+  }
+  if (parse_field(name, v, r.lo, r.hi, out, msg)) return true;
+  if (msg->find("is outside") == std::string::npos)
+    *msg = fmt::format("{}='{}': not a valid value", name, v);
+  return false;
+}
+
 // kmem events: key=value tokens; "(123)" annotations skipped.
 bool parse_kmem(std::string_view s, size_t base, TraceEvent* ev, size_t* col, std::string* why) {
   ev->call_site = ev->gfp = ev->name = {};
@@ -108,26 +149,28 @@ bool parse_kmem(std::string_view s, size_t base, TraceEvent* ev, size_t* col, st
       return fail(col, at, why, fmt::format("'{}': expected key=value", t));
     const std::string_view k = t.substr(0, eq), v = t.substr(eq + 1);
     const size_t vat = at + eq + 1;
-    int64_t x = 0;
     bool ok = true;
+    std::string msg;  // set by num_field
+    const Range bytes = ev->kind == TraceKind::kmem_cache_alloc ? kCacheBytesRange : kBytesRange;
     // Dispatch on the first letter: this loop runs for every field of every line.
     const char k0 = k[0];
     if (k0 == 'c' && k == "call_site") ev->call_site = v;
     else if (k0 == 'p' && k == "ptr") ok = have_ptr = parse_ptr(v, &ev->ptr);
-    else if (k0 == 'b' && k == "bytes_req") ok = parse_i64(v, &ev->bytes_req) && ev->bytes_req >= 0;
-    else if (k0 == 'b' && k == "bytes_alloc") ok = parse_i64(v, &ev->bytes_alloc) && ev->bytes_alloc >= 0;
+    else if (k0 == 'b' && k == "bytes_req") ok = num_field(k, v, bytes, &ev->bytes_req, &msg);
+    else if (k0 == 'b' && k == "bytes_alloc") ok = num_field(k, v, bytes, &ev->bytes_alloc, &msg);
     else if (k0 == 'g' && k == "gfp_flags") ev->gfp = v;
-    else if (k0 == 'n' && k == "node") ok = parse_i64(v, &ev->node);
+    else if (k0 == 'n' && k == "node") ok = num_field(k, v, kNodeRange, &ev->node, &msg);
     else if (k0 == 'a' && k == "accounted") {
       if (v == "true") ev->accounted = 1;
       else if (v == "false") ev->accounted = 0;
-      else ok = parse_i64(v, &x) && (ev->accounted = x != 0, true);
+      else ok = num_field(k, v, kBoolRange, &ev->accounted, &msg);
     } else if (k == "name") ev->name = v;
-    else if (k == "pfn") ok = have_pfn = parse_u64(v, &ev->pfn);
-    else if (k == "order") ok = parse_i64(v, &ev->order) && ev->order >= 0 && ev->order < 11;
+    else if (k == "pfn") ok = have_pfn = parse_u64(v, &ev->pfn);  // any 64-bit frame number
+    else if (k == "order") ok = num_field(k, v, kOrderRange, &ev->order, &msg);
     else if (k == "page") ok = parse_ptr(v, &ev->req);  // the page, if no pfn is printed
     // other keys (migratetype, percpu_refill, cold, ...) are read and ignored
-    if (!ok) return fail(col, vat, why, fmt::format("{}='{}': not a valid value", k, v));
+    if (!ok)
+      return fail(col, vat, why, msg.empty() ? fmt::format("{}='{}': not a valid value", k, v) : msg);
   }
   const bool alloc = ev->kind == TraceKind::kmalloc || ev->kind == TraceKind::kmem_cache_alloc;
   if ((alloc || ev->kind == TraceKind::kfree || ev->kind == TraceKind::kmem_cache_free) &&
@@ -162,21 +205,36 @@ bool parse_uring(std::string_view s, size_t base, TraceEvent* ev, size_t* col, s
       if (!parse(v, out)) return fail(col, at, why, fmt::format("{} '{}': not a valid value", k, v));
       return true;
     };
-    auto num = [](std::string_view v, int64_t* o) { return parse_i64(v, o); };
+    // A numeric field read through its range (the name as printed: "sq size").
+    auto num = [&](std::string_view name, Range r, int64_t* out) {
+      std::string_view v = c.token();
+      const size_t at = base + (c.i - v.size());
+      if (!v.empty() && v.back() == ',') v.remove_suffix(1);
+      std::string msg;
+      if (num_field(name, v, r, out, &msg)) return true;
+      if (msg.find("is outside") == std::string::npos)
+        msg = fmt::format("{} '{}': not a valid value", k, v);
+      return fail(col, at, why, std::move(msg));
+    };
     bool ok = true;
     if (k == "ring") ok = have_ring = value(parse_ptr, &ev->ring);
     else if (k == "req" || k == "request") ok = value(parse_ptr, &ev->req);
-    else if (k == "fd") ok = value(num, &ev->fd);
-    else if (k == "size" && prev == "sq") ok = value(num, &ev->sq);
-    else if (k == "size" && prev == "cq") ok = value(num, &ev->cq);
-    else if (k == "flags") ok = value(num, &ev->flags);
-    else if (k == "nr_user_files") ok = value(num, &ev->nr_files);
-    else if (k == "result" || k == "ret") ok = value(num, &ev->result);
+    else if (k == "fd") ok = num("fd", kFdRange, &ev->fd);
+    else if (k == "size" && prev == "sq") ok = num("sq size", kSqRange, &ev->sq);
+    else if (k == "size" && prev == "cq") ok = num("cq size", kCqRange, &ev->cq);
+    else if (k == "flags") ok = num("flags", kFlagsRange, &ev->flags);
+    else if (k == "nr_user_files") ok = num(k, kNrFilesRange, &ev->nr_files);
+    else if (k == "result" || k == "ret") ok = num(k, kResultRange, &ev->result);
     else if (k == "opcode") {
       std::string_view v = c.token();
+      const size_t at = base + (c.i - v.size());
       if (!v.empty() && v.back() == ',') v.remove_suffix(1);
-      ev->opcode_name = v;
-      if (!parse_i64(v, &ev->opcode)) ev->opcode = -1;
+      ev->opcode_name = v;  // 5.19+: a name; older kernels: the number
+      std::string msg;
+      if (!parse_field("opcode", v, kOpcodeRange.lo, kOpcodeRange.hi, &ev->opcode, &msg)) {
+        if (msg.find("is outside") != std::string::npos) return fail(col, at, why, std::move(msg));
+        ev->opcode = -1;
+      }
     }
     if (!ok) return false;
     prev = k;
@@ -194,10 +252,11 @@ bool parse_fd(std::string_view s, size_t base, TraceEvent* ev, size_t* col, std:
   if (at == std::string_view::npos) return fail(col, base, why, "no 'fd:' argument");
   Cursor c{s, at + 3};
   std::string_view v = c.token();
+  const size_t vat = base + c.i - v.size();
   while (!v.empty() && (v.back() == ',' || v.back() == ')')) v.remove_suffix(1);
   uint64_t fd = 0;
-  if (!parse_hex(v, &fd) || fd > INT32_MAX)
-    return fail(col, base + at + 3, why, fmt::format("fd '{}': not a valid value", v));
+  if (!parse_hex(v, &fd)) return fail(col, base + at + 3, why, fmt::format("fd '{}': not a valid value", v));
+  if (fd > INT32_MAX) return fail(col, vat, why, outside("fd", v, 0, INT32_MAX));
   ev->fd = static_cast<int64_t>(fd);
   return true;
 }
@@ -231,7 +290,12 @@ bool parse_prefix(std::string_view line, TraceEvent* ev, size_t* pos, size_t* co
     size_t j = i + 1;
     while (j < line.size() && is_digit(line[j])) ++j;
     if (j > i + 1 && j < line.size() && line[j] == ']' && j - i <= 6) {
-      ev->cpu = static_cast<uint32_t>(std::strtoul(line.data() + i + 1, nullptr, 10));
+      const std::string_view digits = line.substr(i + 1, j - i - 1);
+      int64_t cpu = 0;
+      std::string msg;
+      if (!parse_field("cpu", digits, kCpuRange.lo, kCpuRange.hi, &cpu, &msg))
+        return fail(col, i + 1, why, std::move(msg));
+      ev->cpu = static_cast<uint32_t>(cpu);  // in [0, 4095]
       break;
     }
   }
@@ -239,7 +303,10 @@ bool parse_prefix(std::string_view line, TraceEvent* ev, size_t* pos, size_t* co
   while (!tp.empty() && is_space(tp.back())) tp.remove_suffix(1);
   if (const size_t dash = tp.rfind('-'); dash != std::string_view::npos && dash + 1 < tp.size()) {
     int64_t pid = 0;
-    if (parse_i64(tp.substr(dash + 1), &pid) && tp[dash + 1] != '-') {
+    const std::string_view digits = tp.substr(dash + 1);
+    if (parse_i64(digits, &pid) && tp[dash + 1] != '-') {
+      if (pid > kPidRange.hi)
+        return fail(col, b + dash + 1, why, outside("pid", digits, kPidRange.lo, kPidRange.hi));
       ev->pid = pid;
       tp = tp.substr(0, dash);
     }

@@ -155,7 +155,7 @@ void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   r.caches = cache_stats(mm);
   for (const RunRequest::Fault& f : req.faults)
     r.faults_injected[std::string(fault_point_name(f.point))] = mm.faults().injected(f.point);
-  for (const auto& [err, n] : io.failures()) r.failures[iou::errno_name(err)] = n;
+  for (const auto& [err, n] : io.failures()) r.failures[iou::errno_name(err)] += n;
   for (CacheId s : mm.caches()) r.slab_state.push_back(mm.info(s));
   if (at_end) at_end();
   mm.faults().clear();

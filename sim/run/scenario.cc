@@ -134,6 +134,7 @@ void Recorder::finish(PolicyResult* out) const {
   out->ops_per_round = ops_per_round_;
   out->timed_ops = total_ops_;
   out->metrics = metrics_;
+  for (const auto& [err, n] : failures_) out->failures[err] += n;
   out->timed_caches = sparse_caches(mm_, timed_stats_);
   // Caches some round touched, their minima beside them.
   out->round_max.clear();

@@ -41,6 +41,10 @@ class Recorder {
   void timed_end();
   void end_round(uint64_t ops);  // `ops` operations were timed this round
   void metric(const std::string& name, int64_t value) { metrics_[name] = value; }
+  // An operation that failed with `err` ("ENOMEM": an op file's or a
+  // trace's allocation that returned NULL); reported beside the io_uring
+  // model's failures (PolicyResult::failures).
+  void failure(std::string_view err) { ++failures_[std::string(err)]; }
   // Operation latency in virtual time (the running CPU's clock, which the
   // machine advances by each counted event's price and by lock waits).
   // op_kind() names a kind once (index, in first-use order); op_end()
@@ -78,6 +82,7 @@ class Recorder {
   std::vector<Snapshot> snapshots_;
   uint64_t ops_per_round_ = 0, total_ops_ = 0;
   std::map<std::string, int64_t> metrics_;
+  std::map<std::string, uint64_t> failures_;
   Latencies lat_;
 };
 
