@@ -56,6 +56,9 @@ struct ParsedFlags {
   std::vector<std::string> fails;                         // every --fail value
   std::vector<std::string> pos;                           // positional arguments
 };
+// The report run's flags (commands.cc): a run configuration takes each of
+// them but list, config and dump-config (config.cc).
+std::span<const Flag> report_flags();
 // Exit status 2 and one line on stderr: control characters in `msg`
 // (user strings included) are escaped, so it cannot span lines.
 CliOutcome cli_fail(const std::string& msg);

@@ -323,6 +323,8 @@ Parsed parse_command(const Args& args, bool subcommands, const Command** cmd, Pa
   return collect(*chosen, out, text) ? Parsed::run : Parsed::error;
 }
 
+std::span<const Flag> report_flags() { return kReportFlags; }
+
 CliOutcome run_command(const Command& cmd, const ParsedFlags& f, const Args& args) {
   return cmd.run(f, args);
 }
