@@ -56,6 +56,8 @@ expect 2 "mapping pattern typo" "shape[0].shape: bad regular expression" validat
 expect 2 "1e308 ms" "value: 1e+308 ms/install is more than" calibrate --measurements huge.tsv --out out/p.toml
 expect 2 "--profile /dev/zero" "larger than the limit of 1048576 bytes" --scenario waitv --profile /dev/zero --output out/r.txt
 expect 2 "--profile ./i7-12700KF (a bad file)" "./i7-12700KF:1: syntax" --scenario waitv --profile ./i7-12700KF --output out/r.txt
+expect 2 "broken --mapping, unused (--profile none)" "./i7-12700KF:1: syntax" --scenario waitv --profile none --mapping ./i7-12700KF --output out/r.txt
+expect 2 "missing --mapping, unused (--measurements none)" "nope.toml: cannot read" --scenario waitv --measurements none --mapping nope.toml --output out/r.txt
 expect 2 "--measurements /dev/zero" "larger than the limit of 16777216 bytes" validate --measurements /dev/zero
 expect 2 "--output is a directory" "not a regular file" --scenario waitv --profile none --output out
 expect 2 "bad background trace line" "bad_trace.txt:1: field 'bytes_req': bytes_req='12x'" --scenario rt-arm-loop --background-trace bad_trace.txt --output out/r.txt
