@@ -1,19 +1,58 @@
 // libFuzzer target: the op-format parser (sim/replay/ops.h) on arbitrary
 // text. It must return true or false with a "FILE:LINE:COL: why" message,
 // never crash, hang or read out of bounds; a parsed program must print
-// back (format_op) and reparse.
+// back (format_op) and reparse. A parsed program whose expanded work is
+// small (fuzz_util.h, kMaxWork) then runs through the model as
+// `simcache run-ops` runs it, with KASAN histories and the end-of-run
+// leak and invariant checks on.
 // Seeds: fuzz/corpus/<target>/; run with scripts/fuzz.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "fuzz/fuzz_util.h"
 #include "sim/replay/ops.h"
 
+namespace {
+using namespace simcache::sim;
+using simcache::fuzz::add_work;
+using simcache::fuzz::kMaxWork;
+
+// The work of `nodes` with repeats multiplied out and macro calls
+// expanded as OpExec expands them (depth <= 16), saturating at kMaxWork + 1.
+uint64_t work(const OpProgram& p, const std::vector<OpNode>& nodes, OpNames& names, int depth) {
+  uint64_t total = 0;
+  for (const OpNode& n : nodes) {
+    if (total > kMaxWork) break;
+    if (n.kind == OpNode::kOp) {
+      add_work(&total, 1);
+      add_work(&total, simcache::fuzz::op_weight(n.op));
+    } else if (n.kind == OpNode::kRepeat) {
+      const uint64_t body = work(p, n.body, names, depth);
+      if (n.count > 0 && body > 0)
+        add_work(&total, static_cast<uint64_t>(n.count) > kMaxWork / body
+                             ? kMaxWork + 1
+                             : static_cast<uint64_t>(n.count) * body);
+    } else {
+      add_work(&total, 1);
+      const auto m = p.macros.find(n.macro);
+      if (depth >= 16 || m == p.macros.end()) continue;  // the run stops there
+      std::vector<OpNode> body;
+      std::string err;
+      if (parse_macro_body(m->second, p.file, n.args, names, &body, &err))
+        add_work(&total, work(p, body, names, depth + 1));
+    }
+  }
+  return total;
+}
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace simcache::sim;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  OpProgram p;
+  auto prog = std::make_shared<OpProgram>();
+  OpProgram& p = *prog;
   std::string err;
   if (!parse_op_program(text, "fuzz.ops", &p, &err)) {
     if (err.rfind("fuzz.ops:", 0) != 0) __builtin_trap();
@@ -31,5 +70,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<OpNode> body;
     parse_macro_body(m, "fuzz.ops", {}, p.names, &body, &err);
   }
+  // Execute what was parsed, as run-ops does (sim/replay/emit.cc,
+  // make_ops_workload), if it is small enough.
+  OpNames scratch = p.names;
+  if (work(p, p.nodes, scratch, 0) > kMaxWork) return 0;
+  CustomWorkload w;
+  w.name = "run-ops";
+  w.label = "run-ops fuzz.ops";
+  w.run = [prog](Env& env, const Params&, Recorder& rec, std::function<void()>*,
+                 std::string* error) {
+    OpExec ex(env, rec, prog->names);
+    return ex.run(*prog, error);
+  };
+  simcache::fuzz::run_model(w, {}, std::hash<std::string_view>{}(text));
   return 0;
 }

@@ -3,7 +3,10 @@
 // false with a column inside the line (or just past it) and a reason.
 // The same bytes are then loaded as a background trace
 // (sim/replay/background_trace.h): a one-line error, or a load whose
-// events, objects and gaps are consistent.
+// events, objects and gaps are consistent. Last, a trace whose events ask
+// for little work (fuzz_util.h, kMaxWork) replays through the model as
+// `simcache replay` replays it, with KASAN histories and the end-of-run
+// leak and invariant checks on.
 // Seeds: fuzz/corpus/<target>/; run with scripts/fuzz.
 #include <unistd.h>
 
@@ -15,10 +18,56 @@
 
 #include "fuzz/fuzz_util.h"
 #include "sim/replay/background_trace.h"
+#include "sim/replay/replay.h"
 #include "sim/replay/trace.h"
 
 namespace {
-void check_background(const uint8_t* data, size_t size) {
+using simcache::fuzz::add_work;
+using simcache::fuzz::kMaxWork;
+
+// What one event costs the model: itself, the bytes and pages it
+// allocates, the ring entries and files it sets up; a marker, its op's.
+uint64_t event_weight(const simcache::sim::TraceEvent& ev) {
+  using namespace simcache::sim;
+  uint64_t w = 1;
+  auto big = [&](int64_t v, uint64_t unit) {
+    if (v > 0) add_work(&w, static_cast<uint64_t>(v) / unit);
+  };
+  big(ev.bytes_req, 4096);
+  big(ev.bytes_alloc, 4096);
+  big(ev.sq, 1);
+  big(ev.cq, 1);
+  big(ev.nr_files, 1);
+  if (ev.order > 12) add_work(&w, kMaxWork + 1);
+  else if (ev.order > 0) add_work(&w, uint64_t{1} << ev.order);
+  if (ev.kind == TraceKind::marker) {  // as scan_trace() reads it
+    const size_t sp = ev.text.find(' ');
+    OpKind k;
+    Op op;
+    OpNames names;
+    std::string why;
+    if (op_kind_by_name(ev.text.substr(0, sp), &k) &&
+        parse_op_args(k, sp == std::string_view::npos ? "" : ev.text.substr(sp), 1, names, &op,
+                      &why))
+      add_work(&w, simcache::fuzz::op_weight(op));
+  }
+  return w;
+}
+
+// Replays the trace file as `simcache replay FILE` does (replay_cli.cc).
+void replay(const std::string& path, size_t pick) {
+  using namespace simcache::sim;
+  TraceSummary s;
+  std::string err;
+  const bool ok = scan_trace(path, ReplayOptions{}, &s, &err);
+  simcache::fuzz::check_error(ok, err);
+  if (!ok || s.max_cpu >= 64) return;
+  std::vector<std::pair<std::string, std::string>> sets;
+  if (s.max_cpu >= 20) sets.emplace_back("cpus", std::to_string(s.max_cpu + 1));
+  simcache::fuzz::run_model(trace_workload(s), std::move(sets), pick);
+}
+
+void check_background(const uint8_t* data, size_t size, uint64_t work) {
   using namespace simcache::sim;
   const std::string path = "/tmp/simcache-fuzz-bgtrace-" + std::to_string(::getpid()) + ".txt";
   std::ofstream(path, std::ios::binary)
@@ -26,6 +75,9 @@ void check_background(const uint8_t* data, size_t size) {
   BackgroundTrace t;
   std::string err;
   const bool ok = load_background_trace(path, &t, &err);
+  if (work <= kMaxWork)
+    replay(path, std::hash<std::string_view>{}(
+                     std::string_view(reinterpret_cast<const char*>(data), size)));
   ::unlink(path.c_str());
   simcache::fuzz::check_error(ok, err);
   if (!ok) return;
@@ -49,6 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace simcache::sim;
   std::string_view text(reinterpret_cast<const char*>(data), size);
   TraceEvent ev;
+  uint64_t work = 0;
   while (!text.empty()) {
     const size_t nl = text.find('\n');
     const std::string_view line = text.substr(0, nl);
@@ -56,14 +109,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string why;
     if (!parse_trace_line(line, &ev, &col, &why)) {
       if (why.empty() || col == 0 || col > line.size() + 1) __builtin_trap();
-    } else if (ev.kind == TraceKind::marker) {
+    } else {
       // The marker payload must lie inside the line.
-      if (ev.text.data() < line.data() || ev.text.data() + ev.text.size() > line.data() + line.size())
+      if (ev.kind == TraceKind::marker &&
+          (ev.text.data() < line.data() ||
+           ev.text.data() + ev.text.size() > line.data() + line.size()))
         __builtin_trap();
+      add_work(&work, event_weight(ev));
     }
     if (nl == std::string_view::npos) break;
     text.remove_prefix(nl + 1);
   }
-  check_background(data, size);
+  check_background(data, size, work);
   return 0;
 }

@@ -119,7 +119,7 @@ TEST_CASE("config: a bad configuration is one line with file, line and field, ex
           "[config]") {
   TempDir d;
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"scenario = \"waitv\"\nseed = -1\n", ":2: seed: expected a non-negative integer\n"},
+      {"scenario = \"waitv\"\nseed = -1\n", ":2: seed: expected a non-negative integer ("},
       {"scenario = \"waitv\"\nbogus = 1\n", ":2: bogus: unknown field"},
       {"scenario = \"waitv\"\n[set]\nrounds = [1]\n",
        ":3: set.rounds: expected an integer, a string or a boolean\n"},

@@ -73,6 +73,8 @@ std::string list_text() {
   return out;
 }
 
+}  // namespace
+
 // --fail POINT=PROBABILITY or POINT=nth:N. "slab" is slab_alloc.
 bool parse_fault(const std::string& spec, RunRequest::Fault* out, std::string* error) {
   const size_t eq = spec.find('=');
@@ -97,6 +99,8 @@ bool parse_fault(const std::string& spec, RunRequest::Fault* out, std::string* e
            false;
   return true;
 }
+
+namespace {
 
 bool build_request(const ParsedFlags& f, RunRequest* req, std::string* error) {
   auto v = f.v;
@@ -144,25 +148,37 @@ bool load_cost(const ParsedFlags& f, CostModel* m, bool* have, std::string* warn
   return true;
 }
 
+// The mapping of measured rows to simulations: --mapping, or the shipped
+// one. A --mapping given is read and checked even when nothing uses it
+// (--measurements none, --profile none): a broken file is an error either way.
+bool load_run_mapping(const ParsedFlags& f, Mapping* map, bool* have, std::string* error) {
+  auto mit = f.v.find("mapping");
+  *have = false;
+  if (mit == f.v.end()) return true;
+  if (!load_mapping(mit->second, map, error)) return false;
+  *have = true;
+  return true;
+}
+
 // Measured rows shown beside the model: --measurements, or the shipped
 // rows, data/measurements/calibration.tsv. Rows no rule maps are left out.
-bool load_measured(const ParsedFlags& f, std::vector<MeasuredPoint>* pts, std::string* file,
-                   std::string* error) {
+bool load_measured(const ParsedFlags& f, Mapping* map, bool have_map,
+                   std::vector<MeasuredPoint>* pts, std::string* file, std::string* error) {
   auto it = f.v.find("measurements");
   std::string path = it == f.v.end() ? find_data_file("measurements/calibration.tsv") : it->second;
   if (path.empty() || path == "none") return true;
-  auto mit = f.v.find("mapping");
-  const std::string mpath =
-      mit == f.v.end() ? find_data_file("profiles/mapping.toml") : mit->second;
-  if (mpath.empty()) return *error = "no mapping file found (pass --mapping FILE)", false;
-  Mapping map;
+  if (!have_map) {
+    const std::string mpath = find_data_file("profiles/mapping.toml");
+    if (mpath.empty()) return *error = "no mapping file found (pass --mapping FILE)", false;
+    if (!load_mapping(mpath, map, error)) return false;
+  }
   std::vector<MeasuredRow> rows;
   std::vector<MappedRow> mapped;
   std::vector<std::string> skipped;
-  if (!load_mapping(mpath, &map, error) || !read_measurements(path, &rows, error)) return false;
+  if (!read_measurements(path, &rows, error)) return false;
   std::string ignored;
-  map_rows(map, rows, &mapped, &skipped, &ignored);
-  *pts = measured_points(mapped, map.fit);
+  map_rows(*map, rows, &mapped, &skipped, &ignored);
+  *pts = measured_points(mapped, map->fit);
   *file = path;
   return true;
 }
@@ -200,13 +216,17 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   log_request(req);
   if (!req.background_trace.empty() && !attach_background_trace(&req, &error))
     return cli_fail(error);
+  Mapping map;
+  bool have_map = false;
+  if (!load_run_mapping(f, &map, &have_map, &error)) return cli_fail(error);
   CostModel cost;
   bool have_cost = false;
   if (!load_cost(f, &cost, &have_cost, &warning, &error)) return cli_fail(error);
   if (have_cost) req.event_ns = event_prices(cost);  // the machine's clocks (latency)
   std::vector<MeasuredPoint> measured;
   ReportOptions ro;
-  if (have_cost && !load_measured(f, &measured, &ro.measured_file, &error)) return cli_fail(error);
+  if (have_cost && !load_measured(f, &map, have_map, &measured, &ro.measured_file, &error))
+    return cli_fail(error);
   if (v.count("explain") && !have_cost)
     return cli_fail("--explain needs a cost profile (it splits the time per operation)");
   if (v.count("quiet")) warning.clear();
@@ -322,7 +342,11 @@ CliOutcome run_report_cli(const ParsedFlags& f, const Args& args) {
     std::string error;
     if (!load_config(f.v.at("config"), &merged, &error)) return cli_fail(error);
     overlay_flags(f, &merged);
+<<<<<<< HEAD
     if (!check_output_flags("", merged, &error)) return cli_fail(error);  // a config's outputs
+=======
+    if (!check_config_sets(merged, &error)) return cli_fail(error);
+>>>>>>> h-cfg
     return run_report(merged, args);
   }
   return run_report(f, args);

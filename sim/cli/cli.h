@@ -59,11 +59,22 @@ struct ParsedFlags {
   std::vector<std::pair<std::string, std::string>> sets;  // every --set key=value
   std::vector<std::string> fails;                         // every --fail value
   std::vector<std::string> pos;                           // positional arguments
+  // Where a run configuration set a [set] key: "set.KEY" -> "FILE:LINE",
+  // so a key the scenario lacks is reported there (check_config_sets()).
+  std::map<std::string, std::string> origin;
 };
+<<<<<<< HEAD
 // Every output flag of `command`'s table ("" is the report run) set in `f`
 // (by the flag tables' Names) names a path that can take it; else one
 // line naming the flag and the path.
 bool check_output_flags(std::string_view command, const ParsedFlags& f, std::string* error);
+=======
+// The report run's flags (commands.cc): a run configuration takes each of
+// them but list, config and dump-config (config.cc).
+std::span<const Flag> report_flags();
+// --fail POINT=PROBABILITY or POINT=nth:N (cli.cc); `error` names the spec.
+bool parse_fault(const std::string& spec, RunRequest::Fault* out, std::string* error);
+>>>>>>> h-cfg
 // Exit status 2 and one line on stderr: control characters in `msg`
 // (user strings included) are escaped, so it cannot span lines.
 CliOutcome cli_fail(const std::string& msg);
@@ -99,6 +110,10 @@ std::vector<std::string> split_policy_columns(const std::string& s);
 // as TOML (toml++'s formatter); loading that gives the same request.
 bool load_config(const std::string& path, ParsedFlags* out, std::string* error);
 void overlay_flags(const ParsedFlags& cli, ParsedFlags* base);
+// The [set] keys a configuration gave, checked against the scenario of the
+// merged flags (which the command line may name): an unknown key or a value
+// out of range is "FILE:LINE: set.KEY: why".
+bool check_config_sets(const ParsedFlags& f, std::string* error);
 bool dump_config(const ParsedFlags& f, const RunRequest& req, std::string* out,
                  std::string* error);
 

@@ -330,6 +330,8 @@ Parsed parse_command(const Args& args, bool subcommands, const Command** cmd, Pa
   return collect(*chosen, out, text) ? Parsed::run : Parsed::error;
 }
 
+std::span<const Flag> report_flags() { return kReportFlags; }
+
 bool check_output_flags(std::string_view command, const ParsedFlags& f, std::string* error) {
   for (const Command& c : kCommands) {
     if (c.name != command) continue;

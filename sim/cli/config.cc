@@ -24,11 +24,61 @@
 namespace simcache::sim {
 namespace {
 
-// Flags a config may hold, by kind.
-const std::set<std::string> kStringKeys = {"scenario", "kernel", "format", "output", "profile",
-                                           "measurements", "mapping"};
-const std::set<std::string> kBoolKeys = {"explain", "all-counters", "verbose", "quiet"};
-const std::set<std::string> kIntKeys = {"seed", "jobs"};
+// Flags a config may hold: every flag of the report run (commands.cc)
+// but these, which say what to do with a configuration, not how to run.
+// Those taking a value are strings (seed and jobs: integers), those taking
+// none booleans; policy, set, fail and background-trace have their own
+// shapes (below).
+bool not_a_key(std::string_view flag) {
+  return flag == "list" || flag == "config" || flag == "dump-config";
+}
+const Flag* flag_of(std::string_view key) {
+  for (const Flag& f : report_flags())
+    if (f.name == key && !not_a_key(key)) return &f;
+  return nullptr;
+}
+
+// seed: an integer, or (above INT64_MAX, which TOML integers cannot hold)
+// a string of decimal digits; --dump-config writes it so.
+bool read_seed(const TomlReader& r, const toml::node& v, ParsedFlags* out) {
+  const char* kWant =
+      "expected a non-negative integer (0..18446744073709551615; above 9223372036854775807 as a "
+      "string of digits, \"18446744073709551615\")";
+  uint64_t seed = 0;
+  if (v.is_integer()) {
+    if (*v.value<int64_t>() < 0) return r.fail(&v, "seed", kWant);
+    seed = static_cast<uint64_t>(*v.value<int64_t>());
+  } else if (v.is_string()) {
+    const std::string s = *v.value<std::string>();
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), seed);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size() ||
+        !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return r.fail(&v, "seed", fmt::format("{}, not '{}'", kWant, s));
+  } else {
+    return r.fail(&v, "seed", kWant);
+  }
+  out->v["seed"] = std::to_string(seed);
+  return true;
+}
+
+// fail: a string or an array of strings, each a --fail spec.
+bool read_fail(const TomlReader& r, const toml::node& v, ParsedFlags* out) {
+  std::vector<const toml::node*> specs;
+  if (const toml::array* a = v.as_array()) {
+    for (const toml::node& e : *a) specs.push_back(&e);
+  } else {
+    specs.push_back(&v);
+  }
+  out->fails.clear();
+  for (const toml::node* e : specs) {
+    if (!e->is_string()) return r.fail(e, "fail", "expected a string or an array of strings");
+    RunRequest::Fault fault{};
+    std::string why;
+    if (!parse_fault(*e->value<std::string>(), &fault, &why)) return r.fail(e, "fail", why);
+    out->fails.push_back(*e->value<std::string>());
+  }
+  return true;
+}
 
 // A scalar TOML value as the command line would spell it.
 bool scalar_text(const toml::node& n, std::string* out) {
@@ -49,6 +99,9 @@ bool read_pairs(const TomlReader& r, const toml::node& n, const std::string& sec
       return r.fail(&v, section + "." + std::string(k.str()),
                     "expected an integer, a string or a boolean");
     out->sets.emplace_back(prefix + std::string(k.str()), text);
+    if (section == "set")
+      out->origin["set." + std::string(k.str())] =
+          fmt::format("{}:{}", escape_line(r.path), v.source().begin.line);
   }
   return true;
 }
@@ -120,20 +173,25 @@ bool read_key(const TomlReader& r, const std::string& key, const toml::node& v, 
   if (key == "knobs")
     return read_pairs(r, v, "knobs", "policy.", out) && check_value(r, key, v, *out);
   if (key == "resolved") return true;  // written by --dump-config for the record
-  if (kStringKeys.count(key)) {
+  if (key == "seed") return read_seed(r, v, out);
+  if (key == "fail") return read_fail(r, v, out);
+  const Flag* flag = flag_of(key);
+  if (key == "background-trace") flag = nullptr;  // [background] trace
+  if (flag && key == "jobs") {
+    if (!v.is_integer() || *v.value<int64_t>() < 1 || *v.value<int64_t>() > 256)
+      return r.fail(&v, key, "expected an integer in 1..256");
+    out->v[key] = std::to_string(*v.value<int64_t>());
+    return true;
+  }
+  if (flag && flag->takes == Takes::value) {
     if (!v.is_string()) return r.fail(&v, key, "expected a string");
     out->v[key] = *v.value<std::string>();
     return check_value(r, key, v, *out);
   }
-  if (kBoolKeys.count(key)) {
+  if (flag && flag->takes == Takes::nothing) {
     if (!v.is_boolean()) return r.fail(&v, key, "expected true or false");
     if (*v.value<bool>()) out->v[key] = "";
-    return true;
-  }
-  if (kIntKeys.count(key)) {
-    if (!v.is_integer() || *v.value<int64_t>() < 0)
-      return r.fail(&v, key, "expected a non-negative integer");
-    out->v[key] = std::to_string(*v.value<int64_t>());
+    else out->v.erase(key);
     return true;
   }
   return r.fail(&v, key, "unknown field (see docs/knobs.md, run configurations)");
@@ -158,8 +216,40 @@ void overlay_flags(const ParsedFlags& cli, ParsedFlags* base) {
   for (const auto& [k, v] : cli.sets) {
     const std::string& key = k;  // clang 14: no binding captures
     std::erase_if(base->sets, [&](const auto& s) { return s.first == key; });
+    base->origin.erase("set." + k);
     base->sets.emplace_back(k, v);
   }
+  if (!cli.fails.empty()) base->fails = cli.fails;  // the command line's list wins
+}
+
+bool check_config_sets(const ParsedFlags& f, std::string* error) {
+  if (f.origin.empty()) return true;
+  const auto sit = f.v.find("scenario");
+  if (sit == f.v.end()) return true;  // "--scenario is required" comes next
+  const ScenarioRegistry& reg = ScenarioRegistry::get();
+  std::vector<const ScenarioInfo*> targets;  // a preset: each item's scenario
+  if (const ScenarioInfo* s = reg.find(sit->second)) targets.push_back(s);
+  else if (const PresetInfo* p = reg.find_preset(sit->second))
+    for (const PresetItem& item : p->items) targets.push_back(reg.find(item.scenario));
+  const bool bg = f.v.count("background-trace") > 0;
+  for (const auto& [k, v] : f.sets) {
+    const auto where = f.origin.find("set." + k);
+    if (where == f.origin.end()) continue;  // from the command line
+    for (const ScenarioInfo* s : targets) {
+      if (!s) continue;
+      ScenarioInfo full = *s;
+      for (const ParamSpec& p : machine_params()) full.params.push_back(p);
+      if (bg && takes_background(full))
+        for (const ParamSpec& p : background_trace_params()) full.params.push_back(p);
+      Params params;
+      std::string why;
+      if (!resolve_params(full, {}, {{k, v}}, &params, &why))
+        return *error = fmt::format("{}: set.{}: {}", where->second, escape_line(k),
+                                    TomlReader::one_line(why)),
+               false;
+    }
+  }
+  return true;
 }
 
 namespace {
@@ -203,15 +293,32 @@ bool dump_config(const ParsedFlags& f, const RunRequest& req, std::string* out,
   toml::table t;
   t.insert_or_assign("scenario", req.scenario);
   t.insert_or_assign("kernel", req.kernel);
-  t.insert_or_assign("seed", static_cast<int64_t>(req.seed));
+  // TOML integers are signed 64-bit: a larger seed is written as a string.
+  if (req.seed <= static_cast<uint64_t>(INT64_MAX))
+    t.insert_or_assign("seed", static_cast<int64_t>(req.seed));
+  else
+    t.insert_or_assign("seed", std::to_string(req.seed));
   t.insert_or_assign("jobs", static_cast<int64_t>(req.jobs));
-  for (const std::string& k : kStringKeys)
-    if (k != "scenario" && k != "kernel" && f.v.count(k)) t.insert_or_assign(k, f.v.at(k));
-  for (const std::string& k : kBoolKeys)
-    if (f.v.count(k)) t.insert_or_assign(k, true);
+  // Every other flag the command line gave, as it gave it.
+  for (const Flag& fl : report_flags()) {
+    const std::string k(fl.name);
+    if (not_a_key(k) || !f.v.count(k)) continue;
+    if (k == "scenario" || k == "kernel" || k == "seed" || k == "jobs" || k == "policy" ||
+        k == "background-trace")
+      continue;  // resolved above or below
+    if (fl.takes == Takes::nothing) t.insert_or_assign(k, true);
+    else if (fl.takes == Takes::value) t.insert_or_assign(k, f.v.at(k));
+  }
+  if (!f.fails.empty()) {
+    toml::array fails;
+    for (const std::string& spec : f.fails) fails.push_back(spec);
+    t.insert_or_assign("fail", fails);
+  }
   std::vector<std::string> cols = req.policies;
   if (const PresetInfo* pr = ScenarioRegistry::get().find_preset(req.scenario); cols.empty() && pr)
     cols = pr->policies;  // the preset's columns (its items may name their own)
+  if (const ScenarioInfo* si = ScenarioRegistry::get().find(req.scenario); cols.empty() && si)
+    cols = si->policies;  // the scenario's default columns, as run() picks them
   if (cols.empty()) cols.push_back("unpatched");
   toml::array pol, resolved_cols;
   const iou::KernelProfile* profile = iou::profile_by_name(req.kernel, error);
