@@ -342,11 +342,8 @@ CliOutcome run_report_cli(const ParsedFlags& f, const Args& args) {
     std::string error;
     if (!load_config(f.v.at("config"), &merged, &error)) return cli_fail(error);
     overlay_flags(f, &merged);
-<<<<<<< HEAD
     if (!check_output_flags("", merged, &error)) return cli_fail(error);  // a config's outputs
-=======
     if (!check_config_sets(merged, &error)) return cli_fail(error);
->>>>>>> h-cfg
     return run_report(merged, args);
   }
   return run_report(f, args);

@@ -63,18 +63,15 @@ struct ParsedFlags {
   // so a key the scenario lacks is reported there (check_config_sets()).
   std::map<std::string, std::string> origin;
 };
-<<<<<<< HEAD
 // Every output flag of `command`'s table ("" is the report run) set in `f`
 // (by the flag tables' Names) names a path that can take it; else one
 // line naming the flag and the path.
 bool check_output_flags(std::string_view command, const ParsedFlags& f, std::string* error);
-=======
 // The report run's flags (commands.cc): a run configuration takes each of
 // them but list, config and dump-config (config.cc).
 std::span<const Flag> report_flags();
 // --fail POINT=PROBABILITY or POINT=nth:N (cli.cc); `error` names the spec.
 bool parse_fault(const std::string& spec, RunRequest::Fault* out, std::string* error);
->>>>>>> h-cfg
 // Exit status 2 and one line on stderr: control characters in `msg`
 // (user strings included) are escaped, so it cannot span lines.
 CliOutcome cli_fail(const std::string& msg);
