@@ -123,7 +123,8 @@ TEST_CASE("config round trip: a preset, a background trace, --output", "[config]
 TEST_CASE("config round trip: every report flag reaches the dump", "[config][roundtrip]") {
   const std::map<std::string, std::string> values = {
       {"scenario", "waitv"},     {"policy", "unpatched,waitv-cache"},
-      {"kernel", "v6.13"},       {"seed", "18446744073709551615"},
+      {"kernel", "v6.13"},       {"machine", "vm-2vcpu"},
+      {"seed", "18446744073709551615"},
       {"format", "csv"},         {"jobs", "3"},
       {"fail", "slab=nth:10"},   {"set", "rounds=2"},
       {"background-trace", "t.txt"}};

@@ -19,12 +19,13 @@ inline bool cqwait_is_iowait(const KernelProfile& p, const PolicySet& pol) {
 // The state the waiting CPU enters for a sleep the governor predicts to be
 // `predicted_us` long (menu_select(), the profile's governor rule).
 inline GovernorChoice cqwait_idle_choice(const KernelProfile& p, const PolicySet& pol,
-                                         uint64_t predicted_us) {
+                                         uint64_t predicted_us,
+                                         const IdleTable& t = *idle_table(kDefaultIdleMachine)) {
   GovernorInput in;
   in.predicted_ns = predicted_us * 1000;
   in.nr_iowaiters = cqwait_is_iowait(p, pol) ? 1 : 0;
   in.iowait_multiplier = p.menu_iowait_multiplier;
-  return menu_select(*idle_table(kDefaultIdleMachine), in);
+  return menu_select(t, in);
 }
 
 // Mirrors io_cqring_wait_schedule() (v6.1-v6.18) for one sleep of
@@ -37,9 +38,11 @@ void io_cqring_wait_sleep(IoKernel<A>& k, uint64_t sleep_us, uint64_t predicted_
   ev(k.mm, Event::cqwait_sleep);
   if (cqwait_is_iowait(k.profile, k.policy)) ev(k.mm, Event::cqwait_iowait);
   ev(k.mm, Event::cqwait_sleep_us, sleep_us);
-  const GovernorChoice c = cqwait_idle_choice(k.profile, k.policy, predicted_us);
-  ev(k.mm, Event::idle_enter);
-  ev(k.mm, idle_exit_event(c.state));
+  if (k.idle) {  // a machine without an idle table: no state to price
+    const GovernorChoice c = cqwait_idle_choice(k.profile, k.policy, predicted_us, *k.idle);
+    ev(k.mm, Event::idle_enter);
+    ev(k.mm, idle_exit_event(c.state));
+  }
   ev(k.mm, Event::cqwait_wakeup);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "model/io_uring/allocator.h"
+#include "model/kernel/idle.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
 
@@ -20,6 +21,9 @@ struct IoKernel {
   PolicySet policy;
   CacheId req_cachep = kNoCache;        // "io_kiocb"
   CacheId rsrc_node_cachep = kNoCache;  // "io_rsrc_node" (node-slab policies)
+  // The machine's cpuidle states the wait model picks from (machine.def);
+  // nullptr: none modelled, a cqring wait prices no idle exit.
+  const IdleTable* idle = idle_table(kDefaultIdleMachine);
 
   // Mirrors io_uring_init(), 6.18: the io_kiocb cache (SLAB_HWCACHE_ALIGN |
   // SLAB_PANIC | SLAB_ACCOUNT | SLAB_TYPESAFE_BY_RCU; its usercopy window

@@ -46,6 +46,8 @@ class IoUring {
   // `profile` (parse_policies() guarantees that).
   IoUring(A& mm, const KernelProfile& profile, const PolicySet& policy)
       : k_(mm, profile, policy) {}
+  // The machine's cpuidle table for the wait model (nullptr: none).
+  void set_idle_table(const IdleTable* t) { k_.idle = t; }
 
   // io_uring_setup(): returns the new RingId, or kENOMEM.
   int ring_create(const Task& submitter, const RingParams& params = {}) {

@@ -15,6 +15,7 @@
 #include "sim/replay/background_trace.h"
 #include "sim/report/report.h"
 #include "sim/run/scenario.h"
+#include "model/kernel/machine.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
 
@@ -33,7 +34,9 @@ std::string list_text() {
     out += fmt::format("  {:<20} {} [per {}; {}]\n", s.name, s.summary, s.op_unit,
                        params.empty() ? "no parameters" : params.substr(1));
   }
-  out += "  (every scenario also takes cpus=20 nodes=1 cpu=2 kworker_cpu=3 cgroup=1)\n";
+  std::string mp;
+  for (const ParamSpec& p : machine_params()) mp += fmt::format(" {}={}", p.name, p.def);
+  out += fmt::format("  (every scenario also takes the machine's parameters:{})\n", mp);
   out += "policies (combine with +):\n";
   // The baseline (the table's first entry), then the others by name.
   const auto& preg = iou::PolicyRegistry::get();
@@ -52,6 +55,16 @@ std::string list_text() {
     if (f.kind == iou::FieldKind::boolean) range = "true|false";
     out += fmt::format("  {:<22} {} = {} ({})\n", f.name, "default",
                        iou::field_value_text(f.id, f.def_raw), range);
+  }
+  out += "machines (--machine; the defaults of the machine parameters):\n";
+  for (const iou::MachineInfo& m : iou::machines()) {
+    std::string vals;
+    const auto fields = iou::machine_fields();
+    for (size_t i = 0; i < fields.size(); ++i)
+      vals += fmt::format("{}{}={}", i ? " " : "", fields[i].name, m.values[i]);
+    out += fmt::format("  {:<20} {} [{}; idle {}]{}\n", m.name, m.summary, vals,
+                       m.idle_table.empty() ? "none" : m.idle_table,
+                       m.name == iou::kDefaultMachine ? " (default)" : "");
   }
   out += "kernels:\n";
   for (const auto& k : iou::kernel_profiles())
@@ -110,6 +123,10 @@ bool build_request(const ParsedFlags& f, RunRequest* req, std::string* error) {
     else req->sets.emplace_back(k, val);
   }
   if (v.count("kernel")) req->kernel = v["kernel"];
+  if (v.count("machine")) {
+    req->machine = v["machine"];
+    if (!iou::machine_by_name(req->machine, error)) return *error = "--machine: " + *error, false;
+  }
   if (v.count("background-trace") && (req->background_trace = v["background-trace"]).empty())
     return *error = "--background-trace: empty file name", false;
   req->call_sites = !v.count("no-sites");

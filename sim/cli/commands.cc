@@ -36,6 +36,10 @@ constexpr Flag kReportFlags[] = {
      "prefill(max=256)",
      "P[,P]..."},
     {"kernel", T::value, "kernel profile (--list names them)", "K"},
+    {"machine", T::value,
+     "machine: the defaults of cpus, nodes, cpu, kworker_cpu, cgroup and the idle table "
+     "(--list names them; default i7-12700KF)",
+     "M"},
     {"seed", T::value, "seed of every random choice (--fail draws, random_kmalloc_seed)", "N"},
     {"format", T::value, "table, json or csv", "FMT"},
     {"output", T::value, "write the report to FILE instead of stdout (atomically)", "FILE", Names::out_file},
@@ -125,6 +129,7 @@ constexpr Flag kGeometryFlags[] = {
 #define SIMCACHE_CUSTOM_FLAGS                                                                  \
   {"policy", T::value, "policy columns, comma-separated; each may combine with +", "P[,P]..."}, \
       {"kernel", T::value, "kernel profile", "K"},                                             \
+      {"machine", T::value, "machine whose values are the machine parameters' defaults", "M"}, \
       {"set", T::values, "machine parameter key=value (cpus, nodes, ...; repeatable)", "K=V"}, \
       {"seed", T::value, "seed of every random choice", "N"},                                  \
       {"format", T::value, "table, json or csv", "FMT"},                                       \

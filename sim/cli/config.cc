@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "model/kernel/machine.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
 #include "sim/cli/cli.h"
@@ -143,6 +144,7 @@ bool check_value(const TomlReader& r, const std::string& key, const toml::node& 
         return r.fail(&node, "knobs." + std::string(k.str()), why);
     }
   if (key == "kernel" && !iou::profile_by_name(f.v.at("kernel"), &why)) return r.fail(&v, key, why);
+  if (key == "machine" && !iou::machine_by_name(f.v.at("machine"), &why)) return r.fail(&v, key, why);
   if (key == "scenario") {
     const ScenarioRegistry& reg = ScenarioRegistry::get();
     const std::string& s = f.v.at("scenario");
@@ -277,7 +279,9 @@ bool resolved_params(const RunRequest& req, toml::table* out, std::string* error
     return true;
   }
   ScenarioInfo full = *s;
-  for (const ParamSpec& p : machine_params()) full.params.push_back(p);
+  const iou::MachineInfo* machine = iou::machine_by_name(req.machine, error);
+  if (!machine) return false;
+  for (const ParamSpec& p : machine_params(*machine)) full.params.push_back(p);
   if (!req.background_trace.empty() && takes_background(full))
     for (const ParamSpec& p : background_trace_params()) full.params.push_back(p);
   Params params;

@@ -281,6 +281,9 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
   ordered_json kp = ordered_json::object();
   for (const auto& [k, v] : r.record.kernel_profile) kp[k] = v;
   rec["kernel_profile"] = kp;
+  nlohmann::ordered_json mach = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : r.record.machine) mach[k] = v;
+  rec["machine"] = mach;
   rec["cost_profile"] = r.record.cost_profile;
   rec["cost_profile_hash"] = r.record.cost_profile_hash;
   j["record"] = rec;
@@ -347,6 +350,7 @@ std::string format_csv(const RunResult& r, const ReportOptions& o) {
   line(run + ",,,", "record", "command_line", r.record.command_line);
   line(run + ",,,", "record", "cost_profile_hash", r.record.cost_profile_hash);
   for (const auto& [k, v] : r.record.kernel_profile) line(run + ",,,", "record", "kernel." + k, v);
+  for (const auto& [k, v] : r.record.machine) line(run + ",,,", "record", "machine." + k, v);
   for (const WorkloadResult& w : r.workloads) {
     for (const PolicyResult& p : w.policies) {
       const std::string pre = run + csv_field(w.label) + "," + csv_field(params_text(w.params)) +

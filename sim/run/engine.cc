@@ -8,29 +8,34 @@
 #include "sim/run/machine.h"
 #include "sim/run/scenario.h"
 #include "sim/run/scenarios/background.h"
+#include "model/kernel/machine.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
 #include "model/mm/slub.h"
 
 namespace simcache::sim {
 
-// The machine parameters every scenario takes (see engine.h).
+// The machine parameters every scenario takes (see engine.h): the field
+// rows of model/kernel/machine.def, defaulting to the machine's row.
+std::vector<ParamSpec> machine_params(const iou::MachineInfo& m) {
+  std::vector<ParamSpec> p;
+  const auto fields = iou::machine_fields();
+  for (size_t i = 0; i < fields.size(); ++i)
+    p.push_back({fields[i].name, m.values[i], fields[i].min, fields[i].max, fields[i].help});
+  return p;
+}
+
 const std::vector<ParamSpec>& machine_params() {
-  static const std::vector<ParamSpec> p = {
-      {"cpus", 20, 1, 1024, "present CPUs (i7-12700KF: 20)"},
-      {"nodes", 1, 1, 8, "NUMA nodes"},
-      {"cpu", 2, 0, 1023, "CPU the benchmark task is pinned to"},
-      {"kworker_cpu", 3, 0, 1023, "CPU the iou_exit kworker runs ring teardown on"},
-      {"cgroup", 1, 0, 1, "1: the task runs in a non-root memcg (kmem charged)"},
-  };
+  static const std::vector<ParamSpec> p =
+      machine_params(*iou::machine_by_name(iou::kDefaultMachine, nullptr));
   return p;
 }
 
 namespace {
 
-ScenarioInfo with_machine(const ScenarioInfo& s) {
+ScenarioInfo with_machine(const ScenarioInfo& s, const iou::MachineInfo& m) {
   ScenarioInfo out = s;
-  for (const ParamSpec& p : machine_params()) out.params.push_back(p);
+  for (const ParamSpec& p : machine_params(m)) out.params.push_back(p);
   return out;
 }
 
@@ -41,6 +46,7 @@ struct Job {
   PolicyResult* out;
   const CustomWorkload* custom = nullptr;
   std::string error = {};  // custom: why the run failed
+  const iou::MachineInfo* machine = nullptr;
 };
 
 std::vector<CacheStats> cache_stats(const Mm& mm) {
@@ -93,6 +99,13 @@ std::vector<std::pair<std::string, std::string>> profile_record(const iou::Kerne
   return out;
 }
 
+// The machine a run modelled: its row's name, idle table and source.
+std::vector<std::pair<std::string, std::string>> machine_record(const iou::MachineInfo& m) {
+  return {{"name", std::string(m.name)},
+          {"idle_table", m.idle_table.empty() ? "none" : std::string(m.idle_table)},
+          {"source", std::string(m.source)}};
+}
+
 // --fail: each point's injection, its draws seeded per point from the run's seed.
 void inject_faults(Mm& mm, const RunRequest& req) {
   for (size_t i = 0; i < req.faults.size(); ++i) {
@@ -132,6 +145,8 @@ void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   Mm mm(mc);
   const MemcgId user = j.params.at("cgroup") ? mm.memcg().create(kRootMemcg) : kRootMemcg;
   iou::MmIoUring io(mm, profile, ps);
+  io.set_idle_table(j.machine->idle_table.empty() ? nullptr
+                                                  : iou::idle_table(j.machine->idle_table));
   inject_faults(mm, req);
   Machine machine(mm.events(), machine_config(j.params, mc, req));
   Recorder rec(mm);
@@ -218,6 +233,8 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
   const ScenarioRegistry& reg = ScenarioRegistry::get();
   const iou::KernelProfile* profile = iou::profile_by_name(req.kernel, error);
   if (!profile) return false;
+  const iou::MachineInfo* machine = iou::machine_by_name(req.machine, error);
+  if (!machine) return false;
   std::vector<PresetItem> items;
   std::vector<std::string> policies = req.policies;
   if (const PresetInfo* p = reg.find_preset(req.scenario)) {
@@ -251,6 +268,7 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
   out->version = SIMCACHE_VERSION;
   out->policies = policies;
   out->record.kernel_profile = profile_record(*profile);
+  out->record.machine = machine_record(*machine);
   out->workloads.clear();
   std::vector<Job> jobs;
   out->workloads.reserve(items.size());
@@ -259,7 +277,7 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
                                   iou::escape_controls(req.background_trace)),
            false;
   for (const PresetItem& item : items) {
-    ScenarioInfo full = with_machine(*reg.find(item.scenario));
+    ScenarioInfo full = with_machine(*reg.find(item.scenario), *machine);
     if (req.bg_trace && !with_background_trace(&full, req.scenario, error)) return false;
     WorkloadResult w;
     w.scenario = item.scenario;
@@ -286,7 +304,7 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
     const ScenarioInfo* info = reg.find(items[i].scenario);
     for (size_t k = 0; k < items[i].policies.size(); ++k)
       jobs.push_back({info, out->workloads[i].params, items[i].policies[k],
-                      &out->workloads[i].policies[k]});
+                      &out->workloads[i].policies[k], nullptr, {}, machine});
   }
   // A run is a pure function of (scenario, parameters, policy, kernel,
   // seed): a job equal to an earlier one (presets repeat base columns) is
@@ -321,8 +339,10 @@ bool run_custom(const RunRequest& req, const CustomWorkload& w, RunResult* out,
     MmConfig mc;
     if (!iou::parse_policies(pol, profile, &ps, &mc, error)) return false;
   }
+  const iou::MachineInfo* machine = iou::machine_by_name(req.machine, error);
+  if (!machine) return false;
   ScenarioInfo info{w.name, "", w.op_unit, w.time_unit, w.params, nullptr};
-  info = with_machine(info);
+  info = with_machine(info, *machine);
   Params params;
   if (!resolve_params(info, {}, req.sets, &params, error) || !check_machine(params, error))
     return false;
@@ -331,6 +351,8 @@ bool run_custom(const RunRequest& req, const CustomWorkload& w, RunResult* out,
   out->seed = req.seed;
   out->version = SIMCACHE_VERSION;
   out->policies = policies;
+  out->record.kernel_profile = profile_record(*profile);
+  out->record.machine = machine_record(*machine);
   out->workloads.assign(1, WorkloadResult{});
   WorkloadResult& wr = out->workloads[0];
   wr.scenario = w.name;
@@ -341,7 +363,7 @@ bool run_custom(const RunRequest& req, const CustomWorkload& w, RunResult* out,
   wr.policies.resize(policies.size());
   std::vector<Job> jobs;
   for (size_t k = 0; k < policies.size(); ++k)
-    jobs.push_back({nullptr, params, policies[k], &wr.policies[k], &w});
+    jobs.push_back({nullptr, params, policies[k], &wr.policies[k], &w, {}, machine});
   run_jobs(jobs, *profile, req);
   for (const Job& j : jobs)
     if (!j.error.empty()) return *error = j.error, false;

@@ -11,6 +11,7 @@
 
 #include "sim/run/result.h"
 #include "sim/run/scenario.h"
+#include "model/kernel/machine.h"
 #include "model/mm/fault.h"
 
 namespace simcache::sim {
@@ -22,6 +23,9 @@ struct RunRequest {
   // --set policy.NAME=VALUE: appended to every column as "+NAME=VALUE".
   std::vector<std::pair<std::string, std::string>> knobs;
   std::string kernel = "v6.18";
+  // The machine row (model/kernel/machine.def) whose values are the
+  // machine parameters' defaults, and whose idle table the wait model uses.
+  std::string machine = "i7-12700KF";
   uint64_t seed = 1;
   int jobs = 1;  // worker threads (results do not depend on it)
   // Allocation failures injected at each point (--fail), for robustness
@@ -73,6 +77,8 @@ struct CustomWorkload {
 bool run_custom(const RunRequest& req, const CustomWorkload& w, RunResult* out,
                 std::string* error);
 // Those parameters (a mapping rule may set them: a host's CPU count).
+// The default machine's (i7-12700KF); machine_params(m): machine m's.
 const std::vector<ParamSpec>& machine_params();
+std::vector<ParamSpec> machine_params(const iou::MachineInfo& m);
 
 }  // namespace simcache::sim

@@ -102,6 +102,7 @@ struct RunRecord {
   std::string command_line;  // the arguments as given (set by the CLI)
   std::string git_commit = build_git_commit();  // at build time, "unknown" outside git
   std::vector<std::pair<std::string, std::string>> kernel_profile;  // field, value
+  std::vector<std::pair<std::string, std::string>> machine;         // name, idle_table, source
   std::string cost_profile;       // name, "" without one
   std::string cost_profile_hash;  // FNV-1a 64 of the profile file's bytes
 };

@@ -1,0 +1,127 @@
+// Machines (model/kernel/machine.def): a row gives the machine
+// parameters' defaults and the idle table; --machine selects it, --set
+// still overrides, the record names it, --list and the docs show the table.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "model/kernel/machine.h"
+#include "sim/cli/cli.h"
+#include "test_cost_util.h"
+
+using namespace simcache;
+using simcache::testing::lines;
+using simcache::testing::read_text;
+using simcache::testing::repo_file;
+
+namespace {
+
+nlohmann::json run_json(std::vector<std::string> args) {
+  args.insert(args.end(), {"--profile", "none", "--format", "json"});
+  const sim::CliOutcome r = sim::run_cli(args);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+std::string docs_tables() {
+  std::string out = "| parameter | unit | range | meaning |\n|---|---|---|---|\n";
+  for (const iou::MachineField& f : iou::machine_fields())
+    out += fmt::format("| `{}` | {} | {}..{} | {} |\n", f.name, f.unit, f.min, f.max, f.help);
+  out += "\n| machine |";
+  std::string rule = "|---|";
+  for (const iou::MachineField& f : iou::machine_fields()) {
+    out += fmt::format(" `{}` |", f.name);
+    rule += "---|";
+  }
+  out += " idle table | what it is | source |\n" + rule + "---|---|---|\n";
+  for (const iou::MachineInfo& m : iou::machines()) {
+    out += fmt::format("| `{}`{} |", m.name, m.name == iou::kDefaultMachine ? " (default)" : "");
+    for (int64_t v : m.values) out += fmt::format(" {} |", v);
+    out += fmt::format(" {} | {} | {} |\n", m.idle_table.empty() ? "none" : m.idle_table,
+                       m.summary, m.source);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("machines: the docs' tables are the table of record", "[machine][docs]") {
+  const std::string doc = read_text(repo_file("docs/scenarios.md"));
+  const std::string begin =
+      "<!-- machines:begin (generated from model/kernel/machine.def; tests/test_machines.cc) -->\n";
+  const size_t a = doc.find(begin), b = doc.find("<!-- machines:end -->");
+  REQUIRE(a != std::string::npos);
+  REQUIRE(b != std::string::npos);
+  const std::string want = docs_tables();
+  if (doc.substr(a + begin.size(), b - a - begin.size()) != want) {
+    const std::string path = (std::filesystem::temp_directory_path() / "machines.md").string();
+    std::ofstream(path) << want;
+    FAIL_CHECK("docs/scenarios.md's machine tables are stale; the generated ones are in " << path);
+  }
+}
+
+TEST_CASE("machines: a row gives the parameters' defaults, --set overrides", "[machine]") {
+  const auto fields = iou::machine_fields();
+  for (const iou::MachineInfo& m : iou::machines()) {
+    INFO(m.name);
+    const nlohmann::json j = run_json({"--scenario", "waitv", "--machine", std::string(m.name),
+                                       "--set", "rounds=1", "--set", "warmup=0"});
+    const auto& params = j.at("workloads").at(0).at("params");
+    for (size_t i = 0; i < fields.size(); ++i)
+      CHECK(params.at(std::string(fields[i].name)) == m.values[i]);
+    CHECK(j.at("record").at("machine").at("name") == m.name);
+  }
+  // Without --machine: the default row, and the record says so.
+  const nlohmann::json d = run_json({"--scenario", "waitv", "--set", "rounds=1"});
+  CHECK(d.at("record").at("machine").at("name") == iou::kDefaultMachine);
+  CHECK(d.at("workloads").at(0).at("params").at("cpus") ==
+        iou::machine_by_name(iou::kDefaultMachine, nullptr)->value("cpus"));
+  // --set wins over the machine's value.
+  const nlohmann::json o = run_json(
+      {"--scenario", "waitv", "--machine", "vm-2vcpu", "--set", "cpus=4", "--set", "rounds=1"});
+  CHECK(o.at("workloads").at(0).at("params").at("cpus") == 4);
+  CHECK(o.at("workloads").at(0).at("params").at("cpu") ==
+        iou::machine_by_name("vm-2vcpu", nullptr)->value("cpu"));
+}
+
+TEST_CASE("machines: the idle table follows the machine", "[machine][idle]") {
+  // A cqring wait that sleeps: on a machine with an idle table the CPU
+  // enters a state; on one without, no idle event is priced.
+  auto idle_enters = [](const std::string& machine) {
+    const nlohmann::json j =
+        run_json({"--scenario", "wait-wake", "--machine", machine, "--set", "wake_delay_us=1000",
+                  "--set", "rounds=1", "--set", "warmup=0", "--set", "cycles=4"});
+    const auto& t = j.at("workloads").at(0).at("policies").at(0).at("timed");
+    CHECK(t.at("cqwait_sleep") == 4);  // the sleeps happen on both
+    return t.at("idle_enter").get<int64_t>();
+  };
+  CHECK(idle_enters("i7-12700KF") == 4);
+  CHECK(idle_enters("vm-2vcpu") == 0);
+}
+
+TEST_CASE("machines: unknown names are one line listing the valid ones", "[machine]") {
+  const sim::CliOutcome r = sim::run_cli({"--scenario", "waitv", "--machine", "pdp11"});
+  INFO(r.err);
+  CHECK(r.status == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("unknown machine 'pdp11'; valid machines: " + iou::machine_names()) !=
+        std::string::npos);
+  const auto cfg = std::filesystem::temp_directory_path() /
+                   ("simcache_machine_" + std::to_string(getpid()) + ".toml");
+  std::ofstream(cfg) << "scenario = \"waitv\"\n\nmachine = \"pdp11\"\n";
+  const sim::CliOutcome c = sim::run_cli({"--config", cfg.string()});
+  CHECK(c.status == 2);
+  CHECK(c.err.find(cfg.string() + ":3: machine: unknown machine 'pdp11'") != std::string::npos);
+  std::filesystem::remove(cfg);
+  // --list names every row.
+  const std::string list = sim::run_cli({"--list"}).out;
+  for (const iou::MachineInfo& m : iou::machines())
+    CHECK(list.find(fmt::format("  {:<20} {}", m.name, m.summary)) != std::string::npos);
+}
