@@ -39,14 +39,60 @@ ScenarioInfo with_machine(const ScenarioInfo& s, const iou::MachineInfo& m) {
   return out;
 }
 
+// A policy column, parsed once where the run is resolved: its policy set
+// and the mm configuration the kernel profile and the column imply. Jobs
+// hold these typed values; nothing below parses a string.
+struct Column {
+  std::string spec;
+  iou::PolicySet ps;
+  MmConfig mc;
+};
+using Columns = std::map<std::string, Column>;  // by spec; stable addresses
+
+bool parse_column(const std::string& spec, const iou::KernelProfile& profile, Columns* cols,
+                  std::string* error) {
+  if (cols->count(spec)) return true;
+  Column c;
+  c.spec = spec;
+  iou::apply_profile(profile, c.mc);
+  if (!iou::parse_policies(spec, &profile, &c.ps, &c.mc, error)) return false;
+  cols->emplace(spec, std::move(c));
+  return true;
+}
+
+// The machine of one job, typed once from its resolved parameters (the
+// machine.def fields, and the scenario's `rt` and `pi` where it has them).
+struct JobMachine {
+  uint16_t cpus = 0;
+  uint8_t nodes = 0;
+  CpuId cpu = 0, kworker_cpu = 0;
+  bool cgroup = true;
+  bool preempt_rt = false;  // a scenario with an `rt` parameter: PREEMPT_RT when 1
+  bool pi = true;           // priority inheritance on rt_mutex (its `pi` parameter)
+  const iou::IdleTable* idle = nullptr;
+};
+
+JobMachine job_machine(const Params& p, const iou::MachineInfo& m) {
+  JobMachine j;
+  j.cpus = static_cast<uint16_t>(p.at("cpus"));  // ranges: machine.def, checked at resolve
+  j.nodes = static_cast<uint8_t>(p.at("nodes"));
+  j.cpu = static_cast<CpuId>(p.at("cpu"));
+  j.kworker_cpu = static_cast<CpuId>(p.at("kworker_cpu"));
+  j.cgroup = p.at("cgroup") != 0;
+  j.preempt_rt = p.count("rt") && p.at("rt");
+  j.pi = !p.count("pi") || p.at("pi");
+  j.idle = m.idle_table.empty() ? nullptr : iou::idle_table(m.idle_table);
+  return j;
+}
+
 struct Job {
   const ScenarioInfo* info;
   Params params;
-  std::string policy;
+  const Column* col;
   PolicyResult* out;
   const CustomWorkload* custom = nullptr;
   std::string error = {};  // custom: why the run failed
-  const iou::MachineInfo* machine = nullptr;
+  JobMachine m = {};
 };
 
 std::vector<CacheStats> cache_stats(const Mm& mm) {
@@ -119,11 +165,11 @@ void inject_faults(Mm& mm, const RunRequest& req) {
 
 // The machine of one column: the mm's CPUs, the lock rules of the kernel
 // (a scenario's `rt` and `pi` parameters) and the run's prices.
-Machine::Config machine_config(const Params& p, const MmConfig& mc, const RunRequest& req) {
+Machine::Config machine_config(const JobMachine& jm, const MmConfig& mc, const RunRequest& req) {
   Machine::Config m;
   m.cpus = mc.nr_cpus;
   m.rules.preempt_rt = mc.preempt_rt;
-  m.rules.pi = !p.count("pi") || p.at("pi");
+  m.rules.pi = jm.pi;
   m.prices = req.event_ns.size() == kNumEvents ? req.event_ns.data() : nullptr;
   m.seed = req.seed;
   return m;
@@ -131,28 +177,21 @@ Machine::Config machine_config(const Params& p, const MmConfig& mc, const RunReq
 
 void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   const uint64_t seed = req.seed;
-  MmConfig mc;
-  iou::apply_profile(profile, mc);
-  mc.nr_cpus = static_cast<uint16_t>(j.params.at("cpus"));
-  mc.nr_nodes = static_cast<uint8_t>(j.params.at("nodes"));
-  iou::PolicySet ps;
-  std::string err;
-  iou::parse_policies(j.policy, &profile, &ps, &mc, &err);  // validated earlier
+  MmConfig mc = j.col->mc;  // the profile's and the column's
+  mc.nr_cpus = j.m.cpus;
+  mc.nr_nodes = j.m.nodes;
+  const iou::PolicySet& ps = j.col->ps;
   mc.random_kmalloc_seed = seed * 0x9e3779b97f4a7c15ull + 1;
   mc.call_sites = req.call_sites;
-  // A scenario with an `rt` parameter runs on a PREEMPT_RT kernel when it is 1.
-  mc.preempt_rt = j.params.count("rt") && j.params.at("rt");
+  mc.preempt_rt = j.m.preempt_rt;
   Mm mm(mc);
-  const MemcgId user = j.params.at("cgroup") ? mm.memcg().create(kRootMemcg) : kRootMemcg;
+  const MemcgId user = j.m.cgroup ? mm.memcg().create(kRootMemcg) : kRootMemcg;
   iou::MmIoUring io(mm, profile, ps);
-  io.set_idle_table(j.machine->idle_table.empty() ? nullptr
-                                                  : iou::idle_table(j.machine->idle_table));
+  io.set_idle_table(j.m.idle);
   inject_faults(mm, req);
-  Machine machine(mm.events(), machine_config(j.params, mc, req));
+  Machine machine(mm.events(), machine_config(j.m, mc, req));
   Recorder rec(mm);
-  Env env{mm, io,
-          Task{static_cast<CpuId>(j.params.at("cpu")), user, 0},
-          Task{static_cast<CpuId>(j.params.at("kworker_cpu")), kRootMemcg, 0}, seed, &machine,
+  Env env{mm, io, Task{j.m.cpu, user, 0}, Task{j.m.kworker_cpu, kRootMemcg, 0}, seed, &machine,
           &rec, req.bg_trace.get()};
   std::function<void()> at_end;
   // The program is the first task, on the submitter's CPU (SCHED_OTHER); a
@@ -164,7 +203,7 @@ void run_job(Job& j, const iou::KernelProfile& profile, const RunRequest& req) {
   });
   machine.run();
   PolicyResult& r = *j.out;
-  r.policy = j.policy;
+  r.policy = j.col->spec;
   r.config = config_record(ps, mc);
   rec.finish(&r);
   r.caches = cache_stats(mm);
@@ -255,13 +294,10 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
   }
   for (std::string& pol : policies)
     for (const auto& [k, v] : req.knobs) pol += "+" + k + "=" + v;
-  for (const PresetItem& item : items) {  // validate before running anything
-    for (const std::string& pol : item.policies) {
-      iou::PolicySet ps;
-      MmConfig mc;
-      if (!iou::parse_policies(pol, profile, &ps, &mc, error)) return false;
-    }
-  }
+  Columns cols;  // every column parsed once, before running anything
+  for (const PresetItem& item : items)
+    for (const std::string& pol : item.policies)
+      if (!parse_column(pol, *profile, &cols, error)) return false;
   out->scenario = req.scenario;
   out->kernel = std::string(profile->name);
   out->seed = req.seed;
@@ -303,8 +339,9 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
   for (size_t i = 0; i < items.size(); ++i) {
     const ScenarioInfo* info = reg.find(items[i].scenario);
     for (size_t k = 0; k < items[i].policies.size(); ++k)
-      jobs.push_back({info, out->workloads[i].params, items[i].policies[k],
-                      &out->workloads[i].policies[k], nullptr, {}, machine});
+      jobs.push_back({info, out->workloads[i].params, &cols.at(items[i].policies[k]),
+                      &out->workloads[i].policies[k], nullptr, {},
+                      job_machine(out->workloads[i].params, *machine)});
   }
   // A run is a pure function of (scenario, parameters, policy, kernel,
   // seed): a job equal to an earlier one (presets repeat base columns) is
@@ -314,7 +351,7 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
   for (size_t i = 0; i < jobs.size(); ++i) {
     size_t u = 0;
     while (u < unique.size() && !(unique[u].info == jobs[i].info &&
-                                  unique[u].policy == jobs[i].policy &&
+                                  unique[u].col == jobs[i].col &&
                                   unique[u].params == jobs[i].params))
       ++u;
     if (u == unique.size()) unique.push_back(jobs[i]);
@@ -334,11 +371,9 @@ bool run_custom(const RunRequest& req, const CustomWorkload& w, RunResult* out,
            false;
   std::vector<std::string> policies = req.policies;
   if (policies.empty()) policies.push_back("unpatched");
-  for (const std::string& pol : policies) {
-    iou::PolicySet ps;
-    MmConfig mc;
-    if (!iou::parse_policies(pol, profile, &ps, &mc, error)) return false;
-  }
+  Columns cols;
+  for (const std::string& pol : policies)
+    if (!parse_column(pol, *profile, &cols, error)) return false;
   const iou::MachineInfo* machine = iou::machine_by_name(req.machine, error);
   if (!machine) return false;
   ScenarioInfo info{w.name, "", w.op_unit, w.time_unit, w.params, nullptr};
@@ -363,7 +398,8 @@ bool run_custom(const RunRequest& req, const CustomWorkload& w, RunResult* out,
   wr.policies.resize(policies.size());
   std::vector<Job> jobs;
   for (size_t k = 0; k < policies.size(); ++k)
-    jobs.push_back({nullptr, params, policies[k], &wr.policies[k], &w, {}, machine});
+    jobs.push_back({nullptr, params, &cols.at(policies[k]), &wr.policies[k], &w, {},
+                    job_machine(params, *machine)});
   run_jobs(jobs, *profile, req);
   for (const Job& j : jobs)
     if (!j.error.empty()) return *error = j.error, false;
