@@ -137,6 +137,11 @@ bool build_request(const ParsedFlags& f, RunRequest* req, std::string* error) {
     }
     if (req->policies.size() > 8) return *error = "--policy: at most 8 columns", false;
   }
+  if (v.count("max-work") &&
+      (!absl::SimpleAtoi(v["max-work"], &req->max_work) || req->max_work == 0))
+    return *error = fmt::format("--max-work '{}': expected an integer in 1..2^64-1",
+                                v["max-work"]),
+           false;
   if (v.count("seed") && !absl::SimpleAtoi(v["seed"], &req->seed))
     return *error = fmt::format("--seed '{}': expected an integer in 0..2^64-1", v["seed"]), false;
   for (const std::string& spec : f.fails) {

@@ -336,6 +336,24 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
     w.policies.resize(item.policies.size());
     out->workloads.push_back(std::move(w));
   }
+  // The work budget, before anything runs: every column of every item.
+  uint64_t work = 0;
+  size_t columns = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    columns += items[i].policies.size();
+    const uint64_t w = work_product(
+        {static_cast<int64_t>(std::min<uint64_t>(reg.find(items[i].scenario)->work(
+                                                     out->workloads[i].params),
+                                                 INT64_MAX)),
+         static_cast<int64_t>(items[i].policies.size())});
+    work = w > UINT64_MAX - work ? UINT64_MAX : work + w;
+  }
+  if (work > req.max_work)
+    return *error = fmt::format("the run asks for {} operations ({} column(s) of {} workload(s)); "
+                                "the work budget is {} (--max-work N raises it)",
+                                work == UINT64_MAX ? "more than 2^64" : std::to_string(work),
+                                columns, items.size(), req.max_work),
+           false;
   for (size_t i = 0; i < items.size(); ++i) {
     const ScenarioInfo* info = reg.find(items[i].scenario);
     for (size_t k = 0; k < items[i].policies.size(); ++k)

@@ -16,6 +16,9 @@
 
 namespace simcache::sim {
 
+// 10^9 operations: about a minute of simulation (docs/reliability.md).
+inline constexpr uint64_t kDefaultMaxWork = 1000000000;
+
 struct RunRequest {
   std::string scenario;
   std::vector<std::pair<std::string, std::string>> sets;  // --set key=value
@@ -26,6 +29,9 @@ struct RunRequest {
   // The machine row (model/kernel/machine.def) whose values are the
   // machine parameters' defaults, and whose idle table the wait model uses.
   std::string machine = "i7-12700KF";
+  // The work budget: the operations every column of every workload asks
+  // for together (ScenarioInfo::work), checked before anything runs.
+  uint64_t max_work = kDefaultMaxWork;
   uint64_t seed = 1;
   int jobs = 1;  // worker threads (results do not depend on it)
   // Allocation failures injected at each point (--fail), for robustness

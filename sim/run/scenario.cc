@@ -181,7 +181,19 @@ ScenarioRegistry& ScenarioRegistry::get() {
   return *r;
 }
 
-void ScenarioRegistry::add(ScenarioInfo info) { scenarios_.push_back(std::move(info)); }
+void ScenarioRegistry::add(ScenarioInfo info, WorkFn work) {
+  info.work = work;
+  scenarios_.push_back(std::move(info));
+}
+
+uint64_t work_product(std::initializer_list<int64_t> factors) {
+  unsigned __int128 w = 1;
+  for (int64_t f : factors) {
+    w *= static_cast<uint64_t>(std::max<int64_t>(f, 0));
+    if (w > UINT64_MAX) return UINT64_MAX;
+  }
+  return static_cast<uint64_t>(w);
+}
 void ScenarioRegistry::add_preset(PresetInfo info) { presets_.push_back(std::move(info)); }
 
 const ScenarioInfo* ScenarioRegistry::find(std::string_view name) const {

@@ -105,6 +105,12 @@ struct Env {
 
 using DriverFn = void (*)(Env&, const Params&, Recorder&);
 
+// The operations a driver's parameters ask for, counted before it runs
+// (every round, warm-up and smoke included; each allocation, free, SQE or
+// wait one operation, roughly): what the work budget is held against.
+// Saturates at UINT64_MAX.
+using WorkFn = uint64_t (*)(const Params&);
+
 struct ScenarioInfo {
   std::string_view name;
   std::string_view summary;
@@ -113,7 +119,11 @@ struct ScenarioInfo {
   std::vector<ParamSpec> params;
   DriverFn run;
   std::vector<std::string> policies = {};  // default columns (empty: "unpatched")
+  WorkFn work = nullptr;                   // add() requires one
 };
+
+// a x b x ..., saturating at UINT64_MAX (work estimates).
+uint64_t work_product(std::initializer_list<int64_t> factors);
 
 // One row group of a preset: a driver with parameter overrides.
 struct PresetItem {
@@ -133,7 +143,8 @@ struct PresetInfo {
 class ScenarioRegistry {
  public:
   static ScenarioRegistry& get();
-  void add(ScenarioInfo info);
+  // Every driver states its work (the budget is checked before a run).
+  void add(ScenarioInfo info, WorkFn work);
   void add_preset(PresetInfo info);
   const ScenarioInfo* find(std::string_view name) const;
   const PresetInfo* find_preset(std::string_view name) const;

@@ -179,6 +179,17 @@ void run_arm_fail(Env& e, const Params& p, Recorder& rec) {
 
 }  // namespace
 
+// Per cycle `vectors` waits of `width` words (1 for scalar) and their wakes.
+static uint64_t waitv_work(const Params& p) {
+  return work_product({p.at("smoke") + p.at("warmup") + p.at("rounds"), p.at("cycles"),
+                       p.at("vectors"), std::max<int64_t>(p.at("width"), 1) + 2});
+}
+// Per cycle `waits` arms.
+static uint64_t arm_fail_work(const Params& p) {
+  return work_product({p.at("smoke") + p.at("warmup") + p.at("rounds"), p.at("cycles"),
+                       p.at("waits")});
+}
+
 void register_waitv(ScenarioRegistry& r) {
   const std::vector<ParamSpec> common = {
       {"cycles", 512, 1, 1 << 20, "cycles per round"},
@@ -196,14 +207,14 @@ void register_waitv(ScenarioRegistry& r) {
                   {"width", 8, 1, 128, "futex words per vector (FUTEX_WAITV_MAX 128)"}},
                  run_waitv};
   v.params.insert(v.params.end(), common.begin(), common.end());
-  r.add(v);
+  r.add(v, waitv_work);
   ScenarioInfo s{"wait-wake", "s0: scalar control, 32 FUTEX_WAIT then 32 FUTEX_WAKE",
                  "pair", "ns",
                  {{"vectors", 32, 1, 4096, "FUTEX_WAIT requests per cycle"},
                   {"width", 0, 0, 0, "0: scalar FUTEX_WAIT"}},
                  run_waitv};
   s.params.insert(s.params.end(), common.begin(), common.end());
-  r.add(s);
+  r.add(s, waitv_work);
 }
 
 void register_arm_fail(ScenarioRegistry& r) {
@@ -225,7 +236,7 @@ void register_arm_fail(ScenarioRegistry& r) {
       run_arm_fail};
   const std::vector<ParamSpec> mix = background_params(/*per_cpu=*/0);
   info.params.insert(info.params.end(), mix.begin(), mix.end());
-  r.add(info);
+  r.add(info, arm_fail_work);
 }
 
 }  // namespace simcache::sim

@@ -141,6 +141,18 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
 
 }  // namespace
 
+// Each round fills `slots` (twice when warm: the first fill warms the cache).
+static uint64_t coldwarm_work(const Params& p) {
+  return work_product({p.at("smoke") + p.at("warmup") + p.at("rounds"), 2 * p.at("slots")});
+}
+
+// Each operation registers `slots` and installs `installs`.
+static uint64_t lifecycle_work(const Params& p) {
+  // groups x ops is at most 10^8 (the parameters' ranges): no overflow.
+  return work_product({p.at("warmup") + p.at("groups") * p.at("ops"),
+                       p.at("slots") + p.at("installs")});
+}
+
 void register_node_cache_coldwarm(ScenarioRegistry& r) {
   r.add({"node-cache-coldwarm",
          "128-slot fill on a new ring (cold) or after unregister+re-register (warm)",
@@ -154,7 +166,7 @@ void register_node_cache_coldwarm(ScenarioRegistry& r) {
              {"warmup", 3, 0, 10000, "untimed warm-up rounds"},
              {"smoke", 0, 0, 1, "untimed smoke round"},
          },
-         run_coldwarm});
+         run_coldwarm}, coldwarm_work);
 }
 
 void register_lifecycle(ScenarioRegistry& r) {
@@ -173,7 +185,7 @@ void register_lifecycle(ScenarioRegistry& r) {
              {"warmup", 3, 0, 10000, "untimed warm-up operations"},
              {"prefill_flag", 0, 0, 1, "registration passes the prefill opt-in flag"},
          },
-         run_lifecycle});
+         run_lifecycle}, lifecycle_work);
 }
 
 }  // namespace simcache::sim

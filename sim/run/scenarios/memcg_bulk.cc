@@ -59,6 +59,13 @@ void run_poll_refill(Env& e, const Params& p, Recorder& rec) {
 
 }  // namespace
 
+// An alloc and a free of `bulk` objects per iteration.
+static uint64_t memcg_bulk_work(const Params& p) {
+  return work_product({p.at("iterations"), p.at("bulk"), 2});
+}
+// `total` SQEs, each a request allocated and freed.
+static uint64_t poll_refill_work(const Params& p) { return work_product({p.at("total"), 2}); }
+
 void register_memcg_bulk(ScenarioRegistry& r) {
   r.add({"memcg-bulk",
          "seed 002 module benchmark: kmem_cache_alloc_bulk + free_bulk, SLAB_ACCOUNT",
@@ -69,7 +76,7 @@ void register_memcg_bulk(ScenarioRegistry& r) {
              {"bulk", 32, 1, 1024, "objects per bulk call"},
              {"iterations", 100000, 1, 100000000, "timed iterations"},
          },
-         run_memcg_bulk});
+         run_memcg_bulk}, memcg_bulk_work);
   r.add({"poll-refill",
          "seed 002 io_uring test: POLL_ADD bursts force __io_alloc_req_refill",
          "sqe",
@@ -80,7 +87,7 @@ void register_memcg_bulk(ScenarioRegistry& r) {
              {"recycle", 32, 1, 100000, "bursts before the ring is recycled"},
              {"total", 1 << 18, 1, 1 << 26, "SQEs submitted in all (the seed uses 1 << 24)"},
          },
-         run_poll_refill});
+         run_poll_refill}, poll_refill_work);
 }
 
 }  // namespace simcache::sim

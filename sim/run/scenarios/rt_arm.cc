@@ -118,6 +118,13 @@ void run_rt_arm(Env& e, const Params& p, Recorder& rec) {
 
 }  // namespace
 
+// Per message `arms` arms (the background users are paced by the loop's
+// simulated time, not counted here).
+static uint64_t rt_arm_work(const Params& p) {
+  return work_product({p.at("smoke") + p.at("warmup") + p.at("rounds"), p.at("messages"),
+                       p.at("arms")});
+}
+
 void register_rt_arm(ScenarioRegistry& r) {
   ScenarioInfo info{
       "rt-arm-loop",
@@ -140,7 +147,7 @@ void register_rt_arm(ScenarioRegistry& r) {
       {"unpatched", "futex-return-to-cache"}};
   const std::vector<ParamSpec> mix = background_params(/*per_cpu=*/1);
   info.params.insert(info.params.begin() + 5, mix.begin(), mix.end());
-  r.add(info);
+  r.add(info, rt_arm_work);
 }
 
 }  // namespace simcache::sim

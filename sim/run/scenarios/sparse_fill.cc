@@ -57,6 +57,12 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
 
 }  // namespace
 
+// Each round registers `slots` and installs `installs`.
+static uint64_t sparse_fill_work(const Params& p) {
+  return work_product({p.at("smoke") + p.at("warmup") + p.at("rounds"),
+                       p.at("slots") + p.at("installs")});
+}
+
 void register_sparse_fill(ScenarioRegistry& r) {
   r.add({"sparse-fill",
          "F0: MSG_RING SEND_FD first fill of a sparse table on a new target ring per round",
@@ -74,7 +80,7 @@ void register_sparse_fill(ScenarioRegistry& r) {
              {"defer_taskrun", 0, 0, 1, "target ring uses SINGLE_ISSUER|DEFER_TASKRUN"},
              {"prefill_flag", 0, 0, 1, "registration passes the prefill opt-in flag"},
          },
-         run_sparse_fill});
+         run_sparse_fill}, sparse_fill_work);
 }
 
 }  // namespace simcache::sim
