@@ -1,11 +1,11 @@
 # The layering rule as a test: an include may only name a file of its own
 # level or a level below it. Levels, bottom first (docs/architecture.md):
-#   model (tables of record) < model/mm < model/kernel < model/io_uring
+#   model (tables of record) < model/mm < model/kernel < model/sched < model/io_uring
 #   < sim/io < sim/run < sim/replay < sim/cost < sim/report < sim/calibrate < sim/sweep
 #   < sim/cli
 # tests/ and bench/ sit above everything and are not checked.
 # Usage: cmake -DROOT=<source dir> -P check_layering.cmake
-set(levels model model/mm model/kernel model/io_uring
+set(levels model model/mm model/kernel model/sched model/io_uring
            sim/io sim/run sim/replay sim/cost sim/report sim/calibrate sim/sweep sim/cli)
 
 function(level_of path out)

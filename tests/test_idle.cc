@@ -6,7 +6,7 @@
 #include <set>
 
 #include "model/io_uring/cqwait.h"
-#include "model/kernel/idle.h"
+#include "model/sched/idle.h"
 #include "model/kernel/profile.h"
 #include "sim/run/engine.h"
 #include "test_cost_util.h"

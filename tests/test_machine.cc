@@ -4,7 +4,7 @@
 
 #include <array>
 
-#include "model/kernel/locking.h"
+#include "model/sched/locking.h"
 #include "sim/run/machine.h"
 
 using namespace simcache;

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "model/io_uring/io_kernel.h"
-#include "model/kernel/idle.h"
+#include "model/sched/idle.h"
 
 namespace simcache::iou {
 

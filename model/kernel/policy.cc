@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "model/mm/mm.h"
+#include "model/mm/mm_config.h"
 
 namespace simcache::iou {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <type_traits>
 
-#include "model/mm/mm.h"
+#include "model/mm/mm_config.h"
 
 namespace simcache::iou {
 namespace {

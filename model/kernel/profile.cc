@@ -7,7 +7,7 @@
 
 #include "model/gfp.h"
 #include "model/kernel/policy.h"
-#include "model/mm/mm.h"
+#include "model/mm/mm_config.h"
 
 namespace simcache::iou {
 namespace {

@@ -1,7 +1,8 @@
 // The seam between the mm model and a machine that runs it on many
 // simulated CPUs (sim/run/machine.h): the event sink every mm component
-// counts into, which can also advance the running CPU's virtual clock by
-// each event's price, and the lock hook the shared locks report to.
+// counts into (events and batch sizes), which can also advance the
+// running CPU's virtual clock by each event's price, and the lock hook
+// the shared locks report to.
 // Without a machine the sink only counts (prices all 0, a private clock)
 // and no hook is set, so the mm model behaves exactly as on its own.
 #pragma once
@@ -10,6 +11,7 @@
 #include <cstdint>
 
 #include "model/counters.h"
+#include "model/mm/batch.h"
 
 namespace simcache {
 
@@ -56,12 +58,18 @@ class EventSink : public Counters {
   // Where counts go: nullptr = these counters.
   void set_target(Counters* c) { target_ = c ? c->v.data() : v.data(); }
   LockHook* locks = nullptr;
+  // One batch size (model/mm/batch.h): SLUB's sheaf refills and flushes,
+  // the facade's bulk calls, io_uring's refills. Not priced and not
+  // redirected by set_target(): the histograms are the whole run's.
+  void batch(Batch b, uint64_t n) { batches_.add(b, n); }
+  const BatchHists& batches() const { return batches_; }
 
  private:
   uint64_t* target_;
   const double* price_ = nullptr;
   double* clock_;
   double own_clock_ = 0;
+  BatchHists batches_;
 };
 
 }  // namespace simcache

@@ -14,20 +14,10 @@
 
 namespace simcache {
 
-std::string_view obj_state_name(ObjState s) {
-  switch (s) {
-    case ObjState::kFree: return "free";
-    case ObjState::kCpuFreelist: return "cpu-freelist";
-    case ObjState::kInSheaf: return "in-sheaf";
-    case ObjState::kAllocated: return "allocated";
-    case ObjState::kMempool: return "mempool";
-  }
-  return "?";
-}
-
 Mm::Mm(const MmConfig& cfg) : Mm(cfg, nullptr) {}
 
-Mm::Mm(const MmConfig& cfg, SlabBackend* backend) : cfg_(cfg) {
+Mm::Mm(const MmConfig& cfg, SlabBackend* backend)
+    : cfg_(cfg), kmalloc_(cfg.random_kmalloc_caches, cfg.random_kmalloc_seed) {
   if (cfg_.nr_cpus == 0 || cfg_.nr_nodes == 0 || cfg_.nr_nodes > cfg_.nr_cpus) {
     std::fprintf(stderr, "simcache: invalid mm config: %u cpus, %u nodes\n",
                  cfg_.nr_cpus, cfg_.nr_nodes);
@@ -40,29 +30,23 @@ Mm::Mm(const MmConfig& cfg, SlabBackend* backend) : cfg_(cfg) {
     backend = own_backend_.get();
   }
   backend_ = backend;
-  slub_ = std::make_unique<Slub>(this, cfg_, &events_, backend_, &faults_);
+  slub_ = std::make_unique<Slub>(cfg_, &events_, backend_, &faults_, &kmalloc_);
   // create_kmalloc_caches(): every type and size exists from boot, so no
   // cache is ever created in the middle of an allocation.
-  kmalloc_caches_.assign(kNumKmallocTypes, std::vector<CacheId>(kNumKmallocIndex, kNoCache));
   for (uint32_t type = 0; type < kNumKmallocTypes; ++type) {
     const auto kt = static_cast<KmallocType>(type);
-    const bool random = kt >= KmallocType::RANDOM_FIRST && kt <= KmallocType::RANDOM_LAST;
-    if (random && !cfg_.random_kmalloc_caches) continue;
+    if (!kmalloc_.exists(kt)) continue;
     for (uint32_t idx = 1; idx < kNumKmallocIndex; ++idx) {
       const uint32_t size = kmalloc_size(idx);
       const uint32_t align = size & (~size + 1);
       const uint32_t usersize = cfg_.hardened_usercopy ? size : 0;
-      kmalloc_caches_[type][idx] = slub_->create(
-          kmalloc_cache_name(kt, idx), size, align, kmalloc_cache_flags(kt),
-          0, true, kt, usersize);
-      apply_geometry_override(slub_->cache(kmalloc_caches_[type][idx]).g, cfg_.geometry);
+      const CacheId id = slub_->create(kmalloc_cache_name(kt, idx), size, align,
+                                       kmalloc_cache_flags(kt), 0, true, kt, usersize);
+      apply_geometry_override(slub_->cache(id).g, cfg_.geometry);
+      kmalloc_.set(kt, idx, id);
     }
   }
-  for (uint32_t size = 8; size <= KMALLOC_MAX_CACHE_SIZE; size += 8) {
-    const uint32_t idx = kmalloc_index(size);
-    by_size_normal_.push_back(kmalloc_caches_[uint32_t(KmallocType::NORMAL)][idx]);
-    by_size_cg_.push_back(kmalloc_caches_[uint32_t(KmallocType::CGROUP)][idx]);
-  }
+  kmalloc_.finish();
 }
 
 Mm::~Mm() = default;
@@ -100,13 +84,6 @@ CacheId Mm::kmem_cache_create(std::string_view name, uint32_t size,
                                    KmallocType::NORMAL, 0);
   apply_geometry_override(slub_->cache(id).g, cfg_.geometry);
   return id;
-}
-
-CacheId Mm::kmalloc_cache_slow(uint32_t size, gfp_t gfp, SiteId site) const {
-  if (size == 0 || size > KMALLOC_MAX_CACHE_SIZE) return kNoCache;
-  const KmallocType kt = kmalloc_type(gfp, site, cfg_.random_kmalloc_caches,
-                                      cfg_.random_kmalloc_seed);
-  return kmalloc_caches_[static_cast<uint32_t>(kt)][kmalloc_index(size)];
 }
 
 // Counts an object whose last free ran on another CPU: its cache lines
@@ -163,7 +140,7 @@ void Mm::kmem_cache_free(CacheId s, Ptr p, const Task& t) {
 
 int Mm::kmem_cache_alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   events_.add(Event::kmem_cache_alloc_bulk);
-  batches_.add(Batch::kmem_cache_alloc_bulk, n > 0 ? static_cast<uint64_t>(n) : 0);
+  events_.batch(Batch::kmem_cache_alloc_bulk, n > 0 ? static_cast<uint64_t>(n) : 0);
   const int got = slub_->alloc_bulk(s, gfp, n, p, t);
   events_.add(Event::bulk_objects, got);
   for (int i = 0; i < got; ++i) note_alloc(p[i], t);
@@ -175,7 +152,7 @@ void Mm::kmem_cache_free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
   if (n <= 0) return;
   events_.add(Event::kmem_cache_free_bulk);
   events_.add(Event::bulk_free_objects, n);
-  batches_.add(Batch::kmem_cache_free_bulk, static_cast<uint64_t>(n));
+  events_.batch(Batch::kmem_cache_free_bulk, static_cast<uint64_t>(n));
   for (int i = 0; i < n; ++i) slub_->note_free_cpu(p[i], t.cpu);
   slub_->free_bulk(s, n, p, t);
 }

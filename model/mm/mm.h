@@ -16,50 +16,14 @@
 #include "model/mm/call_site.h"
 #include "model/mm/fault.h"
 #include "model/mm/geometry.h"
+#include "model/mm/kmalloc_classes.h"
 #include "model/mm/memcg.h"
+#include "model/mm/mm_config.h"
+#include "model/mm/obj_state.h"
 #include "model/types.h"
 
 namespace simcache {
 
-struct MmConfig {
-  SlubGen gen = SlubGen::v6_18;
-  // num_present_cpus() at boot: drives calculate_order(). The seeds'
-  // i7-12700KF has 8 P-cores with SMT + 4 E-cores = 20 CPUs.
-  uint16_t nr_cpus = 20;
-  uint8_t nr_nodes = 1;
-  bool random_kmalloc_caches = false;  // CONFIG_RANDOM_KMALLOC_CACHES
-  uint64_t random_kmalloc_seed = 0;    // random_kmalloc_seed (per boot)
-  bool slab_nomerge = false;           // boot parameter
-  bool hardened_usercopy = false;      // kmalloc caches get usersize
-  bool memcg_batch_charge = false;     // seed 002's batched post-alloc hook
-  bool memcg_batch_free = false;       // its free side: one uncharge per run
-  GeometryOverride geometry;           // knobs over computed geometry
-  bool track_history = true;           // KASAN-style per-object history
-  // Call-site scopes (call_site.h): counts by io_uring function for JSON
-  // "sites", --explain and KASAN "where". Off: scopes are not entered
-  // (those views are empty), about 40 % less run time; counts unchanged.
-  bool call_sites = true;
-  bool preempt_rt = false;             // CONFIG_PREEMPT_RT (kernel-model-notes §11)
-  MemcgConfig memcg;
-};
-
-enum class ObjState : uint8_t {
-  kFree = 0,        // on a slab freelist
-  kCpuFreelist,     // 6.18: on a kmem_cache_cpu lockless freelist
-  kInSheaf,         // 7.x: in a per-CPU or barn sheaf
-  kAllocated,       // owned by a caller
-  kMempool,         // allocated but parked in a caller's cache (poisoned)
-};
-std::string_view obj_state_name(ObjState s);
-
-struct KasanReport {
-  std::string kind;     // "double-free", "invalid-free", "wrong-cache-free",
-                        // "use-after-put", "leak", "memcg-imbalance"
-  Ptr ptr = kNull;
-  std::string cache;
-  std::string detail;   // the object's history in kernel-report style
-  std::string where;    // innermost call-site scope when reported ("" if none)
-};
 
 // The /sys/kernel/slab/<cache>/ files that are not stat items.
 struct CacheInfo {
@@ -108,11 +72,7 @@ class Mm {
   // The kmalloc cache kmalloc(size, gfp) from `site` would use
   // (kNoCache above KMALLOC_MAX_CACHE_SIZE).
   CacheId kmalloc_cache(uint32_t size, gfp_t gfp, SiteId site) const {
-    // kmalloc_slab() fast path: plain or __GFP_ACCOUNT-only, no random copies.
-    if (size - 1 < 8192u && !cfg_.random_kmalloc_caches &&
-        !(gfp & (__GFP_RECLAIMABLE | __GFP_DMA)))
-      return ((gfp & __GFP_ACCOUNT) ? by_size_cg_ : by_size_normal_)[(size - 1) / 8];
-    return kmalloc_cache_slow(size, gfp, site);
+    return kmalloc_.lookup(size, gfp, site);
   }
 
   // kmalloc(): size_t, as in the kernel; above KMALLOC_MAX_SIZE it fails
@@ -151,8 +111,8 @@ class Mm {
   bool call_site_enter(CallSite s) { return cfg_.call_sites && sites_.enter(s, events_); }
   void call_site_exit(CallSite s) { sites_.exit(s, events_); }
   const CallSiteCounts& call_sites() const { return sites_.counts(); }
-  void batch(Batch b, uint64_t n) { batches_.add(b, n); }
-  const BatchHists& batches() const { return batches_; }
+  void batch(Batch b, uint64_t n) { events_.batch(b, n); }
+  const BatchHists& batches() const { return events_.batches(); }
   // Every cache's stat items summed over CPUs, flat [cache][item]: the
   // snapshot a timed region's per-cache deltas are taken from.
   void stat_sums(std::vector<uint64_t>* out) const;
@@ -197,7 +157,6 @@ class Mm {
     SiteId site = 0;
     std::vector<uint32_t> vpages;  // vmalloc: one order-0 page each
   };
-  CacheId kmalloc_cache_slow(uint32_t size, gfp_t gfp, SiteId site) const;
   Ptr alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc);
   void free_large(Ptr p, const Task& t, bool via_kvfree);
   Large* large(Ptr p);
@@ -209,18 +168,14 @@ class Mm {
   MmConfig cfg_;
   EventSink events_;
   CallSiteStack sites_;
-  BatchHists batches_;
   FaultInjector faults_;
   std::unique_ptr<PageAllocator> pages_;
   std::unique_ptr<Memcg> memcg_;
   std::unique_ptr<SlabBackend> own_backend_;
   SlabBackend* backend_;
   std::unique_ptr<Slub> slub_;
-  // kmalloc_caches[type][index], created at boot (create_kmalloc_caches).
-  std::vector<std::vector<CacheId>> kmalloc_caches_;
-  // kmalloc_slab() fast path: by (size - 1) / 8 for the plain and the
-  // __GFP_ACCOUNT-only cases (no random copies).
-  std::vector<CacheId> by_size_normal_, by_size_cg_;
+  // kmalloc_caches[type][index], created at boot; SLUB reads it too.
+  KmallocClasses kmalloc_;
   std::vector<Large> large_;
   std::vector<uint32_t> free_large_ids_;
   uint64_t large_bytes_ = 0;

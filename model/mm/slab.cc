@@ -19,11 +19,11 @@ const Slub::GenOps Slub::kOps7x = {
     /*obj_exts_not_in_own_cache=*/true,
 };
 
-Slub::Slub(Mm* mm, const MmConfig& cfg, EventSink* ev, SlabBackend* backend,
-           FaultInjector* faults)
-    : mm_(mm), cfg_(cfg), gen_(cfg.gen == SlubGen::v6_18 ? &kOps618 : &kOps7x),
+Slub::Slub(const MmConfig& cfg, EventSink* ev, SlabBackend* backend,
+           FaultInjector* faults, const KmallocClasses* kmalloc)
+    : cfg_(cfg), gen_(cfg.gen == SlubGen::v6_18 ? &kOps618 : &kOps7x),
       v7_(gen_ == &kOps7x),
-      ev_(ev), backend_(backend), faults_(faults) {
+      ev_(ev), backend_(backend), faults_(faults), kmalloc_(kmalloc) {
   for (uint32_t c = 0; c < cfg_.nr_cpus; ++c)
     cpu_node_.push_back(static_cast<NodeId>(c * cfg_.nr_nodes / cfg_.nr_cpus));
 }

@@ -7,6 +7,17 @@
 
 namespace simcache {
 
+std::string_view obj_state_name(ObjState s) {
+  switch (s) {
+    case ObjState::kFree: return "free";
+    case ObjState::kCpuFreelist: return "cpu-freelist";
+    case ObjState::kInSheaf: return "in-sheaf";
+    case ObjState::kAllocated: return "allocated";
+    case ObjState::kMempool: return "mempool";
+  }
+  return "?";
+}
+
 // mirrors kmem_cache_alloc_bulk(): all or nothing, hooks after the loop.
 int Slub::alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   if (n <= 0) return 0;
@@ -75,13 +86,13 @@ bool Slub::ensure_obj_exts(int32_t id, const Task& t) {
   uint32_t bytes = slabs_[id].objects * 8u;
   // 7.x: never let a kmalloc cache hold its own vector.
   if (gen_->obj_exts_not_in_own_cache &&
-      mm_->kmalloc_cache(bytes, GFP_KERNEL, 0) == owner)
+      kmalloc_->lookup(bytes, GFP_KERNEL, 0) == owner)
     bytes += 1;
   const uint16_t epoch = slabs_[id].epoch;
   // An internal kmalloc: counted as obj_exts_alloc, not as a caller's
   // kmalloc (bpftrace by call site would put it under the slab code).
   const gfp_t gfp = GFP_KERNEL | __GFP_ZERO | __GFP_NO_OBJ_EXT;
-  Ptr v = alloc(mm_->kmalloc_cache(bytes, gfp, 0), gfp, t);
+  Ptr v = alloc(kmalloc_->lookup(bytes, gfp, 0), gfp, t);
   // The recursive kmalloc may have grown slabs_; re-index, and make sure
   // the slab was not discarded meanwhile (it cannot be: it holds objects
   // or is being created).

@@ -6,6 +6,10 @@
 // barn, 7.x). The generation is chosen in one place, the constructor,
 // which picks the per-CPU layer's operations (Slub::GenOps); everything
 // else is shared. Below SLUB sits the SlabBackend seam (pages, memcg).
+// SLUB does not see the kmalloc facade above it: it is handed
+// the boot configuration (mm_config.h), the kmalloc size classes for its
+// own internal kmallocs (kmalloc_classes.h), and the event sink it counts
+// events and batch sizes into (lock_hook.h).
 // Nothing here allocates per simulated object once the tables have
 // reached their working size.
 #pragma once
@@ -16,8 +20,13 @@
 
 #include "model/counters.h"
 #include "model/mm/backend.h"
+#include "model/mm/fault.h"
 #include "model/mm/geometry.h"
-#include "model/mm/mm.h"
+#include "model/mm/kmalloc_classes.h"
+#include "model/mm/lock_hook.h"
+#include "model/mm/mm_config.h"
+#include "model/mm/obj_state.h"
+#include "model/types.h"
 
 namespace simcache {
 
@@ -51,7 +60,7 @@ struct Slab {
   Ptr obj_exts = kNull;    // the slabobj_ext vector (a kmalloc object)
   std::vector<ObjState> state;     // not a char type: stores to it alias nothing else
   std::vector<ObjHist> hist;
-  // CPU of the last free through the Mm facade, per object, or
+  // CPU of the last free through the kmalloc facade, per object, or
   // kNoLastFree: slab_alloc_remote. Reset with the slab (a new epoch).
   std::vector<CpuId> last_free;
   std::vector<uint16_t> freelist;  // slab->freelist, LIFO
@@ -104,8 +113,11 @@ struct KmemCache {
 
 class Slub {
  public:
-  Slub(Mm* mm, const MmConfig& cfg, EventSink* ev, SlabBackend* backend,
-       FaultInjector* faults);
+  // `kmalloc` (not owned) may be empty until the facade's boot fills it:
+  // SLUB reads it only for its own kmallocs, none of which happen during
+  // create().
+  Slub(const MmConfig& cfg, EventSink* ev, SlabBackend* backend,
+       FaultInjector* faults, const KmallocClasses* kmalloc);
 
   CacheId create(std::string_view name, uint32_t size, uint32_t align,
                  slab_flags_t flags, uint32_t sheaf_capacity, bool is_kmalloc,
@@ -114,12 +126,12 @@ class Slub {
   const KmemCache& cache(CacheId s) const { return caches_[s]; }
   size_t nr_caches() const { return caches_.size(); }
 
-  // kNoteCpu (both): the call comes through the Mm facade, which counts
+  // kNoteCpu (both): the call comes through the kmalloc facade, which counts
   // slab_alloc_remote. An allocation reads and clears the object's
   // last-free CPU (counting the event when it differs from t.cpu).
   template <bool kNoteCpu = false>
   Ptr alloc(CacheId s, gfp_t gfp, const Task& t);
-  // kNoteCpu: the free comes through the Mm facade, which counts
+  // kNoteCpu: the free comes through the kmalloc facade, which counts
   // slab_alloc_remote: record t.cpu as the object's last-free CPU (for
   // any pointer that decodes, valid free or not).
   template <bool kNoteCpu = false>
@@ -343,7 +355,6 @@ class Slub {
   // Shared by both generations.
   void free_detached(CacheId s, int n, Ptr* p, const Task& t);
 
-  Mm* mm_;
   MmConfig cfg_;
   const GenOps* gen_;
   // The same choice for the two fast paths, as a branch the compiler can
@@ -352,6 +363,7 @@ class Slub {
   EventSink* ev_;
   SlabBackend* backend_;
   FaultInjector* faults_;
+  const KmallocClasses* kmalloc_;  // the size classes, for internal kmallocs
   std::vector<KmemCache> caches_;
   std::vector<Slab> slabs_;
   std::vector<int32_t> free_slab_slots_;

@@ -18,7 +18,7 @@ int32_t Slub::alloc_sheaf(CacheId s, gfp_t gfp, const Task& t) {
   const uint32_t cap = caches_[s].g.sheaf_capacity;
   gfp_t sgfp = (gfp & ~__GFP_ACCOUNT) | __GFP_ZERO;
   if (caches_[s].is_kmalloc) sgfp |= __GFP_NO_OBJ_EXT;
-  const Ptr mem = alloc(mm_->kmalloc_cache(32 + 8 * cap, sgfp, 0), sgfp, t);
+  const Ptr mem = alloc(kmalloc_->lookup(32 + 8 * cap, sgfp, 0), sgfp, t);
   if (mem == kNull) return -1;
   const int32_t id = new_sheaf(s);
   sheaves_[id].self = mem;
@@ -56,7 +56,7 @@ void Slub::flush_sheaf(int32_t id, const Task& t) {
   if (!n) return;
   stat(caches_[s], t.cpu, SlubStat::SHEAF_FLUSH, n);
   ev_->add(Event::sheaf_flush_objects, n);
-  mm_->batch(Batch::sheaf_flush, static_cast<uint64_t>(n));
+  ev_->batch(Batch::sheaf_flush, static_cast<uint64_t>(n));
   // The frees may recurse into sheaf allocation (sheaves_ may grow), so
   // the objects are moved out and the buffer moved back: no allocation.
   std::vector<Ptr> objs;
@@ -154,7 +154,7 @@ bool Slub::replace_empty_main(CacheId s, gfp_t gfp, const Task& t) {
   sheaves_[empty].objects.resize(got);
   stat(caches_[s], t.cpu, SlubStat::SHEAF_REFILL, got);
   ev_->add(Event::sheaf_refill_objects, got);
-  mm_->batch(Batch::sheaf_refill, static_cast<uint64_t>(got));
+  ev_->batch(Batch::sheaf_refill, static_cast<uint64_t>(got));
   if (got < want) {  // could not fill: give back and fall back
     flush_sheaf(empty, t);
     free_sheaf(empty, t);
@@ -386,7 +386,7 @@ void Slub::install_empty_sheaf(CacheId s, int32_t empty, const Task& t) {
 void Slub::flush_main(CacheId s, const Task& t) {
   const int32_t id = caches_[s].cpu[t.cpu].main;
   if (id >= 0 && !sheaves_[id].objects.empty())
-    mm_->batch(Batch::sheaf_flush, sheaves_[id].objects.size());
+    ev_->batch(Batch::sheaf_flush, sheaves_[id].objects.size());
   while (id >= 0 && !sheaves_[id].objects.empty()) {
     std::vector<Ptr>& objs = sheaves_[id].objects;
     const int batch = std::min<int>(PCS_BATCH_MAX, static_cast<int>(objs.size()));

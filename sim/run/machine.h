@@ -6,7 +6,7 @@
 // step, and advances that CPU's clock by the price of every event the
 // step counts. Shared locks (model/mm/lock_hook.h) record when they are
 // free in virtual time; a contended acquisition waits for that, by the
-// rules of model/kernel/locking.h (spin on !RT, sleep with priority
+// rules of model/sched/locking.h (spin on !RT, sleep with priority
 // inheritance on PREEMPT_RT). Interrupt load on a CPU preempts what runs
 // there. Memory: proportional to CPUs, tasks and lock instances.
 #pragma once
@@ -18,7 +18,7 @@
 #include <random>
 #include <vector>
 
-#include "model/kernel/locking.h"
+#include "model/sched/locking.h"
 #include "model/mm/lock_hook.h"
 #include "model/types.h"
 

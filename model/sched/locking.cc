@@ -1,4 +1,4 @@
-#include "model/kernel/locking.h"
+#include "model/sched/locking.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // Idle state tables and the menu governor's choice (seed 003). The numbers
 // and the rule are the kernel's; where each comes from: docs/idle.md.
-#include "model/kernel/idle.h"
+#include "model/sched/idle.h"
 
 #include <algorithm>
 #include <array>
