@@ -4,7 +4,7 @@
 #pragma once
 
 #include "model/io_uring/allocator.h"
-#include "model/kernel/idle.h"
+#include "model/sched/idle.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
 
