@@ -24,7 +24,7 @@ using PerOpCounts = std::array<double, kNumEvents>;
 // budget"): the work a row asks for is its simulation's operations per
 // round times its rounds, warm-up and smoke rounds included (row_work());
 // a row beyond the budget is refused before anything is simulated.
-inline constexpr uint64_t kDefaultMaxWork = 1'000'000'000;
+inline constexpr uint64_t kDefaultMaxWork = 100'000'000;
 
 struct RowWork {
   uint64_t per_round = 1;  // operations of one round (installs, futex words, ...)

@@ -108,7 +108,7 @@ constexpr Flag kCalibrateFlags[] = {
     {"mapping", T::value, "row -> simulation rules (default data/profiles/mapping.toml)", "FILE"},
     {"jobs", T::value, "worker threads, 1..256 (results do not depend on it)", "N"},
     {"max-work", T::value,
-     "work budget: operations x rounds one row may ask for (default 1000000000)", "N"},
+     "work budget: operations x rounds one row may ask for (default 100000000)", "N"},
     {"progress", T::nothing, "rows simulated on stderr, also when it is not a terminal"},
 };
 
@@ -120,7 +120,7 @@ constexpr Flag kValidateFlags[] = {
     {"skip-unmapped", T::nothing, "report rows no rule maps instead of failing"},
     {"jobs", T::value, "worker threads, 1..256 (results do not depend on it)", "N"},
     {"max-work", T::value,
-     "work budget: operations x rounds one row may ask for (default 1000000000)", "N"},
+     "work budget: operations x rounds one row may ask for (default 100000000)", "N"},
     {"progress", T::nothing, "rows simulated on stderr, also when it is not a terminal"},
 };
 
