@@ -15,6 +15,9 @@ row() { printf '%s\n' "X-1"$'\t'"sparse-fill"$'\t'"$1"$'\t'"U unpatched v6.18-rc
 { echo "$tsv_header"; row "$(head -c 30000 /dev/zero | tr '\0' x)" 119.4 ns/install; } > long_shape.tsv
 f0="F0: slots=4096 sparse, 4096 MSG_RING SEND_FD installs/round as 64 batches of QD=64, new target ring per round, 3 warmup + 15 measured rounds"
 { echo "$tsv_header"; row "$f0" 1e308 ms/install; } > huge.tsv
+big="F0: slots=1048576 sparse, 1048576 MSG_RING SEND_FD installs/round as 16384 batches of QD=64, new target ring per round, 3 warmup + 10000 measured rounds"
+{ echo "$tsv_header"; row "$big" 119.4 ns/install; } > big.tsv
+{ echo "$tsv_header"; row "$f0" 119.4 ns/install; } > f0.tsv
 sed "0,/shape = '/s//shape = 'words.**?(/" "$src/data/profiles/mapping.toml" > typo.toml
 echo 'not toml [' > i7-12700KF
 printf '[000] ....   1.000000: kmalloc: call_site=x ptr=ffff888100000a00 bytes_req=12x bytes_alloc=16\n' > bad_trace.txt
@@ -54,6 +57,10 @@ expect 2 "30 KB shape field (calibrate)" "long_shape.tsv:2:17: shape: field of 3
 expect 2 "30 KB shape field (--measurements)" "long_shape.tsv:2:17: shape: field of 30000 bytes" --scenario waitv --measurements long_shape.tsv --output out/r.txt
 expect 2 "mapping pattern typo" "shape[0].shape: bad regular expression" validate --measurements "$src/data/measurements/calibration.tsv" --mapping typo.toml
 expect 2 "1e308 ms" "value: 1e+308 ms/install is more than" calibrate --measurements huge.tsv --out out/p.toml
+expect 2 "1M installs x 10,000 rounds (calibrate)" "big.tsv:2:17: shape: row X-1 asks for 10489954304 installs (1048576 per round x 10004 rounds, smoke and warm-up included); the budget is 100000000 (--max-work N raises it)" calibrate --measurements big.tsv --out out/p.toml
+expect 2 "1M installs x 10,000 rounds (validate)" "the budget is 100000000 (--max-work N" validate --measurements big.tsv
+expect 2 "--max-work below a row" "asks for 77824 installs" validate --measurements f0.tsv --max-work 77823
+expect 2 "bad --max-work" "--max-work '0': expected a positive integer" calibrate --measurements f0.tsv --max-work 0
 expect 2 "--profile /dev/zero" "/dev/zero: cannot read the profile: is a device" --scenario waitv --profile /dev/zero --output out/r.txt
 expect 2 "--profile ./i7-12700KF (a bad file)" "./i7-12700KF:1: syntax" --scenario waitv --profile ./i7-12700KF --output out/r.txt
 expect 2 "broken --mapping, unused (--profile none)" "./i7-12700KF:1: syntax" --scenario waitv --profile none --mapping ./i7-12700KF --output out/r.txt
@@ -102,6 +109,17 @@ if [ $? != 0 ] || [ -s stderr.txt ] || ! grep -q 'profile i7-12700KF' cwd.txt; t
   echo "FAIL: cwd profile file was picked up"; fails=$((fails + 1))
 else
   echo "ok: cwd file i7-12700KF ignored"
+fi
+# --progress: rows simulated on stderr, stdout as without it; nothing on
+# stderr without it (not a terminal).
+timeout 60 "$bin" validate --measurements f0.tsv > plain.txt 2> plain.err
+timeout 60 "$bin" validate --measurements f0.tsv --progress > prog.txt 2> prog.err
+if ! cmp -s plain.txt prog.txt || [ -s plain.err ] ||
+   [ "$(cat prog.err)" != "$(printf 'simcache: validate: 1/1 rows simulated (%s s)' "$(sed -n 's/.*(\(.*\) s)$/\1/p' prog.err)")" ]; then
+  echo "FAIL: --progress: stdout differs or stderr is '$(head -c 200 prog.err)' / '$(head -c 200 plain.err)'"
+  fails=$((fails + 1))
+else
+  echo "ok: --progress: $(cat prog.err)"
 fi
 # /dev/stdout as --output writes through.
 if ! timeout 60 "$bin" --scenario waitv --profile none --format csv --output /dev/stdout | grep -q '^simcache,git_commit,.*,policy,scope,name,value'; then

@@ -181,63 +181,6 @@ BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vec
 
 }  // namespace
 
-bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<PerOpCounts>* per_op,
-                   std::string* error, std::vector<RowFailure>* failed) {
-  using Key = std::tuple<std::string, Params, std::string>;
-  std::map<Key, std::vector<std::string>> runs;
-  for (const MappedRow& r : rows) {
-    auto& pols = runs[{r.scenario, r.params, r.kernel}];
-    if (std::find(pols.begin(), pols.end(), r.policy) == pols.end()) pols.push_back(r.policy);
-  }
-  // (run, policy, phase) -> per-op counts; phase "" is the whole timed region.
-  std::map<std::tuple<Key, std::string, std::string>, PerOpCounts> done;
-  std::map<std::pair<Key, std::string>, std::map<std::string, uint64_t>> failures;
-  for (const auto& [key, pols] : runs) {
-    RunRequest req;
-    req.scenario = std::get<0>(key);
-    for (const auto& [k, v] : std::get<1>(key)) req.sets.emplace_back(k, std::to_string(v));
-    req.kernel = std::get<2>(key);
-    req.policies = pols;
-    req.jobs = jobs;
-    RunResult res;
-    if (!run(req, &res, error)) return false;
-    for (const PolicyResult& p : res.workloads.at(0).policies) {
-      if (!p.failures.empty()) failures[{key, p.policy}] = p.failures;
-      if (!p.timed_ops) continue;
-      auto per_op = [&](const Counters& cnt) {
-        PerOpCounts c{};
-        for (size_t e = 0; e < kNumEvents; ++e)
-          c[e] = static_cast<double>(cnt.v[e]) / static_cast<double>(p.timed_ops);
-        return c;
-      };
-      done[{key, p.policy, ""}] = per_op(p.timed);
-      for (const auto& [name, cnt] : p.phases) done[{key, p.policy, name}] = per_op(cnt);
-    }
-  }
-  per_op->clear();
-  for (const MappedRow& r : rows) {
-    auto it = done.find({{r.scenario, r.params, r.kernel}, r.policy, r.phase});
-    if (it == done.end()) {
-      *error = r.phase.empty()
-                   ? fmt::format("{}: shape: the simulation of this row times no operation",
-                                 r.row.where("shape"))
-                   : fmt::format("{}: metric: the simulation times no phase '{}'",
-                                 r.row.where("metric"), r.phase);
-      return false;
-    }
-    per_op->push_back(it->second);
-  }
-  if (failed) {
-    failed->clear();
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const MappedRow& r = rows[i];
-      auto f = failures.find({{r.scenario, r.params, r.kernel}, r.policy});
-      if (f != failures.end()) failed->push_back({i, f->second});
-    }
-  }
-  return true;
-}
-
 std::string format_row_failures(const std::vector<MappedRow>& rows,
                                 const std::vector<RowFailure>& failed, const FitSettings& fit) {
   std::string out;

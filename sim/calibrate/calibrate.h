@@ -7,8 +7,10 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/cost/cost.h"
@@ -17,6 +19,24 @@
 namespace simcache::sim {
 
 using PerOpCounts = std::array<double, kNumEvents>;
+
+// The work budget of calibrate and validate (docs/calibration.md, "Work
+// budget"): the work a row asks for is its simulation's operations per
+// round times its rounds, warm-up and smoke rounds included (row_work());
+// a row beyond the budget is refused before anything is simulated.
+inline constexpr uint64_t kDefaultMaxWork = 100'000'000;
+
+struct RowWork {
+  uint64_t per_round = 1;  // operations of one round (installs, futex words, ...)
+  uint64_t rounds = 1;     // rounds simulated, warm-up and smoke included
+  uint64_t work = 1;       // per_round x rounds, saturating at 2^64-1
+  std::string what;        // what per_round counts: "installs", "futex words", ...
+};
+// What the row's simulation asks for, from its resolved parameters.
+// False (and `error`) if its parameters do not resolve.
+bool row_work(const MappedRow& r, RowWork* out, std::string* error);
+// Whether the scenario has a row_work() entry (every registered one must).
+bool has_work_entry(std::string_view scenario);
 
 // Simulates each distinct (scenario, parameters, kernel) once with all
 // the policies its rows need; `per_op[i]` is row i's timed counts divided
@@ -28,8 +48,17 @@ struct RowFailure {
   size_t row = 0;                            // index into `rows`
   std::map<std::string, uint64_t> failures;  // errno name -> count
 };
+
+struct SimulateOptions {
+  uint64_t max_work = kDefaultMaxWork;
+  // Called after each distinct simulation (from the calling thread): rows
+  // whose simulation is done, rows in all.
+  std::function<void(size_t done, size_t total)> progress;
+};
+
 bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<PerOpCounts>* per_op,
-                   std::string* error, std::vector<RowFailure>* failed = nullptr);
+                   std::string* error, std::vector<RowFailure>* failed = nullptr,
+                   const SimulateOptions& options = SimulateOptions{});
 // One line per affected row ("failed ops: SF-117 (sparse-fill ... on
 // v6.13, slab-prime): 3 x -ENOMEM"); "" when there is none.
 std::string format_row_failures(const std::vector<MappedRow>& rows,

@@ -1,5 +1,10 @@
 // simcache calibrate and simcache validate: reading the inputs shared by
 // both, then the command itself.
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 
 #include "sim/calibrate/calibrate.h"
@@ -19,8 +24,35 @@ struct Inputs {
   std::string measurements;
 };
 
+// --max-work N (1..2^64-1) and the progress line.
+bool simulate_options(const ParsedFlags& f, const char* command, SimulateOptions* o,
+                      std::string* error) {
+  if (auto it = f.v.find("max-work"); it != f.v.end()) {
+    const std::string& v = it->second;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), o->max_work);
+    if (ec != std::errc() || end != v.data() + v.size() || o->max_work == 0)
+      return *error = fmt::format("--max-work '{}': expected a positive integer", v), false;
+  }
+  // On a terminal once the work has taken 2 s; elsewhere only with
+  // --progress (then from the first row). stdout never changes.
+  const bool asked = f.v.count("progress") > 0, tty = isatty(2) != 0;
+  if (!asked && !tty) return true;
+  const auto start = std::chrono::steady_clock::now();
+  o->progress = [=, shown = false](size_t done, size_t total) mutable {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!asked && s < 2 && !shown) return;
+    shown = true;
+    std::fprintf(stderr, "%ssimcache: %s: %zu/%zu rows simulated (%.1f s)%s", tty ? "\r" : "",
+                 command, done, total, s, tty && done < total ? "" : "\n");
+    std::fflush(stderr);
+  };
+  return true;
+}
+
 // Mapping, measured rows, their mapping and simulation.
-bool read_inputs(const ParsedFlags& f, bool skip_unmapped, Inputs* in, std::string* error) {
+bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, Inputs* in,
+                 std::string* error) {
   auto it = f.v.find("measurements");
   if (it == f.v.end()) return *error = "--measurements FILE.tsv is required", false;
   in->measurements = it->second;
@@ -31,12 +63,13 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, Inputs* in, std::stri
     return *error = "no data/profiles/mapping.toml found (pass --mapping FILE)", false;
   std::vector<MeasuredRow> rows;
   int jobs = 1;
-  if (!parse_jobs(f, &jobs, error) || !load_mapping(mpath, &in->map, error) ||
+  SimulateOptions o;
+  if (!parse_jobs(f, &jobs, error) || !simulate_options(f, command, &o, error) || !load_mapping(mpath, &in->map, error) ||
       !read_measurements(in->measurements, &rows, error) ||
       !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error,
                 &in->skipped))
     return false;
-  return simulate_rows(in->rows, jobs, &in->per_op, error, &in->failed);
+  return simulate_rows(in->rows, jobs, &in->per_op, error, &in->failed, o);
 }
 
 std::string profile_header(const FitReport& r, const Inputs& in, const std::string& out) {
@@ -54,7 +87,7 @@ std::string profile_header(const FitReport& r, const Inputs& in, const std::stri
 CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args&) {
   std::string error;
   Inputs in;
-  if (!read_inputs(f, false, &in, &error)) return cli_fail(error);
+  if (!read_inputs(f, false, "calibrate", &in, &error)) return cli_fail(error);
   std::string name = "calibrated";
   if (f.v.count("out")) name = std::filesystem::path(f.v.at("out")).stem().string();
   if (f.v.count("name")) name = f.v.at("name");
@@ -80,7 +113,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   if (!resolve_profile(spec, &m, &error)) return cli_fail(error);
   Inputs in;
   const bool skip = f.v.count("skip-unmapped") > 0;
-  if (!read_inputs(f, skip, &in, &error)) {
+  if (!read_inputs(f, skip, "validate", &in, &error)) {
     if (!skip && error.find(": no [[") != std::string::npos)
       error += " (--skip-unmapped validates the rows that map)";
     return cli_fail(error);

@@ -110,6 +110,9 @@ constexpr Flag kCalibrateFlags[] = {
     {"name", T::value, "profile name (default: the --out file's stem, else 'calibrated')", "NAME"},
     {"mapping", T::value, "row -> simulation rules (default data/profiles/mapping.toml)", "FILE"},
     {"jobs", T::value, "worker threads, 1..256 (results do not depend on it)", "N"},
+    {"max-work", T::value,
+     "work budget: operations x rounds one row may ask for (default 100000000)", "N"},
+    {"progress", T::nothing, "rows simulated on stderr, also when it is not a terminal"},
 };
 
 constexpr Flag kValidateFlags[] = {
@@ -119,6 +122,9 @@ constexpr Flag kValidateFlags[] = {
     {"mapping", T::value, "row -> simulation rules (default data/profiles/mapping.toml)", "FILE"},
     {"skip-unmapped", T::nothing, "report rows no rule maps instead of failing"},
     {"jobs", T::value, "worker threads, 1..256 (results do not depend on it)", "N"},
+    {"max-work", T::value,
+     "work budget: operations x rounds one row may ask for (default 100000000)", "N"},
+    {"progress", T::nothing, "rows simulated on stderr, also when it is not a terminal"},
 };
 
 constexpr Flag kGeometryFlags[] = {

@@ -1,0 +1,185 @@
+// Simulating the mapped rows of calibrate and validate: the work budget
+// and the progress callback (docs/calibration.md, "Work budget").
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+#include "sim/calibrate/calibrate.h"
+#include "sim/run/engine.h"
+#include "sim/run/scenario.h"
+
+namespace simcache::sim {
+namespace {
+
+constexpr uint64_t kSaturated = std::numeric_limits<uint64_t>::max();
+
+uint64_t sat_mul(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? kSaturated : r;
+}
+uint64_t sat_add(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? kSaturated : r;
+}
+
+// Per scenario: the parameters whose product is the operations of one
+// round, and what they count.
+struct WorkEntry {
+  const char* scenario;
+  std::vector<const char*> per_round;
+  const char* what;
+};
+
+const std::vector<WorkEntry>& work_table() {
+  static const std::vector<WorkEntry> t = {
+      {"sparse-fill", {"installs"}, "installs"},
+      {"node-cache-coldwarm", {"slots"}, "installs"},
+      {"lifecycle", {"installs"}, "installs"},
+      {"waitv", {"vectors", "width", "cycles"}, "futex words"},
+      {"wait-wake", {"vectors", "cycles"}, "futex waits"},
+      {"arm-fail", {"waits", "cycles"}, "futex waits"},
+      {"rt-arm-loop", {"messages", "arms"}, "futex waits"},
+      {"memcg-bulk", {"iterations", "bulk"}, "objects"},
+      {"poll-refill", {"total"}, "SQEs"},
+  };
+  return t;
+}
+
+const WorkEntry* work_entry(std::string_view scenario) {
+  for (const WorkEntry& w : work_table())
+    if (scenario == w.scenario) return &w;
+  return nullptr;
+}
+
+int64_t param(const Params& p, const char* name, int64_t dflt) {
+  auto it = p.find(name);
+  return it == p.end() ? dflt : it->second;
+}
+
+// Every parameter of the row's simulation, defaults filled in.
+bool resolved_params(const MappedRow& r, Params* out, std::string* error) {
+  const ScenarioInfo* s = ScenarioRegistry::get().find(r.scenario);
+  if (!s) return *error = fmt::format("unknown scenario '{}'", r.scenario), false;
+  ScenarioInfo info = *s;
+  for (const ParamSpec& p : machine_params()) info.params.push_back(p);
+  std::vector<std::pair<std::string, std::string>> sets;
+  for (const auto& [k, v] : r.params) sets.emplace_back(k, std::to_string(v));
+  return resolve_params(info, {}, sets, out, error);
+}
+
+// The measured repeats of a simulation: `rounds`, or lifecycle's groups x
+// ops; 0 when it has none.
+uint64_t measured_repeats(const Params& p) {
+  if (p.count("rounds")) return static_cast<uint64_t>(std::max<int64_t>(0, p.at("rounds")));
+  if (p.count("groups") && p.count("ops"))
+    return sat_mul(static_cast<uint64_t>(std::max<int64_t>(0, p.at("groups"))),
+                   static_cast<uint64_t>(std::max<int64_t>(0, p.at("ops"))));
+  return 0;
+}
+
+}  // namespace
+
+bool has_work_entry(std::string_view scenario) { return work_entry(scenario) != nullptr; }
+
+bool row_work(const MappedRow& r, RowWork* out, std::string* error) {
+  Params p;
+  if (!resolved_params(r, &p, error)) return false;
+  RowWork w;
+  const WorkEntry* e = work_entry(r.scenario);
+  w.what = e ? e->what : "operations";
+  if (e)
+    for (const char* k : e->per_round)
+      w.per_round =
+          sat_mul(w.per_round, static_cast<uint64_t>(std::max<int64_t>(1, param(p, k, 1))));
+  uint64_t rounds = 0;
+  for (const char* k : {"smoke", "warmup"})
+    rounds = sat_add(rounds, static_cast<uint64_t>(std::max<int64_t>(0, param(p, k, 0))));
+  rounds = sat_add(rounds, measured_repeats(p));
+  w.rounds = std::max<uint64_t>(1, rounds);
+  w.work = sat_mul(w.per_round, w.rounds);
+  *out = w;
+  return true;
+}
+
+bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<PerOpCounts>* per_op,
+                   std::string* error, std::vector<RowFailure>* failed,
+                   const SimulateOptions& o) {
+  // The budget first: a row beyond it costs no simulation of any row.
+  for (const MappedRow& r : rows) {
+    RowWork w;
+    std::string err;
+    if (!row_work(r, &w, &err))
+      return *error = fmt::format("{}: shape: {}", r.row.where("shape"), err), false;
+    if (w.work > o.max_work)
+      return *error = fmt::format(
+                 "{}: shape: row {} asks for {} {} ({} per round x {} rounds, smoke and "
+                 "warm-up included); the budget is {} (--max-work N raises it)",
+                 r.row.where("shape"), r.row.id,
+                 w.work == kSaturated ? std::string("more than 2^64") : std::to_string(w.work),
+                 w.what, w.per_round, w.rounds, o.max_work),
+             false;
+  }
+  using Key = std::tuple<std::string, Params, std::string>;
+  std::map<Key, std::vector<std::string>> runs;
+  std::map<Key, size_t> rows_of;
+  for (const MappedRow& r : rows) {
+    const Key k{r.scenario, r.params, r.kernel};
+    ++rows_of[k];
+    auto& pols = runs[k];
+    if (std::find(pols.begin(), pols.end(), r.policy) == pols.end()) pols.push_back(r.policy);
+  }
+  // (run, policy, phase) -> per-op counts; phase "" is the whole timed region.
+  std::map<std::tuple<Key, std::string, std::string>, PerOpCounts> done;
+  std::map<std::pair<Key, std::string>, std::map<std::string, uint64_t>> failures;
+  size_t rows_done = 0;
+  for (const auto& [key, pols] : runs) {
+    RunRequest req;
+    req.scenario = std::get<0>(key);
+    req.kernel = std::get<2>(key);
+    req.policies = pols;
+    req.jobs = jobs;
+    for (const auto& [k, v] : std::get<1>(key)) req.sets.emplace_back(k, std::to_string(v));
+    RunResult res;
+    if (!run(req, &res, error)) return false;
+    for (const PolicyResult& p : res.workloads.at(0).policies) {
+      if (!p.failures.empty()) failures[{key, p.policy}] = p.failures;
+      if (!p.timed_ops) continue;
+      auto per_op = [&](const Counters& cnt) {
+        PerOpCounts c{};
+        for (size_t e = 0; e < kNumEvents; ++e)
+          c[e] = static_cast<double>(cnt.v[e]) / static_cast<double>(p.timed_ops);
+        return c;
+      };
+      done[{key, p.policy, ""}] = per_op(p.timed);
+      for (const auto& [name, cnt] : p.phases) done[{key, p.policy, name}] = per_op(cnt);
+    }
+    rows_done += rows_of[key];
+    if (o.progress) o.progress(rows_done, rows.size());
+  }
+  per_op->clear();
+  for (const MappedRow& r : rows) {
+    auto it = done.find({{r.scenario, r.params, r.kernel}, r.policy, r.phase});
+    if (it == done.end()) {
+      *error = r.phase.empty()
+                   ? fmt::format("{}: shape: the simulation of this row times no operation",
+                                 r.row.where("shape"))
+                   : fmt::format("{}: metric: the simulation times no phase '{}'",
+                                 r.row.where("metric"), r.phase);
+      return false;
+    }
+    per_op->push_back(it->second);
+  }
+  if (failed) {
+    failed->clear();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const MappedRow& r = rows[i];
+      auto f = failures.find({{r.scenario, r.params, r.kernel}, r.policy});
+      if (f != failures.end()) failed->push_back({i, f->second});
+    }
+  }
+  return true;
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,157 @@
+// The work budget of calibrate and validate (docs/calibration.md, "Work
+// budget"): a row is refused before anything is simulated when its
+// operations per round times its rounds exceed --max-work, with one line
+// naming the file, line, row, number and flag; progress goes to stderr
+// only.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "sim/calibrate/calibrate.h"
+#include "sim/calibrate/measure.h"
+#include "sim/cli/cli.h"
+#include "sim/run/scenario.h"
+#include "test_cost_util.h"
+
+using namespace simcache;
+using namespace simcache::sim;
+using simcache::testing::repo_file;
+using simcache::testing::TempFile;
+
+namespace {
+
+const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
+
+std::string f0(int64_t slots, int64_t installs, int64_t rounds) {
+  return fmt::format(
+      "F0: slots={} sparse, {} MSG_RING SEND_FD installs/round as {} batches of QD=64, new "
+      "target ring per round, 3 warmup + {} measured rounds",
+      slots, installs, installs / 64, rounds);
+}
+
+std::string row(const std::string& id, const std::string& shape) {
+  return id + "\tsparse-fill\t" + shape +
+         "\tU unpatched v6.18-rc4\tmean\t119.4\tns/install\ttiming\tsrc\t\n";
+}
+
+std::vector<MappedRow> mapped(const std::string& tsv) {
+  Mapping map;
+  std::vector<MeasuredRow> rows;
+  std::vector<MappedRow> out;
+  std::string err;
+  REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &map, &err));
+  REQUIRE(parse_measurements(tsv, "rows.tsv", &rows, &err));
+  REQUIRE(map_rows(map, rows, &out, nullptr, &err));
+  return out;
+}
+
+bool one_line(const std::string& s) {
+  return !s.empty() && s.back() == '\n' && s.find('\n') == s.size() - 1;
+}
+
+}  // namespace
+
+TEST_CASE("calibrate budget: 1M installs x 10,000 rounds is refused at once, naming the number",
+          "[calib-budget]") {
+  // 1,048,576 installs per round x (1 smoke + 3 warm-up + 10,000 measured)
+  // rounds: about 50 minutes of simulation before the budget.
+  const TempFile tsv("calib_big.tsv", kHeader + row("X-1", f0(1 << 20, 1 << 20, 10000)));
+  for (const char* cmd : {"calibrate", "validate"}) {
+    INFO(cmd);
+    const auto t0 = std::chrono::steady_clock::now();
+    const CliOutcome r = run_cli({cmd, "--measurements", tsv.path()});
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(one_line(r.err));
+    CHECK(r.err.find("calib_big.tsv:2:") != std::string::npos);
+    CHECK(r.err.find("row X-1") != std::string::npos);
+    CHECK(r.err.find(std::to_string((1ull << 20) * 10004)) != std::string::npos);
+    CHECK(r.err.find("1048576 per round x 10004 rounds") != std::string::npos);
+    CHECK(r.err.find("the budget is 100000000") != std::string::npos);
+    CHECK(r.err.find("--max-work N") != std::string::npos);
+    CHECK(s < 10);
+  }
+}
+
+TEST_CASE("calibrate budget: --max-work sets the budget, checked before any simulation",
+          "[calib-budget]") {
+  const TempFile tsv("calib_f0.tsv", kHeader + row("X-1", f0(4096, 4096, 15)));
+  // 4096 installs x 19 rounds = 77,824.
+  const CliOutcome low = run_cli({"validate", "--measurements", tsv.path(), "--max-work", "77823"});
+  CHECK(low.status == 2);
+  CHECK(one_line(low.err));
+  CHECK(low.err.find("asks for 77824 installs") != std::string::npos);
+  CHECK(low.err.find("the budget is 77823 (--max-work N") != std::string::npos);
+  for (const char* bad : {"0", "-1", "x", "1e9", ""}) {
+    INFO(bad);
+    const CliOutcome r = run_cli({"calibrate", "--measurements", tsv.path(), "--max-work", bad});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("--max-work") != std::string::npos);
+  }
+  // At the budget exactly, the row simulates.
+  const std::vector<MappedRow> rows = mapped(kHeader + row("X-1", f0(4096, 4096, 15)));
+  std::vector<PerOpCounts> per_op;
+  std::string err;
+  SimulateOptions o;
+  o.max_work = 77824;
+  CHECK(simulate_rows(rows, 1, &per_op, &err, nullptr, o));
+  CHECK(per_op.size() == 1);
+  o.max_work = 77823;
+  CHECK_FALSE(simulate_rows(rows, 1, &per_op, &err, nullptr, o));
+  CHECK(err.find("rows.tsv:2:") != std::string::npos);
+}
+
+TEST_CASE("calibrate budget: a row's work is its operations per round times every round",
+          "[calib-budget]") {
+  // Every registered scenario has an entry (a new one must say what a
+  // round of it costs).
+  for (const ScenarioInfo& s : ScenarioRegistry::get().all()) {
+    INFO(s.name);
+    CHECK(has_work_entry(s.name));
+  }
+  const std::vector<MappedRow> rows =
+      mapped(std::string(kHeader) + row("X-1", f0(4096, 4096, 15)) + row("X-2", f0(8192, 1024, 40)));
+  RowWork w;
+  std::string err;
+  REQUIRE(row_work(rows[0], &w, &err));
+  CHECK(w.per_round == 4096);
+  CHECK(w.rounds == 19);  // smoke 1 + warm-up 3 + 15
+  CHECK(w.work == 4096 * 19);
+  CHECK(w.what == "installs");
+  REQUIRE(row_work(rows[1], &w, &err));
+  CHECK(w.work == 1024 * 44);
+  // Every shipped row is within the default budget.
+  Mapping map;
+  std::vector<MeasuredRow> shipped;
+  std::vector<MappedRow> all;
+  REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &map, &err));
+  REQUIRE(read_measurements(repo_file("data/measurements/calibration.tsv"), &shipped, &err));
+  REQUIRE(map_rows(map, shipped, &all, nullptr, &err));
+  for (const MappedRow& r : all) {
+    INFO(r.row.id);
+    REQUIRE(row_work(r, &w, &err));
+    CHECK(w.work <= kDefaultMaxWork);
+  }
+}
+
+TEST_CASE("calibrate progress: rows done, in order, ending at every row", "[calib-budget]") {
+  const std::vector<MappedRow> rows = mapped(std::string(kHeader) + row("X-1", f0(256, 256, 2)) +
+                                             row("X-2", f0(512, 256, 2)) +
+                                             row("X-3", f0(256, 256, 2)));
+  std::vector<std::pair<size_t, size_t>> seen;
+  SimulateOptions o;
+  o.progress = [&](size_t done, size_t total) { seen.emplace_back(done, total); };
+  std::vector<PerOpCounts> per_op;
+  std::string err;
+  REQUIRE(simulate_rows(rows, 1, &per_op, &err, nullptr, o));
+  // X-1 and X-3 are one simulation.
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].first < seen[1].first);
+  CHECK(seen.back() == std::pair<size_t, size_t>{3, 3});
+  CHECK(per_op[0] == per_op[2]);
+}
