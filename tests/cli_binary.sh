@@ -57,9 +57,9 @@ expect 2 "30 KB shape field (calibrate)" "long_shape.tsv:2:17: shape: field of 3
 expect 2 "30 KB shape field (--measurements)" "long_shape.tsv:2:17: shape: field of 30000 bytes" --scenario waitv --measurements long_shape.tsv --output out/r.txt
 expect 2 "mapping pattern typo" "shape[0].shape: bad regular expression" validate --measurements "$src/data/measurements/calibration.tsv" --mapping typo.toml
 expect 2 "1e308 ms" "value: 1e+308 ms/install is more than" calibrate --measurements huge.tsv --out out/p.toml
-expect 2 "1M installs x 10,000 rounds (calibrate)" "big.tsv:2:17: shape: row X-1 asks for 10489954304 installs (1048576 per round x 10004 rounds, smoke and warm-up included); the budget is 100000000 (--max-work N raises it)" calibrate --measurements big.tsv --out out/p.toml
+expect 2 "1M installs x 10,000 rounds (calibrate)" "big.tsv:2:17: shape: row X-1 asks for 20979908608 operations (2097152 per round x 10004 rounds, smoke and warm-up included); the budget is 100000000 (--max-work N raises it)" calibrate --measurements big.tsv --out out/p.toml
 expect 2 "1M installs x 10,000 rounds (validate)" "the budget is 100000000 (--max-work N" validate --measurements big.tsv
-expect 2 "--max-work below a row" "asks for 77824 installs" validate --measurements f0.tsv --max-work 77823
+expect 2 "--max-work below a row" "asks for 155648 operations" validate --measurements f0.tsv --max-work 155647
 expect 2 "bad --max-work" "--max-work '0': expected a positive integer" calibrate --measurements f0.tsv --max-work 0
 expect 2 "--profile /dev/zero" "/dev/zero: cannot read the profile: is a device" --scenario waitv --profile /dev/zero --output out/r.txt
 expect 2 "--profile ./i7-12700KF (a bad file)" "./i7-12700KF:1: syntax" --scenario waitv --profile ./i7-12700KF --output out/r.txt

@@ -56,8 +56,8 @@ bool one_line(const std::string& s) {
 
 TEST_CASE("calibrate budget: 1M installs x 10,000 rounds is refused at once, naming the number",
           "[calib-budget]") {
-  // 1,048,576 installs per round x (1 smoke + 3 warm-up + 10,000 measured)
-  // rounds: about 50 minutes of simulation before the budget.
+  // (1,048,576 slots + 1,048,576 installs) per round x (1 smoke + 3 warm-up
+  // + 10,000 measured) rounds: about 50 minutes of simulation before the budget.
   const TempFile tsv("calib_big.tsv", kHeader + row("X-1", f0(1 << 20, 1 << 20, 10000)));
   for (const char* cmd : {"calibrate", "validate"}) {
     INFO(cmd);
@@ -70,8 +70,8 @@ TEST_CASE("calibrate budget: 1M installs x 10,000 rounds is refused at once, nam
     CHECK(one_line(r.err));
     CHECK(r.err.find("calib_big.tsv:2:") != std::string::npos);
     CHECK(r.err.find("row X-1") != std::string::npos);
-    CHECK(r.err.find(std::to_string((1ull << 20) * 10004)) != std::string::npos);
-    CHECK(r.err.find("1048576 per round x 10004 rounds") != std::string::npos);
+    CHECK(r.err.find(std::to_string((2ull << 20) * 10004) + " operations") != std::string::npos);
+    CHECK(r.err.find("2097152 per round x 10004 rounds") != std::string::npos);
     CHECK(r.err.find("the budget is 100000000") != std::string::npos);
     CHECK(r.err.find("--max-work N") != std::string::npos);
     CHECK(s < 10);
@@ -81,12 +81,12 @@ TEST_CASE("calibrate budget: 1M installs x 10,000 rounds is refused at once, nam
 TEST_CASE("calibrate budget: --max-work sets the budget, checked before any simulation",
           "[calib-budget]") {
   const TempFile tsv("calib_f0.tsv", kHeader + row("X-1", f0(4096, 4096, 15)));
-  // 4096 installs x 19 rounds = 77,824.
-  const CliOutcome low = run_cli({"validate", "--measurements", tsv.path(), "--max-work", "77823"});
+  // (4096 slots + 4096 installs) x 19 rounds = 155,648.
+  const CliOutcome low = run_cli({"validate", "--measurements", tsv.path(), "--max-work", "155647"});
   CHECK(low.status == 2);
   CHECK(one_line(low.err));
-  CHECK(low.err.find("asks for 77824 installs") != std::string::npos);
-  CHECK(low.err.find("the budget is 77823 (--max-work N") != std::string::npos);
+  CHECK(low.err.find("asks for 155648 operations") != std::string::npos);
+  CHECK(low.err.find("the budget is 155647 (--max-work N") != std::string::npos);
   for (const char* bad : {"0", "-1", "x", "1e9", ""}) {
     INFO(bad);
     const CliOutcome r = run_cli({"calibrate", "--measurements", tsv.path(), "--max-work", bad});
@@ -98,10 +98,10 @@ TEST_CASE("calibrate budget: --max-work sets the budget, checked before any simu
   std::vector<PerOpCounts> per_op;
   std::string err;
   SimulateOptions o;
-  o.max_work = 77824;
+  o.max_work = 155648;
   CHECK(simulate_rows(rows, 1, &per_op, &err, nullptr, o));
   CHECK(per_op.size() == 1);
-  o.max_work = 77823;
+  o.max_work = 155647;
   CHECK_FALSE(simulate_rows(rows, 1, &per_op, &err, nullptr, o));
   CHECK(err.find("rows.tsv:2:") != std::string::npos);
 }
@@ -119,12 +119,12 @@ TEST_CASE("calibrate budget: a row's work is its operations per round times ever
   RowWork w;
   std::string err;
   REQUIRE(row_work(rows[0], &w, &err));
-  CHECK(w.per_round == 4096);
-  CHECK(w.rounds == 19);  // smoke 1 + warm-up 3 + 15
-  CHECK(w.work == 4096 * 19);
-  CHECK(w.what == "installs");
+  CHECK(w.per_round == 4096 + 4096);  // registration's slots and the installs
+  CHECK(w.rounds == 19);               // smoke 1 + warm-up 3 + 15
+  CHECK(w.work == 8192 * 19);
+  CHECK(w.what == "operations");
   REQUIRE(row_work(rows[1], &w, &err));
-  CHECK(w.work == 1024 * 44);
+  CHECK(w.work == (8192 + 1024) * 44);
   // Every shipped row is within the default budget.
   Mapping map;
   std::vector<MeasuredRow> shipped;
@@ -135,7 +135,7 @@ TEST_CASE("calibrate budget: a row's work is its operations per round times ever
   for (const MappedRow& r : all) {
     INFO(r.row.id);
     REQUIRE(row_work(r, &w, &err));
-    CHECK(w.work <= kDefaultMaxWork);
+    CHECK(w.work <= kDefaultMaxRowWork);
   }
 }
 

@@ -24,18 +24,18 @@ using PerOpCounts = std::array<double, kNumEvents>;
 // budget"): the work a row asks for is its simulation's operations per
 // round times its rounds, warm-up and smoke rounds included (row_work());
 // a row beyond the budget is refused before anything is simulated.
-inline constexpr uint64_t kDefaultMaxWork = 100'000'000;
+inline constexpr uint64_t kDefaultMaxRowWork = 100'000'000;
 
 struct RowWork {
-  uint64_t per_round = 1;  // operations of one round (installs, futex words, ...)
+  uint64_t per_round = 1;  // operations of one round
   uint64_t rounds = 1;     // rounds simulated, warm-up and smoke included
-  uint64_t work = 1;       // per_round x rounds, saturating at 2^64-1
-  std::string what;        // what per_round counts: "installs", "futex words", ...
+  uint64_t work = 1;       // the scenario's ScenarioInfo::work, saturating at 2^64-1
+  std::string what;        // what is counted: "operations"
 };
 // What the row's simulation asks for, from its resolved parameters.
 // False (and `error`) if its parameters do not resolve.
 bool row_work(const MappedRow& r, RowWork* out, std::string* error);
-// Whether the scenario has a row_work() entry (every registered one must).
+// Whether the scenario states its work (every registered one must).
 bool has_work_entry(std::string_view scenario);
 
 // Simulates each distinct (scenario, parameters, kernel) once with all
@@ -50,7 +50,7 @@ struct RowFailure {
 };
 
 struct SimulateOptions {
-  uint64_t max_work = kDefaultMaxWork;
+  uint64_t max_work = kDefaultMaxRowWork;
   // Called after each distinct simulation (from the calling thread): rows
   // whose simulation is done, rows in all.
   std::function<void(size_t done, size_t total)> progress;

@@ -24,35 +24,6 @@ uint64_t sat_add(uint64_t a, uint64_t b) {
   return __builtin_add_overflow(a, b, &r) ? kSaturated : r;
 }
 
-// Per scenario: the parameters whose product is the operations of one
-// round, and what they count.
-struct WorkEntry {
-  const char* scenario;
-  std::vector<const char*> per_round;
-  const char* what;
-};
-
-const std::vector<WorkEntry>& work_table() {
-  static const std::vector<WorkEntry> t = {
-      {"sparse-fill", {"installs"}, "installs"},
-      {"node-cache-coldwarm", {"slots"}, "installs"},
-      {"lifecycle", {"installs"}, "installs"},
-      {"waitv", {"vectors", "width", "cycles"}, "futex words"},
-      {"wait-wake", {"vectors", "cycles"}, "futex waits"},
-      {"arm-fail", {"waits", "cycles"}, "futex waits"},
-      {"rt-arm-loop", {"messages", "arms"}, "futex waits"},
-      {"memcg-bulk", {"iterations", "bulk"}, "objects"},
-      {"poll-refill", {"total"}, "SQEs"},
-  };
-  return t;
-}
-
-const WorkEntry* work_entry(std::string_view scenario) {
-  for (const WorkEntry& w : work_table())
-    if (scenario == w.scenario) return &w;
-  return nullptr;
-}
-
 int64_t param(const Params& p, const char* name, int64_t dflt) {
   auto it = p.find(name);
   return it == p.end() ? dflt : it->second;
@@ -81,24 +52,26 @@ uint64_t measured_repeats(const Params& p) {
 
 }  // namespace
 
-bool has_work_entry(std::string_view scenario) { return work_entry(scenario) != nullptr; }
+bool has_work_entry(std::string_view scenario) {
+  const ScenarioInfo* s = ScenarioRegistry::get().find(scenario);
+  return s && s->work;
+}
 
 bool row_work(const MappedRow& r, RowWork* out, std::string* error) {
   Params p;
   if (!resolved_params(r, &p, error)) return false;
   RowWork w;
-  const WorkEntry* e = work_entry(r.scenario);
-  w.what = e ? e->what : "operations";
-  if (e)
-    for (const char* k : e->per_round)
-      w.per_round =
-          sat_mul(w.per_round, static_cast<uint64_t>(std::max<int64_t>(1, param(p, k, 1))));
+  // The driver's own count (ScenarioInfo::work, the scenario run's budget
+  // too), split into rounds and what one round asks for.
+  const ScenarioInfo* info = ScenarioRegistry::get().find(r.scenario);
+  w.what = "operations";
   uint64_t rounds = 0;
   for (const char* k : {"smoke", "warmup"})
     rounds = sat_add(rounds, static_cast<uint64_t>(std::max<int64_t>(0, param(p, k, 0))));
   rounds = sat_add(rounds, measured_repeats(p));
   w.rounds = std::max<uint64_t>(1, rounds);
-  w.work = sat_mul(w.per_round, w.rounds);
+  w.work = info && info->work ? info->work(p) : kSaturated;
+  w.per_round = w.work == kSaturated ? kSaturated : w.work / w.rounds;
   *out = w;
   return true;
 }
