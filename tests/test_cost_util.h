@@ -3,11 +3,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "sim/cli/cli.h"
 #include "sim/cost/cost.h"
@@ -85,5 +87,33 @@ inline size_t lines(const std::string& s) {
   for (char c : s) n += c == '\n';
   return n;
 }
+
+// A fresh directory under the temp directory, removed with everything in
+// it afterwards.
+struct TempDir {
+  std::filesystem::path p;
+  explicit TempDir(const std::string& name) {
+    p = std::filesystem::temp_directory_path() /
+        ("simcache_test_" + std::to_string(getpid()) + "_" + name);
+    std::filesystem::remove_all(p);
+    std::filesystem::create_directories(p);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(p, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& f) const { return (p / f).string(); }
+  // The names in it, sorted.
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(p))
+      out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  size_t entries() const { return names().size(); }
+};
 
 }  // namespace simcache::testing

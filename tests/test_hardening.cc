@@ -22,6 +22,7 @@ using namespace simcache::sim;
 using simcache::testing::lines;
 using simcache::testing::read_text;
 using simcache::testing::repo_file;
+using simcache::testing::TempDir;
 using simcache::testing::TempFile;
 namespace fs = std::filesystem;
 
@@ -38,25 +39,6 @@ std::string row(const std::string& shape, const std::string& value = "119.4",
          "\t" + unit + "\ttiming\tsrc\t\n";
 }
 
-// A fresh directory under the temp directory, removed afterwards.
-struct TempDir {
-  fs::path p;
-  explicit TempDir(const std::string& name) {
-    p = fs::temp_directory_path() / ("simcache_hard_" + std::to_string(getpid()) + "_" + name);
-    fs::remove_all(p);
-    fs::create_directories(p);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(p, ec);
-  }
-  std::string operator/(const std::string& f) const { return (p / f).string(); }
-  size_t entries() const {
-    size_t n = 0;
-    for ([[maybe_unused]] const auto& e : fs::directory_iterator(p)) ++n;
-    return n;
-  }
-};
 
 void expect_one_line_error(const CliOutcome& r, const std::string& fragment) {
   INFO(r.err);

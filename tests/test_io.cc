@@ -21,29 +21,10 @@ using namespace simcache::sim;
 using simcache::testing::lines;
 using simcache::testing::read_text;
 using simcache::testing::repo_file;
+using simcache::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Dir {
-  fs::path p;
-  explicit Dir(const std::string& name) {
-    p = fs::temp_directory_path() / ("simcache_io_" + std::to_string(getpid()) + "_" + name);
-    fs::remove_all(p);
-    fs::create_directories(p);
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(p, ec);
-  }
-  std::string operator/(const std::string& f) const { return (p / f).string(); }
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(p)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-};
 
 void put(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
@@ -78,7 +59,7 @@ std::vector<std::vector<std::string>> input_commands(const std::string& f) {
 }  // namespace
 
 TEST_CASE("inputs: a device or a directory is one line naming the file, every kind", "[io]") {
-  const Dir d("kinds");
+  const TempDir d("kinds");
   for (const std::string& bad : {std::string("/dev/zero"), d.p.string()}) {
     const std::string why = bad == "/dev/zero" ? "is a device, not a file or a pipe"
                                                : "is a directory";
@@ -93,7 +74,7 @@ TEST_CASE("inputs: a device or a directory is one line naming the file, every ki
 }
 
 TEST_CASE("inputs: a trace through a pipe is read once and replays as the file does", "[io]") {
-  const Dir d("fifo");
+  const TempDir d("fifo");
   const std::string fifo = d / "trace.fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   const std::string text = read_text(kTrace);
@@ -114,7 +95,7 @@ TEST_CASE("inputs: a trace through a pipe is read once and replays as the file d
 }
 
 TEST_CASE("inputs: a UTF-8 byte-order mark is accepted in every format", "[io]") {
-  const Dir d("bom");
+  const TempDir d("bom");
   const std::string bom = "\xEF\xBB\xBF";
   put(d / "c.toml", bom + "scenario = \"waitv\"\nprofile = \"none\"\n");
   CHECK(run_cli({"--config", d / "c.toml"}).status == 0);
@@ -131,7 +112,7 @@ TEST_CASE("inputs: a UTF-8 byte-order mark is accepted in every format", "[io]")
 }
 
 TEST_CASE("inputs: a line past the limit names the limit and how to raise it", "[io]") {
-  const Dir d("long");
+  const TempDir d("long");
   put(d / "long.toml", "# " + std::string(input_limits().max_line + 10, 'x') + "\n");
   expect_error(run_cli({"--config", d / "long.toml"}),
                "long.toml:1: line longer than the limit of 1048576 bytes; "
@@ -145,7 +126,7 @@ TEST_CASE("inputs: a line past the limit names the limit and how to raise it", "
 }
 
 TEST_CASE("outputs: a planted link is refused for every output flag, its target kept", "[io]") {
-  const Dir d("links");
+  const TempDir d("links");
   put(d / "victim", "precious");
   fs::create_symlink(d / "victim", d / "link");
   const std::string link = d / "link";
@@ -174,13 +155,13 @@ TEST_CASE("outputs: a device stays a device, a directory is refused", "[io]") {
   struct stat st {};
   REQUIRE(::stat("/dev/null", &st) == 0);
   CHECK(S_ISCHR(st.st_mode));
-  const Dir d("dirout");
+  const TempDir d("dirout");
   expect_error(run_cli({"run-ops", kOps, "--profile", "none", "--emit-trace", d.p.string()}),
                "is a directory");
 }
 
 TEST_CASE("outputs: --sysfs never touches a directory it did not make", "[io]") {
-  const Dir d("sysfs");
+  const TempDir d("sysfs");
   fs::create_directories(d / "tree.tmp~");
   put(d / "tree.tmp~/mine", "user data");
   const std::vector<std::string> run = {"--scenario", "sparse-fill", "--set", "slots=64",
@@ -194,7 +175,7 @@ TEST_CASE("outputs: --sysfs never touches a directory it did not make", "[io]") 
 }
 
 TEST_CASE("outputs: a command that fails on a later output writes none of them", "[io]") {
-  const Dir d("batch");
+  const TempDir d("batch");
   // --output is produced first, then --slabinfo-at fails on its snapshot name.
   const CliOutcome r = run_cli({"--scenario", "sparse-fill", "--set", "slots=64", "--set",
                                 "installs=64", "--set", "rounds=1", "--profile", "none",
@@ -210,7 +191,7 @@ TEST_CASE("outputs: a command that fails on a later output writes none of them",
 }
 
 TEST_CASE("outputs: a batch puts its files in place only on commit", "[io]") {
-  const Dir d("commit");
+  const TempDir d("commit");
   std::string err;
   {
     OutputBatch b;
@@ -233,7 +214,7 @@ TEST_CASE("outputs: a batch puts its files in place only on commit", "[io]") {
 }
 
 TEST_CASE("outputs: concurrent writers each rename a whole file", "[io]") {
-  const Dir d("race");
+  const TempDir d("race");
   const std::string a(1 << 20, 'a'), b(1 << 20, 'b');
   std::string ea, eb;
   bool oka = false, okb = false;
