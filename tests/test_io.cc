@@ -119,6 +119,15 @@ TEST_CASE("inputs: a line past the limit names the limit and how to raise it", "
                "SIMCACHE_LINE_LIMIT=BYTES raises it");
   put(d / "long.txt", "\n\n" + std::string(input_limits().max_line + 10, 'x') + "\n");
   expect_error(run_cli({"replay", d / "long.txt"}), "long.txt:3: line longer than the limit");
+  // A line of exactly the limit is not past it, read whole or streamed.
+  const std::string edge = "#" + std::string(input_limits().max_line - 1, 'x') + "\n";
+  put(d / "edge.toml", edge + "scenario = \"nosuch\"\n");
+  const CliOutcome e = run_cli({"--config", d / "edge.toml"});
+  CHECK(e.err.find("line longer") == std::string::npos);
+  CHECK(e.err.find("edge.toml:2: scenario") != std::string::npos);
+  put(d / "edge.txt", edge);
+  CHECK(run_cli({"replay", d / "edge.txt", "--profile", "none"}).err.find("line longer") ==
+        std::string::npos);
   std::string why;
   std::string text;
   CHECK_FALSE(read_input(d / "long.txt", "the trace", &text, &why, 1000));

@@ -179,13 +179,16 @@ bool read_input(const std::string& path, std::string_view what, std::string* out
     const size_t from = out->size();
     out->append(buf, static_cast<size_t>(n));
     for (size_t i = from; i < out->size(); ++i) {
-      if (i - line_start >= input_limits().max_line) {
+      if ((*out)[i] == '\n') {
+        ++line, line_start = i + 1;
+        continue;
+      }
+      if (i - line_start >= input_limits().max_line) {  // a line of more than max_line bytes
         out->clear();
         return *error = fmt::format("{}:{}: line longer than {}", src->name(), line,
                                     line_limit_hint()),
                false;
       }
-      if ((*out)[i] == '\n') ++line, line_start = i + 1;
     }
   }
   if (std::string_view(*out).substr(0, kBom.size()) == kBom) out->erase(0, kBom.size());
