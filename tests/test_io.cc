@@ -99,7 +99,11 @@ TEST_CASE("inputs: a UTF-8 byte-order mark is accepted in every format", "[io]")
   const std::string bom = "\xEF\xBB\xBF";
   put(d / "c.toml", bom + "scenario = \"waitv\"\nprofile = \"none\"\n");
   CHECK(run_cli({"--config", d / "c.toml"}).status == 0);
-  put(d / "m.tsv", bom + read_text(repo_file("data/measurements/calibration.tsv")));
+  // The header and the first two rows: enough to parse, quick to validate.
+  const std::string tsv = read_text(repo_file("data/measurements/calibration.tsv"));
+  size_t three = 0;
+  for (int n = 0; n < 3; ++n) three = tsv.find('\n', three) + 1;
+  put(d / "m.tsv", bom + tsv.substr(0, three));
   const CliOutcome v = run_cli({"validate", "--measurements", d / "m.tsv", "--jobs", "2"});
   INFO(v.err);
   CHECK(v.status != 2);

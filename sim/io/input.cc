@@ -201,7 +201,7 @@ LineInput::LineInput(std::shared_ptr<InputSource> src) : src_(std::move(src)) {
 
 bool LineInput::fill() {
   if (begin_ > 0) {
-    std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+    if (end_ > begin_) std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
     end_ -= begin_;
     begin_ = 0;
   }
@@ -226,8 +226,9 @@ bool LineInput::fill() {
 bool LineInput::next(std::string_view* line) {
   if (!error_.empty()) return false;
   for (;;) {
-    const char* nl = static_cast<const char*>(
-        std::memchr(buf_.data() + begin_, '\n', end_ - begin_));
+    const char* nl = end_ == begin_ ? nullptr  // the empty buffer has no data()
+                                    : static_cast<const char*>(std::memchr(
+                                          buf_.data() + begin_, '\n', end_ - begin_));
     const size_t avail = nl ? static_cast<size_t>(nl - (buf_.data() + begin_)) : end_ - begin_;
     if (avail > input_limits().max_line) {
       error_ = fmt::format("{}:{}: line longer than {}", src_->name(), line_no_ + 1,
