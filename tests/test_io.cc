@@ -224,6 +224,16 @@ TEST_CASE("outputs: a batch puts its files in place only on commit", "[io]") {
   }
   CHECK(read_text(d / "a.txt") == "A");
   CHECK(d.names() == std::vector<std::string>{"a.txt"});
+  {
+    OutputBatch outer;
+    {
+      OutputBatch inner;  // part of the outer one
+      REQUIRE(write_file_atomic(d / "b.txt", "B", &err));
+      REQUIRE(inner.commit(&err));
+    }
+    CHECK_FALSE(fs::exists(d / "b.txt"));  // still staged in the outer batch
+  }  // the outer one dropped: nothing placed, nothing left
+  CHECK(d.names() == std::vector<std::string>{"a.txt"});
 }
 
 TEST_CASE("outputs: concurrent writers each rename a whole file", "[io]") {

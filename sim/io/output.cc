@@ -283,11 +283,11 @@ bool check_output_dir(const std::string& path, std::string_view flag, std::strin
 }
 
 OutputBatch::OutputBatch() {
-  if (!g_batch) g_batch = new Batch;
+  if (!g_batch) g_batch = new Batch, owner_ = true;
 }
 
 OutputBatch::~OutputBatch() {
-  if (!g_batch) return;
+  if (!owner_ || !g_batch) return;
   for (const Staged& s : g_batch->items)
     if (s.kind != Staged::stream) discard(s.slot, s.tmp, s.kind == Staged::dir);
   delete g_batch;
@@ -295,7 +295,7 @@ OutputBatch::~OutputBatch() {
 }
 
 bool OutputBatch::commit(std::string* error) {
-  if (!g_batch) return true;
+  if (!owner_ || !g_batch) return true;
   Batch* b = g_batch;
   g_batch = nullptr;  // stage_or_place() now places
   bool ok = true;

@@ -29,7 +29,9 @@ bool check_output_dir(const std::string& path, std::string_view flag, std::strin
 
 // The outputs of one command. While one is alive, every write below is
 // staged in it; commit() puts them all in place, in the order written.
-// Destroyed uncommitted (an error, an exception), it removes them all.
+// Destroyed uncommitted (an error, an exception), it removes them all. A
+// batch opened inside another is part of it: its commit() and destructor
+// leave everything to the outer one.
 class OutputBatch {
  public:
   OutputBatch();
@@ -37,6 +39,9 @@ class OutputBatch {
   OutputBatch(const OutputBatch&) = delete;
   OutputBatch& operator=(const OutputBatch&) = delete;
   bool commit(std::string* error);
+
+ private:
+  bool owner_ = false;  // the outermost batch; an inner one adds to it
 };
 
 // Writes `data` to `path` (staged if a batch is open, else at once).
