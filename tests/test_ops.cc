@@ -135,3 +135,22 @@ TEST_CASE("run-ops --emit-ops writes a flat op file that runs to the same counts
   require_same_counts(run_ops(source_path("data/ops/arm-fail.ops"), req), run_ops(out, req));
   std::remove(out.c_str());
 }
+
+TEST_CASE("op-file errors escape the file's control bytes, macro calls included", "[ops]") {
+  // A macro body whose op takes a key made of carriage returns: the error
+  // quotes the key, and used to carry the raw bytes (fuzz_ops).
+  const std::string text =
+      "unit object ns\ntask app memcg=user\ndefine pair\n1 app send_fd \r\robj=$id\nend\n"
+      "call pair id=1\n";
+  OpProgram p;
+  std::string err;
+  REQUIRE_FALSE(parse_op_program(text, "t.ops", &p, &err));
+  INFO(err);
+  CHECK(err.find("'\\r\\robj'") != std::string::npos);
+  for (char c : err) CHECK(static_cast<unsigned char>(c) >= 0x20);
+  // The same through a line of its own.
+  OpProgram q;
+  REQUIRE_FALSE(parse_op_program("unit object ns\ntask app memcg=user\n1 app send_fd \x01k=1\n",
+                                 "t.ops", &q, &err));
+  CHECK(err.find("\\x01k") != std::string::npos);
+}

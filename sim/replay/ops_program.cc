@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "model/io_uring/ctx.h"
+#include "model/kernel/policy.h"
 #include "sim/io/input.h"
 #include "sim/replay/ops.h"
 #include "sim/replay/text.h"
@@ -308,8 +309,23 @@ bool parse_op_program(std::string_view text, const std::string& file, OpProgram*
   return parse_op_program(text, file, out, error, current_op_limits());
 }
 
+namespace {
+bool parse_unescaped(std::string_view text, const std::string& file, OpProgram* out,
+                     std::string* error, const OpLimits& limits);
+}  // namespace
+
+// Errors quote the file's own bytes (a key, a macro argument): control
+// characters in them are escaped here, once, so every error is one line.
 bool parse_op_program(std::string_view text, const std::string& file, OpProgram* out,
                       std::string* error, const OpLimits& limits) {
+  if (parse_unescaped(text, file, out, error, limits)) return true;
+  *error = iou::escape_controls(*error);
+  return false;
+}
+
+namespace {
+bool parse_unescaped(std::string_view text, const std::string& file, OpProgram* out,
+                     std::string* error, const OpLimits& limits) {
   out->file = file;
   Parser p{file, out->names, out, &out->macros, error};
   const auto lines = split_lines(text);
@@ -326,6 +342,7 @@ bool parse_op_program(std::string_view text, const std::string& file, OpProgram*
            false;
   return true;
 }
+}  // namespace
 
 bool parse_macro_body(const OpMacro& m, const std::string& file,
                       const std::vector<std::pair<std::string, std::string>>& args,
@@ -349,7 +366,9 @@ bool parse_macro_body(const OpMacro& m, const std::string& file,
   for (size_t i = 0; i < texts.size(); ++i) lines.emplace_back(m.lines[i].first, texts[i]);
   Parser p{file, names, nullptr, nullptr, error};
   size_t i = 0;
-  return p.block(lines, &i, out, 0, 0);
+  if (p.block(lines, &i, out, 0, 0)) return true;
+  *error = iou::escape_controls(*error);  // a macro's arguments are the file's bytes
+  return false;
 }
 
 bool load_op_file(const std::string& path, OpProgram* out, std::string* error) {
