@@ -23,7 +23,7 @@ using simcache::testing::TempFile;
 
 namespace {
 
-const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
+using simcache::testing::kHeader;
 
 std::string f0(int64_t slots, int64_t installs, int64_t rounds) {
   return fmt::format(

@@ -16,6 +16,11 @@
 
 namespace simcache::testing {
 
+// The header line of a measurements TSV (data/measurements/calibration.tsv's
+// columns), for tests that write rows of their own.
+inline constexpr char kHeader[] =
+    "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
+
 // A file of the source tree, by its path from the top directory.
 inline std::string repo_file(const std::string& rel) {
   return (std::filesystem::path(SIMCACHE_SOURCE_DIR) / rel).lexically_normal().string();

@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
+using simcache::testing::kHeader;
 const char kShapeF0[] =
     "F0: slots=4096 sparse, 4096 MSG_RING SEND_FD installs/round as 64 batches of QD=64, "
     "new target ring per round, 3 warmup + 15 measured rounds";

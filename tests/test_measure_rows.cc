@@ -13,7 +13,7 @@ using simcache::testing::TempFile;
 
 namespace {
 
-const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
+using simcache::testing::kHeader;
 const char kHost[] = "; host: 2 CPUs, task on CPU 1, kworker CPU 0, child memcg";
 
 // A row as simcache-measure prints it (kit_row() in measure/kit_common.c).

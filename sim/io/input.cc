@@ -98,7 +98,7 @@ InputSource::~InputSource() {
 std::string InputSource::name() const { return iou::escape_controls(path_, 200); }
 
 std::shared_ptr<InputSource> InputSource::open(const std::string& path, std::string_view what,
-                                               std::string* error) {
+                                               std::string* error, bool reread) {
   const std::string name = iou::escape_controls(path, 200);
   if (path.empty()) return *error = fmt::format("{}: empty file name", what), nullptr;
   // The type is checked before opening: opening a device can act on it.
@@ -120,7 +120,7 @@ std::shared_ptr<InputSource> InputSource::open(const std::string& path, std::str
     return *error = fmt::format("{}: cannot read {}: changed while opening", name, what), nullptr;
   s->pipe_ = S_ISFIFO(st.st_mode);
   s->size_ = s->pipe_ ? 0 : static_cast<uint64_t>(st.st_size);
-  if (s->pipe_ && (s->spool_ = make_spool()) < 0)
+  if (s->pipe_ && reread && (s->spool_ = make_spool()) < 0)
     return *error = fmt::format("{}: cannot read {}: no temporary file to hold the pipe's data: {}",
                                 name, what, std::strerror(errno)),
            nullptr;
@@ -138,16 +138,14 @@ long InputSource::read_at(uint64_t off, char* buf, size_t n) {
     } else {
       got = ::read(fd_, buf, n);
       if (got == 0) pipe_done_ = true;
-      if (got > 0) {
-        for (ssize_t done = 0; done < got;) {
-          const ssize_t w = ::pwrite(spool_, buf + done, static_cast<size_t>(got - done),
-                                     static_cast<off_t>(size_ + static_cast<uint64_t>(done)));
-          if (w < 0 && errno == EINTR) continue;
-          if (w <= 0) return -1;
-          done += w;
-        }
-        size_ += static_cast<uint64_t>(got);
+      for (ssize_t done = 0; spool_ >= 0 && done < got;) {  // a read-once pipe keeps no copy
+        const ssize_t w = ::pwrite(spool_, buf + done, static_cast<size_t>(got - done),
+                                   static_cast<off_t>(size_ + static_cast<uint64_t>(done)));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        done += w;
       }
+      if (got > 0) size_ += static_cast<uint64_t>(got);
     }
     if (got < 0 && errno == EINTR) continue;
     return got;
@@ -158,7 +156,7 @@ bool read_input(const std::string& path, std::string_view what, std::string* out
                 std::string* error, size_t max) {
   if (!input_limits_error().empty()) return *error = input_limits_error(), false;
   const size_t cap = max ? max : input_limits().max_bytes;
-  const auto src = InputSource::open(path, what, error);
+  const auto src = InputSource::open(path, what, error, /*reread=*/false);
   if (!src) return false;
   const std::string limit = max ? fmt::format("its limit of {} bytes", max) : input_limit_hint();
   if (!src->is_pipe() && src->size() > cap)

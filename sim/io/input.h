@@ -41,9 +41,11 @@ class InputSource {
   InputSource(const InputSource&) = delete;
   InputSource& operator=(const InputSource&) = delete;
 
-  // `what` names the input in messages ("the sweep grid").
+  // `what` names the input in messages ("the sweep grid"). `reread`:
+  // later passes will read it again, so a pipe is spooled; false for an
+  // input read once, whose pipe is then read straight through.
   static std::shared_ptr<InputSource> open(const std::string& path, std::string_view what,
-                                           std::string* error);
+                                           std::string* error, bool reread = true);
   const std::string& path() const { return path_; }
   const std::string& what() const { return what_; }
   // The path made safe for a one-line message.

@@ -133,13 +133,13 @@ std::string parent_of(const std::string& path) {
   return p.has_parent_path() ? p.parent_path().string() : ".";
 }
 
-bool parent_ok(const std::string& path, std::string_view flag, std::string* error) {
+bool parent_ok(const std::string& path, std::string* error) {
   const std::string dir = parent_of(path);
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return *error = fmt::format("{}: {}: no such directory '{}'", flag, esc(path), esc(dir)), false;
+    return *error = fmt::format("{}: no such directory '{}'", esc(path), esc(dir)), false;
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
-    return *error = fmt::format("{}: {}: cannot write in '{}': {}", flag, esc(path), esc(dir),
+    return *error = fmt::format("{}: cannot write in '{}': {}", esc(path), esc(dir),
                                 std::strerror(errno)),
            false;
   return true;
@@ -242,35 +242,41 @@ int make_temp(const std::string& path, std::string* tmp, int* slot, std::string*
   return fd;
 }
 
-}  // namespace
-
-bool check_output(const std::string& path, std::string_view flag, std::string* error) {
-  if (path.empty()) return *error = fmt::format("{}: empty file name", flag), false;
+// check_output() without the flag: "PATH: why".
+bool check_target(const std::string& path, std::string* error) {
   if (is_own_stream(path)) return true;
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno != ENOENT)
-      return *error = fmt::format("{}: {}: {}", flag, esc(path), std::strerror(errno)), false;
-    return parent_ok(path, flag, error);
+      return *error = fmt::format("{}: {}", esc(path), std::strerror(errno)), false;
+    return parent_ok(path, error);
   }
   if (S_ISLNK(st.st_mode)) {
     // /dev/stdout, /dev/fd/N: links to a stream are followed, no other.
     struct stat t {};
     if (::stat(path.c_str(), &t) == 0 && (S_ISFIFO(t.st_mode) || S_ISCHR(t.st_mode))) return true;
-    return *error = fmt::format("{}: {}: is a symbolic link; refusing to replace it (name the "
+    return *error = fmt::format("{}: is a symbolic link; refusing to replace it (name the "
                                 "target file)",
-                                flag, esc(path)),
+                                esc(path)),
            false;
   }
   if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) return true;
   if (S_ISDIR(st.st_mode))
-    return *error = fmt::format("{}: {}: is a directory", flag, esc(path)), false;
+    return *error = fmt::format("{}: is a directory", esc(path)), false;
   if (!S_ISREG(st.st_mode))
-    return *error = fmt::format("{}: {}: not a regular file, FIFO or device; refusing", flag,
-                                esc(path)),
+    return *error = fmt::format("{}: not a regular file, FIFO or device; refusing", esc(path)),
            false;
-  return parent_ok(path, flag, error);
+  return parent_ok(path, error);
 }
+
+}  // namespace
+
+bool check_output(const std::string& path, std::string_view flag, std::string* error) {
+  if (path.empty()) return *error = fmt::format("{}: empty file name", flag), false;
+  if (!check_target(path, error)) return *error = fmt::format("{}: {}", flag, *error), false;
+  return true;
+}
+
 
 bool check_output_dir(const std::string& path, std::string_view flag, std::string* error) {
   if (path.empty()) return *error = fmt::format("{}: empty directory name", flag), false;
@@ -279,7 +285,8 @@ bool check_output_dir(const std::string& path, std::string_view flag, std::strin
     return *error = fmt::format("{}: '{}' exists; give a new directory", flag, esc(path)), false;
   if (errno != ENOENT)
     return *error = fmt::format("{}: {}: {}", flag, esc(path), std::strerror(errno)), false;
-  return parent_ok(path, flag, error);
+  if (!parent_ok(path, error)) return *error = fmt::format("{}: {}", flag, *error), false;
+  return true;
 }
 
 OutputBatch::OutputBatch() {
@@ -308,11 +315,8 @@ bool OutputBatch::commit(std::string* error) {
 }
 
 bool write_file_atomic(const std::string& path, const std::string& data, std::string* error) {
-  if (!check_output(path, "output", error)) {
-    // The message names the path already; drop the generic flag name.
-    if (error->rfind("output: ", 0) == 0) error->erase(0, 8);
-    return false;
-  }
+  if (path.empty()) return *error = "output file name is empty", false;
+  if (!check_target(path, error)) return false;
   if (is_stream_target(path)) return stage_or_place({Staged::stream, "", path, data, -1}, error);
   struct stat st {};
   const mode_t mode = ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : new_file_mode();
@@ -339,10 +343,8 @@ OutputStream::~OutputStream() {
 }
 
 bool OutputStream::open(const std::string& path, std::string* error) {
-  if (!check_output(path, "output", error)) {
-    if (error->rfind("output: ", 0) == 0) error->erase(0, 8);
-    return false;
-  }
+  if (path.empty()) return *error = "output file name is empty", false;
+  if (!check_target(path, error)) return false;
   path_ = path;
   stream_ = is_stream_target(path);
   if (stream_) {
