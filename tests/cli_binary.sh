@@ -143,6 +143,18 @@ for sig in TERM INT; do
    fi
    echo "ok: SIG$sig removes the temporary (status $st)") || fails=$((fails + 1))
 done
+# replay --emit-ops reads a piped trace once, like the replay itself, and
+# keeps the replay's own budget.
+lk="$src/tests/data/traces/lkml-2019-kmem.txt"
+"$bin" replay "$lk" --emit-ops fromfile.ops 2>/dev/null
+"$bin" replay <(cat "$lk") --emit-ops frompipe.ops 2>/dev/null
+if [ "$(tail -n +2 fromfile.ops)" != "$(tail -n +2 frompipe.ops)" ] || [ "$(grep -c kmalloc frompipe.ops)" = 0 ]; then
+  echo "FAIL: replay --emit-ops from a pipe: $(wc -l < frompipe.ops) lines, $(wc -l < fromfile.ops) from the file"
+  fails=$((fails + 1))
+else
+  echo "ok: replay --emit-ops from a pipe: $(wc -l < frompipe.ops) lines as from the file"
+fi
+expect 2 "replay --emit-ops over --max-events" "the replay budget" replay "$lk" --max-events 3 --emit-ops out/e.ops
 # Temp files are ".NAME.XXXXXX" beside the target (and the old "NAME.tmp~").
 leftover=$(find . -name '.*.??????' -o -name '*.tmp~' | wc -l)
 [ "$leftover" = 0 ] || { echo "FAIL: temp files left: $(ls -A)"; fails=$((fails + 1)); }

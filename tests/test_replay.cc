@@ -265,7 +265,9 @@ TEST_CASE("replay --emit-ops: a trace compiled to ops runs to the same counts", 
     req.sets = {{"cpus", "24"}};
     const std::string out = "emitted_trace.ops";
     std::string err;
-    REQUIRE(emit_trace_ops(fixture(f), out, req, &err));
+    TraceSummary s;
+    REQUIRE(scan_trace(fixture(f), {}, &s, &err));
+    REQUIRE(emit_trace_ops(s, out, req, &err));
     const RunResult ops = run_ops(out, req), tr = run_trace(fixture(f), req);
     const auto& a = tr.workloads[0].policies[0];
     const auto& b = ops.workloads[0].policies[0];

@@ -9,7 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include "png_reader.h"
+#include "model/kernel/machine.h"
 #include "sim/cli/cli.h"
 #include "sim/report/plot.h"
 
@@ -23,7 +25,7 @@ namespace {
 // One ok record as the sweep writes it (trimmed params).
 const std::string kRecord =
     "{\"accounted_bytes\":53248,\"cost_profile\":\"i7-12700KF\",\"grid\":{\"slots\":\"64\"},"
-    "\"kasan\":0,\"kernel\":\"v6.13\",\"knobs\":{},\"label\":\"sparse-fill\","
+    "\"kasan\":0,\"kernel\":\"v6.13\",\"knobs\":{},\"label\":\"sparse-fill\",\"machine\":\"i7-12700KF\","
     "\"metrics\":{\"bytes_retained\":256,\"nodes_unused\":0},\"ns_per_op\":149.75,"
     "\"op_unit\":\"install\",\"params\":{\"slots\":64},\"point\":0,\"policy\":\"unpatched\","
     "\"resolved\":\"unpatched\",\"scenario\":\"sparse-fill\",\"seed\":1,\"status\":\"ok\","
@@ -166,6 +168,30 @@ TEST_CASE("sweep: sharded and threaded sweeps merge into the same bytes, skips s
   CHECK(skipped == 4);
   const std::string csv = ok({"merge", d.path.string() + "/s0.jsonl", "--format", "csv"}).out;
   CHECK(csv.rfind("point,workload,scenario,", 0) == 0);
+}
+
+TEST_CASE("sweep: a machines axis runs each point on its machine row", "[sweep]") {
+  TempDir d;
+  std::string grid = "scenario = \"sparse-fill\"\nmachines = [";
+  for (const iou::MachineInfo& m : iou::machines()) grid += "\"" + std::string(m.name) + "\",";
+  grid += "]\n[params]\nslots = 256\ninstalls = 64\nrounds = 1\nwarmup = 0\n";
+  const std::string out = ok({"sweep", d.file("m.toml", grid), "--profile", "none"}).out;
+  std::istringstream in(out);
+  size_t n = 0;
+  for (std::string l; std::getline(in, l); ++n) {
+    const nlohmann::json j = nlohmann::json::parse(l);
+    const iou::MachineInfo* m = iou::machine_by_name(j.at("machine").get<std::string>(), nullptr);
+    REQUIRE(m != nullptr);
+    CHECK(m == &iou::machines()[n]);  // in table order, one point each
+    // The machine's row is the default of every machine parameter.
+    for (const iou::MachineField& f : iou::machine_fields())
+      CHECK(j.at("params").at(std::string(f.name)).get<int64_t>() == m->value(f.name));
+  }
+  CHECK(n == iou::machines().size());
+  const std::string bad = d.file("bad.toml", "scenario = \"sparse-fill\"\nmachine = \"pdp11\"\n");
+  const CliOutcome o = run_cli({"sweep", bad});
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Contains(bad + ": machine: unknown machine 'pdp11'"));
 }
 
 TEST_CASE("sweep: bad grids, shards and shard files fail with one line and exit 2",

@@ -254,13 +254,15 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   if (v.count("quiet")) warning.clear();
   // The plain table prints no call-site view but KASAN's "in <site>":
   // run without scopes, and again with them only if a report needs one.
-  const bool auto_sites = req.call_sites && format == "table" && !v.count("explain");
-  if (auto_sites) req.call_sites = false;
+  RunConfig cfg;  // resolved once: every name, number and column checked
+  if (!resolve_run(req, &cfg, &error)) return cli_fail(error);
+  const bool auto_sites = cfg.call_sites && format == "table" && !v.count("explain");
+  if (auto_sites) cfg.call_sites = false;
   RunResult result;
-  if (!run(req, &result, &error)) return cli_fail(error);
+  run(cfg, &result);
   if (auto_sites && any_kasan(result)) {
-    req.call_sites = true;
-    if (!run(req, &result, &error)) return cli_fail(error);
+    cfg.call_sites = true;
+    run(cfg, &result);
   }
   fill_run_record(args, have_cost ? &cost : nullptr, &result);
   if (v.count("cache")) ro.cache = v["cache"];

@@ -318,12 +318,9 @@ bool dump_config(const ParsedFlags& f, const RunRequest& req, std::string* out,
     for (const std::string& spec : f.fails) fails.push_back(spec);
     t.insert_or_assign("fail", fails);
   }
-  std::vector<std::string> cols = req.policies;
-  if (const PresetInfo* pr = ScenarioRegistry::get().find_preset(req.scenario); cols.empty() && pr)
-    cols = pr->policies;  // the preset's columns (its items may name their own)
-  if (const ScenarioInfo* si = ScenarioRegistry::get().find(req.scenario); cols.empty() && si)
-    cols = si->policies;  // the scenario's default columns, as run() picks them
-  if (cols.empty()) cols.push_back("unpatched");
+  // The columns as resolve_run() picks them (a preset's items may name their own).
+  const std::vector<std::string> cols =
+      req.policies.empty() ? default_columns(req.scenario) : req.policies;
   toml::array pol, resolved_cols;
   const iou::KernelProfile* profile = iou::profile_by_name(req.kernel, error);
   if (!profile) return false;

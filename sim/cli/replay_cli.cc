@@ -164,7 +164,7 @@ CliOutcome run_replay_cli(const ParsedFlags& f, const Args&) {
   for (const auto& [k, v] : req.sets) cpus_set |= k == "cpus";
   if (!cpus_set && s.max_cpu >= 20) req.sets.emplace_back("cpus", std::to_string(s.max_cpu + 1));
   if (f.v.count("emit-ops")) {
-    if (!emit_trace_ops(file, f.v.at("emit-ops"), req, &error)) return cli_fail(error);
+    if (!emit_trace_ops(s, f.v.at("emit-ops"), req, &error)) return cli_fail(error);
     return {0, "", ""};
   }
   std::string note = fmt::format("trace: {} lines, {} events, {} skipped", s.lines, s.events,

@@ -224,10 +224,9 @@ bool emit_ops_run(const std::string& ops_path, const std::string& out_path, bool
   }, error);
 }
 
-bool emit_trace_ops(const std::string& trace_path, const std::string& out_path,
-                    const RunRequest& req, std::string* error) {
-  TraceSummary s;
-  if (!scan_trace(trace_path, {}, &s, error)) return false;
+bool emit_trace_ops(const TraceSummary& s, const std::string& out_path, const RunRequest& req,
+                    std::string* error) {
+  const std::string& trace_path = s.file;
   RunRequest one = req;
   if (one.policies.size() > 1) one.policies.resize(1);
   one.jobs = 1;

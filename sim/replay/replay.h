@@ -77,8 +77,10 @@ class TraceWriter {
 // (--emit-trace) or as a flat op file (--emit-ops).
 bool emit_ops_run(const std::string& ops_path, const std::string& out_path, bool as_trace,
                   const RunRequest& req, std::string* error);
-// Replays a trace, writing the ops it compiled to (replay --emit-ops).
-bool emit_trace_ops(const std::string& trace_path, const std::string& out_path,
-                    const RunRequest& req, std::string* error);
+// Replays a scanned trace (scan_trace(), under the replay's own budget
+// and options; a pipe is not read again), writing the ops it compiled to
+// (replay --emit-ops).
+bool emit_trace_ops(const TraceSummary& s, const std::string& out_path, const RunRequest& req,
+                    std::string* error);
 
 }  // namespace simcache::sim

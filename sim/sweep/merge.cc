@@ -59,6 +59,7 @@ struct Field {
 constexpr Field kFields[] = {
     {"point", Kind::Uint, When::Always},          {"workload", Kind::Uint, When::Always},
     {"scenario", Kind::String, When::Always},     {"kernel", Kind::String, When::Always},
+    {"machine", Kind::String, When::Always},
     {"seed", Kind::Uint, When::Always},           {"policy", Kind::String, When::Always},
     {"cost_profile", Kind::String, When::Always}, {"grid", Kind::StringMap, When::Always},
     {"knobs", Kind::StringMap, When::Always},     {"reason", Kind::String, When::Skipped},

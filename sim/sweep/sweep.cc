@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "model/kernel/machine.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
 #include "sim/cost/cost.h"
@@ -57,6 +58,7 @@ bool table_values(const TomlReader& r, const toml::node& n, const std::string& f
 bool grid_key(const TomlReader& r, const std::string& k, const toml::node& v, SweepGrid* g) {
   if (k == "scenario" || k == "scenarios") return values(r, v, k, &g->scenarios);
   if (k == "kernel" || k == "kernels") return values(r, v, k, &g->kernels);
+  if (k == "machine" || k == "machines") return values(r, v, k, &g->machines);
   if (k == "policy" || k == "policies") return values(r, v, k, &g->policies);
   if (k == "params") return table_values(r, v, k, &g->params);
   if (k == "knobs") return table_values(r, v, k, &g->knobs);
@@ -116,6 +118,7 @@ bool load_grid(const std::string& path, SweepGrid* g, std::string* error) {
     if (!grid_key(r, std::string(k.str()), v, g)) return false;
   if (g->scenarios.empty()) return r.fail(&t, "scenario", "missing");
   if (g->kernels.empty()) g->kernels.push_back(std::string(iou::kDefaultProfile));
+  if (g->machines.empty()) g->machines.push_back(std::string(iou::kDefaultMachine));
   if (g->policies.empty()) g->policies.push_back("unpatched");
   if (g->seeds.empty()) g->seeds.push_back(1);
   return true;
@@ -132,14 +135,16 @@ bool expand_grid(const SweepGrid& g, std::vector<SweepPoint>* out, std::string* 
              false;
   for (const std::string& k : g.kernels)
     if (!iou::profile_by_name(k, error)) return *error = g.path + ": kernel: " + *error, false;
+  for (const std::string& m : g.machines)
+    if (!iou::machine_by_name(m, error)) return *error = g.path + ": machine: " + *error, false;
   std::vector<std::string> costs = g.cost_profiles;
   if (costs.empty()) costs.push_back(std::string(kDefaultCostProfile));
   // The points are a mixed-radix count, the first axis most significant:
-  // scenario, kernel, profile, seed, each parameter and policy, each knob
+  // scenario, kernel, machine, profile, seed, each parameter and policy, each knob
   // (keys in order). A shard's points are decoded from their indices, so
   // the grid is sharded before it is expanded and never held whole.
-  std::vector<uint64_t> radix = {g.scenarios.size(), g.kernels.size(), costs.size(),
-                                 g.seeds.size()};
+  std::vector<uint64_t> radix = {g.scenarios.size(), g.kernels.size(), g.machines.size(),
+                                 costs.size(), g.seeds.size()};
   for (const auto& [k, vs] : g.params) radix.push_back(vs.size());
   radix.push_back(g.policies.size());
   for (const auto& [k, vs] : g.knobs) radix.push_back(vs.size());
@@ -187,6 +192,7 @@ bool expand_grid(const SweepGrid& g, std::vector<SweepPoint>* out, std::string* 
     p.index = idx;
     p.scenario = g.scenarios[digit[d++]];
     p.kernel = g.kernels[digit[d++]];
+    p.machine = g.machines[digit[d++]];
     const std::string& c = costs[digit[d++]];
     p.cost_profile = c == "none" ? "" : c;
     p.seed = g.seeds[digit[d++]];
@@ -227,6 +233,7 @@ nlohmann::json point_head(const SweepPoint& p) {
   j["point"] = p.index;
   j["scenario"] = p.scenario;
   j["kernel"] = p.kernel;
+  j["machine"] = p.machine;
   j["seed"] = p.seed;
   j["policy"] = p.policy;
   j["cost_profile"] = p.cost_profile;
@@ -278,6 +285,7 @@ bool run_point(const SweepPoint& pt, const CostModel* cost, std::vector<nlohmann
   RunRequest req;
   req.scenario = pt.scenario;
   req.kernel = pt.kernel;
+  req.machine = pt.machine;
   req.seed = pt.seed;
   req.sets = pt.params;
   req.policies = {pt.policy};

@@ -23,6 +23,7 @@ class CostModel;
 struct SweepPoint {
   size_t index = 0;
   std::string scenario, kernel;
+  std::string machine;  // a model/kernel/machine.def row
   uint64_t seed = 1;
   std::vector<std::pair<std::string, std::string>> params;  // scenario --set
   std::string policy;                                       // the column as written
@@ -32,7 +33,7 @@ struct SweepPoint {
 
 struct SweepGrid {
   std::string path;
-  std::vector<std::string> scenarios, kernels, policies;
+  std::vector<std::string> scenarios, kernels, machines, policies;
   std::vector<uint64_t> seeds;
   // Each key's values, crossed in key order.
   std::map<std::string, std::vector<std::string>> params, knobs;

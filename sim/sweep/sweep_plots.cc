@@ -7,9 +7,10 @@
 namespace simcache::sim {
 namespace {
 
-std::string series_name(const nlohmann::json& j, bool kernels, bool profiles) {
+std::string series_name(const nlohmann::json& j, bool kernels, bool machines, bool profiles) {
   std::string s = j.at("policy").get<std::string>();
   if (kernels) s = j.at("kernel").get<std::string>() + " " + s;
+  if (machines) s = j.at("machine").get<std::string>() + " " + s;
   if (profiles) s += " @" + j.value("cost_profile", std::string());
   for (const auto& [k, v] : j.at("knobs").items()) s += " " + k + "=" + v.get<std::string>();
   if (j.contains("label") && j.at("label").get<std::string>() != j.at("scenario").get<std::string>())
@@ -57,14 +58,16 @@ std::vector<PlotChart> sweep_charts(const std::vector<nlohmann::json>& records,
                 plot_x.empty() ? "point" : plot_x, "ns per operation", true, {}};
   acc.chart = {"Accounted against unaccounted slab memory", "unaccounted slab bytes",
                "accounted (memcg) slab bytes", false, {}};
-  std::set<std::string> kernels, profiles;
+  std::set<std::string> kernels, machines, profiles;
   for (const auto& j : records) {
     kernels.insert(j.at("kernel").get<std::string>());
+    machines.insert(j.at("machine").get<std::string>());
     profiles.insert(j.value("cost_profile", std::string()));
   }
   for (const auto& j : records) {
     if (j.at("status") != "ok") continue;
-    const std::string name = series_name(j, kernels.size() > 1, profiles.size() > 1);
+    const std::string name = series_name(j, kernels.size() > 1, machines.size() > 1,
+                                        profiles.size() > 1);
     const bool ns = j.contains("ns_per_op");
     const double ns_per_op = ns ? j.at("ns_per_op").get<double>() : 0;
     if (ns && j.at("metrics").contains("bytes_retained"))
