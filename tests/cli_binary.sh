@@ -65,6 +65,7 @@ expect 2 "--profile /dev/zero" "/dev/zero: cannot read the profile: is a device"
 expect 2 "--profile ./i7-12700KF (a bad file)" "./i7-12700KF:1: syntax" --scenario waitv --profile ./i7-12700KF --output out/r.txt
 expect 2 "broken --mapping, unused (--profile none)" "./i7-12700KF:1: syntax" --scenario waitv --profile none --mapping ./i7-12700KF --output out/r.txt
 expect 2 "missing --mapping, unused (--measurements none)" "nope.toml: cannot read" --scenario waitv --measurements none --mapping nope.toml --output out/r.txt
+expect 2 "broken --measurements, unused (--profile none)" "long_shape.tsv:2:17: shape: field of 30000 bytes" --scenario waitv --profile none --measurements long_shape.tsv --output out/r.txt
 expect 2 "--measurements /dev/zero" "cannot read the measurements: is a device" validate --measurements /dev/zero
 # The in-memory cap, lowered through its variable: named with the way to raise it.
 head -c 20000 /dev/zero | tr '\0' '#' | fold -w 100 > big.toml

@@ -247,8 +247,12 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   if (have_cost) req.event_ns = event_prices(cost);  // the machine's clocks (latency)
   std::vector<MeasuredPoint> measured;
   ReportOptions ro;
-  if (have_cost && !load_measured(f, &map, have_map, &measured, &ro.measured_file, &error))
+  // A --measurements file given is read and checked even when no cost
+  // profile uses it (--profile none): a broken file is an error either way.
+  if ((have_cost || v.count("measurements")) &&
+      !load_measured(f, &map, have_map, &measured, &ro.measured_file, &error))
     return cli_fail(error);
+  if (!have_cost) measured.clear(), ro.measured_file.clear();
   if (v.count("explain") && !have_cost)
     return cli_fail("--explain needs a cost profile (it splits the time per operation)");
   if (v.count("quiet")) warning.clear();
