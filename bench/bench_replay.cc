@@ -6,6 +6,10 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -39,9 +43,17 @@ std::string line(uint64_t i) {
 }
 
 const std::string& trace_file() {
+  // In a temporary directory, removed at exit (not the caller's cwd).
   static const std::string path = [] {
-    const std::string p = "bench_replay_trace.txt";
+    static char dir[64] = "/tmp/simcache-bench.XXXXXX";  // outlives every static
+    if (!::mkdtemp(dir)) std::abort();
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    });
+    const std::string p = std::string(dir) + "/replay_trace.txt";
     std::FILE* f = std::fopen(p.c_str(), "wb");
+    if (!f) std::abort();
     for (uint64_t i = 0; i < kLines; ++i) std::fprintf(f, "%s\n", line(i).c_str());
     std::fclose(f);
     return p;

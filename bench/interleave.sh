@@ -2,7 +2,7 @@
 # Interleaved runs of the benchmarks, for docs/performance.md: each round
 # runs every binary once, so drift in machine load hits all of them alike.
 # Usage: bench/interleave.sh ROUNDS BUILD_DIR [OTHER_BUILD_DIR]
-#   BUILD_DIR: a -DSIMCACHE_LTO=ON -DSIMCACHE_BENCH=ON build.
+#   BUILD_DIR: a -DSIMCACHE_BENCH=ON build (build/ by default).
 # Prints, per round and binary, the median CPU time of 5 repetitions of
 # each benchmark and the task-clock of 5 whole `simcache --scenario
 # sparse4096 --jobs 1` processes (perf stat; /usr/bin/time without perf).
