@@ -191,9 +191,14 @@ TEST_CASE("io_alloc_cache: prefill follows RFC 3/3 exactly", "[io_uring][alloc_c
     CHECK(f.mm.calls().back().n == 68);
     CHECK(f.c.max_cached == 128);
   }
-  SECTION("no slab: no-op; array allocation failure: cache unchanged") {
+  SECTION("no slab: one kmalloc per object; array allocation failure: cache unchanged") {
     CacheFixture f(128, false);
-    CHECK(io_alloc_cache_prefill(f.mm, f.c, 4096, IO_ALLOC_CACHE_PREFILL_MAX, kT) == 0);
+    f.mm.clear_calls();
+    CHECK(io_alloc_cache_prefill(f.mm, f.c, 4096, IO_ALLOC_CACHE_PREFILL_MAX, kT) == 4096);
+    CHECK(f.mm.count(Op::kmalloc) == 4096);
+    CHECK(f.mm.count(Op::kvmalloc) == 1);
+    CHECK(f.mm.count(Op::kmem_cache_alloc_bulk) == 0);
+    CHECK(f.c.nr_cached == 4096);
     CacheFixture g(128, true, IO_ALLOC_CACHE_REFILL);
     g.mm.fail_nth_alloc(1);
     CHECK(io_alloc_cache_prefill(g.mm, g.c, 4096, IO_ALLOC_CACHE_PREFILL_MAX, kT) == 0);

@@ -169,9 +169,11 @@ TEST_CASE("policies: combination and profile checks", "[io_uring][policy]") {
   Parsed r = parse("bulk-refill");
   CHECK_FALSE(r.ok);
   CHECK_THAT(r.error, Contains("bulk-refill needs node-slab or node-slab-account"));
-  r = parse("prefill");
+  r = parse("prefill");  // over kmalloc'd nodes: one kmalloc per node
+  CHECK(r.ok);
+  r = parse("waitv_cache_zero=true");
   CHECK_FALSE(r.ok);
-  CHECK_THAT(r.error, Contains("prefill/prefill-optin/prefill-lazy need node-slab"));
+  CHECK_THAT(r.error, Contains("waitv_cache_zero needs a WAITV cache"));
   r = parse("prefill-optin+bulk-refill");
   CHECK_FALSE(r.ok);
   r = parse("node-slab+bulk-refill", "v6.13");

@@ -48,11 +48,13 @@ TEST_CASE("knobs: every row has a unit, a range and a source, NAME=V sets that f
     PolicySet p, base;
     MmConfig mm;
     std::string err;
-    // bulk_refill and the prefill modes need a dedicated slab first.
+    // A knob validate_policies() refuses alone needs another first:
+    // bulk_refill a dedicated slab, waitv_cache_zero a WAITV cache.
     std::string prefix;
     if (!parse_policies(std::string(f.name) + "=" + other_value(f), nullptr, &p, &mm, &err)) {
-      prefix = "node_alloc=slab+";
-      REQUIRE(parse_policies("node_alloc=slab", nullptr, &base, &mm, &err));
+      const std::string need = f.name == "waitv_cache_zero" ? "waitv_cache_max=32" : "node_alloc=slab";
+      prefix = need + "+";
+      REQUIRE(parse_policies(need, nullptr, &base, &mm, &err));
     }
     p = PolicySet{};
     REQUIRE(parse_policies(prefix + std::string(f.name) + "=" + other_value(f), nullptr, &p, &mm,
@@ -276,4 +278,71 @@ TEST_CASE("docs/knobs.md's knob table is generated from the table", "[knobs][doc
   CHECK(doc.substr(b + begin.size(), e - b - begin.size()) == want);
   for (const PolicyFieldInfo& f : policy_fields())
     CHECK_THAT(want, Contains("| `" + std::string(f.name) + "` |"));
+}
+
+TEST_CASE("seed 004: grow-without-fill and fill-on-opt-in combine, and prefill fills kmalloc nodes",
+          "[knobs][rsrc][seed004]") {
+  // No opt-in flag: prefill-optin fills nothing; with prefill-grow the
+  // array still grows at registration.
+  testing::Sets no_flag = kOneRound;
+  const RunResult r = run_ok("sparse-fill",
+                             {"node-slab+prefill-optin", "node-slab+prefill-grow+prefill-optin",
+                              "node-slab+prefill-grow"},
+                             no_flag);
+  CHECK(col(r, 0).total[Event::io_cache_prefill] == 0);
+  CHECK(col(r, 1).total[Event::io_cache_prefill] == 0);
+  CHECK(col(r, 1).total[Event::kvmalloc] == col(r, 0).total[Event::kvmalloc] + 1);
+  CHECK(col(r, 1).total == col(r, 2).total);  // optin without the flag adds nothing
+  // With the flag, the combination fills exactly as prefill-optin does
+  // (the fill grows the array itself; the earlier grow makes it a no-op).
+  testing::Sets flag = kOneRound;
+  flag.emplace_back("prefill_flag", "1");
+  const RunResult f = run_ok("sparse-fill",
+                             {"node-slab+prefill-optin", "node-slab+prefill-grow+prefill-optin"},
+                             flag);
+  CHECK(col(f, 0).total[Event::io_cache_prefill] == 4096);
+  CHECK(col(f, 1).total[Event::io_cache_prefill] == 4096);
+  CHECK(col(f, 1).total[Event::kvmalloc] == col(f, 0).total[Event::kvmalloc]);
+  // v6.18's own node cache holds kmalloc'd nodes: prefill fills it with
+  // one kmalloc per node (no bulk call), and every install hits.
+  const RunResult k = run_ok("sparse-fill", {"unpatched", "prefill", "node-slab+prefill"},
+                             kOneRound);
+  CHECK(col(k, 1).total[Event::io_cache_prefill] == 4096);
+  CHECK(col(k, 1).timed[Event::node_cache_hit] == 4096);
+  CHECK(col(k, 1).timed[Event::io_cache_alloc_new] == 0);
+  CHECK(col(k, 1).total[Event::bulk_objects] == col(k, 0).total[Event::bulk_objects]);
+  CHECK(col(k, 1).total[Event::kmalloc] == col(k, 0).total[Event::kmalloc]);  // moved, not added
+  CHECK(col(k, 1).timed[Event::kmalloc] + 4096 == col(k, 0).timed[Event::kmalloc]);
+  CHECK(col(k, 2).total[Event::bulk_objects] == col(k, 0).total[Event::bulk_objects] + 4096);
+  // bulk-refill still needs a dedicated slab.
+  RunRequest req;
+  req.scenario = "sparse-fill";
+  req.policies = {"bulk-refill"};
+  RunResult out;
+  std::string err;
+  CHECK_FALSE(run(req, &out, &err));
+  CHECK_THAT(err, Contains("bulk-refill needs node-slab"));
+}
+
+TEST_CASE("seed 000: waitv-cache-zero zeroes reused vectors, telling the two halves apart",
+          "[knobs][futex][seed000]") {
+  const RunResult r = run_ok("waitv", {"waitv-account", "waitv-cache", "waitv-cache-zero"},
+                             {{"rounds", "1"}, {"warmup", "0"}});
+  const uint64_t hits = col(r, 1).timed[Event::io_cache_get];
+  REQUIRE(hits == 4096 - 8);
+  CHECK(col(r, 2).timed[Event::io_cache_get] == hits);
+  // Each hit zeroes the vector the request asked kcalloc() for: 8 entries
+  // of the profile's futex_vector (the v6.18 profile: the bare array).
+  const uint64_t vec = waitv_alloc_size(*profile_by_name("v6.18", nullptr), 8);
+  CHECK(vec == 8 * 160);
+  CHECK(col(r, 2).timed[Event::zero_bytes] == col(r, 1).timed[Event::zero_bytes] + hits * vec);
+  // Everything else is the cache's: the same allocator calls as without zeroing.
+  CHECK(col(r, 2).timed[Event::kmalloc] == col(r, 1).timed[Event::kmalloc]);
+  RunRequest req;
+  req.scenario = "waitv";
+  req.policies = {"waitv_cache_zero=true"};
+  RunResult out;
+  std::string err;
+  CHECK_FALSE(run(req, &out, &err));
+  CHECK_THAT(err, Contains("waitv_cache_zero needs a WAITV cache"));
 }

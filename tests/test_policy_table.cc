@@ -28,12 +28,11 @@ namespace {
 std::string stated_rejection(const PolicySet& p, const KernelProfile& k) {
   const bool slab = p.node_alloc != NodeAlloc::kmalloc;
   if (p.bulk_refill != 0 && !slab) return "bulk-refill needs node-slab or node-slab-account";
-  if (p.prefill != Prefill::off && p.prefill != Prefill::grow_only && !slab)
-    return "prefill/prefill-optin/prefill-lazy need node-slab or node-slab-account";
+  if (p.waitv_cache_zero && p.waitv_cache_max == 0) return "waitv_cache_zero needs a WAITV cache";
   if (slab && !k.has_node_cache) return "'" + std::string(k.name) + "' has none";
   if (p.slab_prime && !k.install_allocates_node)
     return "'" + std::string(k.name) + "' allocates none";
-  if (p.prefill != Prefill::off && !k.has_node_cache)
+  if ((p.prefill != Prefill::off || p.prefill_grow) && !k.has_node_cache)
     return "prefill modes need a kernel profile with a per-ring node cache";
   if (p.kmalloc_prefill && (k.has_node_cache || !k.install_allocates_node))
     return "kmalloc-prefill needs a kernel profile that allocates a node per install and "
@@ -201,10 +200,10 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
     CHECK(specs.size() == n);
     for (const std::string& s : specs) CHECK(testing::policy_ok(s, k));
     // Both walks reach as many groups as the profile allows: 6 on v6.12
-    // and the era profiles, 8 on v6.13, 10 elsewhere (all but
-    // kmalloc_prefill; waitv-cache and waitv-account both set
-    // waitv_account, so a walk takes one of them).
-    const size_t groups = name == "v6.13" ? 8 : (name == "v6.18" || name[1] == '7') ? 10 : 6;
+    // and the era profiles, 8 on v6.13, 11 elsewhere (all but
+    // kmalloc_prefill; waitv-cache, waitv-cache-zero and waitv-account
+    // all set waitv_account, so a walk takes one of them).
+    const size_t groups = name == "v6.13" ? 8 : (name == "v6.18" || name[1] == '7') ? 11 : 6;
     for (bool backward : {false, true}) {
       const std::string m = testing::maximal_policy(k, backward);
       INFO(m);
@@ -216,7 +215,8 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
   CHECK(testing::runnable_policies(v618)[4] == "bulk-refill+node-slab");
   CHECK(testing::maximal_policy(v618, false) ==
         "unpatched+futex-return-to-cache+node-slab+bulk-refill+prefill+slab-prime+"
-        "waitv-account+memcg-batch-charge+memcg-batch-free+slab-nomerge+wait-schedule");
+        "prefill-grow+waitv-account+memcg-batch-charge+memcg-batch-free+slab-nomerge+"
+        "wait-schedule");
 }
 
 TEST_CASE("policy table: an entry with code runs it after its SET()s", "[policy][table]") {

@@ -128,7 +128,7 @@ uint32_t io_cache_stash(A& a, IoAllocCache& c, uint32_t nr, const Task& t) {
   }
   const uint32_t kept = i;
   for (; i < nr; i++) {
-    a.kmem_cache_free(c.slab, c.entries[base + i], t);
+    io_cache_destroy_obj(a, c, c.entries[base + i], t);
     c.entries[base + i] = kNull;
   }
   return kept;
@@ -229,19 +229,29 @@ bool io_alloc_cache_grow(A& a, IoAllocCache& c, uint32_t nr, const Task& t) {
 }
 
 // Mirrors io_alloc_cache_prefill() (RFC 3/3): grow the cache to
-// min(nr, max_nr) entries and fill it with one bulk allocation. Best
-// effort: any failure leaves a valid cache. Returns objects stashed.
+// min(nr, max_nr) entries and fill it with one bulk allocation. A cache
+// without a dedicated slab (the kmalloc'd nodes of v6.18; seed 004's
+// "free callback, no dedicated slab" question) fills with one kmalloc()
+// per object: kmalloc has no bulk entry point. Best effort: any failure
+// leaves a valid cache. Returns objects stashed.
 template <IoAllocator A>
 uint32_t io_alloc_cache_prefill(A& a, IoAllocCache& c, uint32_t nr,
                                 uint32_t max_nr, const Task& t) {
   SiteScope scope(a, CallSite::io_alloc_cache_prefill);
   const gfp_t gfp = GFP_KERNEL | __GFP_NOWARN;
-  if (c.slab == kNoCache || c.entries_mem == kNull) return 0;
+  if (c.entries_mem == kNull) return 0;
   nr = std::min(nr, max_nr);
   if (nr <= c.nr_cached) return 0;
   if (!io_alloc_cache_grow(a, c, nr, t)) return 0;
-  const int got = a.kmem_cache_alloc_bulk(
-      c.slab, gfp, static_cast<int>(nr - c.nr_cached), &c.entries[c.nr_cached], t);
+  int got = 0;
+  if (c.slab != kNoCache) {
+    got = a.kmem_cache_alloc_bulk(c.slab, gfp, static_cast<int>(nr - c.nr_cached),
+                                  &c.entries[c.nr_cached], t);
+  } else {
+    const Task site = at_site(t, kSitePrefillObjs);
+    for (uint32_t i = c.nr_cached; i < nr; ++i, ++got)
+      if ((c.entries[i] = a.kmalloc(c.elem_size, gfp, site)) == kNull) break;
+  }
   if (got <= 0) return 0;
   const uint32_t kept = io_cache_stash(a, c, static_cast<uint32_t>(got), t);
   ev(a, Event::io_cache_prefill, kept);

@@ -72,6 +72,7 @@ enum : SiteId {
   kSiteWaitv = 0x10008u,            // io_futexv_prep()
   kSiteNodeKzalloc = 0x10009u,      // 6.13 io_rsrc_node_alloc(): kzalloc
   kSiteSlabPrime = 0x1000au,        // slab-prime diagnostic
+  kSitePrefillObjs = 0x1000bu,      // io_alloc_cache_prefill(): kmalloc-based fill
 };
 
 // The same task, making a call from a named site.
@@ -94,6 +95,7 @@ inline std::string_view site_name(SiteId s) {
     case kSiteWaitv: return "io_futexv_prep";
     case kSiteNodeKzalloc: return "io_rsrc_node_alloc";
     case kSiteSlabPrime: return "io_rsrc_slab_prime";
+    case kSitePrefillObjs: return "io_alloc_cache_prefill";
     default: return "";
   }
 }

@@ -121,9 +121,13 @@ int io_futex_waitv(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, bool words_match
   if (nr == 0 || nr > FUTEX_WAITV_MAX) return io_req_fail(k, ctx, req, kEINVAL);
   const gfp_t gfp = io_futexv_gfp(k);
   // waitv-cache: a vector that fits a cached element comes from waitv_cache;
-  // a hit needs no zeroing, as futex_parse_waitv() initialises every entry.
+  // a hit needs no zeroing, as futex_parse_waitv() initialises every entry,
+  // unless waitv_cache_zero asks for the kcalloc() zeroing on reuse too
+  // (what is left of the gain is then the allocator's half alone).
   const bool cached = k.policy.waitv_cache_max != 0 && nr <= k.policy.waitv_cache_nr;
   Ptr data = cached ? io_alloc_cache_get(k.mm, ctx.waitv_cache, t) : kNull;
+  if (data != kNull && k.policy.waitv_cache_zero)
+    ev(k.mm, Event::zero_bytes, waitv_alloc_size(k.profile, nr));
   if (data == kNull) {
     const uint32_t size = cached ? ctx.waitv_cache.elem_size : waitv_alloc_size(k.profile, nr);
     data = k.mm.kmalloc(size, gfp, at_site(t, kSiteWaitv));

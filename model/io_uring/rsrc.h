@@ -213,6 +213,10 @@ void io_rsrc_sparse_register_hooks(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr,
   if (k.policy.slab_prime) io_rsrc_slab_prime(k, ctx, nr, t);
   if (k.policy.kmalloc_prefill) io_rsrc_kmalloc_prefill(k, ctx, nr, t);
   if (!k.profile.has_node_cache) return;
+  // prefill_grow: the array grows at every sparse registration, whatever
+  // the fill mode fills (a fill grows it too, to what it fills).
+  if (k.policy.prefill_grow)
+    io_alloc_cache_grow(k.mm, ctx.node_cache, std::min(nr, k.policy.prefill_max), t);
   switch (k.policy.prefill) {
     case Prefill::off: break;
     case Prefill::optin:
@@ -220,9 +224,6 @@ void io_rsrc_sparse_register_hooks(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr,
       [[fallthrough]];
     case Prefill::always:
       io_alloc_cache_prefill(k.mm, ctx.node_cache, nr, k.policy.prefill_max, t);
-      break;
-    case Prefill::grow_only:
-      io_alloc_cache_grow(k.mm, ctx.node_cache, std::min(nr, k.policy.prefill_max), t);
       break;
     case Prefill::lazy:
       ctx.node_cache.lazy_fill = nr;

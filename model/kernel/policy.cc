@@ -91,10 +91,9 @@ bool validate_policies(const PolicySet& p, const KernelProfile* profile,
     return fail(error, "bulk-refill needs node-slab or node-slab-account: "
                        "kmem_cache_alloc_bulk() has no kmalloc equivalent "
                        "(seed 004 patch 2/3)");
-  if (p.prefill != Prefill::off && p.prefill != Prefill::grow_only && !slab)
-    return fail(error, "prefill/prefill-optin/prefill-lazy need node-slab or "
-                       "node-slab-account: io_alloc_cache_prefill() only fills "
-                       "a cache with a dedicated slab (seed 004 patch 3/3)");
+  if (p.waitv_cache_zero && p.waitv_cache_max == 0)
+    return fail(error, "waitv_cache_zero needs a WAITV cache (waitv_cache_max > 0, as in "
+                       "waitv-cache): it zeroes vectors taken from that cache");
   if (profile == nullptr) return true;
   if (p.obj_stock_slots != kFromKernel && profile->memcg_shape != MemcgShape::v7_1)
     return fail(error, "obj_stock_slots needs a kernel profile with the 7.1+ memcg "
@@ -114,7 +113,7 @@ bool validate_policies(const PolicySet& p, const KernelProfile* profile,
     return fail(error, "slab-prime needs a kernel profile that allocates a node "
                        "per install; '" + std::string(profile->name) +
                        "' allocates none");
-  if (p.prefill != Prefill::off && !profile->has_node_cache)
+  if ((p.prefill != Prefill::off || p.prefill_grow) && !profile->has_node_cache)
     return fail(error, "prefill modes need a kernel profile with a per-ring node cache "
                        "(v6.18, v7.1, v7.2); '" + std::string(profile->name) + "' has none");
   if (p.kmalloc_prefill && (profile->has_node_cache || !profile->install_allocates_node))

@@ -102,7 +102,7 @@ uint32_t field_raw(const PolicySet& p, PolicyFieldId id);
 void set_field_raw(PolicySet& p, PolicyFieldId id, uint32_t raw);
 // How a raw value prints: "true", "32", "slab", "kernel".
 std::string field_value_text(PolicyFieldId id, uint32_t raw);
-// Parses a value for field `f` ("true", "256", "grow-only", "kernel" where
+// Parses a value for field `f` ("true", "256", "optin", "kernel" where
 // the default is kFromKernel) and checks its range. On error returns false
 // with a one-line message naming the field, the value and what is valid.
 bool parse_field_value(const PolicyFieldInfo& f, std::string_view text, uint32_t* raw,

@@ -360,12 +360,10 @@ void Mm::stamp_reports(size_t from) {
 
 void Mm::stat_sums(std::vector<uint64_t>* out) const {
   const size_t n = slub_->nr_caches();
-  out->assign(n * kNumSlubStats, 0);
+  out->resize(n * kNumSlubStats);
   for (size_t s = 0; s < n; ++s) {
-    const auto& st = slub_->cache(static_cast<CacheId>(s)).stats;
-    uint64_t* row = out->data() + s * kNumSlubStats;
-    for (size_t c = 0; c < cfg_.nr_cpus; ++c)
-      for (size_t i = 0; i < kNumSlubStats; ++i) row[i] += st[c * kNumSlubStats + i];
+    const auto& tot = slub_->cache(static_cast<CacheId>(s)).stat_total;
+    std::copy(tot.begin(), tot.end(), out->begin() + static_cast<ptrdiff_t>(s * kNumSlubStats));
   }
 }
 
@@ -384,9 +382,7 @@ void Mm::shrink_all() {
 }
 
 uint64_t Mm::stat(CacheId s, SlubStat item) const {
-  uint64_t t = 0;
-  for (CpuId c = 0; c < cfg_.nr_cpus; ++c) t += stat_cpu(s, item, c);
-  return t;
+  return slub_->cache(s).stat_total[static_cast<size_t>(item)];
 }
 
 uint64_t Mm::stat_cpu(CacheId s, SlubStat item, CpuId cpu) const {

@@ -14,6 +14,7 @@
 // reached their working size.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -97,6 +98,10 @@ struct KmemCache {
   // Hot fields first (every allocation and free reads them).
   std::vector<Cpu> cpu;
   std::vector<uint64_t> stats;  // [cpu * kNumSlubStats + item]
+  // The same items summed over CPUs, kept as they are counted, so a
+  // reader of the cache's totals (the recorder, at every timed boundary)
+  // copies one row instead of summing nr_cpus of them.
+  std::array<uint64_t, kNumSlubStats> stat_total{};
   uint64_t live = 0;            // objects handed out (allocated or mempool)
   slab_flags_t flags = 0;
   Geometry g;
@@ -186,8 +191,9 @@ class Slub {
   std::vector<Ptr> internal_objects() const;
 
   void stat(const KmemCache& c, CpuId cpu, SlubStat item, uint64_t n = 1) {
-    const_cast<KmemCache&>(c).stats[cpu * kNumSlubStats +
-                                     static_cast<size_t>(item)] += n;
+    KmemCache& m = const_cast<KmemCache&>(c);
+    m.stats[cpu * kNumSlubStats + static_cast<size_t>(item)] += n;
+    m.stat_total[static_cast<size_t>(item)] += n;
     if (const Event e = stat_event(item); e != Event::kCount) ev_->add(e, n);
   }
   // The event a stat item is also counted as, when it is a kernel path
