@@ -6,6 +6,11 @@
 // in docs/idle.md, or from counts x the test profile's costs.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <fstream>
+
+#include <fmt/format.h>
+
 #include "model/io_uring/cqwait.h"
 #include "model/kernel/machine.h"
 #include "model/kernel/profile.h"
@@ -256,10 +261,109 @@ TEST_CASE("idle: the Cascade Lake table (skx_cstates) and menu's choices on it",
   CHECK(pick(era, true, 600) == IdleState::skx_c1e);  // limit 54.5 us < C6's 133
   CHECK(pick(era, true, 1463) == IdleState::skx_c6);  // limit 133 us
   CHECK(pick(v618, true, 10) == IdleState::skx_c1);   // v6.13+: no multiplier
+  // The thresholds docs/idle.md states for the Cascade Lake table.
+  CHECK(pick(era, true, 21) == IdleState::poll);
+  CHECK(pick(era, true, 22) == IdleState::skx_c1);
+  CHECK(pick(era, true, 109) == IdleState::skx_c1);
+  CHECK(pick(era, true, 1462) == IdleState::skx_c1e);
+  CHECK(pick(era, false, 2) == IdleState::skx_c1);
+  CHECK(pick(era, false, 19) == IdleState::skx_c1);
+  CHECK(pick(era, false, 20) == IdleState::skx_c1e);
+  CHECK(pick(era, false, 599) == IdleState::skx_c1e);
   CHECK(idle_exit_event(IdleState::skx_c6) == Event::idle_exit_skx_c6);
   // In the program, on the machine: a 10 us read, schedule() against io_schedule().
   const RunResult r = run_prog("qd1-read", "v6.5-rc2", {"wait-schedule", "wait-io-schedule"},
                                {{"device_us", "10"}}, "cascadelake-w");
   CHECK(col(r, 0).timed[Event::idle_exit_skx_c1] == 64);
   CHECK(col(r, 1).timed[Event::idle_exit_poll] == 64);
+}
+
+namespace {
+
+// Seed 003's two answers as the tool gives them (the shipped profile, the
+// seed's machine): the generated section of docs/idle.md.
+std::string answers_markdown() {
+  const CostModel& m = simcache::testing::default_profile();
+  auto run_on = [&](const std::string& scenario, const char* k, std::vector<std::string> pols,
+                    std::vector<std::pair<std::string, std::string>> sets) {
+    RunRequest req;
+    req.scenario = scenario;
+    req.kernel = k;
+    req.machine = "cascadelake-w";
+    req.policies = std::move(pols);
+    req.sets = std::move(sets);
+    req.event_ns = event_prices(m);
+    RunResult r;
+    std::string err;
+    const bool ok = run(req, &r, &err);
+    INFO(err);
+    REQUIRE(ok);
+    return r;
+  };
+  std::string out =
+      "003-a: `qd1-read` on `cascadelake-w`, kernel v6.5-rc2 (v6.1.39 and v6.4.4 give the same), "
+      "us per read and the io_schedule() column's change with its 90% model interval:\n\n"
+      "| device | cpufreq iowait boost | schedule() | io_schedule() | change [90% interval] |\n"
+      "|---|---|---|---|---|\n";
+  for (int boost : {0, 1})
+    for (int dev : {10, 80}) {
+      const RunResult r = run_on("qd1-read", "v6.5-rc2", {"wait-schedule", "wait-io-schedule"},
+                                 {{"device_us", std::to_string(dev)},
+                                  {"cpufreq_iowait_boost", std::to_string(boost)}});
+      for (const char* other : {"v6.1.39", "v6.4.4"}) {
+        const RunResult o = run_on("qd1-read", other, {"wait-schedule", "wait-io-schedule"},
+                                   {{"device_us", std::to_string(dev)},
+                                    {"cpufreq_iowait_boost", std::to_string(boost)}});
+        for (size_t c = 0; c < 2; ++c) CHECK(col(o, c).timed.v == col(r, c).timed.v);
+      }
+      const WorkloadResult& w = r.workloads.at(0);
+      const PolicyTime a = policy_time(m, w, w.policies.at(0));
+      const PolicyTime b = policy_time(m, w, w.policies.at(1));
+      const EffectInterval e = effect_interval(m, a, b);
+      out += fmt::format("| {} us | {} | {:.2f} | {:.2f} | {:+.1f}% [{:+.1f}, {:+.1f}]{} |\n", dev,
+                         boost ? "on (prior)" : "off", a.per_op_ns / 1000, b.per_op_ns / 1000,
+                         e.effect * 100, e.lo * 100, e.hi * 100, e.prior_based ? "*" : "");
+    }
+  out +=
+      "\n003-b: the `iowait-gate` preset's three waiters per kernel on `cascadelake-w`, "
+      "`unpatched`: the share of the waiting CPU's time reported as iowait (`iowait_ppm` / 10^4):\n\n"
+      "| kernel | QD-1 read in flight | nothing in flight, never submitted | nothing in flight, "
+      "submitted before |\n|---|---|---|---|\n";
+  for (const char* k : {"v6.1.39", "v6.1.45", "v6.4.4", "v6.4.8", "v6.5-rc2", "v6.5-rc3", "v6.12",
+                        "v6.18", "v6.18 no-iowait"}) {
+    const bool flag = std::string(k).find(' ') != std::string::npos;
+    const char* kern = flag ? "v6.18" : k;
+    const std::vector<std::string> pol = {flag ? "no-iowait" : "unpatched"};
+    const RunResult read = run_on("qd1-read", kern, pol, {{"device_us", "80"}});
+    const RunResult pure = run_on("idle-wait", kern, pol, {{"submitted", "0"}});
+    const RunResult refs = run_on("idle-wait", kern, pol, {{"submitted", "1"}});
+    out += fmt::format("| {} | {:.1f}% | {:.1f}% | {:.1f}% |\n", k,
+                       static_cast<double>(share_ppm(col(read, 0))) / 1e4,
+                       static_cast<double>(share_ppm(col(pure, 0))) / 1e4,
+                       static_cast<double>(share_ppm(col(refs, 0))) / 1e4);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("docs/idle.md's seed 003 answers are the tool's", "[iowait][docs]") {
+  const std::string path = simcache::testing::repo_file("docs/idle.md");
+  std::string doc = simcache::testing::read_text(path);
+  const std::string begin =
+      "<!-- seed003-answers:begin (generated; tests/test_iowait.cc) -->\n";
+  const std::string end = "<!-- seed003-answers:end -->";
+  const size_t b = doc.find(begin), e = doc.find(end);
+  REQUIRE(b != std::string::npos);
+  REQUIRE(e != std::string::npos);
+  const std::string want = answers_markdown();
+  if (const char* u = std::getenv("SIMCACHE_UPDATE_DOCS"); u && std::string(u) == "1") {
+    doc.replace(b + begin.size(), e - b - begin.size(), want);
+    std::ofstream(path, std::ios::binary) << doc;
+    WARN("rewrote the seed 003 answers in " << path);
+    return;
+  }
+  INFO("docs/idle.md's seed 003 answers are stale (a refit of the shipped profile changes them); "
+       "review, then regenerate with SIMCACHE_UPDATE_DOCS=1 ./build/tests/simcache_tests '[docs]'");
+  CHECK(doc.substr(b + begin.size(), e - b - begin.size()) == want);
 }
