@@ -56,7 +56,8 @@ std::set<std::string> differing(const Counters& a, const Counters& b) {
 const std::set<std::string> kIdleEvents = {
     "cqwait_sleep", "cqwait_iowait", "cqwait_sleep_us", "idle_enter", "idle_exit_poll",
     "idle_exit_c1", "idle_exit_c1e", "idle_exit_c6", "idle_exit_c8", "idle_exit_c10",
-    "cqwait_wakeup"};
+    "cqwait_wakeup", "cqwait_iowait_us", "cpufreq_iowait_boost", "cpufreq_slow_wake",
+    "idle_exit_skx_c1", "idle_exit_skx_c1e", "idle_exit_skx_c6"};
 
 }  // namespace
 
@@ -152,13 +153,14 @@ TEST_CASE("idle: wait-wake counts one sleep, entry, exit and wake per cycle, exa
   CHECK(col(r, 0).total[Event::cqwait_sleep] == 256);
   // Schedule and io_schedule differ only in the iowait mark and the state.
   CHECK(differing(s, io) ==
-        std::set<std::string>{"cqwait_iowait", "idle_exit_c1e", "idle_exit_c8"});
+        std::set<std::string>{"cqwait_iowait", "cqwait_iowait_us", "idle_exit_c1e", "idle_exit_c8"});
   // At 50 us both pick C1E, and on v6.18 the multiplier is gone: only the
   // iowait mark differs.
   for (const auto& [kernel, delay] : {std::pair{"v6.4.4", 50}, std::pair{"v6.18", 1000}}) {
     const RunResult q = run_wait(kernel, delay);
     INFO(kernel << " " << delay);
-    CHECK(differing(col(q, 0).timed, col(q, 1).timed) == std::set<std::string>{"cqwait_iowait"});
+    CHECK(differing(col(q, 0).timed, col(q, 1).timed) ==
+          std::set<std::string>{"cqwait_iowait", "cqwait_iowait_us"});
   }
   // A mispredicted 50 us sleep (predicted 2000 us): C10 against C1E.
   const RunResult m = run_wait("v6.4.4", 50, 2000);

@@ -32,7 +32,7 @@ Parsed parse(std::string_view spec, std::string_view profile = "v6.18") {
 
 TEST_CASE("profiles: names, lookup errors, facts and implied mm config",
           "[io_uring][profile]") {
-  CHECK(profile_names() == "v6.1.39, v6.4.4, v6.5-rc2, v6.12, v6.13, v6.18, v7.1, v7.2");
+  CHECK(profile_names() == "v6.1.39, v6.1.45, v6.4.4, v6.4.8, v6.5-rc2, v6.5-rc3, v6.12, v6.13, v6.18, v7.1, v7.2");
   std::string err;
   CHECK(profile_by_name("v6.19", &err) == nullptr);
   CHECK_THAT(err, Contains("'v6.19'") && Contains("v6.12, v6.13, v6.18, v7.1, v7.2"));

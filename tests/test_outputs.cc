@@ -466,7 +466,7 @@ TEST_CASE("CSV: RFC 4180 quoting and context columns", "[outputs][csv]") {
   // no comma: neither is quoted. A label with a comma would be.
   CHECK(o.out.find(",record,command_line,simcache --scenario sparse-fill --set slots=8") !=
         std::string::npos);
-  CHECK(o.out.find(",sparse-fill,cgroup=1 cpu=2 cpus=20 ") != std::string::npos);
+  CHECK(o.out.find(",sparse-fill,cgroup=1 cpu=2 cpufreq_iowait_boost=0 cpus=20 ") != std::string::npos);
   CHECK(o.out.find("\n") == o.out.find("\r\n") + 1);
 }
 

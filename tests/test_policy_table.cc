@@ -34,6 +34,9 @@ std::string stated_rejection(const PolicySet& p, const KernelProfile& k) {
     return "'" + std::string(k.name) + "' allocates none";
   if ((p.prefill != Prefill::off || p.prefill_grow) && !k.has_node_cache)
     return "prefill modes need a kernel profile with a per-ring node cache";
+  if (p.enter_no_iowait && !k.enter_no_iowait)
+    return "no-iowait needs a kernel profile whose io_uring_enter() takes IORING_ENTER_NO_IOWAIT "
+           "(07754bfd9aee, v6.15+); '" + std::string(k.name) + "' rejects it with -EINVAL";
   if (p.kmalloc_prefill && (k.has_node_cache || !k.install_allocates_node))
     return "kmalloc-prefill needs a kernel profile that allocates a node per install and "
            "has no node cache (v6.13); '" + std::string(k.name) + "' does not";
@@ -187,10 +190,12 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
   // cache (v6.12, v6.13), slab-prime without per-install nodes (v6.12),
   // kmalloc-prefill anywhere but v6.13 (it needs per-install nodes and no
   // node cache).
+  // no-iowait only where io_uring_enter() takes IORING_ENTER_NO_IOWAIT (v6.15+).
   const std::vector<std::pair<std::string_view, size_t>> want = {
-      {"v6.1.39", table.size() - 9}, {"v6.4.4", table.size() - 9},
-      {"v6.5-rc2", table.size() - 9},  // the era profiles have v6.12's io_uring
-      {"v6.12", table.size() - 9}, {"v6.13", table.size() - 7},
+      {"v6.1.39", table.size() - 10}, {"v6.1.45", table.size() - 10},
+      {"v6.4.4", table.size() - 10},  {"v6.4.8", table.size() - 10},
+      {"v6.5-rc2", table.size() - 10}, {"v6.5-rc3", table.size() - 10},  // v6.12's io_uring
+      {"v6.12", table.size() - 10}, {"v6.13", table.size() - 8},
       {"v6.18", table.size() - 1}, {"v7.1", table.size() - 1},
       {"v7.2", table.size() - 1}};
   for (const auto& [name, n] : want) {
@@ -200,10 +205,10 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
     CHECK(specs.size() == n);
     for (const std::string& s : specs) CHECK(testing::policy_ok(s, k));
     // Both walks reach as many groups as the profile allows: 6 on v6.12
-    // and the era profiles, 8 on v6.13, 11 elsewhere (all but
+    // and the era profiles, 8 on v6.13, 12 elsewhere (all but
     // kmalloc_prefill; waitv-cache, waitv-cache-zero and waitv-account
     // all set waitv_account, so a walk takes one of them).
-    const size_t groups = name == "v6.13" ? 8 : (name == "v6.18" || name[1] == '7') ? 11 : 6;
+    const size_t groups = name == "v6.13" ? 8 : (name == "v6.18" || name[1] == '7') ? 12 : 6;
     for (bool backward : {false, true}) {
       const std::string m = testing::maximal_policy(k, backward);
       INFO(m);
@@ -216,7 +221,7 @@ TEST_CASE("policy table: the generated sweeps cover every entry that can run",
   CHECK(testing::maximal_policy(v618, false) ==
         "unpatched+futex-return-to-cache+node-slab+bulk-refill+prefill+slab-prime+"
         "prefill-grow+waitv-account+memcg-batch-charge+memcg-batch-free+slab-nomerge+"
-        "wait-schedule");
+        "wait-schedule+no-iowait");
 }
 
 TEST_CASE("policy table: an entry with code runs it after its SET()s", "[policy][table]") {

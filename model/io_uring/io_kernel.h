@@ -4,6 +4,7 @@
 #pragma once
 
 #include "model/io_uring/allocator.h"
+#include "model/sched/cpufreq.h"
 #include "model/sched/idle.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
@@ -24,6 +25,13 @@ struct IoKernel {
   // The machine's cpuidle states the wait model picks from (machine.def);
   // nullptr: none modelled, a cqring wait prices no idle exit.
   const IdleTable* idle = idle_table(kDefaultIdleMachine);
+  // The machine's governor raises the frequency on iowait wake-ups
+  // (schedutil / intel_pstate without HWP; machine.def
+  // cpufreq_iowait_boost), and the waiting CPU's boost state (cpufreq.h).
+  bool cpufreq_iowait_boost = false;
+  IowaitBoost freq_boost;
+  // Virtual ns the waiting CPU spent idle in I/O-wait sleeps (priced runs).
+  double iowait_ns = 0;
 
   // Mirrors io_uring_init(), 6.18: the io_kiocb cache (SLAB_HWCACHE_ALIGN |
   // SLAB_PANIC | SLAB_ACCOUNT | SLAB_TYPESAFE_BY_RCU; its usercopy window

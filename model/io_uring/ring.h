@@ -48,6 +48,10 @@ class IoUring {
       : k_(mm, profile, policy) {}
   // The machine's cpuidle table for the wait model (nullptr: none).
   void set_idle_table(const IdleTable* t) { k_.idle = t; }
+  // Whether the machine's cpufreq governor boosts on iowait wake-ups.
+  void set_cpufreq_iowait_boost(bool on) { k_.cpufreq_iowait_boost = on; }
+  // Virtual ns the waiting CPU has spent idle in I/O-wait sleeps so far.
+  double iowait_ns() const { return k_.iowait_ns; }
 
   // io_uring_setup(): returns the new RingId, or kENOMEM.
   int ring_create(const Task& submitter, const RingParams& params = {}) {
@@ -94,10 +98,18 @@ class IoUring {
   // sleeps `sleep_us` in io_cqring_wait before another task's wake arrives;
   // the idle governor predicts `predicted_us` (cqwait.h).
   int cqring_wait(RingId r, uint64_t sleep_us, uint64_t predicted_us) {
+    CqWait w;
+    w.sleep_us = sleep_us;
+    w.predicted_us = predicted_us;
+    return cqring_wait(r, w);
+  }
+  // The same with the waiter's state spelled out: its requests in flight
+  // and whether it holds cached task refs (cqwait.h, CqWait).
+  int cqring_wait(RingId r, const CqWait& w) {
     IoRingCtx* c = live(r);
     if (c == nullptr) return kEBADF;
     if (c->batch_depth == 0) return kEINVAL;
-    io_cqring_wait_sleep(k_, sleep_us, predicted_us);
+    io_cqring_wait_sleep(k_, w);
     return 0;
   }
   // Convenience: one io_uring_enter() submitting `nr_nops` IORING_OP_NOPs.

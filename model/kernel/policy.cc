@@ -116,6 +116,10 @@ bool validate_policies(const PolicySet& p, const KernelProfile* profile,
   if ((p.prefill != Prefill::off || p.prefill_grow) && !profile->has_node_cache)
     return fail(error, "prefill modes need a kernel profile with a per-ring node cache "
                        "(v6.18, v7.1, v7.2); '" + std::string(profile->name) + "' has none");
+  if (p.enter_no_iowait && !profile->enter_no_iowait)
+    return fail(error, "no-iowait needs a kernel profile whose io_uring_enter() takes "
+                       "IORING_ENTER_NO_IOWAIT (07754bfd9aee, v6.15+); '" +
+                       std::string(profile->name) + "' rejects it with -EINVAL");
   if (p.kmalloc_prefill && (profile->has_node_cache || !profile->install_allocates_node))
     return fail(error, "kmalloc-prefill needs a kernel profile that allocates a node "
                        "per install and has no node cache (v6.13); '" +

@@ -22,9 +22,24 @@ constexpr std::array<IdleStateInfo, 6> kAdlStates = {{
     {IdleState::c10, "C10", 680, 2000, true},
 }};
 
+// skx_cstates (drivers/idle/intel_idle.c; the same values from v4.14 to
+// v6.5 and later) for INTEL_FAM6_SKYLAKE_X, model 0x55, which covers
+// Cascade Lake (stepping 5-7) and its Xeon W-2200 workstation parts; plus
+// POLL. idle_cpu_skx disables C1E promotion, so C1 is a state of its own;
+// it uses ACPI _CST (use_acpi): C1E is CPUIDLE_FLAG_ALWAYS_ENABLE, and the
+// model assumes the firmware lists C1 and C6 too (docs/idle.md).
+constexpr std::array<IdleStateInfo, 4> kSkxStates = {{
+    {IdleState::poll, "POLL", 0, 0, true},
+    {IdleState::skx_c1, "C1", 2, 2, true},
+    {IdleState::skx_c1e, "C1E", 10, 20, true},
+    {IdleState::skx_c6, "C6", 133, 600, true},
+}};
+
 constexpr IdleTable kTables[] = {
     {"i7-12700KF", "intel_idle.c adl_cstates (v5.18+, as in v6.1-v6.5) + cpuidle POLL",
      kAdlStates},
+    {"cascadelake-w", "intel_idle.c skx_cstates (SKYLAKE_X = Cascade Lake; v6.1-v6.5) + cpuidle POLL",
+     kSkxStates},
 };
 
 constexpr uint64_t kNsPerUs = 1000;
@@ -75,6 +90,9 @@ Event idle_exit_event(IdleState s) {
     case IdleState::c6: return Event::idle_exit_c6;
     case IdleState::c8: return Event::idle_exit_c8;
     case IdleState::c10: return Event::idle_exit_c10;
+    case IdleState::skx_c1: return Event::idle_exit_skx_c1;
+    case IdleState::skx_c1e: return Event::idle_exit_skx_c1e;
+    case IdleState::skx_c6: return Event::idle_exit_skx_c6;
   }
   return Event::idle_exit_poll;
 }

@@ -13,7 +13,9 @@ namespace simcache::iou {
 
 // The states the model knows, one idle_exit_<state> event each
 // (model/events_io_uring.def); a machine's table lists the ones it has.
-enum class IdleState : uint8_t { poll, c1, c1e, c6, c8, c10 };
+// skx_* are skx_cstates' (Skylake-SP / Cascade Lake), whose exit
+// latencies differ from the client parts' and so are priced apart.
+enum class IdleState : uint8_t { poll, c1, c1e, c6, c8, c10, skx_c1, skx_c1e, skx_c6 };
 
 struct IdleStateInfo {
   IdleState state;
@@ -29,7 +31,8 @@ struct IdleTable {
   std::span<const IdleStateInfo> states;  // shallowest first, state 0 = POLL
 };
 
-// The table of `machine`, or nullptr. Today one: "i7-12700KF" (adl_cstates).
+// The table of `machine`, or nullptr: "i7-12700KF" (adl_cstates),
+// "cascadelake-w" (skx_cstates).
 const IdleTable* idle_table(std::string_view machine);
 inline constexpr std::string_view kDefaultIdleMachine = "i7-12700KF";
 

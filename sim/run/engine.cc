@@ -119,6 +119,7 @@ void run_job(Job& j, const RunConfig& cfg) {
   const MemcgId user = jm.cgroup ? mm.memcg().create(kRootMemcg) : kRootMemcg;
   iou::MmIoUring io(mm, *cfg.kernel, ps);
   io.set_idle_table(jm.idle);
+  io.set_cpufreq_iowait_boost(jm.cpufreq_iowait_boost);
   inject_faults(mm, cfg);
   Machine machine(mm.events(), machine_config(jm, mc, cfg));
   Recorder rec(mm);

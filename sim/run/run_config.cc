@@ -31,6 +31,7 @@ JobMachine job_machine(const Params& p, const iou::MachineInfo& m) {
   j.preempt_rt = p.count("rt") && p.at("rt");
   j.pi = !p.count("pi") || p.at("pi");
   j.idle = m.idle_table.empty() ? nullptr : iou::idle_table(m.idle_table);
+  j.cpufreq_iowait_boost = p.at("cpufreq_iowait_boost") != 0;
   return j;
 }
 

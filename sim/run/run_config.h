@@ -91,6 +91,7 @@ struct JobMachine {
   bool preempt_rt = false;  // a scenario with an `rt` parameter: PREEMPT_RT when 1
   bool pi = true;           // priority inheritance on rt_mutex (its `pi` parameter)
   const iou::IdleTable* idle = nullptr;
+  bool cpufreq_iowait_boost = false;  // machine.def cpufreq_iowait_boost
 };
 
 // One row group: a driver, its resolved parameters and its columns.
