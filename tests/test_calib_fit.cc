@@ -251,6 +251,44 @@ TEST_CASE("the shipped default profile is a fresh fit of the calibration rows", 
   CHECK(r.max_rel < 0.05);
 }
 
+TEST_CASE("the fit is scale-equivariant: a uniformly slower machine refits to scaled prices",
+          "[calib][fit][scale]") {
+  // The shipped rows times c are a machine that is c times slower at
+  // everything: the fit must give the same relative residuals and every
+  // price (and its sd) times c. Before the speed factor, 1.1 collapsed to
+  // a shape inadequacy at its cap and rows predicted 35-82 % low.
+  const FitSettings& fit = calib().map.fit;
+  const FitReport ref = fit_profile(prior_model(), fit, calib().rows, calib().per_op, "ref");
+  REQUIRE(ref.rms_rel < 0.02);
+  for (double c : {0.5, 0.9, 1.1, 2.0, 3.0}) {
+    std::vector<MappedRow> rows = calib().rows;
+    for (MappedRow& r : rows) r.value_ns *= c;
+    const FitReport r = fit_profile(prior_model(), fit, rows, calib().per_op, "scaled");
+    INFO("factor " << c << ": rms " << r.rms_rel << " (unscaled " << ref.rms_rel << "), speed "
+                   << r.speed << " (unscaled " << ref.speed << ")");
+    CHECK(r.rms_rel == Approx(ref.rms_rel).epsilon(1e-3));
+    CHECK(r.speed == Approx(c * ref.speed).epsilon(1e-3));
+    CHECK(r.inadequacy_shape == Approx(ref.inadequacy_shape).epsilon(1e-2).margin(1e-6));
+    CHECK(r.inadequacy == Approx(ref.inadequacy).epsilon(1e-2).margin(1e-6));
+    CHECK(r.row_noise == Approx(ref.row_noise).epsilon(1e-2));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      INFO(rows[i].row.id);
+      CHECK(r.predicted[i] / rows[i].value_ns ==
+            Approx(ref.predicted[i] / calib().rows[i].value_ns).margin(1e-4));
+    }
+    for (size_t j = 0; j < r.model.params.size(); ++j) {
+      const CostParam& p = r.model.params[j];
+      const CostParam& q = ref.model.params[j];
+      INFO(p.name << ": " << p.value << " +- " << p.stderr_ns << " against " << q.value << " +- "
+                  << q.stderr_ns);
+      const double k = speed_scaled(q) ? c : 1.0;
+      CHECK(p.value == Approx(k * q.value).epsilon(0.01).margin(1e-9 * k * q.prior));
+      CHECK(p.stderr_ns == Approx(k * q.stderr_ns).epsilon(0.01));
+      CHECK(r.params[j].status == ref.params[j].status);
+    }
+  }
+}
+
 TEST_CASE("id ranges compress consecutive ids", "[calib]") {
   CHECK(id_ranges({"SF-001", "SF-002", "SF-003", "SF-197", "WV-001", "WV-003"}) ==
         "SF-001..SF-003, SF-197, WV-001, WV-003");

@@ -64,6 +64,11 @@ bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<Per
 std::string format_row_failures(const std::vector<MappedRow>& rows,
                                 const std::vector<RowFailure>& failed, const FitSettings& fit);
 
+// Whether the fit scales the parameter's prior by the machine's speed
+// factor: every price on the priors' machine is, a definition ("1000 ns
+// per microsecond of sleep": its prior_source begins "definition") not.
+bool speed_scaled(const CostParam& p);
+
 // ns per op that `m` predicts from per-op counts.
 double predict_ns(const CostModel& m, const PerOpCounts& c);
 
@@ -85,6 +90,9 @@ struct FitReport {
   double rms_rel = 0, max_rel = 0;
   size_t max_row = 0;
   bool converged = true;
+  // The machine's speed relative to the priors' (every scaled prior is
+  // the table's times it), by type-II maximum likelihood.
+  double speed = 1;
   double row_noise = 0;         // relative measurement noise of a row (>= noise_cv)
   double inadequacy = 0;        // relative model error of one configuration (CostModel)
   double inadequacy_shape = 0;  // ... shared by the configurations of one workload shape
