@@ -213,7 +213,7 @@ TEST_CASE("every parameter has a prior with an uncertainty and a source", "[cali
   };
   // No calibration row arms a POLL_ADD.
   CHECK(status("poll_add").status == PinStatus::no_data);
-  CHECK(status("msg_ring_send_fd").status == PinStatus::pinned);
+  CHECK(status("futexv_entry").status == PinStatus::pinned);
   for (size_t j = 0; j < r.params.size(); ++j) {
     const CostParam& p = r.model.params[j];
     INFO(p.name);
@@ -287,6 +287,107 @@ TEST_CASE("the fit is scale-equivariant: a uniformly slower machine refits to sc
       CHECK(r.params[j].status == ref.params[j].status);
     }
   }
+}
+
+namespace {
+
+// The shipped rows with the rows whose id matches `prefix` times c.
+std::vector<MappedRow> scaled_rows(const std::vector<std::string>& prefixes, double c) {
+  std::vector<MappedRow> rows = calib().rows;
+  for (MappedRow& r : rows)
+    for (const std::string& p : prefixes)
+      if (r.row.id.rfind(p, 0) == 0) r.value_ns *= c;
+  return rows;
+}
+
+bool has_problem(const std::vector<std::string>& problems, const std::string& text) {
+  for (const std::string& p : problems)
+    if (p.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("the shipped rows give a credible fit", "[calib][fit][credible]") {
+  const FitReport r = fit_profile(prior_model(), calib().map.fit, calib().rows, calib().per_op, "x");
+  const std::vector<std::string> problems = fit_problems(r);
+  for (const std::string& p : problems) INFO(p);
+  CHECK(problems.empty());
+  CHECK(r.rms_rel <= expected_rms(r));
+  CHECK(worst_rows(r, calib().rows, 2).rfind("SF-103 +2.92% (1.0 sd), ", 0) == 0);
+}
+
+TEST_CASE("a fit that cannot place its shape inadequacy is refused, with its residual",
+          "[calib][fit][credible]") {
+  // The lifecycle rows five times slower than everything else: no speed
+  // factor and no price explains it; the shape inadequacy goes to its cap
+  // and the residual beyond what the fit itself expects.
+  const std::vector<MappedRow> rows = scaled_rows({"SF-25", "SF-26", "SF-28"}, 5.0);
+  const FitReport r = fit_profile(prior_model(), calib().map.fit, rows, calib().per_op, "x");
+  const std::vector<std::string> problems = fit_problems(r);
+  INFO("rms " << r.rms_rel << ", su " << r.inadequacy_shape);
+  CHECK(has_problem(problems, "exceeds the fit's own noise-plus-inadequacy estimate"));
+  CHECK(has_problem(problems, "model inadequacy per workload shape sits at its cap (30%)"));
+  CHECK(r.inadequacy_shape_at_cap);
+  CHECK(worst_rows(r, rows, 1).rfind("SF-26", 0) == 0);
+}
+
+TEST_CASE("a price the rows measure driven to 0 is refused, naming it", "[calib][fit][credible]") {
+  // The scalar wait-wake rows five times faster: the fit can only take
+  // the futex_wait and futex_wake prices to 0.
+  const std::vector<MappedRow> rows =
+      scaled_rows({"WV-019", "WV-020", "WV-021", "WV-057", "WV-058", "WV-059"}, 0.2);
+  const FitReport r = fit_profile(prior_model(), calib().map.fit, rows, calib().per_op, "x");
+  const std::vector<std::string> problems = fit_problems(r);
+  CHECK(has_problem(problems, "futex_wait is 0 although 6 rows count it (WV-019..WV-021, ...)"));
+  CHECK(has_problem(problems, "futex_wake is 0 although"));
+  // No measured price at 0 is ever reported pinned.
+  for (size_t j = 0; j < r.params.size(); ++j)
+    if (r.params[j].fitted == 0) CHECK(r.params[j].status != PinStatus::pinned);
+}
+
+TEST_CASE("every error-model edge is a cause of its own", "[calib][fit][credible]") {
+  FitReport ok = fit_profile(prior_model(), calib().map.fit, calib().rows, calib().per_op, "x");
+  REQUIRE(fit_problems(ok).empty());
+  const std::vector<std::pair<bool FitReport::*, std::string>> edges = {
+      {&FitReport::noise_at_cap, "the row noise sits at its cap"},
+      {&FitReport::inadequacy_at_cap, "model inadequacy per configuration sits at its cap"},
+      {&FitReport::inadequacy_shape_at_cap, "model inadequacy per workload shape sits at its cap"},
+      {&FitReport::speed_at_bound, "the speed factor"},
+      {&FitReport::converged, "NNLS did not converge"}};
+  for (const auto& [flag, text] : edges) {
+    FitReport r = ok;
+    r.*flag = !(r.*flag);
+    const std::vector<std::string> problems = fit_problems(r);
+    INFO(text);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].find(text) != std::string::npos);
+  }
+  FitReport wide = ok;
+  wide.rms_rel = 1.01 * expected_rms(ok);
+  CHECK(fit_problems(wide).size() == 1);
+}
+
+TEST_CASE("pinned means narrow against the value, not only against the prior",
+          "[calib][fit][credible]") {
+  const FitReport r = fit_profile(prior_model(), calib().map.fit, calib().rows, calib().per_op, "x");
+  size_t pinned = 0;
+  for (size_t j = 0; j < r.params.size(); ++j) {
+    const ParamFit& f = r.params[j];
+    INFO(r.model.params[j].name << " " << f.fitted << " +- " << f.stderr_ns);
+    if (f.status != PinStatus::pinned) continue;
+    ++pinned;
+    CHECK(f.stderr_ns <= calib().map.fit.pin_relative * f.fitted);
+    CHECK(f.stderr_ns <= calib().map.fit.pin_threshold * r.model.params[j].prior_sd);
+  }
+  CHECK(pinned >= 3);
+  // msg_ring_send_fd: the rows remove most of its prior variance, yet its
+  // posterior sd is three quarters of its value.
+  for (size_t j = 0; j < r.params.size(); ++j)
+    if (r.model.params[j].name == "msg_ring_send_fd") {
+      CHECK(r.params[j].data_share > 0.5);
+      CHECK(r.params[j].status == PinStatus::weak);
+    }
 }
 
 TEST_CASE("id ranges compress consecutive ids", "[calib]") {

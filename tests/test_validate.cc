@@ -5,7 +5,10 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <cmath>
+#include <fstream>
 #include <tuple>
+
+#include <fmt/format.h>
 
 #include "test_cost_util.h"
 #include "sim/calibrate/validate.h"
@@ -27,6 +30,15 @@ std::string row(const std::string& id, const std::string& workload, const std::s
                 const std::string& unit = "ns/install") {
   return id + "\t" + workload + "\t" + shape + "\t" + variant + "\tmean ns/install\t" + value +
          "\t" + unit + "\ttiming\tsrc\t\n";
+}
+
+// The causes calibrate's report lists ("NOT CREDIBLE: ..." lines).
+size_t fit_problems_count(const std::string& report) {
+  size_t n = 0;
+  for (size_t at = report.find("\nNOT CREDIBLE: "); at != std::string::npos;
+       at = report.find("\nNOT CREDIBLE: ", at + 1))
+    ++n;
+  return n;
 }
 
 // 1-based character column of field `k` (0-based) of a TSV line.
@@ -391,6 +403,56 @@ TEST_CASE("the metric column picks the lifecycle phase", "[validate]") {
   CHECK(phase_of("registration time per op") == "registration");
   CHECK(phase_of("fill time per op") == "fill");
   CHECK(phase_of("refill time per op") == "refill");
+}
+
+TEST_CASE("calibrate refuses a fit that is not credible: exit 3, one line per cause, no profile",
+          "[validate][credible]") {
+  // The shipped rows with the lifecycle rows five times slower.
+  std::string text, line;
+  {
+    std::ifstream in(repo_file("data/measurements/calibration.tsv"));
+    for (bool first = true; std::getline(in, line); first = false) {
+      if (!first && (line.rfind("SF-25", 0) == 0 || line.rfind("SF-26", 0) == 0 ||
+                     line.rfind("SF-28", 0) == 0)) {
+        std::vector<std::string> f = simcache::sim::split_words(line, '\t');
+        f[5] = fmt::format("{:.6f}", 5 * std::stod(f[5]));
+        line.clear();
+        for (size_t i = 0; i < f.size(); ++i) line += (i ? "\t" : "") + f[i];
+      }
+      text += line + "\n";
+    }
+  }
+  const TempFile rows("slow_lifecycle.tsv", text);
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           ("simcache_test_" + std::to_string(getpid()) + "_refused.toml"))
+                              .string();
+  std::filesystem::remove(out);
+  const CliOutcome r =
+      run_cli({"calibrate", "--measurements", rows.path(), "--out", out, "--jobs", "2"});
+  INFO(r.err);
+  CHECK(r.status == 3);
+  CHECK_FALSE(std::filesystem::exists(out));
+  CHECK(r.err.find("simcache: calibrate: not credible: the rms relative residual") !=
+        std::string::npos);
+  CHECK(r.err.find("simcache: calibrate: not credible: the model inadequacy per workload shape "
+                   "sits at its cap (30%)") != std::string::npos);
+  CHECK(r.err.find("simcache: calibrate: rows that disagree most: SF-26") != std::string::npos);
+  CHECK(r.err.find("no profile written to " + out + " (--force writes it)") != std::string::npos);
+  CHECK(r.out.find("NOT CREDIBLE: ") != std::string::npos);
+  // Every stderr line is one cause or one of the two closing lines.
+  size_t lines = 0;
+  for (char c : r.err) lines += c == '\n';
+  CHECK(lines == 2 + fit_problems_count(r.out));
+  const CliOutcome forced = run_cli(
+      {"calibrate", "--measurements", rows.path(), "--out", out, "--jobs", "2", "--force"});
+  CHECK(forced.status == 3);
+  REQUIRE(std::filesystem::exists(out));
+  CHECK(simcache::testing::read_text(out).find("# NOT CREDIBLE (written with --force): ") !=
+        std::string::npos);
+  CostModel m;
+  std::string err;
+  CHECK(load_profile(out, &m, &err));
+  std::filesystem::remove(out);
 }
 
 TEST_CASE("calibrate writes a profile that loads and reproduces its fit", "[validate]") {

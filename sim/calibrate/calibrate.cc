@@ -375,6 +375,11 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.configs = nconf;
   rep.shapes = nshape;
   rep.effective_params = bf.dof;
+  rep.noise_at_cap = bf.s_at_cap;
+  rep.noise_at_floor = bf.s_at_floor;
+  rep.inadequacy_at_cap = bf.sv_at_cap;
+  rep.inadequacy_shape_at_cap = bf.su_at_cap;
+  rep.speed_at_bound = bf.speed_at_bound;
   const std::string file =
       rows.empty() ? "" : std::filesystem::path(rows[0].row.file).filename().string();
   rep.model.corr.assign(np * np, 0.0);
@@ -388,8 +393,15 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     if (pf.rows.empty()) {
       pf.status = PinStatus::no_data;
       pf.reason = fmt::format("no data: no calibration row counts {}", event_names(p));
-    } else if (sd <= fit.pin_threshold * tau[j]) {
+    } else if (sd <= fit.pin_threshold * tau[j] && sd <= fit.pin_relative * bf.x[j]) {
       pf.status = PinStatus::pinned;
+    } else if (sd <= fit.pin_threshold * tau[j]) {
+      pf.status = PinStatus::weak;
+      pf.reason = fmt::format(
+          "weak: the rows remove {:.0f}% of its prior variance, but its posterior sd is {} its "
+          "value",
+          100 * pf.data_share,
+          bf.x[j] > 0 ? fmt::format("{:.0f}% of", 100 * sd / bf.x[j]) : std::string("above"));
     } else {
       pf.status = PinStatus::weak;
       pf.reason = fmt::format("weak: the rows count it but leave {:.0f}% of its prior variance",
@@ -429,6 +441,66 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   std::string err;
   rep.model.validate(&err);
   return rep;
+}
+
+double expected_rms(const FitReport& r) {
+  return std::sqrt(r.row_noise * r.row_noise + r.inadequacy * r.inadequacy +
+                   r.inadequacy_shape * r.inadequacy_shape);
+}
+
+std::vector<std::string> fit_problems(const FitReport& r) {
+  std::vector<std::string> out;
+  const double e = expected_rms(r);
+  if (r.rms_rel > e)
+    out.push_back(fmt::format(
+        "the rms relative residual {:.2f}% exceeds the fit's own noise-plus-inadequacy estimate "
+        "{:.2f}% (row noise {:.2f}%, inadequacy {:.2f}% per configuration, {:.2f}% per workload "
+        "shape)",
+        100 * r.rms_rel, 100 * e, 100 * r.row_noise, 100 * r.inadequacy,
+        100 * r.inadequacy_shape));
+  const auto cap = [&](bool at, const char* what, double v) {
+    if (at)
+      out.push_back(fmt::format("the {} sits at its cap ({:.0f}%): the search could not place it",
+                                what, 100 * v));
+  };
+  cap(r.noise_at_cap, "row noise", r.row_noise);
+  cap(r.inadequacy_at_cap, "model inadequacy per configuration", r.inadequacy);
+  cap(r.inadequacy_shape_at_cap, "model inadequacy per workload shape", r.inadequacy_shape);
+  if (r.speed_at_bound)
+    out.push_back(fmt::format(
+        "the speed factor {:.4g} sits at the end of its search (a factor of 30 from the rows' "
+        "level): the priors cannot be scaled to the rows",
+        r.speed));
+  for (size_t j = 0; j < r.params.size(); ++j) {
+    const ParamFit& f = r.params[j];
+    if (f.rows.empty() || f.fitted > 0) continue;
+    const size_t shown = std::min<size_t>(3, f.rows.size());
+    out.push_back(fmt::format(
+        "{} is 0 although {} {} it ({}{}): the fit drove a price the rows measure to its "
+        "bound",
+        r.model.params[j].name, f.rows.size(), f.rows.size() == 1 ? "row counts" : "rows count",
+        id_ranges({f.rows.begin(), f.rows.begin() + static_cast<std::ptrdiff_t>(shown)}),
+        shown < f.rows.size() ? ", ..." : ""));
+  }
+  if (!r.converged) out.push_back("NNLS did not converge: the values are its last feasible point");
+  return out;
+}
+
+std::string worst_rows(const FitReport& r, const std::vector<MappedRow>& rows, size_t n) {
+  std::vector<size_t> idx(rows.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  const auto rel = [&](size_t i) { return r.predicted[i] / rows[i].value_ns - 1; };
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    return std::fabs(rel(a)) > std::fabs(rel(b));
+  });
+  const double e = expected_rms(r);
+  std::string out;
+  for (size_t k = 0; k < std::min(n, idx.size()); ++k) {
+    const size_t i = idx[k];
+    out += fmt::format("{}{} {:+.2f}%", k ? ", " : "", rows[i].row.id, 100 * rel(i));
+    if (e > 0) out += fmt::format(" ({:.1f} sd)", std::fabs(rel(i)) / e);
+  }
+  return out;
 }
 
 }  // namespace simcache::sim

@@ -99,7 +99,28 @@ struct FitReport {
   size_t configs = 0;           // distinct configurations (rows with identical counts)
   size_t shapes = 0;            // distinct workload shapes (scenario + shape parameters)
   double effective_params = 0;  // what the rows determine, P - tr(H^-1)
+  // Where the error-model search ended at an edge of its range: the cap
+  // of 30 % (row noise, either inadequacy) or the end of the speed
+  // factor's search (a factor of 30 from the rows' geometric mean).
+  bool noise_at_cap = false, inadequacy_at_cap = false, inadequacy_shape_at_cap = false;
+  bool speed_at_bound = false;
+  bool noise_at_floor = false;  // at noise_cv: the rows agree better than it
 };
+
+// The fit's own estimate of its rms relative residual:
+// sqrt(s^2 + sv^2 + su^2).
+double expected_rms(const FitReport& r);
+
+// Why the fit is not to be trusted, one line per cause (empty: none):
+// the rms residual above expected_rms(), an error-model term at its cap
+// or the speed factor at the end of its search, a parameter the rows
+// count sitting at 0, NNLS not converged. docs/calibration.md, "A fit
+// that refuses to lie".
+std::vector<std::string> fit_problems(const FitReport& r);
+
+// The `n` rows whose residual is largest against expected_rms(): "SF-103
+// +2.92% (1.0 sd)", comma-separated.
+std::string worst_rows(const FitReport& r, const std::vector<MappedRow>& rows, size_t n);
 
 // Fits the parameters of `structure` (names, events, priors) to `rows`.
 // The model's name is `name`; its noise model is derived from the rows.
