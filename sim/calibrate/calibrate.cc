@@ -316,6 +316,13 @@ std::string format_row_failures(const std::vector<MappedRow>& rows,
   return out;
 }
 
+EffectRelation row_relation(const MappedRow& a, const MappedRow& b, const FitSettings& fit) {
+  if (a.scenario != b.scenario || a.phase != b.phase || shape_params(a, fit) != shape_params(b, fit))
+    return EffectRelation::cross_shape;
+  return a.kernel == b.kernel && a.policy == b.policy ? EffectRelation::same_config
+                                                      : EffectRelation::same_shape;
+}
+
 bool speed_scaled(const CostParam& p) { return p.prior_source.rfind("definition", 0) != 0; }
 
 double predict_ns(const CostModel& m, const PerOpCounts& c) {
@@ -348,19 +355,15 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   }
   size_t nconf = 0, nshape = 0;
   const std::vector<size_t> config = classes(
-      a.rows,
+      rows.size(),
       [&](size_t i, size_t k) {
-        for (size_t j = 0; j < a.cols; ++j)
-          if (a(i, j) != a(k, j)) return false;
-        return true;
+        return row_relation(rows[i], rows[k], fit) == EffectRelation::same_config;
       },
       &nconf);
   const std::vector<size_t> shape = classes(
       rows.size(),
       [&](size_t i, size_t k) {
-        return rows[i].scenario == rows[k].scenario &&
-               shape_params(rows[i], fit) == shape_params(rows[k], fit) &&
-               rows[i].phase == rows[k].phase;
+        return row_relation(rows[i], rows[k], fit) != EffectRelation::cross_shape;
       },
       &nshape);
   const BayesFit bf = bayes_fit(a, y, mu, tau, scaled, config, shape, fit.noise_cv);

@@ -69,6 +69,15 @@ std::string format_row_failures(const std::vector<MappedRow>& rows,
 // per microsecond of sleep": its prior_source begins "definition") not.
 bool speed_scaled(const CostParam& p);
 
+// How two rows are related for the fit's error model and an effect's
+// interval: the same configuration (scenario, shape parameters, phase,
+// kernel and policy: a repeat on another boot), two configurations of
+// one workload shape (scenario, shape parameters and phase), or two
+// shapes. Identical counts do not make one configuration: two kernels
+// or policies the model prices alike may still differ by a mechanism it
+// lacks.
+EffectRelation row_relation(const MappedRow& a, const MappedRow& b, const FitSettings& fit);
+
 // ns per op that `m` predicts from per-op counts.
 double predict_ns(const CostModel& m, const PerOpCounts& c);
 
@@ -96,7 +105,7 @@ struct FitReport {
   double row_noise = 0;         // relative measurement noise of a row (>= noise_cv)
   double inadequacy = 0;        // relative model error of one configuration (CostModel)
   double inadequacy_shape = 0;  // ... shared by the configurations of one workload shape
-  size_t configs = 0;           // distinct configurations (rows with identical counts)
+  size_t configs = 0;           // distinct configurations (row_relation)
   size_t shapes = 0;            // distinct workload shapes (scenario + shape parameters)
   double effective_params = 0;  // what the rows determine, P - tr(H^-1)
   // Where the error-model search ended at an edge of its range: the cap

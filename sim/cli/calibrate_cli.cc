@@ -136,7 +136,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
       error += " (--skip-unmapped validates the rows that map)";
     return cli_fail(error);
   }
-  const Validation v = validate_rows(m, in.rows, in.per_op);
+  const Validation v = validate_rows(m, in.rows, in.per_op, in.map.fit);
   return {0,
           format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
               format_row_failures(in.rows, in.failed, in.map.fit),
