@@ -5,6 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <algorithm>
+#include <fstream>
+#include <fmt/format.h>
 
 #include "sim/calibrate/calibrate.h"
 #include "sim/calibrate/measure.h"
@@ -391,6 +394,211 @@ TEST_CASE("pinned means narrow against the value, not only against the prior",
       CHECK(r.params[j].data_share > 0.5);
       CHECK(r.params[j].status == PinStatus::weak);
     }
+}
+
+namespace {
+
+// The lines of calibrate's report from "rms relative residual" to the
+// line before the parameter table, and its closing count of pinned
+// parameters: what the workflow prints.
+std::string report_summary(const std::string& report) {
+  std::string out;
+  const size_t b = report.find("rms relative residual");
+  const size_t e = report.find("\n\nparameter ", b);
+  out += report.substr(b, e - b + 1);
+  const size_t p = report.find(" parameters pinned by the rows");
+  const size_t ps = report.rfind('\n', p) + 1;
+  out += report.substr(ps, report.find('\n', p) - ps + 1);
+  return out;
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '|') c = '/';
+  return s;
+}
+
+// docs/calibration.md's "The default profile" block: the summary lines
+// calibrate prints for the shipped rows, the count of weak scale priors,
+// and every parameter.
+std::string default_profile_markdown(const FitReport& r) {
+  const std::string report =
+      format_fit(r, calib().rows, "data/measurements/calibration.tsv", calib().map);
+  const CostModel priors = prior_model();
+  size_t weak_priors = 0;
+  for (const CostParam& p : priors.params)
+    weak_priors += p.prior_source.rfind("weak scale prior", 0) == 0;
+  std::string out = "```\n" + report_summary(report) + "```\n\n";
+  out += fmt::format(
+      "{} of the {} priors are weak scale priors. Every parameter (the profile file is "
+      "authoritative; this is a reading aid; `sd` is the posterior sd; the prior is the table's, "
+      "which the profile records times the speed factor {:.4g}):\n\n",
+      weak_priors, priors.params.size(), r.speed);
+  out += "| parameter | value | sd | prior (sd) | what pins it | prior source |\n";
+  out += "|---|---|---|---|---|---|\n";
+  for (size_t j = 0; j < r.params.size(); ++j) {
+    const CostParam& p = r.model.params[j];
+    const ParamFit& f = r.params[j];
+    std::string pins;
+    if (f.status == PinStatus::pinned) {
+      const size_t shown = std::min<size_t>(3, f.rows.size());
+      pins = fmt::format("rows ({}{}), data share {:.0f}%",
+                         id_ranges({f.rows.begin(), f.rows.begin() + static_cast<long>(shown)}),
+                         shown < f.rows.size() ? ", ..." : "", 100 * f.data_share);
+    } else if (f.status == PinStatus::no_data) {
+      pins = "prior only: no row counts it";
+    } else {
+      pins = f.reason;  // "weak: ..."
+    }
+    out += fmt::format("| `{}` | {:.4g} {} | {:.3g} | {:.4g} ({:.4g}) | {} | {} |\n", p.name,
+                       p.value, p.unit, p.stderr_ns, priors.params[j].prior,
+                       priors.params[j].prior_sd, pins, one_line(p.prior_source));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("docs/calibration.md's default profile block is what calibrate prints",
+          "[calib][docs]") {
+  const std::string path = repo_file("docs/calibration.md");
+  std::string doc = simcache::testing::read_text(path);
+  const std::string begin = "<!-- default-profile begin -->\n",
+                    end = "<!-- default-profile end -->";
+  const FitReport r =
+      fit_profile(prior_model(), calib().map.fit, calib().rows, calib().per_op, "i7-12700KF");
+  const std::string want = default_profile_markdown(r);
+  if (std::getenv("SIMCACHE_UPDATE_DOCS")) {
+    const size_t b = doc.find(begin), e = doc.find(end);
+    REQUIRE(b != std::string::npos);
+    REQUIRE(e != std::string::npos);
+    doc = doc.substr(0, b + begin.size()) + want + doc.substr(e);
+    std::ofstream(path, std::ios::binary) << doc;
+  }
+  const size_t b = doc.find(begin), e = doc.find(end);
+  INFO("regenerate with SIMCACHE_UPDATE_DOCS=1 ./build/tests/simcache_tests '[docs]'");
+  REQUIRE(b != std::string::npos);
+  REQUIRE(e != std::string::npos);
+  CHECK(doc.substr(b + begin.size(), e - b - begin.size()) == want);
+}
+
+namespace {
+
+// Replaces (with SIMCACHE_UPDATE_DOCS) or checks the text between two
+// markers of a doc.
+void check_doc_block(const std::string& rel, const std::string& name, const std::string& want) {
+  const std::string path = repo_file(rel);
+  std::string doc = simcache::testing::read_text(path);
+  const std::string begin = "<!-- " + name + " begin -->\n", end = "<!-- " + name + " end -->";
+  if (std::getenv("SIMCACHE_UPDATE_DOCS")) {
+    const size_t b = doc.find(begin), e = doc.find(end);
+    REQUIRE(b != std::string::npos);
+    REQUIRE(e != std::string::npos);
+    doc = doc.substr(0, b + begin.size()) + want + doc.substr(e);
+    std::ofstream(path, std::ios::binary) << doc;
+  }
+  const size_t b = doc.find(begin), e = doc.find(end);
+  INFO(rel << " " << name << ": regenerate with SIMCACHE_UPDATE_DOCS=1 "
+                             "./build/tests/simcache_tests '[docs]'");
+  REQUIRE(b != std::string::npos);
+  REQUIRE(e != std::string::npos);
+  CHECK(doc.substr(b + begin.size(), e - b - begin.size()) == want);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Each group of rows (one program and shape) left out in turn: the fit of
+// the rest, validated on the group. docs/validation.md, "Out of sample".
+// With `by_shape`, each workload shape (row_relation) instead: no row of
+// the program and shape left out is in the fit.
+std::string leave_out_markdown(bool by_shape) {
+  const Calib& c = calib();
+  std::vector<std::string> groups;
+  std::vector<size_t> shape_of(c.rows.size());
+  for (size_t i = 0; i < c.rows.size(); ++i) {
+    shape_of[i] = i;
+    for (size_t k = 0; k < i; ++k)
+      if (row_relation(c.rows[k], c.rows[i], c.map.fit) != EffectRelation::cross_shape) {
+        shape_of[i] = shape_of[k];
+        break;
+      }
+  }
+  const auto key = [&](size_t i) {
+    return by_shape ? std::to_string(shape_of[i]) : c.rows[i].group;
+  };
+  for (size_t i = 0; i < c.rows.size(); ++i)
+    if (std::find(groups.begin(), groups.end(), key(i)) == groups.end()) groups.push_back(key(i));
+  size_t rows_in = 0, rows_all = 0, eff_in = 0, eff_noise = 0, eff_all = 0, refused = 0;
+  std::vector<double> row_width, eff_width;
+  std::string table =
+      "| rows left out | rows inside | effect | measured | predicted [90 % model interval] |\n"
+      "|---|---|---|---|---|\n";
+  for (const std::string& g : groups) {
+    std::vector<MappedRow> rest, out;
+    std::vector<PerOpCounts> rest_op, out_op;
+    std::vector<size_t> at(c.rows.size(), 0);
+    for (size_t i = 0; i < c.rows.size(); ++i) {
+      if (key(i) == g) {
+        at[i] = out.size();
+        out.push_back(c.rows[i]);
+        out_op.push_back(c.per_op[i]);
+      } else {
+        rest.push_back(c.rows[i]);
+        rest_op.push_back(c.per_op[i]);
+      }
+    }
+    for (MappedRow& r : out)
+      for (size_t& b : r.bases) b = at[b];
+    const FitReport f = fit_profile(prior_model(), c.map.fit, rest, rest_op, "logo");
+    refused += !fit_problems(f).empty();
+    const Validation v = validate_rows(f.model, out, out_op, c.map.fit);
+    std::vector<std::string> ids;
+    for (const MappedRow& r : out) ids.push_back(r.row.id);
+    rows_in += v.rows_covered;
+    rows_all += out.size();
+    for (size_t i = 0; i < out.size(); ++i) row_width.push_back((v.hi[i] - v.lo[i]) / v.predicted[i]);
+    std::string first = fmt::format("| {} | {}/{} |", id_ranges(ids), v.rows_covered, out.size());
+    if (v.effects.empty()) table += first + " | | |\n";
+    for (const Effect& e : v.effects) {
+      eff_in += e.covered;
+      eff_noise += e.covered_noise;
+      ++eff_all;
+      eff_width.push_back(e.hi - e.lo);
+      table += fmt::format("{} {} | {:+.2f} % | {:+.2f} % [{:+.2f}, {:+.2f}]{}{} |\n", first,
+                           out[e.row].row.id, 100 * e.measured, 100 * e.model, 100 * e.lo,
+                           100 * e.hi, e.covered ? "" : ", outside", e.prior_based ? " (prior)" : "");
+      first = "| | |";
+    }
+  }
+  std::string s = fmt::format(
+      "Each {} left out in turn, over the {} fits: rows {}/{} ({:.0f} %) and effects {}/{} ({:.0f} %) inside their 90 % "
+      "model interval, {}/{} effects with the noise of the delta added; median interval width "
+      "{:.1f} % of the predicted row time and {:.2f} pp of an effect; {} of the {} fits of the "
+      "rest are refused by calibrate (not credible).\n\n",
+      by_shape ? "workload shape" : "group", groups.size(), rows_in, rows_all,
+      100.0 * static_cast<double>(rows_in) / static_cast<double>(rows_all),
+      eff_in, eff_all, 100.0 * static_cast<double>(eff_in) / static_cast<double>(eff_all), eff_noise,
+      eff_all, 100 * median(row_width), 100 * median(eff_width), refused, groups.size());
+  return by_shape ? s : s + table + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("docs/validation.md's validate block is the validate golden", "[calib][docs]") {
+  check_doc_block("docs/validation.md", "validate-calibration",
+                  "```\n" + simcache::testing::read_text(repo_file("tests/golden/validate.txt")) +
+                      "```\n");
+}
+
+TEST_CASE("docs/validation.md's out-of-sample block is a fresh leave-one-group-out",
+          "[calib][docs]") {
+  check_doc_block("docs/validation.md", "leave-one-group-out",
+                  leave_out_markdown(false) + leave_out_markdown(true));
 }
 
 TEST_CASE("id ranges compress consecutive ids", "[calib]") {
