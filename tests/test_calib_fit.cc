@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <unistd.h>
 #include <algorithm>
 #include <fstream>
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include "sim/calibrate/calibrate.h"
 #include "sim/calibrate/measure.h"
 #include "sim/calibrate/validate.h"
+#include "sim/cli/cli.h"
 #include "test_cost_util.h"
 
 using namespace simcache;
@@ -599,6 +601,34 @@ TEST_CASE("docs/validation.md's out-of-sample block is a fresh leave-one-group-o
           "[calib][docs]") {
   check_doc_block("docs/validation.md", "leave-one-group-out",
                   leave_out_markdown(false) + leave_out_markdown(true));
+}
+
+TEST_CASE("docs/measure.md's worked example is what calibrate prints on its rows",
+          "[calib][docs]") {
+  // The kit's calibration suite as measured on a 2-vCPU VM
+  // (data/measurements/vm-2cpu-calibration.tsv): its rows, and what
+  // calibrate prints on them (stdout's summary, stderr's causes).
+  const std::string tsv = "data/measurements/vm-2cpu-calibration.tsv";
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           ("simcache_test_" + std::to_string(::getpid()) + "_vm.toml"))
+                              .string();
+  const CliOutcome r = run_cli({"calibrate", "--measurements", repo_file(tsv), "--out", out});
+  std::string want = "| row | value | unit |\n|---|---|---|\n";
+  std::vector<MeasuredRow> rows;
+  std::string err;
+  REQUIRE(read_measurements(repo_file(tsv), &rows, &err));
+  for (const MeasuredRow& m : rows)
+    want += fmt::format("| {} | {:.4g} | {} |\n", m.id, m.value, m.unit);
+  std::string e = r.err;
+  for (size_t at = e.find(repo_file("")); at != std::string::npos; at = e.find(repo_file("")))
+    e.erase(at, repo_file("").size());
+  for (size_t at = e.find(out); at != std::string::npos; at = e.find(out))
+    e.replace(at, out.size(), "host.toml");
+  want += fmt::format("\n```\n$ simcache calibrate --measurements {} --out host.toml\n{}{}(exit "
+                      "status {})\n```\n",
+                      tsv, report_summary(r.out), e, r.status);
+  CHECK_FALSE(std::filesystem::exists(out));
+  check_doc_block("docs/measure.md", "vm-calibrate", want);
 }
 
 TEST_CASE("id ranges compress consecutive ids", "[calib]") {
