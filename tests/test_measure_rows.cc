@@ -134,10 +134,15 @@ TEST_CASE("calibrate then validate on kit rows, one of them noisier than 100 %",
                     kRows[i].unit, i == 9 ? "132.8" : "1.2");
   TempFile rows("kit_rows.tsv", text);
   TempFile out("kit_host.toml", "");
+  // These VM-like rows are not a credible fit of the model (prices the
+  // rows measure go to 0: docs/calibration.md, "A fit that refuses to
+  // lie"): calibrate says so and exits 3; --force writes the profile.
   CliOutcome c = simcache::sim::run_cli(
-      {"calibrate", "--measurements", rows.path(), "--out", out.path()});
+      {"calibrate", "--measurements", rows.path(), "--out", out.path(), "--force"});
   INFO(c.err);
-  REQUIRE(c.status == 0);
+  REQUIRE(c.status == 3);
+  CHECK(c.err.find("simcache: calibrate: not credible: ") == 0);
+  CHECK(c.err.find("wrote " + out.path() + " anyway (--force)") != std::string::npos);
   CHECK(simcache::testing::read_text(out.path()).find("round_cv = 1\n") != std::string::npos);
   CliOutcome v = simcache::sim::run_cli(
       {"validate", "--profile", out.path(), "--measurements", rows.path()});

@@ -5,7 +5,10 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <cmath>
+#include <fstream>
 #include <tuple>
+
+#include <fmt/format.h>
 
 #include "test_cost_util.h"
 #include "sim/calibrate/validate.h"
@@ -27,6 +30,15 @@ std::string row(const std::string& id, const std::string& workload, const std::s
                 const std::string& unit = "ns/install") {
   return id + "\t" + workload + "\t" + shape + "\t" + variant + "\tmean ns/install\t" + value +
          "\t" + unit + "\ttiming\tsrc\t\n";
+}
+
+// The causes calibrate's report lists ("NOT CREDIBLE: ..." lines).
+size_t fit_problems_count(const std::string& report) {
+  size_t n = 0;
+  for (size_t at = report.find("\nNOT CREDIBLE: "); at != std::string::npos;
+       at = report.find("\nNOT CREDIBLE: ", at + 1))
+    ++n;
+  return n;
 }
 
 // 1-based character column of field `k` (0-based) of a TSV line.
@@ -192,7 +204,7 @@ TEST_CASE("effects compare a child with the midpoint of its parents", "[validate
     per_op[i][static_cast<size_t>(Event::kmalloc)] = model[i];
   }
   rows[1].bases = {0, 2};  // what map_rows() resolves from the rule's base
-  const Validation v = validate_rows(m, rows, per_op);
+  const Validation v = validate_rows(m, rows, per_op, FitSettings{});
   REQUIRE(v.effects.size() == 1);
   CHECK(v.effects[0].measured == Approx(110.0 / 101.0 - 1));
   CHECK(v.effects[0].model == Approx(0.2));
@@ -257,11 +269,76 @@ TEST_CASE("model inadequacy widens an effect between two configurations only", "
   const EffectInterval iv = effect_interval(m, std::vector<double>{10}, std::vector<double>{12});
   CHECK(iv.effect == Approx(0.2));
   CHECK(iv.hi - iv.effect == Approx(kIntervalZ * std::sqrt(2.0) * 1.2 * 0.01));
-  // Identical counts: the same configuration to the model, no width.
-  const EffectInterval same = effect_interval(m, std::vector<double>{10}, std::vector<double>{10});
+  // The same configuration measured twice: nothing can tell them apart.
+  const EffectInterval same = effect_interval(m, std::vector<double>{10}, std::vector<double>{10},
+                                              EffectRelation::same_config);
   CHECK(same.hi - same.lo == Approx(0.0).margin(1e-12));
+  // Two distinct configurations (two policies, two kernels) with identical
+  // counts: a mechanism the model lacks can still tell them apart, so the
+  // interval has the width of two configurations' inadequacy (it was
+  // [0, 0] for slab_nomerge on the RFC's workload).
+  const EffectInterval twin = effect_interval(m, std::vector<double>{10}, std::vector<double>{10});
+  CHECK(twin.effect == Approx(0.0).margin(1e-12));
+  CHECK(twin.hi == Approx(kIntervalZ * std::sqrt(2.0) * 0.01));
+  CHECK(twin.lo == Approx(-twin.hi));
+  // Two workload shapes: the shapes' shared inadequacy does not cancel.
+  m.inadequacy_shape = 0.03;
+  const EffectInterval cross = effect_interval(m, std::vector<double>{10}, std::vector<double>{12},
+                                               EffectRelation::cross_shape);
+  CHECK(cross.hi - cross.effect ==
+        Approx(kIntervalZ * 1.2 * std::sqrt(2 * 0.01 * 0.01 + 2 * 0.03 * 0.03)));
+  CHECK(effect_interval(m, std::vector<double>{10}, std::vector<double>{12}).hi == Approx(iv.hi));
+  m.inadequacy_shape = 0;
   // A time: (inadequacy x t)^2 on top of the parameters' variance.
   CHECK(m.predictive_variance({10}, 10.0) == Approx(0.01));
+}
+
+TEST_CASE("a time's interval is positive however wide, and t +- z sd when narrow",
+          "[validate][interval]") {
+  // Narrow: the log-normal interval is the Gaussian one to first order.
+  const TimeInterval n = time_interval(1000, 10);
+  CHECK(n.lo == Approx(1000 - kIntervalZ * 10).epsilon(2e-4));
+  CHECK(n.hi == Approx(1000 + kIntervalZ * 10).epsilon(2e-4));
+  // The 128-slot registration of the issue: 3.66 us +- 2.39 us was
+  // [-0.26, 7.58] us as t +- 1.645 sd.
+  const TimeInterval w = time_interval(3660, 2390);
+  CHECK(3660 - kIntervalZ * 2390 < 0);
+  CHECK(w.lo > 0);
+  CHECK(w.lo < 3660);
+  CHECK(w.lo == Approx(1149.83).epsilon(1e-5));  // docs/calibration.md: [1.15, 8.17] us
+  CHECK(w.hi == Approx(8167.34).epsilon(1e-5));
+  CHECK(w.hi > 3660);
+  // Its mean and variance are t and sd^2: the log-normal's own moments.
+  const double s2 = std::log1p((2390.0 / 3660) * (2390.0 / 3660));
+  CHECK(std::sqrt(w.lo * w.hi) == Approx(3660 * std::exp(-s2 / 2)));
+  for (double cv : {0.01, 0.3, 1.0, 3.0, 30.0}) {
+    const TimeInterval t = time_interval(5, 5 * cv);
+    INFO(cv);
+    CHECK(t.lo > 0);
+    CHECK(t.lo < 5);
+    CHECK(t.hi > 5);
+  }
+  const TimeInterval exact = time_interval(7, 0);
+  CHECK(exact.lo == 7);
+  CHECK(exact.hi == 7);
+}
+
+TEST_CASE("every predicted interval of the shipped profile is positive, rows and phases",
+          "[validate][interval]") {
+  // validate's rows, and a policy column's time and phases, of the shipped
+  // profile: the lifecycle at 128 slots (registration rests on priors).
+  const CostModel& m = simcache::testing::default_profile();
+  std::vector<double> g(m.params.size(), 0.0);
+  for (size_t j = 0; j < g.size(); ++j)
+    if (m.params[j].name == "io_sqe_files_register" || m.params[j].name == "idle_gap") g[j] = 1;
+    else if (m.params[j].name == "file_table_slot") g[j] = 128;
+  double t = 0;
+  for (size_t j = 0; j < g.size(); ++j) t += g[j] * m.params[j].value;
+  const double sd = std::sqrt(m.predictive_variance(g, t));
+  INFO("t " << t << " sd " << sd);
+  const TimeInterval ti = time_interval(t, sd);
+  CHECK(ti.lo > 0);
+  CHECK(ti.hi > t);
 }
 
 TEST_CASE("each effect is measured against the base its mapping rule names", "[validate]") {
@@ -391,6 +468,56 @@ TEST_CASE("the metric column picks the lifecycle phase", "[validate]") {
   CHECK(phase_of("registration time per op") == "registration");
   CHECK(phase_of("fill time per op") == "fill");
   CHECK(phase_of("refill time per op") == "refill");
+}
+
+TEST_CASE("calibrate refuses a fit that is not credible: exit 3, one line per cause, no profile",
+          "[validate][credible]") {
+  // The shipped rows with the lifecycle rows five times slower.
+  std::string text, line;
+  {
+    std::ifstream in(repo_file("data/measurements/calibration.tsv"));
+    for (bool first = true; std::getline(in, line); first = false) {
+      if (!first && (line.rfind("SF-25", 0) == 0 || line.rfind("SF-26", 0) == 0 ||
+                     line.rfind("SF-28", 0) == 0)) {
+        std::vector<std::string> f = simcache::sim::split_words(line, '\t');
+        f[5] = fmt::format("{:.6f}", 5 * std::stod(f[5]));
+        line.clear();
+        for (size_t i = 0; i < f.size(); ++i) line += (i ? "\t" : "") + f[i];
+      }
+      text += line + "\n";
+    }
+  }
+  const TempFile rows("slow_lifecycle.tsv", text);
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           ("simcache_test_" + std::to_string(getpid()) + "_refused.toml"))
+                              .string();
+  std::filesystem::remove(out);
+  const CliOutcome r =
+      run_cli({"calibrate", "--measurements", rows.path(), "--out", out, "--jobs", "2"});
+  INFO(r.err);
+  CHECK(r.status == 3);
+  CHECK_FALSE(std::filesystem::exists(out));
+  CHECK(r.err.find("simcache: calibrate: not credible: the rms relative residual") !=
+        std::string::npos);
+  CHECK(r.err.find("simcache: calibrate: not credible: the model inadequacy per workload shape "
+                   "sits at its cap (30%)") != std::string::npos);
+  CHECK(r.err.find("simcache: calibrate: rows that disagree most: SF-26") != std::string::npos);
+  CHECK(r.err.find("no profile written to " + out + " (--force writes it)") != std::string::npos);
+  CHECK(r.out.find("NOT CREDIBLE: ") != std::string::npos);
+  // Every stderr line is one cause or one of the two closing lines.
+  size_t lines = 0;
+  for (char c : r.err) lines += c == '\n';
+  CHECK(lines == 2 + fit_problems_count(r.out));
+  const CliOutcome forced = run_cli(
+      {"calibrate", "--measurements", rows.path(), "--out", out, "--jobs", "2", "--force"});
+  CHECK(forced.status == 3);
+  REQUIRE(std::filesystem::exists(out));
+  CHECK(simcache::testing::read_text(out).find("# NOT CREDIBLE (written with --force): ") !=
+        std::string::npos);
+  CostModel m;
+  std::string err;
+  CHECK(load_profile(out, &m, &err));
+  std::filesystem::remove(out);
 }
 
 TEST_CASE("calibrate writes a profile that loads and reproduces its fit", "[validate]") {

@@ -30,26 +30,36 @@ std::string event_names(const CostParam& p) {
 }
 
 // The regularised fit (docs/calibration.md, "The fit"): the posterior
-// mode of a Gaussian prior N(mu, tau^2) per parameter under x >= 0, with
-// the relative error of row i in three parts,
+// mode of a Gaussian prior per parameter under x >= 0, with the relative
+// error of row i in three parts,
 //   y_i = a_i x (1 + u_f(i) + v_c(i) + e_i),
 // e ~ N(0, s^2) the row's measurement noise, v ~ N(0, sv^2) the model's
 // error on configuration c (rows with identical counts: a repeat measures
 // the same v again) and u ~ N(0, su^2) its error shared by every
 // configuration of one workload shape f (scenario and shape parameters:
 // a mechanism the model lacks for that program). The rows' covariance is
-// Sigma = s^2 I + sv^2 Z_c Z_c^T + su^2 Z_f Z_f^T; the fit whitens by its
-// Cholesky factor and solves NNLS in the scaled unknowns u = x / tau on
-// the whitened rows stacked over the prior rows; the covariance is the
-// Laplace one, (A_w^T A_w + T^-2)^-1. (s, sv, su) maximise the marginal
-// likelihood of the rows with the parameters integrated over their
-// priors (type-II maximum likelihood), s at least `s_min`.
+// Sigma = s^2 I + sv^2 Z_c Z_c^T + su^2 Z_f Z_f^T.
+//
+// The machine's speed is a factor of its own: x_j = k x z_j for every
+// parameter whose prior is a price on the priors' machine (z_j ~ N(mu_j,
+// tau_j^2)), x_j = z_j for a definition (a microsecond of sleep is 1000
+// ns on any machine). k has a flat prior on its logarithm, so rows all
+// 10 % slower give k 10 % larger and the same z: the fit is
+// scale-equivariant, and the error model cannot buy a level with a shape
+// inadequacy. (k, s, sv, su) maximise the marginal likelihood of the rows
+// with z integrated over its prior (type-II maximum likelihood); then the
+// fit whitens by Sigma's Cholesky factor and solves NNLS in u = z / tau
+// on the whitened rows stacked over the prior rows; the covariance is the
+// Laplace one at that k, k^2 T (A_w^T A_w + I)^-1 T.
 struct BayesFit {
   std::vector<double> x;
   Matrix cov;  // posterior covariance of x
-  double s = 0, sv = 0, su = 0, dof = 0;
-  size_t configs = 0, shapes = 0;
+  double speed = 1, s = 0, sv = 0, su = 0, dof = 0;
   bool converged = true;
+  // Bounds of the error-model search each estimate sits at (within 1e-3
+  // of the logarithm): the search could not place it.
+  bool s_at_floor = false, s_at_cap = false, sv_at_cap = false, su_at_cap = false;
+  bool speed_at_bound = false;
 };
 
 // Index of each row's class among rows with equal keys.
@@ -81,78 +91,157 @@ struct ErrorModel {
   }
 };
 
-// -log p(rows | s, sv, su) up to a constant, the parameters integrated
-// over their priors: r = 1 - A~ mu, K = Sigma + A~ T^2 A~^T (A~ = A / y).
-double neg_log_marginal(const Matrix& g, const std::vector<double>& r, const ErrorModel& em,
-                        double s, double sv, double su) {
-  Matrix k = em.sigma(s, sv, su), l;
-  for (size_t i = 0; i < k.a.size(); ++i) k.a[i] += g.a[i];
-  if (!cholesky(k, &l)) return 1e300;
-  std::vector<double> z = r;
+// The rows' prior predictive as a function of the speed factor k, on
+// the logarithm of a row's time (the errors are relative: log y_i =
+// log(a_i x) + u + v + e), with log(a_i x) linearised at x^ = k z^ (z^
+// the prior means, then the fit's own shape: a Laplace approximation at
+// the mode): with p_i(k) = a_i x^, the mean is log p_i + a_i (k mu -
+// x^) / p_i and the covariance (A K T)(A K T)^T / (p p^T) (K: k on the
+// scaled parameters, 1 on definitions). On the log scale no speed factor
+// makes every residual small at once: a row predicted at 0 is infinitely
+// wrong, where 1 - a_i x / y_i would be a bounded 100 % that a shape
+// inadequacy at its cap absorbs. For rows of scaled parameters only, the
+// residuals and the covariance do not depend on k beyond log k itself.
+struct PriorPredictive {
+  // Per row, the parts from the scaled (s) and definition (d) parameters:
+  // a_i z^, a_i (mu - z^); per pair, sum_j a_ij tau_j^2 a_kj.
+  std::vector<double> ly, ps, pd, os, od;
+  Matrix gs, gd;
+  PriorPredictive(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
+                  const std::vector<double>& tau, const std::vector<bool>& scaled,
+                  const std::vector<double>& zhat)
+      : ly(a.rows), ps(a.rows, 0.0), pd(a.rows, 0.0), os(a.rows, 0.0), od(a.rows, 0.0),
+        gs(a.rows, a.rows), gd(a.rows, a.rows) {
+    const size_t n = a.rows, np = a.cols;
+    for (size_t i = 0; i < n; ++i) {
+      ly[i] = std::log(y[i]);
+      for (size_t j = 0; j < np; ++j) {
+        (scaled[j] ? ps : pd)[i] += a(i, j) * zhat[j];
+        (scaled[j] ? os : od)[i] += a(i, j) * (mu[j] - zhat[j]);
+      }
+    }
+    for (size_t i = 0; i < n; ++i)
+      for (size_t k = 0; k < n; ++k)
+        for (size_t j = 0; j < np; ++j)
+          (scaled[j] ? gs : gd)(i, k) += a(i, j) * tau[j] * a(k, j) * tau[j];
+  }
+};
+
+// -log p(log rows | k, s, sv, su) up to a constant, z integrated over its
+// prior.
+double neg_log_marginal(const PriorPredictive& pp, const ErrorModel& em, double k, double s,
+                        double sv, double su) {
+  const size_t n = pp.ly.size();
+  std::vector<double> p(n), z(n);
+  for (size_t i = 0; i < n; ++i) {
+    p[i] = k * pp.ps[i] + pp.pd[i];
+    if (!(p[i] > 0)) return 1e300;
+    z[i] = pp.ly[i] - std::log(p[i]) - (k * pp.os[i] + pp.od[i]) / p[i];
+  }
+  Matrix m = em.sigma(s, sv, su), l;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t c = 0; c < n; ++c)
+      m(i, c) += (k * k * pp.gs(i, c) + pp.gd(i, c)) / (p[i] * p[c]);
+  if (!cholesky(m, &l)) return 1e300;
   forward_solve(l, &z);
   double q = 0, logdet = 0;
-  for (size_t i = 0; i < z.size(); ++i) q += z[i] * z[i], logdet += 2 * std::log(l(i, i));
+  for (size_t i = 0; i < n; ++i) q += z[i] * z[i], logdet += 2 * std::log(l(i, i));
   return 0.5 * (q + logdet);
 }
 
-// Coordinate-wise golden-section search of the three log-sds.
-void fit_error_model(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
-                     const std::vector<double>& tau, const ErrorModel& em, double s_min,
-                     BayesFit* f) {
-  const size_t n = a.rows, np = a.cols;
-  Matrix g(n, n);
-  std::vector<double> r(n, 1.0);
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < np; ++j) r[i] -= a(i, j) * mu[j] / y[i];
-    for (size_t k = 0; k < n; ++k)
-      for (size_t j = 0; j < np; ++j)
-        g(i, k) += a(i, j) * tau[j] / y[i] * a(k, j) * tau[j] / y[k];
-  }
-  double th[3] = {std::log(std::max(s_min, 0.01)), std::log(0.01), std::log(0.01)};
-  const double lo[3] = {std::log(s_min), std::log(1e-5), std::log(1e-5)};
-  const double hi = std::log(0.3);
-  auto nll = [&](const double* t) {
-    return neg_log_marginal(g, r, em, std::exp(t[0]), std::exp(t[1]), std::exp(t[2]));
-  };
+// Minimises f over each coordinate in turn within [lo, hi]: a scan of the
+// whole range on a grid (so a coordinate goes to the best of its modes,
+// not the nearest), then a golden-section search within one grid step of
+// the best point; sweeps until no coordinate moves by 1e-7.
+template <class F>
+void coordinate_search(F f, size_t dims, const double* lo, const double* hi, double* th) {
   const double phi = 0.6180339887498949;
-  for (int sweep = 0; sweep < 6; ++sweep)
-    for (int c = 0; c < 3; ++c) {
-      double a0 = lo[c], b0 = hi;
-      double t[3] = {th[0], th[1], th[2]};
+  const int grid = 24;
+  double best = f(th);
+  for (int sweep = 0; sweep < 40; ++sweep) {
+    double moved = 0;
+    for (size_t c = 0; c < dims; ++c) {
+      std::vector<double> t(th, th + dims);
+      const double step = (hi[c] - lo[c]) / grid;
+      double arg = th[c], val = best;
+      for (int g = 0; g <= grid; ++g) {
+        t[c] = lo[c] + step * g;
+        const double v = f(t.data());
+        if (v < val) val = v, arg = t[c];
+      }
+      double a0 = std::max(lo[c], arg - step), b0 = std::min(hi[c], arg + step);
       double x1 = b0 - phi * (b0 - a0), x2 = a0 + phi * (b0 - a0);
       t[c] = x1;
-      double f1 = nll(t);
+      double f1 = f(t.data());
       t[c] = x2;
-      double f2 = nll(t);
-      for (int it = 0; it < 40; ++it) {
+      double f2 = f(t.data());
+      for (int it = 0; it < 48; ++it) {
         if (f1 < f2) {
-          b0 = x2, x2 = x1, f2 = f1, x1 = b0 - phi * (b0 - a0), t[c] = x1, f1 = nll(t);
+          b0 = x2, x2 = x1, f2 = f1, x1 = b0 - phi * (b0 - a0), t[c] = x1, f1 = f(t.data());
         } else {
-          a0 = x1, x1 = x2, f1 = f2, x2 = a0 + phi * (b0 - a0), t[c] = x2, f2 = nll(t);
+          a0 = x1, x1 = x2, f1 = f2, x2 = a0 + phi * (b0 - a0), t[c] = x2, f2 = f(t.data());
         }
       }
-      th[c] = f1 < f2 ? x1 : x2;
+      if (std::min(f1, f2) < val) val = std::min(f1, f2), arg = f1 < f2 ? x1 : x2;
+      moved = std::max(moved, std::fabs(arg - th[c]));
+      th[c] = arg, best = val;
     }
-  f->s = std::exp(th[0]);
-  // A component at the search's floor is absent.
-  f->sv = th[1] <= lo[1] + 1e-3 ? 0.0 : std::exp(th[1]);
-  f->su = th[2] <= lo[2] + 1e-3 ? 0.0 : std::exp(th[2]);
+    if (moved < 1e-7) break;
+  }
 }
 
-BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
-                   const std::vector<double>& tau, const std::vector<size_t>& config,
-                   const std::vector<size_t>& shape, double s_min) {
+// The speed factor and the three log-sds. The speed factor is searched
+// relative to k0, the geometric mean of measured over prior-predicted
+// row times, within a factor of 30 either way: the search itself scales
+// with the rows.
+void fit_error_model(const PriorPredictive& pp, const ErrorModel& em, double s_min,
+                     BayesFit* f) {
+  const size_t n = pp.ly.size();
+  double lk0 = 0;
+  size_t used = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (pp.ps[i] > 0 && std::exp(pp.ly[i]) > pp.pd[i])
+      lk0 += std::log((std::exp(pp.ly[i]) - pp.pd[i]) / pp.ps[i]), ++used;
+  // Within a factor of 30 of k0 either way: the search scales with the rows.
+  lk0 = used ? lk0 / static_cast<double>(used) : 0;
+  const double span = std::log(30.0), cap = std::log(0.3);
+  const double lo[4] = {lk0 - span, std::log(s_min), std::log(1e-5), std::log(1e-5)};
+  const double hi[4] = {lk0 + span, cap, cap, cap};
+  double th[4] = {lk0, std::log(std::max(s_min, 0.01)), std::log(0.01), std::log(0.01)};
+  coordinate_search(
+      [&](const double* t) {
+        return neg_log_marginal(pp, em, std::exp(t[0]), std::exp(t[1]), std::exp(t[2]),
+                                std::exp(t[3]));
+      },
+      4, lo, hi, th);
+  f->speed = std::exp(th[0]);
+  f->s = std::exp(th[1]);
+  // A component at the search's floor is absent.
+  f->sv = th[2] <= lo[2] + 1e-3 ? 0.0 : std::exp(th[2]);
+  f->su = th[3] <= lo[3] + 1e-3 ? 0.0 : std::exp(th[3]);
+  f->speed_at_bound = th[0] <= lo[0] + 1e-3 || th[0] >= hi[0] - 1e-3;
+  f->s_at_floor = th[1] <= lo[1] + 1e-3 && s_min > 0;
+  f->s_at_cap = th[1] >= cap - 1e-3;
+  f->sv_at_cap = th[2] >= cap - 1e-3;
+  f->su_at_cap = th[3] >= cap - 1e-3;
+}
+
+// Given the error model and the speed factor: the posterior mode of z
+// (NNLS in u = z / tau on the whitened rows over the prior rows) and the
+// Laplace covariance of x = K z.
+void solve_params(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
+                  const std::vector<double>& tau, const std::vector<bool>& scaled,
+                  const ErrorModel& em, BayesFit* f) {
   const size_t n = a.rows, np = a.cols;
-  BayesFit f;
-  const ErrorModel em{config, shape};
-  fit_error_model(a, y, mu, tau, em, s_min, &f);
+  std::vector<double> k(np);
+  for (size_t j = 0; j < np; ++j) k[j] = scaled[j] ? f->speed : 1.0;
   Matrix l;
-  if (!cholesky(em.sigma(f.s, f.sv, f.su), &l)) cholesky(em.sigma(f.s, 0, 0), &l);
+  if (!cholesky(em.sigma(f->s, f->sv, f->su), &l)) cholesky(em.sigma(f->s, 0, 0), &l);
   Matrix m(n + np, np);
   std::vector<double> b(n + np, 0.0);
   for (size_t j = 0; j < np; ++j) {
     std::vector<double> col(n);
-    for (size_t i = 0; i < n; ++i) col[i] = a(i, j) * tau[j] / y[i];
+    for (size_t i = 0; i < n; ++i) col[i] = a(i, j) * k[j] * tau[j] / y[i];
     forward_solve(l, &col);
     for (size_t i = 0; i < n; ++i) m(i, j) = col[i];
     m(n + j, j) = 1;
@@ -162,20 +251,54 @@ BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vec
   forward_solve(l, &one);
   for (size_t i = 0; i < n; ++i) b[i] = one[i];
   std::vector<double> u;
-  f.converged = nnls(m, b, &u);
+  f->converged = nnls(m, b, &u);
   Matrix h(np, np), hinv;
-  for (size_t k = 0; k < m.rows; ++k)
+  for (size_t r = 0; r < m.rows; ++r)
     for (size_t i = 0; i < np; ++i) {
-      if (m(k, i) == 0) continue;
-      for (size_t j = 0; j < np; ++j) h(i, j) += m(k, i) * m(k, j);
+      if (m(r, i) == 0) continue;
+      for (size_t j = 0; j < np; ++j) h(i, j) += m(r, i) * m(r, j);
     }
   spd_inverse(h, &hinv);
-  f.x.assign(np, 0.0);
-  f.dof = static_cast<double>(np);
-  for (size_t j = 0; j < np; ++j) f.x[j] = u[j] * tau[j], f.dof -= hinv(j, j);
-  f.cov = Matrix(np, np);
+  f->x.assign(np, 0.0);
+  f->dof = static_cast<double>(np);
+  for (size_t j = 0; j < np; ++j) f->x[j] = u[j] * k[j] * tau[j], f->dof -= hinv(j, j);
+  f->cov = Matrix(np, np);
   for (size_t i = 0; i < np; ++i)
-    for (size_t j = 0; j < np; ++j) f.cov(i, j) = tau[i] * hinv(i, j) * tau[j];
+    for (size_t j = 0; j < np; ++j) f->cov(i, j) = k[i] * tau[i] * hinv(i, j) * tau[j] * k[j];
+}
+
+// The error model linearised at the prior means, then at the fit's own
+// shape z^ = x / K, until (k, s, sv, su) move by less than 1e-6
+// (relative) or after 8 rounds.
+BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
+                   const std::vector<double>& tau, const std::vector<bool>& scaled,
+                   const std::vector<size_t>& config, const std::vector<size_t>& shape,
+                   double s_min) {
+  const size_t np = a.cols;
+  BayesFit f;
+  const ErrorModel em{config, shape};
+  std::vector<double> zhat = mu;
+  for (int round = 0; round < 8; ++round) {
+    const BayesFit prev = f;
+    fit_error_model(PriorPredictive(a, y, mu, tau, scaled, zhat), em, s_min, &f);
+    solve_params(a, y, mu, tau, scaled, em, &f);
+    auto near = [](double p, double q) { return std::fabs(p - q) <= 1e-6 * std::max(p, q); };
+    if (round > 0 && near(prev.speed, f.speed) && near(prev.s, f.s) && near(prev.sv, f.sv) &&
+        near(prev.su, f.su))
+      break;
+    // The next linearisation point; a row it would predict at 0 keeps the
+    // previous one.
+    std::vector<double> next(np);
+    for (size_t j = 0; j < np; ++j) next[j] = f.x[j] / (scaled[j] ? f.speed : 1.0);
+    bool positive = true;
+    for (size_t i = 0; i < a.rows && positive; ++i) {
+      double p = 0;
+      for (size_t j = 0; j < np; ++j) p += a(i, j) * next[j];
+      positive = p > 0;
+    }
+    if (!positive) break;
+    zhat = next;
+  }
   return f;
 }
 
@@ -191,6 +314,19 @@ std::string format_row_failures(const std::vector<MappedRow>& rows,
                        rows[f.row].row.id, describe_sim(rows[f.row], fit), what);
   }
   return out;
+}
+
+EffectRelation row_relation(const MappedRow& a, const MappedRow& b, const FitSettings& fit) {
+  if (a.scenario != b.scenario || a.phase != b.phase || shape_params(a, fit) != shape_params(b, fit))
+    return EffectRelation::cross_shape;
+  return a.kernel == b.kernel && a.policy == b.policy ? EffectRelation::same_config
+                                                      : EffectRelation::same_shape;
+}
+
+// The speed factor scales every prior but a definition's and a hardware
+// latency's (sim/cost/cost_params.def says which by the source's prefix).
+bool speed_scaled(const CostParam& p) {
+  return p.prior_source.rfind("definition", 0) != 0 && p.prior_source.rfind("hardware:", 0) != 0;
 }
 
 double predict_ns(const CostModel& m, const PerOpCounts& c) {
@@ -213,37 +349,44 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     for (size_t i = 0; i < a.rows; ++i)
       if (a(i, j) > 0) rep.params[j].rows.push_back(rows[i].row.id);
   std::vector<double> y, mu, tau;
+  std::vector<bool> scaled;
   for (const MappedRow& r : rows) y.push_back(r.value_ns);
   for (const CostParam& p : structure.params) {
     mu.push_back(p.prior >= 0 ? p.prior : p.value);
     // A parameter without a prior uncertainty is held at its value.
     tau.push_back(std::max(p.prior_sd > 0 ? p.prior_sd : 0.0, 1e-9 * (1 + mu.back())));
+    scaled.push_back(speed_scaled(p));
   }
   size_t nconf = 0, nshape = 0;
   const std::vector<size_t> config = classes(
-      a.rows,
+      rows.size(),
       [&](size_t i, size_t k) {
-        for (size_t j = 0; j < a.cols; ++j)
-          if (a(i, j) != a(k, j)) return false;
-        return true;
+        return row_relation(rows[i], rows[k], fit) == EffectRelation::same_config;
       },
       &nconf);
   const std::vector<size_t> shape = classes(
       rows.size(),
       [&](size_t i, size_t k) {
-        return rows[i].scenario == rows[k].scenario &&
-               shape_params(rows[i], fit) == shape_params(rows[k], fit) &&
-               rows[i].phase == rows[k].phase;
+        return row_relation(rows[i], rows[k], fit) != EffectRelation::cross_shape;
       },
       &nshape);
-  const BayesFit bf = bayes_fit(a, y, mu, tau, config, shape, fit.noise_cv);
+  const BayesFit bf = bayes_fit(a, y, mu, tau, scaled, config, shape, fit.noise_cv);
+  // The priors on this machine: the priors' machine's, times its speed.
+  for (size_t j = 0; j < np; ++j)
+    if (scaled[j]) mu[j] *= bf.speed, tau[j] *= bf.speed;
   rep.converged = bf.converged;
+  rep.speed = bf.speed;
   rep.row_noise = bf.s;
   rep.inadequacy = bf.sv;
   rep.inadequacy_shape = bf.su;
   rep.configs = nconf;
   rep.shapes = nshape;
   rep.effective_params = bf.dof;
+  rep.noise_at_cap = bf.s_at_cap;
+  rep.noise_at_floor = bf.s_at_floor;
+  rep.inadequacy_at_cap = bf.sv_at_cap;
+  rep.inadequacy_shape_at_cap = bf.su_at_cap;
+  rep.speed_at_bound = bf.speed_at_bound;
   const std::string file =
       rows.empty() ? "" : std::filesystem::path(rows[0].row.file).filename().string();
   rep.model.corr.assign(np * np, 0.0);
@@ -257,8 +400,15 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     if (pf.rows.empty()) {
       pf.status = PinStatus::no_data;
       pf.reason = fmt::format("no data: no calibration row counts {}", event_names(p));
-    } else if (sd <= fit.pin_threshold * tau[j]) {
+    } else if (sd <= fit.pin_threshold * tau[j] && sd <= fit.pin_relative * bf.x[j]) {
       pf.status = PinStatus::pinned;
+    } else if (sd <= fit.pin_threshold * tau[j]) {
+      pf.status = PinStatus::weak;
+      pf.reason = fmt::format(
+          "weak: the rows remove {:.0f}% of its prior variance, but its posterior sd is {} its "
+          "value",
+          100 * pf.data_share,
+          bf.x[j] > 0 ? fmt::format("{:.0f}% of", 100 * sd / bf.x[j]) : std::string("above"));
     } else {
       pf.status = PinStatus::weak;
       pf.reason = fmt::format("weak: the rows count it but leave {:.0f}% of its prior variance",
@@ -267,7 +417,7 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     p.value = bf.x[j];
     p.stderr_ns = sd;
     p.prior = mu[j];
-    p.prior_sd = structure.params[j].prior_sd;
+    p.prior_sd = scaled[j] ? bf.speed * structure.params[j].prior_sd : structure.params[j].prior_sd;
     p.prior_source = structure.params[j].prior_source;
     p.pinned = pf.status == PinStatus::pinned;
     p.source = p.pinned ? fmt::format("fit: prior + {} rows {} (data share {:.0f}%)", file,
@@ -292,11 +442,72 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.model.inadequacy_shape = bf.su;
   rep.model.inadequacy_source = fmt::format(
       "fit: type-II maximum likelihood over {} rows in {} configurations and {} workload "
-      "shapes, beside a measurement noise of {:.3g}% per row",
-      rows.size(), nconf, nshape, 100 * bf.s);
+      "shapes, beside a measurement noise of {:.3g}% per row and a speed factor of {:.4g} "
+      "on the priors",
+      rows.size(), nconf, nshape, 100 * bf.s, bf.speed);
   std::string err;
   rep.model.validate(&err);
   return rep;
+}
+
+double expected_rms(const FitReport& r) {
+  return std::sqrt(r.row_noise * r.row_noise + r.inadequacy * r.inadequacy +
+                   r.inadequacy_shape * r.inadequacy_shape);
+}
+
+std::vector<std::string> fit_problems(const FitReport& r) {
+  std::vector<std::string> out;
+  const double e = expected_rms(r);
+  if (r.rms_rel > e)
+    out.push_back(fmt::format(
+        "the rms relative residual {:.2f}% exceeds the fit's own noise-plus-inadequacy estimate "
+        "{:.2f}% (row noise {:.2f}%, inadequacy {:.2f}% per configuration, {:.2f}% per workload "
+        "shape)",
+        100 * r.rms_rel, 100 * e, 100 * r.row_noise, 100 * r.inadequacy,
+        100 * r.inadequacy_shape));
+  const auto cap = [&](bool at, const char* what, double v) {
+    if (at)
+      out.push_back(fmt::format("the {} sits at its cap ({:.0f}%): the search could not place it",
+                                what, 100 * v));
+  };
+  cap(r.noise_at_cap, "row noise", r.row_noise);
+  cap(r.inadequacy_at_cap, "model inadequacy per configuration", r.inadequacy);
+  cap(r.inadequacy_shape_at_cap, "model inadequacy per workload shape", r.inadequacy_shape);
+  if (r.speed_at_bound)
+    out.push_back(fmt::format(
+        "the speed factor {:.4g} sits at the end of its search (a factor of 30 from the rows' "
+        "level): the priors cannot be scaled to the rows",
+        r.speed));
+  for (size_t j = 0; j < r.params.size(); ++j) {
+    const ParamFit& f = r.params[j];
+    if (f.rows.empty() || f.fitted > 0) continue;
+    const size_t shown = std::min<size_t>(3, f.rows.size());
+    out.push_back(fmt::format(
+        "{} is 0 although {} {} it ({}{}): the fit drove a price the rows measure to its "
+        "bound",
+        r.model.params[j].name, f.rows.size(), f.rows.size() == 1 ? "row counts" : "rows count",
+        id_ranges({f.rows.begin(), f.rows.begin() + static_cast<std::ptrdiff_t>(shown)}),
+        shown < f.rows.size() ? ", ..." : ""));
+  }
+  if (!r.converged) out.push_back("NNLS did not converge: the values are its last feasible point");
+  return out;
+}
+
+std::string worst_rows(const FitReport& r, const std::vector<MappedRow>& rows, size_t n) {
+  std::vector<size_t> idx(rows.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  const auto rel = [&](size_t i) { return r.predicted[i] / rows[i].value_ns - 1; };
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    return std::fabs(rel(a)) > std::fabs(rel(b));
+  });
+  const double e = expected_rms(r);
+  std::string out;
+  for (size_t k = 0; k < std::min(n, idx.size()); ++k) {
+    const size_t i = idx[k];
+    out += fmt::format("{}{} {:+.2f}%", k ? ", " : "", rows[i].row.id, 100 * rel(i));
+    if (e > 0) out += fmt::format(" ({:.1f} sd)", std::fabs(rel(i)) / e);
+  }
+  return out;
 }
 
 }  // namespace simcache::sim

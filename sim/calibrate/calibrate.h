@@ -64,6 +64,21 @@ bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<Per
 std::string format_row_failures(const std::vector<MappedRow>& rows,
                                 const std::vector<RowFailure>& failed, const FitSettings& fit);
 
+// Whether the fit scales the parameter's prior by the machine's speed
+// factor: every price on the priors' machine is; a definition ("1000 ns
+// per microsecond of sleep": its prior_source begins "definition") and a
+// hardware latency (a C-state's exit latency: "hardware:") are not.
+bool speed_scaled(const CostParam& p);
+
+// How two rows are related for the fit's error model and an effect's
+// interval: the same configuration (scenario, shape parameters, phase,
+// kernel and policy: a repeat on another boot), two configurations of
+// one workload shape (scenario, shape parameters and phase), or two
+// shapes. Identical counts do not make one configuration: two kernels
+// or policies the model prices alike may still differ by a mechanism it
+// lacks.
+EffectRelation row_relation(const MappedRow& a, const MappedRow& b, const FitSettings& fit);
+
 // ns per op that `m` predicts from per-op counts.
 double predict_ns(const CostModel& m, const PerOpCounts& c);
 
@@ -85,13 +100,37 @@ struct FitReport {
   double rms_rel = 0, max_rel = 0;
   size_t max_row = 0;
   bool converged = true;
+  // The machine's speed relative to the priors' (every scaled prior is
+  // the table's times it), by type-II maximum likelihood.
+  double speed = 1;
   double row_noise = 0;         // relative measurement noise of a row (>= noise_cv)
   double inadequacy = 0;        // relative model error of one configuration (CostModel)
   double inadequacy_shape = 0;  // ... shared by the configurations of one workload shape
-  size_t configs = 0;           // distinct configurations (rows with identical counts)
+  size_t configs = 0;           // distinct configurations (row_relation)
   size_t shapes = 0;            // distinct workload shapes (scenario + shape parameters)
   double effective_params = 0;  // what the rows determine, P - tr(H^-1)
+  // Where the error-model search ended at an edge of its range: the cap
+  // of 30 % (row noise, either inadequacy) or the end of the speed
+  // factor's search (a factor of 30 from the rows' geometric mean).
+  bool noise_at_cap = false, inadequacy_at_cap = false, inadequacy_shape_at_cap = false;
+  bool speed_at_bound = false;
+  bool noise_at_floor = false;  // at noise_cv: the rows agree better than it
 };
+
+// The fit's own estimate of its rms relative residual:
+// sqrt(s^2 + sv^2 + su^2).
+double expected_rms(const FitReport& r);
+
+// Why the fit is not to be trusted, one line per cause (empty: none):
+// the rms residual above expected_rms(), an error-model term at its cap
+// or the speed factor at the end of its search, a parameter the rows
+// count sitting at 0, NNLS not converged. docs/calibration.md, "A fit
+// that refuses to lie".
+std::vector<std::string> fit_problems(const FitReport& r);
+
+// The `n` rows whose residual is largest against expected_rms(): "SF-103
+// +2.92% (1.0 sd)", comma-separated.
+std::string worst_rows(const FitReport& r, const std::vector<MappedRow>& rows, size_t n);
 
 // Fits the parameters of `structure` (names, events, priors) to `rows`.
 // The model's name is `name`; its noise model is derived from the rows.

@@ -113,12 +113,14 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                        const std::string& measurements, const Mapping& m) {
   std::string out = fmt::format(
       "simcache calibrate: {} rows of {}, mapping {}\n"
-      "fit: Gaussian prior per parameter (sim/cost_params.def) + rows on relative error,\n"
-      "non-negative (NNLS on the stacked system); rows with identical counts share one\n"
+      "fit: Gaussian prior per parameter (sim/cost_params.def) times one speed factor for\n"
+      "the machine + rows on relative error, non-negative (NNLS on the stacked system);\n"
+      "rows with identical counts share one\n"
       "model error (inadequacy), so do the rows of one workload shape; row noise at\n"
       "least {:.3g}%; a parameter is pinned when its posterior sd is at most {:.0f}% of\n"
-      "its prior sd\n\n",
-      rows.size(), measurements, m.path, m.fit.noise_cv * 100, m.fit.pin_threshold * 100);
+      "its prior sd and {:.0f}% of its value\n\n",
+      rows.size(), measurements, m.path, m.fit.noise_cv * 100, m.fit.pin_threshold * 100,
+      m.fit.pin_relative * 100);
   out += fmt::format("{:<8} {:>12} {:>12} {:>7}  {}\n", "row", "measured", "model", "resid",
                      "simulation");
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -132,29 +134,44 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
       "rms relative residual {:.2f}%, largest {:+.2f}% ({})\n", r.rms_rel * 100,
       rows.empty() ? 0.0 : (r.predicted[r.max_row] / rows[r.max_row].value_ns - 1) * 100,
       rows.empty() ? "" : rows[r.max_row].row.id);
+  out += fmt::format("speed factor {:.4f} x the priors' machine, by type-II maximum likelihood\n",
+                     r.speed);
   out += fmt::format(
       "measurement noise of a row {:.2f}%; model inadequacy {:.2f}% per configuration ({} "
       "configurations) and {:.2f}% per workload shape ({} shapes), by type-II maximum "
       "likelihood; {:.1f} effective parameters for {} rows\n",
       r.row_noise * 100, r.inadequacy * 100, r.configs, r.inadequacy_shape * 100, r.shapes,
       r.effective_params, rows.size());
-  if (!r.converged)
-    out += "warning: NNLS did not converge; the values are its last feasible point\n";
+  out += fmt::format("rows that disagree most: {}\n", worst_rows(r, rows, 5));
+  const std::vector<std::string> problems = fit_problems(r);
+  if (problems.empty())
+    out += fmt::format(
+        "the fit is credible: rms {:.2f}% within its noise-plus-inadequacy estimate {:.2f}%, no "
+        "error-model term at a cap, no measured price at 0{}\n",
+        r.rms_rel * 100, expected_rms(r) * 100,
+        r.noise_at_floor ? fmt::format(" (the row noise sits at its floor {:.2f}%: the rows agree "
+                                       "better than noise_cv)",
+                                       r.row_noise * 100)
+                         : std::string());
+  for (const std::string& p : problems) out += "NOT CREDIBLE: " + p + "\n";
   out += fmt::format("\n{:<24} {:>11} {:>10} {:>11} {:>10} {:<12} {}\n", "parameter", "value",
                      "sd", "prior", "prior sd", "unit", "status");
-  size_t pinned = 0;
+  size_t pinned = 0, weak = 0, none = 0;
   for (size_t j = 0; j < r.params.size(); ++j) {
     const CostParam& p = r.model.params[j];
     const ParamFit& f = r.params[j];
     pinned += f.status == PinStatus::pinned;
+    weak += f.status == PinStatus::weak || f.status == PinStatus::collinear;
+    none += f.status == PinStatus::no_data;
     out += fmt::format("{:<24} {:>11.5g} {:>10.3g} {:>11.5g} {:>10.3g} {:<12} {}\n", p.name,
                        p.value, f.stderr_ns, p.prior, p.prior_sd, p.unit, status_text(f.status));
     if (f.status != PinStatus::pinned) out += fmt::format("    {}\n", f.reason);
   }
   out += fmt::format(
-      "\n{} of {} parameters pinned by the rows (posterior sd <= {:.0f}% of the prior sd); "
-      "the others rest mostly on their priors (sim/cost_params.def)\n",
-      pinned, r.params.size(), m.fit.pin_threshold * 100);
+      "\n{} of {} parameters pinned by the rows (posterior sd <= {:.0f}% of the prior sd and <= "
+      "{:.0f}% of the value); {} rest mostly on their priors with weak data, {} on their priors "
+      "alone (no row counts them; sim/cost_params.def)\n",
+      pinned, r.params.size(), m.fit.pin_threshold * 100, m.fit.pin_relative * 100, weak, none);
   return out;
 }
 

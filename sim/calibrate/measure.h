@@ -59,7 +59,11 @@ bool read_measurements(const std::string& path, std::vector<MeasuredRow>* out, s
 // data/profiles/mapping.toml, see the comments in that file.
 struct FitSettings {
   double noise_cv = 0.01;                  // relative noise per row assumed for pinning
-  double pin_threshold = 0.5;              // pinned iff standard error <= this x value
+  double pin_threshold = 0.5;              // pinned needs posterior sd <= this x prior sd
+  // ... and posterior sd <= this x value (the value at least two sds from
+  // 0): a posterior narrow against a wide prior but as wide as its value
+  // pins nothing.
+  double pin_relative = 0.5;
   std::vector<std::string> repeat_params;  // do not change a per-op mean
 };
 

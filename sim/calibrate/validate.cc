@@ -1,5 +1,6 @@
 #include "sim/calibrate/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -53,7 +54,7 @@ std::vector<double> param_counts(const CostModel& m, const PerOpCounts& c) {
 // One effect of a group: row i against the mean of `bases`.
 Effect make_effect(const CostModel& m, const std::vector<MappedRow>& rows, const Validation& v,
                    const std::vector<std::vector<double>>& counts, size_t i,
-                   const std::vector<size_t>& bases) {
+                   const std::vector<size_t>& bases, const FitSettings& fit) {
   Effect e;
   e.row = i;
   e.bases = bases;
@@ -67,7 +68,10 @@ Effect make_effect(const CostModel& m, const std::vector<MappedRow>& rows, const
   bp /= static_cast<double>(bases.size());
   e.measured = rows[i].value_ns / bm - 1;
   e.model = v.predicted[i] / bp - 1;
-  const EffectInterval iv = effect_interval(m, bc, counts[i]);
+  // The least related of its bases decides the inadequacy it carries.
+  EffectRelation rel = EffectRelation::same_config;
+  for (size_t b : bases) rel = std::max(rel, row_relation(rows[b], rows[i], fit));
+  const EffectInterval iv = effect_interval(m, bc, counts[i], rel);
   e.lo = iv.lo;
   e.hi = iv.hi;
   e.prior_based = iv.prior_based;
@@ -84,15 +88,16 @@ Effect make_effect(const CostModel& m, const std::vector<MappedRow>& rows, const
 }
 
 Validation validate_rows(const CostModel& m, const std::vector<MappedRow>& rows,
-                         const std::vector<PerOpCounts>& per_op) {
+                         const std::vector<PerOpCounts>& per_op, const FitSettings& fit) {
   Validation v;
   std::vector<std::vector<double>> counts;
   for (size_t i = 0; i < rows.size(); ++i) {
     counts.push_back(param_counts(m, per_op[i]));
     v.predicted.push_back(predict_ns(m, per_op[i]));
     const double sd = std::sqrt(m.predictive_variance(counts[i], v.predicted[i]));
-    v.lo.push_back(v.predicted[i] - kIntervalZ * sd);
-    v.hi.push_back(v.predicted[i] + kIntervalZ * sd);
+    const TimeInterval ti = time_interval(v.predicted[i], sd);
+    v.lo.push_back(ti.lo);
+    v.hi.push_back(ti.hi);
     v.prior_based.push_back(rests_on_priors(m, counts[i]));
     v.rows_covered += rows[i].value_ns >= v.lo[i] && rows[i].value_ns <= v.hi[i];
     const double err = std::fabs(v.predicted[i] / rows[i].value_ns - 1);
@@ -111,7 +116,7 @@ Validation validate_rows(const CostModel& m, const std::vector<MappedRow>& rows,
   for (const std::string& g : order) {
     for (size_t i : groups[g]) {
       if (rows[i].base || rows[i].bases.empty()) continue;
-      Effect e = make_effect(m, rows, v, counts, i, rows[i].bases);
+      Effect e = make_effect(m, rows, v, counts, i, rows[i].bases, fit);
       v.effects_covered += e.covered;
       v.effects_covered_noise += e.covered_noise;
       v.agree += e.agrees;
@@ -182,6 +187,19 @@ std::string format_validation(const Validation& v, const CostModel& m,
       "(with measurement noise added: {}/{})\n",
       kIntervalLevel * 100, v.rows_covered, rows.size(), v.effects_covered, v.effects.size(),
       v.effects_covered_noise, v.effects.size());
+  // Coverage from width is no coverage: the median widths beside it.
+  std::vector<double> rw, ew;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (v.predicted[i] > 0) rw.push_back((v.hi[i] - v.lo[i]) / v.predicted[i]);
+  for (const Effect& e : v.effects) ew.push_back(e.hi - e.lo);
+  const auto median = [](std::vector<double> x) {
+    std::sort(x.begin(), x.end());
+    const size_t n = x.size();
+    return n == 0 ? 0.0 : n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+  };
+  out += fmt::format(
+      "median width of those intervals: rows {:.1f}% of the predicted time; effects {:.2f} pp\n",
+      100 * median(rw), 100 * median(ew));
   return out;
 }
 

@@ -50,8 +50,10 @@ std::vector<double> param_counts(const CostModel& m, const PerOpCounts& c);
 // Group effects follow docs/workloads.md: a group is the rows of one
 // program and shape (workload, shape, metric and unit columns); base rows
 // are the reference (their midpoint); each other row is one effect.
+// `fit` gives the shape parameters (row_relation): which inadequacy an
+// effect carries.
 Validation validate_rows(const CostModel& m, const std::vector<MappedRow>& rows,
-                         const std::vector<PerOpCounts>& per_op);
+                         const std::vector<PerOpCounts>& per_op, const FitSettings& fit);
 
 std::string format_validation(const Validation& v, const CostModel& m,
                               const std::vector<MappedRow>& rows, const Mapping& map,

@@ -72,14 +72,17 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, 
   return simulate_rows(in->rows, jobs, &in->per_op, error, &in->failed, o);
 }
 
-std::string profile_header(const FitReport& r, const Inputs& in, const std::string& out) {
+std::string profile_header(const FitReport& r, const Inputs& in, const std::string& out,
+                           const std::vector<std::string>& problems) {
+  std::string bad;
+  for (const std::string& p : problems) bad += "\nNOT CREDIBLE (written with --force): " + p;
   return fmt::format(
       "simcache cost profile '{}': fitted by simcache calibrate. Do not edit by hand;\n"
       "regenerate with\n"
       "  simcache calibrate --measurements {} --out {}\n"
       "({} rows, rms relative residual {:.2f}%; method and every parameter:\n"
-      "docs/calibration.md). Values are ns per event unit.",
-      r.model.name, in.measurements, out, in.rows.size(), r.rms_rel * 100);
+      "docs/calibration.md). Values are ns per event unit.{}",
+      r.model.name, in.measurements, out, in.rows.size(), r.rms_rel * 100, bad);
 }
 
 }  // namespace
@@ -97,13 +100,28 @@ CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args&) {
                   std::filesystem::path(in.measurements).filename().string(), in.rows.size());
   std::string text = format_fit(rep, in.rows, in.measurements, in.map) +
                      format_row_failures(in.rows, in.failed, in.map.fit);
-  if (f.v.count("out")) {
+  // A fit that is not credible (docs/calibration.md, "A fit that refuses
+  // to lie"): one line per cause on stderr, the rows that disagree most,
+  // exit 3, and no profile unless --force.
+  const std::vector<std::string> problems = fit_problems(rep);
+  const bool force = f.v.count("force") > 0;
+  if (f.v.count("out") && (problems.empty() || force)) {
     const std::string& out = f.v.at("out");
-    if (!write_file_atomic(out, profile_toml(rep.model, profile_header(rep, in, out)), &error))
+    if (!write_file_atomic(out, profile_toml(rep.model, profile_header(rep, in, out, problems)),
+                           &error))
       return cli_fail("--out " + error);
-    text += fmt::format("wrote {}\n", out);
+    text += fmt::format("wrote {}{}\n", out, problems.empty() ? "" : " (--force)");
   }
-  return {0, text, ""};
+  if (problems.empty()) return {0, text, ""};
+  std::string err;
+  for (const std::string& p : problems) err += "simcache: calibrate: not credible: " + p + "\n";
+  err += "simcache: calibrate: rows that disagree most: " + worst_rows(rep, in.rows, 5) + "\n";
+  if (f.v.count("out"))
+    err += force ? fmt::format("simcache: calibrate: wrote {} anyway (--force)\n", f.v.at("out"))
+                 : fmt::format("simcache: calibrate: no profile written to {} (--force writes "
+                               "it)\n",
+                               f.v.at("out"));
+  return {3, text, err};
 }
 
 CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
@@ -118,7 +136,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
       error += " (--skip-unmapped validates the rows that map)";
     return cli_fail(error);
   }
-  const Validation v = validate_rows(m, in.rows, in.per_op);
+  const Validation v = validate_rows(m, in.rows, in.per_op, in.map.fit);
   return {0,
           format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
               format_row_failures(in.rows, in.failed, in.map.fit),

@@ -113,6 +113,7 @@ constexpr Flag kCalibrateFlags[] = {
     {"max-work", T::value,
      "work budget: operations x rounds one row may ask for (default 100000000)", "N"},
     {"progress", T::nothing, "rows simulated on stderr, also when it is not a terminal"},
+    {"force", T::nothing, "write the profile even when the fit is not credible (still exit 3)"},
 };
 
 constexpr Flag kValidateFlags[] = {

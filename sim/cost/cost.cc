@@ -157,8 +157,17 @@ bool rests_on_priors(const CostModel& m, const std::vector<double>& g) {
   return pv > 0 && m.variance(g) > 0.5 * pv;
 }
 
+TimeInterval time_interval(double t, double sd) {
+  if (!(sd > 0) || !(t > 0)) return {t, t};
+  // log T ~ N(mu, s2) with E T = t, Var T = sd^2.
+  const double cv = sd / t;
+  const double s2 = std::log1p(cv * cv);
+  const double mu = std::log(t) - s2 / 2, s = std::sqrt(s2);
+  return {std::exp(mu - kIntervalZ * s), std::exp(mu + kIntervalZ * s)};
+}
+
 EffectInterval effect_interval(const CostModel& m, const std::vector<double>& bc,
-                               const std::vector<double>& vc) {
+                               const std::vector<double>& vc, EffectRelation rel) {
   EffectInterval r;
   double tb = 0, tv = 0;
   for (size_t i = 0; i < m.params.size(); ++i)
@@ -169,7 +178,10 @@ EffectInterval effect_interval(const CostModel& m, const std::vector<double>& bc
   std::vector<double> g(m.params.size());
   for (size_t i = 0; i < g.size(); ++i) g[i] = vc[i] / tb - tv * bc[i] / (tb * tb);
   double var = m.variance(g);
-  if (bc != vc) var += 2 * m.inadequacy * m.inadequacy * (1 + r.effect) * (1 + r.effect);
+  const double f2 = (1 + r.effect) * (1 + r.effect);
+  if (rel != EffectRelation::same_config) var += 2 * m.inadequacy * m.inadequacy * f2;
+  if (rel == EffectRelation::cross_shape)
+    var += 2 * m.inadequacy_shape * m.inadequacy_shape * f2;
   const double sd = std::sqrt(var);
   r.lo = r.effect - kIntervalZ * sd;
   r.hi = r.effect + kIntervalZ * sd;
@@ -178,7 +190,7 @@ EffectInterval effect_interval(const CostModel& m, const std::vector<double>& bc
 }
 
 EffectInterval effect_interval(const CostModel& m, const PolicyTime& base, const PolicyTime& v) {
-  return effect_interval(m, base.counts, v.counts);
+  return effect_interval(m, base.counts, v.counts, EffectRelation::same_shape);
 }
 
 CostModel prior_model() {
@@ -218,12 +230,16 @@ PolicyTime policy_time(const CostModel& m, const WorkloadResult& w, const Policy
   t.counts = m.param_counts(p.timed);
   for (double& c : t.counts) c = ops > 0 ? c / ops : 0.0;
   t.model_sd_ns = std::sqrt(m.predictive_variance(t.counts, t.per_op_ns));
+  const TimeInterval ti = time_interval(t.per_op_ns, t.model_sd_ns);
+  t.interval_lo_ns = ti.lo, t.interval_hi_ns = ti.hi;
   t.prior_based = rests_on_priors(m, t.counts);
   for (const auto& [name, c] : p.phases) {
     std::vector<double> g = m.param_counts(c);
     for (double& x : g) x = ops > 0 ? x / ops : 0.0;
     const double ph = ops > 0 ? m.time_ns(c) / ops : 0.0;
-    t.phases.push_back({name, ph, std::sqrt(m.predictive_variance(g, ph))});
+    const double sd = std::sqrt(m.predictive_variance(g, ph));
+    const TimeInterval pi = time_interval(ph, sd);
+    t.phases.push_back({name, ph, sd, pi.lo, pi.hi});
   }
   const double per_round = static_cast<double>(p.ops_per_round);
   for (const Counters& c : p.rounds)

@@ -145,12 +145,15 @@ struct PolicyTime {
   std::vector<double> breakdown;        // ns per op of each parameter
   std::vector<double> counts;           // per-op counts per parameter
   double model_sd_ns = 0;               // model uncertainty of per_op_ns (posterior)
+  // Its 90 % interval, positive: time_interval(per_op_ns, model_sd_ns).
+  double interval_lo_ns = 0, interval_hi_ns = 0;
   bool prior_based = false;             // the uncertainty rests mostly on priors
   // Per named phase of the operation (PolicyResult::phases): time per op
   // and its model uncertainty; the phases sum exactly to per_op_ns.
   struct Phase {
     std::string name;
     double per_op_ns = 0, model_sd_ns = 0;
+    double interval_lo_ns = 0, interval_hi_ns = 0;  // time_interval() of the two
   };
   std::vector<Phase> phases;
 };
@@ -159,20 +162,38 @@ struct PolicyTime {
 inline constexpr double kIntervalZ = 1.6448536;
 inline constexpr double kIntervalLevel = 0.90;
 
+// A positive interval of a time t (or of any positive quantity) with
+// model sd `sd`: the log-normal with t's mean and variance, its central
+// `kIntervalLevel` part. Never negative, however wide; for sd << t it is
+// t +- kIntervalZ sd. sd <= 0 gives [t, t].
+struct TimeInterval {
+  double lo = 0, hi = 0;
+};
+TimeInterval time_interval(double t, double sd);
+
+// How the two sides of an effect are related, for the model inadequacy
+// its interval carries: the same configuration measured twice (nothing
+// the model lacks can differ), two configurations of one workload shape
+// (their own errors, 2 sv^2: the shape's shared su cancels), or two
+// workload shapes (2 sv^2 + 2 su^2).
+enum class EffectRelation { same_config, same_shape, cross_shape };
+
 // Model-uncertainty interval of a relative effect v/b - 1: the delta
 // method on the posterior covariance (the full quadratic form of the
-// difference of the two count vectors), plus the inadequacy of two
-// configurations, 2 (1 + effect)^2 inadequacy^2, unless the counts are
-// identical (then no cost and no missing mechanism of the model can tell
-// them apart). `prior_based` when the priors contribute most of the
-// parameters' variance.
+// difference of the two count vectors), plus (1 + effect)^2 times the
+// inadequacy of `rel`. Two distinct configurations get the inadequacy
+// even when their counts are identical: a mechanism the model lacks can
+// tell them apart where no priced count does. `prior_based` when the
+// priors contribute most of the parameters' variance.
 struct EffectInterval {
   double effect = 0, lo = 0, hi = 0;
   bool prior_based = false;
 };
+// Two policy columns of one workload: two configurations of one shape.
 EffectInterval effect_interval(const CostModel& m, const PolicyTime& base, const PolicyTime& v);
 EffectInterval effect_interval(const CostModel& m, const std::vector<double>& base_counts,
-                               const std::vector<double>& counts);
+                               const std::vector<double>& counts,
+                               EffectRelation rel = EffectRelation::same_shape);
 // True when more than half of the prior variance along g survives the fit.
 bool rests_on_priors(const CostModel& m, const std::vector<double>& g);
 PolicyTime policy_time(const CostModel& m, const WorkloadResult& w, const PolicyResult& p);
