@@ -263,6 +263,7 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
     if (!run(req, &result, &error)) return cli_fail(error);
   }
   fill_run_record(args, have_cost ? &cost : nullptr, &result);
+  record_report_inputs(f, ro.measured_file, &result);
   if (v.count("cache")) ro.cache = v["cache"];
   ro.all_counters = v.count("all-counters") > 0;
   ro.explain = v.count("explain") > 0;

@@ -9,6 +9,7 @@
 #include "sim/cost/toml_reader.h"
 #include "sim/replay/replay.h"
 #include "sim/replay/text.h"
+#include "sim/report/record.h"
 #include "sim/report/report.h"
 
 namespace simcache::sim {
@@ -83,8 +84,9 @@ std::string site_table(const RunResult& r) {
   return out;
 }
 
-CliOutcome report(const ParsedFlags& f, const RunRequest& req, const CustomWorkload& w,
-                  const std::string& note) {
+// `input`: the op file's or the trace's entry of the run record.
+CliOutcome report(const ParsedFlags& f, const Args& args, const RunRequest& req,
+                  const CustomWorkload& w, const std::string& note, RunRecord::Input input) {
   auto v = f.v;
   const std::string format = v.count("format") ? v["format"] : "table";
   if (format != "table" && format != "json" && format != "csv")
@@ -103,6 +105,8 @@ CliOutcome report(const ParsedFlags& f, const RunRequest& req, const CustomWorkl
   RunResult result;
   if (!run_custom(req, w, &result, &error)) return cli_fail(error);
   if (!note.empty()) result.workloads[0].note = note;
+  fill_run_record(args, have_cost ? &cost : nullptr, &result);
+  result.record.inputs.insert(result.record.inputs.begin(), std::move(input));
   ReportOptions ro;
   ro.all_counters = v.count("all-counters") > 0;
   ro.explain = v.count("explain") > 0;
@@ -131,7 +135,7 @@ CliOutcome report(const ParsedFlags& f, const RunRequest& req, const CustomWorkl
 
 }  // namespace
 
-CliOutcome run_ops_cli(const ParsedFlags& f, const Args&) {
+CliOutcome run_ops_cli(const ParsedFlags& f, const Args& args) {
   const std::string& file = f.pos.at(0);  // exactly one (commands.cc)
   std::string error;
   RunRequest req;
@@ -145,12 +149,15 @@ CliOutcome run_ops_cli(const ParsedFlags& f, const Args&) {
         return cli_fail(error);
       return {0, "", ""};
     }
+  // Hashed before the run reads it (a pipe is read once: not hashed).
+  RunRecord hashed;
+  record_input(&hashed, "op file", file);
   CustomWorkload w;
   if (!ops_workload(file, &w, &error)) return cli_fail(error);
-  return report(f, req, w, "");
+  return report(f, args, req, w, "", hashed.inputs.at(0));
 }
 
-CliOutcome run_replay_cli(const ParsedFlags& f, const Args&) {
+CliOutcome run_replay_cli(const ParsedFlags& f, const Args& args) {
   const std::string& file = f.pos.at(0);  // exactly one (commands.cc)
   std::string error;
   RunRequest req;
@@ -172,7 +179,10 @@ CliOutcome run_replay_cli(const ParsedFlags& f, const Args&) {
   if (s.skipped) note += fmt::format(" (first: {})", s.first_skipped);
   note += s.io_uring ? "; io_uring events drive the io_uring model"
                      : "; kmem events through kmalloc routing and SLUB";
-  CliOutcome out = report(f, req, trace_workload(s), note);
+  // The trace as scanned (a pipe's spool): its SHA-256 is that of its bytes.
+  RunRecord::Input input{"trace", file, sha256_source(*s.src, &error), ""};
+  if (input.sha256.empty()) return cli_fail(error);
+  CliOutcome out = report(f, args, req, trace_workload(s), note, std::move(input));
   if (out.status != 2 && s.skipped)
     out.err += fmt::format("simcache: replay: {} malformed line(s) skipped; first: {}\n",
                            s.skipped, s.first_skipped);

@@ -349,8 +349,11 @@ std::string format_table(const RunResult& r, const ReportOptions& o) {
                                 r.record.git_commit.substr(0, 12), r.scenario, r.kernel, r.seed);
   out += wrap_words("  command:", r.record.command_line);
   if (!r.record.cost_profile.empty())
-    out += fmt::format("  cost profile {} (fnv1a64 {})\n", r.record.cost_profile,
+    out += fmt::format("  cost profile {}, sha256:\n    {}\n", r.record.cost_profile,
                        r.record.cost_profile_hash);
+  for (const RunRecord::Input& in : r.record.inputs)
+    out += fmt::format("  {} {}, sha256:\n    {}\n", in.role, in.path,
+                       in.sha256.empty() ? "none (" + in.note + ")" : in.sha256);
   for (size_t i = 0; i < r.policies.size(); ++i)
     out += fmt::format("  {} = {}\n", kNames[i], r.policies[i]);
   if (o.cost) {
