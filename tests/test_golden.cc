@@ -227,6 +227,8 @@ bool round_number(double v) {
 GOLDEN_TEST("sparse4096.txt", sparse4096_txt)
 GOLDEN_TEST("waitv.txt", waitv_txt)
 GOLDEN_TEST("waitv_explain.txt", waitv_explain_txt)
+GOLDEN_TEST("waitv_all.txt", waitv_all_txt)
+GOLDEN_TEST("latency.txt", latency_txt)
 GOLDEN_TEST("waitv.json", waitv_json)
 GOLDEN_TEST("sparse_fill.json", sparse_fill_json)
 GOLDEN_TEST("sparse_fill.csv", sparse_fill_csv)

@@ -254,7 +254,8 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   if (v.count("quiet")) warning.clear();
   // The plain table prints no call-site view but KASAN's "in <site>":
   // run without scopes, and again with them only if a report needs one.
-  const bool auto_sites = req.call_sites && format == "table" && !v.count("explain");
+  const bool auto_sites = req.call_sites && format == "table" && !v.count("explain") &&
+                         !v.count("all");
   if (auto_sites) req.call_sites = false;
   RunResult result;
   if (!run(req, &result, &error)) return cli_fail(error);
@@ -264,10 +265,7 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   }
   fill_run_record(args, have_cost ? &cost : nullptr, &result);
   record_report_inputs(f, ro.measured_file, &result);
-  if (v.count("cache")) ro.cache = v["cache"];
-  ro.all_counters = v.count("all-counters") > 0;
-  ro.explain = v.count("explain") > 0;
-  ro.latency_hist = v.count("latency-hist") > 0;
+  detail_views(f, &ro);
   if (have_cost) ro.cost = &cost;
   if (!measured.empty()) ro.measured = &measured;
   std::string text = format == "json"  ? format_json(result, ro)

@@ -83,6 +83,19 @@ void fill_run_record(const std::vector<std::string>& args, const CostModel* cost
   }
 }
 
+void detail_views(const ParsedFlags& f, ReportOptions* ro) {
+  auto on = [&](const char* k) { return f.v.count(k) > 0; };
+  const bool all = on("all");
+  ro->all_counters = on("all-counters");
+  ro->counts = all || ro->all_counters || on("counts");
+  ro->phases = all || on("phases");
+  ro->latency_hist = on("latency-hist");
+  ro->latency = all || ro->latency_hist || on("latency");
+  ro->explain = all || on("explain");
+  if (auto c = f.v.find("cache"); c != f.v.end()) ro->cache = c->second;
+  ro->per_cache = all || on("per-cache") || !ro->cache.empty();
+}
+
 void record_report_inputs(const ParsedFlags& f, const std::string& measurements,
                           RunResult* r) {
   if (!measurements.empty()) {

@@ -108,8 +108,7 @@ CliOutcome report(const ParsedFlags& f, const Args& args, const RunRequest& req,
   fill_run_record(args, have_cost ? &cost : nullptr, &result);
   result.record.inputs.insert(result.record.inputs.begin(), std::move(input));
   ReportOptions ro;
-  ro.all_counters = v.count("all-counters") > 0;
-  ro.explain = v.count("explain") > 0;
+  detail_views(f, &ro);
   if (have_cost) ro.cost = &cost;
   std::string text = format == "json"  ? format_json(result, ro)
                      : format == "csv" ? format_csv(result, ro)

@@ -1,0 +1,148 @@
+// The summary screen (docs/output.md "Summary"): every scenario and preset
+// of the scenario table opens with at most 40 lines of at most 80
+// columns; sparse4096's carries the RFC's four rows with the model change,
+// its interval, the measured change and the memory line; the details come
+// only on request, each behind its flag.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/cli/cli.h"
+#include "sim/run/scenario.h"
+
+using namespace simcache::sim;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+CliOutcome run_ok(std::vector<std::string> args) {
+  CliOutcome o = run_cli(args);
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  return o;
+}
+
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("summary: every scenario and preset fits one screen", "[summary]") {
+  std::vector<std::string> names;
+  const ScenarioRegistry& reg = ScenarioRegistry::get();
+  for (const PresetInfo& p : reg.presets()) names.emplace_back(p.name);
+  for (const ScenarioInfo& s : reg.all()) names.emplace_back(s.name);
+  REQUIRE(names.size() == reg.presets().size() + reg.all().size());
+  for (const std::string& n : names) {
+    INFO(n);
+    const CliOutcome o = run_ok({"--scenario", n, "--jobs", "2"});
+    const std::vector<std::string> ls = lines_of(o.out);
+    CHECK(ls.size() <= 40);
+    for (const std::string& l : ls) {
+      INFO(l);
+      CHECK(l.size() <= 80);
+    }
+    // The digest: scenario, kernel, seed, commit, profile hash, one line.
+    CHECK(has(ls.at(0), n + " v6.18 seed 1 git "));
+    CHECK(has(ls.at(0), " sha256:"));
+    // Details only on request.
+    CHECK_FALSE(has(o.out, "timed region per round"));
+    CHECK_FALSE(has(o.out, "command:"));
+  }
+}
+
+TEST_CASE("summary: sparse4096 carries the RFC's four rows", "[summary]") {
+  const CliOutcome o = run_ok({"--scenario", "sparse4096", "--jobs", "2"});
+  const std::vector<std::string> ls = lines_of(o.out);
+  for (const char* row : {"first fill, 4096 slots", "same-ring remove+refill, 4096 files",
+                          "one-shot register through fill, 4096", "register 4096 / install 64"}) {
+    INFO(row);
+    size_t at = 0;
+    while (at < ls.size() && ls[at].rfind(row, 0) != 0) ++at;
+    REQUIRE(at < ls.size());
+    // Within the row (up to the next workload): the model values, the
+    // change with its interval, the measured change, memory and moved.
+    std::string block;
+    for (size_t i = at; i < ls.size() && i < at + 8; ++i) block += ls[i] + "\n";
+    CHECK(has(block, "  vs A "));
+    CHECK(has(block, "% ["));  // the change and its interval
+    CHECK(has(block, "  measured "));
+    CHECK(has(block, " in-sample"));  // the shipped profile was fitted to these rows
+    CHECK(has(block, "  memory "));
+    CHECK(has(block, "  moved: B "));
+  }
+  // The RFC's finding with the model beside it: 4096 idle prefilled
+  // nodes but 64 installed, and the change of register 4096 / install 64.
+  CHECK(has(o.out, "/4032/"));
+  CHECK(has(o.out, "+306.5% [+291,+322]"));
+  // The hypotheses keep their own pairs.
+  CHECK(has(o.out, "hypothesis: node-slab-account vs node-slab; RFC: +8.5%"));
+}
+
+TEST_CASE("summary: each detail view is behind its flag", "[summary]") {
+  const std::vector<std::string> base = {"--scenario", "waitv", "--policy",
+                                         "unpatched,waitv-account", "--profile",
+                                         "tests/data/test-profile.toml"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    for (auto& e : extra) a.push_back(e);
+    a[5] = std::string(SIMCACHE_SOURCE_DIR) + "/" + a[5];
+    return run_ok(a).out;
+  };
+  const std::string summary = with({});
+  CHECK_FALSE(has(summary, "kmalloc   "));
+  const std::string counts = with({"--counts"});
+  CHECK(has(counts, "timed region per round"));
+  CHECK(has(counts, "command: simcache"));  // the full record
+  CHECK(has(counts, "model ns/pair"));
+  CHECK_FALSE(has(counts, "  phase "));
+  CHECK_FALSE(has(counts, "kmalloc-32 alloc_slab"));
+  const CliOutcome pc = run_ok({"--scenario", "sparse-fill", "--set", "rounds=1", "--per-cache",
+                                "--profile", "none"});
+  CHECK(has(pc.out, "kmalloc-32 alloc_slab"));
+  const std::string all = with({"--all"});
+  CHECK(has(all, "timed region per round"));
+  CHECK(has(all, "explain"));
+  // A single task does not contend: no latency section, even on request.
+  CHECK_FALSE(has(with({"--latency"}), "latency per operation"));
+  const CliOutcome bg = run_ok({"--scenario", "arm-fail", "--set", "bg_per_cpu=1", "--set",
+                                "cycles=20", "--set", "cpus=4", "--latency", "--profile",
+                                std::string(SIMCACHE_SOURCE_DIR) + "/tests/data/test-profile.toml"});
+  CHECK(has(bg.out, "latency per operation in model time"));
+  CHECK(has(bg.out, "  p99 ns (7 beyond)"));
+  CHECK(has(bg.out, "lock_waits"));
+}
+
+TEST_CASE("summary: docs/output.md shows sparse4096's summary as the golden has it",
+          "[summary][docs]") {
+  auto read = [](const std::string& rel) {
+    std::ifstream in(std::string(SIMCACHE_SOURCE_DIR) + "/" + rel, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string doc = read("docs/output.md");
+  const std::string mark = "<!-- summary: sparse4096 -->\n```\n";
+  const size_t at = doc.find(mark);
+  REQUIRE(at != std::string::npos);
+  const size_t end = doc.find("```\n", at + mark.size());
+  REQUIRE(end != std::string::npos);
+  std::string shown = doc.substr(at + mark.size(), end - at - mark.size());
+  // The doc's commit stands for the golden's @COMMIT@.
+  const size_t git = shown.find(" git ");
+  REQUIRE(git != std::string::npos);
+  shown.replace(git + 5, 12, "@COMMIT@");
+  CHECK(shown == read("tests/golden/sparse4096.txt"));
+}
