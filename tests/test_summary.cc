@@ -125,6 +125,16 @@ TEST_CASE("summary: each detail view is behind its flag", "[summary]") {
   CHECK(has(bg.out, "lock_waits"));
 }
 
+TEST_CASE("summary: a scenario's failing arms are results, not warnings", "[summary]") {
+  for (const char* s : {"arm-fail", "rt-arm"}) {
+    INFO(s);
+    const CliOutcome o = run_ok({"--scenario", s, "--counts"});
+    CHECK(has(o.out, "futex_wait_arm_fail (run)"));
+    CHECK_FALSE(has(o.out, "warning"));
+    CHECK_FALSE(has(o.err, "warning"));
+  }
+}
+
 TEST_CASE("summary: docs/output.md shows sparse4096's summary as the golden has it",
           "[summary][docs]") {
   auto read = [](const std::string& rel) {
@@ -145,4 +155,34 @@ TEST_CASE("summary: docs/output.md shows sparse4096's summary as the golden has 
   REQUIRE(git != std::string::npos);
   shown.replace(git + 5, 12, "@COMMIT@");
   CHECK(shown == read("tests/golden/sparse4096.txt"));
+}
+
+TEST_CASE("summary: a preset's hypotheses keep their own pairs under --policy",
+          "[summary][scenario]") {
+  // The README's example: three columns of the user's, five hypotheses
+  // each still on the pair its label and the RFC's finding speak of.
+  const CliOutcome o = run_ok({"--scenario", "sparse4096", "--policy",
+                               "unpatched,node-slab+prefill,prefill-grow", "--format", "json"});
+  const auto j = nlohmann::json::parse(o.out);
+  size_t hyps = 0;
+  for (const auto& w : j["workloads"]) {
+    const std::string label = w["label"];
+    if (label.rfind("hypothesis: ", 0) != 0) {
+      CHECK(w["policies"][1]["policy"] == "node-slab+prefill");
+      continue;
+    }
+    ++hyps;
+    INFO(label);
+    CHECK(w["policies"].size() == 2);
+    for (const auto& p : w["policies"]) CHECK(p["policy"] != "prefill-grow");
+    if (label == "hypothesis: slab merging defeats locality") {
+      CHECK(w["policies"][0]["policy"] == "node-slab");
+      CHECK(w["policies"][1]["policy"] == "node-slab+slab-nomerge");
+    }
+  }
+  CHECK(hyps == 5);
+  const CliOutcome t = run_ok({"--scenario", "sparse4096", "--policy",
+                               "unpatched,node-slab+prefill,prefill-grow"});
+  CHECK(has(t.out, "  hypothesis: node-slab+slab-nomerge vs node-slab; RFC: slab_nomerge"));
+  CHECK(lines_of(t.out).size() <= 40);
 }

@@ -288,7 +288,9 @@ bool run(const RunRequest& req, RunResult* out, std::string* error) {
   }
   if (policies.empty()) policies.push_back("unpatched");
   for (PresetItem& item : items) {
-    if (item.policies.empty() || !req.policies.empty()) item.policies = policies;
+    // A preset item with a pair of its own (a hypothesis) keeps it under
+    // --policy: its label and note speak of those columns.
+    if (item.policies.empty()) item.policies = policies;
     for (std::string& pol : item.policies)
       for (const auto& [k, v] : req.knobs) pol += "+" + k + "=" + v;
   }
