@@ -1,7 +1,8 @@
-// README.md is executed: its lists of policies, kernel profiles,
-// scenarios, presets and knobs are generated from the tables of record
-// (between markers), and the output it quotes is what the command above
-// the quote prints now.
+// README.md and docs/ are executed: the README's lists of policies,
+// kernel profiles, scenarios, presets and knobs are generated from the
+// tables of record (between markers); output they quote under an
+// "output of" marker is what that command prints now; every scenario
+// command in a code block runs.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -84,8 +85,11 @@ TEST_CASE("README: the lists are the tables of record", "[docs][readme]") {
 
 // Each quote: "<!-- output of: simcache ARGS -->", then a fenced block
 // whose lines must each be a line of that command's output, in order.
-TEST_CASE("README: quoted output is what the command prints now", "[docs][readme]") {
-  const std::string readme = read_text(repo_file("README.md"));
+TEST_CASE("docs: quoted output is what the command prints now", "[docs][readme]") {
+  std::string readme;  // README.md and every docs/*.md
+  readme += read_text(repo_file("README.md"));
+  for (const auto& e : std::filesystem::directory_iterator(repo_file("docs")))
+    if (e.path().extension() == ".md") readme += read_text(e.path().string());
   const std::string mark = "<!-- output of: simcache ";
   size_t quotes = 0;
   for (size_t at = readme.find(mark); at != std::string::npos; at = readme.find(mark, at + 1)) {
@@ -113,5 +117,96 @@ TEST_CASE("README: quoted output is what the command prints now", "[docs][readme
       if (hit != std::string::npos) from = hit + 1;
     }
   }
-  CHECK(quotes >= 1);
+  CHECK(quotes >= 3);
+}
+
+namespace {
+
+// Words of a shell line: whitespace-separated, single quotes kept together
+// and removed, a trailing "# comment" dropped.
+std::vector<std::string> shell_words(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false, any = false;
+  for (char c : line) {
+    if (c == '\'') {
+      quoted = !quoted, any = true;
+    } else if (!quoted && c == '#' && cur.empty()) {
+      break;
+    } else if (!quoted && (c == ' ' || c == '\t')) {
+      if (any) out.push_back(cur), cur.clear(), any = false;
+    } else {
+      cur += c, any = true;
+    }
+  }
+  if (any) out.push_back(cur);
+  return out;
+}
+
+// Every `simcache --scenario ...` / `simcache --list` line of a code block
+// in `text` that names no placeholder and no file the reader brings.
+std::vector<std::vector<std::string>> scenario_commands(const std::string& text) {
+  std::vector<std::vector<std::string>> out;
+  std::istringstream in(text);
+  bool block = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("```", 0) == 0) {
+      block = !block;
+      continue;
+    }
+    if (!block || (line.rfind("simcache --scenario ", 0) != 0 && line != "simcache --list"))
+      continue;
+    std::vector<std::string> w = shell_words(line);
+    w.erase(w.begin());
+    bool runnable = true;
+    for (size_t i = 0; i < w.size(); ++i) {
+      runnable &= w[i].find('[') == std::string::npos && w[i] != "NAME";
+      if (i > 0 && w[i - 1] == "--profile" && w[i].find(".toml") != std::string::npos)
+        runnable &= std::filesystem::exists(repo_file(w[i]));
+    }
+    if (runnable) out.push_back(w);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("docs: every scenario command shown runs", "[docs][readme]") {
+  std::vector<std::string> files = {"README.md"};
+  for (const auto& e : std::filesystem::directory_iterator(repo_file("docs")))
+    if (e.path().extension() == ".md") files.push_back("docs/" + e.path().filename().string());
+  const simcache::testing::TempDir tmp("doc_commands");
+  size_t ran = 0;
+  for (const std::string& f : files) {
+    for (std::vector<std::string> args : scenario_commands(read_text(repo_file(f)))) {
+      for (size_t i = 0; i + 1 < args.size(); ++i)
+        if (args[i] == "--output") args[i + 1] = tmp / ("out" + std::to_string(ran));
+      std::string cmd;
+      for (const std::string& a : args) cmd += " " + a;
+      INFO(f << ": simcache" << cmd);
+      const std::filesystem::path cwd = std::filesystem::current_path();
+      std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
+      const sim::CliOutcome o = sim::run_cli(args);
+      std::filesystem::current_path(cwd);
+      INFO(o.err);
+      CHECK(o.status == 0);
+      ++ran;
+    }
+  }
+  CHECK(ran >= 8);
+  // docs/cli.md's and docs/knobs.md's --policy spellings parse.
+  for (const char* f : {"docs/cli.md", "docs/knobs.md"}) {
+    const std::string text = read_text(repo_file(f));
+    for (size_t at = text.find("`--policy '"); at != std::string::npos;
+         at = text.find("`--policy '", at + 1)) {
+      const size_t end = text.find("'`", at + 11);
+      REQUIRE(end != std::string::npos);
+      const std::string spec = text.substr(at + 11, end - at - 11);
+      INFO(f << ": --policy '" << spec << "'");
+      const sim::CliOutcome o = sim::run_cli({"--scenario", "sparse-fill", "--set", "rounds=1",
+                                              "--set", "warmup=0", "--profile", "none",
+                                              "--policy", spec, "--dump-config"});
+      CHECK(o.status == 0);
+    }
+  }
 }
