@@ -128,3 +128,12 @@ TEST_CASE("record: JSON configuration values keep their types, defaults resolved
   CHECK(c["policy.waitv_account"] == "account");
   CHECK(c["policy.obj_stock_slots"] == 5);
 }
+
+TEST_CASE("run-ops: --emit-ops beside --emit-trace is refused, not half done", "[record][ops]") {
+  const TempDir d("emit_both");
+  const CliOutcome o = run_cli({"run-ops", repo_file("data/ops/sparse-fill.ops"), "--profile",
+                                "none", "--emit-ops", d / "a.ops", "--emit-trace", d / "b.trace"});
+  CHECK(o.status == 2);
+  CHECK(o.err.find("--emit-ops and --emit-trace") != std::string::npos);
+  CHECK(d.entries() == 0);
+}

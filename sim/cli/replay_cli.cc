@@ -142,6 +142,10 @@ CliOutcome run_ops_cli(const ParsedFlags& f, const Args& args) {
   OpLimits limits;
   if (!parse_budget(f, "max-ops", &limits.max_ops, &error)) return cli_fail(error);
   const ScopedOpLimits scoped(limits);  // the op file is parsed below, on this thread
+  // One output instead of the report: both at once would write one and
+  // silently drop the other.
+  if (f.v.count("emit-trace") && f.v.count("emit-ops"))
+    return cli_fail("--emit-ops and --emit-trace: each replaces the report; give one");
   for (const char* e : {"emit-trace", "emit-ops"})
     if (f.v.count(e)) {
       if (!emit_ops_run(file, f.v.at(e), std::string(e) == "emit-trace", req, &error))
