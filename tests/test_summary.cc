@@ -186,3 +186,19 @@ TEST_CASE("summary: a preset's hypotheses keep their own pairs under --policy",
   CHECK(has(t.out, "  hypothesis: node-slab+slab-nomerge vs node-slab; RFC: slab_nomerge"));
   CHECK(lines_of(t.out).size() <= 40);
 }
+
+TEST_CASE("summary: JSON marks measured rows the profile was fitted to", "[summary][record]") {
+  const CliOutcome o = run_ok({"--scenario", "sparse-fill", "--policy",
+                               "unpatched,node-slab+bulk-refill+prefill", "--format", "json"});
+  const auto j = nlohmann::json::parse(o.out);
+  const auto& m = j["workloads"][0]["policies"][1]["time"]["measured"];
+  REQUIRE(m.is_object());
+  CHECK(m["in_sample"] == true);  // SF-199 is a calibration row of the shipped profile
+  // The frozen test profile was fitted to nothing.
+  const CliOutcome t = run_ok({"--scenario", "sparse-fill", "--policy",
+                               "unpatched,node-slab+bulk-refill+prefill", "--format", "json",
+                               "--profile",
+                               std::string(SIMCACHE_SOURCE_DIR) + "/tests/data/test-profile.toml"});
+  CHECK(nlohmann::json::parse(t.out)["workloads"][0]["policies"][1]["time"]["measured"]
+                                   ["in_sample"] == false);
+}

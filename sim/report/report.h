@@ -65,6 +65,11 @@ std::string format_sites(const RunResult& r);
 // The counters a table shows by default, in order (shown when non-zero).
 const std::vector<Event>& headline_events();
 
+// True when the cost profile was fitted to one of the point's rows (its
+// parameters' sources name them in a measurements file of that name):
+// model and measurement then agree by construction, not as a validation.
+bool measured_in_sample(const ReportOptions& o, const MeasuredPoint& m);
+
 // The measured point for one policy column of a workload, or null.
 const MeasuredPoint* find_measured(const ReportOptions& o, const RunResult& r,
                                    const WorkloadResult& w, const PolicyResult& p);

@@ -252,6 +252,7 @@ ordered_json time_json(const RunResult& r, const WorkloadResult& w, size_t col,
     mj["per_op"] = round6(mp->value_ns / scale);
     mj["per_op_ns"] = round6(mp->value_ns);
     mj["rows"] = mp->ids;
+    mj["in_sample"] = measured_in_sample(o, *mp);
     const MeasuredPoint* m0 = find_measured(o, r, w, w.policies[0]);
     if (col > 0 && m0) {
       const double d = mp->value_ns / m0->value_ns - 1;

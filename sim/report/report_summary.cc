@@ -127,7 +127,7 @@ Fitted fitted_rows(const CostModel& m) {
   return f;
 }
 
-bool in_sample(const Fitted& f, const ReportOptions& o, const MeasuredPoint& m) {
+bool in_sample_of(const Fitted& f, const ReportOptions& o, const MeasuredPoint& m) {
   const size_t slash = o.measured_file.find_last_of('/');
   const std::string file =
       slash == std::string::npos ? o.measured_file : o.measured_file.substr(slash + 1);
@@ -240,7 +240,7 @@ std::string measured_change(const Ctx& c, const WorkloadResult& w, size_t i, boo
   const MeasuredPoint* mi = find_measured(c.o, c.r, w, w.policies[i]);
   if (!m0 || !mi || m0->value_ns <= 0) return "-";
   *any = true;
-  const bool ins = in_sample(c.fitted, c.o, *m0) || in_sample(c.fitted, c.o, *mi);
+  const bool ins = in_sample_of(c.fitted, c.o, *m0) || in_sample_of(c.fitted, c.o, *mi);
   return pct(mi->value_ns / m0->value_ns - 1) + (ins ? " in-sample" : "");
 }
 
@@ -420,6 +420,10 @@ std::string troubles(const RunResult& r) {
 }
 
 }  // namespace
+
+bool measured_in_sample(const ReportOptions& o, const MeasuredPoint& m) {
+  return o.cost && in_sample_of(fitted_rows(*o.cost), o, m);
+}
 
 std::string format_summary(const RunResult& r, const ReportOptions& o) {
   Ctx c{r, o, o.cost ? fitted_rows(*o.cost) : Fitted{}};
