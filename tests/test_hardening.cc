@@ -172,8 +172,8 @@ TEST_CASE("a profile name never comes from the working directory", "[hardening]"
   { std::ofstream(d / "i7-12700KF") << "not a profile\n"; }
   const fs::path old = fs::current_path();
   fs::current_path(d.p);
-  const CliOutcome named = run_cli({"--scenario", "waitv", "--profile", "i7-12700KF"});
-  const CliOutcome dflt = run_cli({"--scenario", "waitv"});
+  const CliOutcome named = run_cli({"--scenario", "waitv", "--profile", "i7-12700KF", "--counts"});
+  const CliOutcome dflt = run_cli({"--scenario", "waitv", "--counts"});
   const CliOutcome file = run_cli({"--scenario", "waitv", "--profile", "./i7-12700KF"});
   fs::current_path(old);
   CHECK(named.status == 0);

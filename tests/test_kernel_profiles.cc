@@ -80,7 +80,12 @@ TEST_CASE("kernel profiles: the run record carries every field of the table", "[
     CHECK(rec.size() == fields.size() + 1);
     for (size_t i = 0; i < fields.size(); ++i) {
       INFO(fields[i].name);
-      CHECK(rec.at(std::string(fields[i].name)) == kernel_field_text(p, i));
+      // Typed: true/false and numbers as JSON bools and numbers.
+      const auto& v = rec.at(std::string(fields[i].name));
+      CHECK((v.is_string() ? v.get<std::string>() : v.dump()) == kernel_field_text(p, i));
+      const bool typed = fields[i].type == KernelFieldType::boolean ||
+                         fields[i].type == KernelFieldType::u32;
+      CHECK(v.is_string() == !typed);
     }
   }
 }

@@ -33,6 +33,7 @@ RunResult synthetic(size_t columns = 2) {
   for (int i = 0; i < 1000; ++i) hb.add_ns(100);
   for (int i = 0; i < 10; ++i) hk.add_ns(20);
   a.latency = {{"futex_wait", ha}};
+  a.metrics["lock_waits"] = 0;  // background users beside the program: tasks contend
   b.latency = {{"futex_wait", hb}, {"kmalloc", hk}};
   WorkloadResult w;
   w.scenario = "rt-arm";
@@ -59,22 +60,31 @@ TEST_CASE("latency block: percentiles per kind and policy, change against A",
           "[outputs][latency]") {
   const std::string block = format_latency_block(synthetic().workloads[0], false);
   const std::string want =
-      "  latency per operation (virtual time, measured timed regions):\n"
-      "                              A               B\n"
-      "futex_wait ops             1000            1000\n"
-      "  p50 ns                  102.0   100.0 (-2.0%)\n"
-      "  p90 ns                  102.0   100.0 (-2.0%)\n"
-      "  p99 ns                  204.0  100.0 (-51.0%)\n"
-      "  p99.9 ns               1008.0  100.0 (-90.1%)\n"
-      "  max us                  50.00   0.10 (-99.8%)\n"
-      "kmalloc ops                   -              10\n"
-      "  p50 ns                      -            20.0\n"
-      "  p90 ns                      -            20.0\n"
-      "  p99 ns                      -            20.0\n"
-      "  p99.9 ns                    -            20.0\n"
-      "  max ns                      -            20.0\n";
+      "  latency per operation in model time (events x prices + lock and idle waits),\n"
+      "  measured timed regions; (n beyond): samples at or above the percentile\n"
+      "                                     A               B\n"
+      "futex_wait ops                    1000            1000\n"
+      "  p50 ns (501 beyond)            102.0   100.0 (-2.0%)\n"
+      "  p90 ns (101 beyond)            102.0   100.0 (-2.0%)\n"
+      "  p99 ns (11 beyond)             204.0  100.0 (-51.0%)\n"
+      "  p99.9 ns (2 beyond)           1008.0  100.0 (-90.1%)\n"
+      "  max us (1 beyond)              50.00   0.10 (-99.8%)\n"
+      "kmalloc ops                          -              10\n"
+      "  p50 ns (6 beyond)                  -            20.0\n"
+      "  p90 ns (2 beyond)                  -            20.0\n"
+      "  p99 ns (1 beyond)                  -            20.0\n"
+      "  p99.9 ns (1 beyond)                -            20.0\n"
+      "  max ns (1 beyond)                  -            20.0\n"
+      "  lock waits (whole run, model time):\n"
+      "                    A         B\n"
+      "lock_waits          0         0\n";
   CHECK(block == want);
-  // No latencies (every run today): no block, so existing tables keep their layout.
+  // A single task (no background users): the same for every operation of
+  // a kind, no block.
+  RunResult single = synthetic();
+  single.workloads[0].policies[0].metrics.clear();
+  CHECK(format_latency_block(single.workloads[0], false).empty());
+  // No latencies (a run without prices): no block.
   RunResult none = synthetic();
   for (PolicyResult& p : none.workloads[0].policies) p.latency.clear();
   CHECK(format_latency_block(none.workloads[0], true).empty());
@@ -101,16 +111,16 @@ TEST_CASE("latency histograms: bpftrace log2 layout, one per kind and policy",
   // 1 of 900 draws no bar (52 x 1 / 900 rounds down).
   CHECK(format_log2_hist(a).find("[32K, 64K)             1 |" + std::string(52, ' ') + "|\n") !=
         std::string::npos);
-  // --latency-hist (and --explain) put them in the table.
+  // --latency-hist (which implies --latency) puts them in the table.
   ReportOptions o;
-  o.latency_hist = true;
+  o.latency = o.latency_hist = true;
   CHECK(format_table(r, o).find("@futex_wait_ns[A]:") != std::string::npos);
   CHECK(format_table(r).find("@futex_wait_ns[A]:") == std::string::npos);
 }
 
 TEST_CASE("latency block: eight policies stay within 80 columns", "[outputs][latency]") {
   ReportOptions o;
-  o.latency_hist = true;
+  o.latency = o.latency_hist = o.counts = true;
   std::istringstream in(format_table(synthetic(8), o));
   size_t widest = 0, heads = 0;
   for (std::string line; std::getline(in, line);) {

@@ -119,6 +119,21 @@ TEST_CASE("prefill: no misses on the install path, 8192 slots fall through to bu
   }
 }
 
+TEST_CASE("sparse-fill counts the idle prefilled nodes at any teardown lag",
+          "[scenario][rsrc][record]") {
+  // 64 installs into 4096 prefilled nodes leave 4032 idle in every round;
+  // the previous ring's teardown (teardown_lag=1 runs it inside the next
+  // round) drains that ring's cache and is not this ring's traffic.
+  for (const char* lag : {"0", "1"}) {
+    INFO("teardown_lag=" << lag);
+    const RunResult r = run_ok("sparse-fill", {"unpatched", "node-slab+prefill"},
+                               {{"installs", "64"}, {"rounds", "3"}, {"warmup", "1"},
+                                {"teardown_lag", lag}});
+    CHECK(col(r, 1).metrics.at("nodes_unused") == 4032);
+    CHECK(col(r, 0).metrics.at("nodes_unused") == 0);
+  }
+}
+
 TEST_CASE("same-ring remove and refill: the unpatched cache keeps 128 nodes",
           "[scenario][rsrc]") {
   const RunResult r = run_ok("lifecycle", {"unpatched", "node-slab+bulk-refill+prefill"},

@@ -440,11 +440,15 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.model.noise = derive_noise(rows, fit);
   rep.model.inadequacy = bf.sv;
   rep.model.inadequacy_shape = bf.su;
+  // Every row the fit used, named (the report marks a measurement the
+  // profile was fitted to as in-sample from this list).
+  std::vector<std::string> ids;
+  for (const MappedRow& r : rows) ids.push_back(r.row.id);
   rep.model.inadequacy_source = fmt::format(
       "fit: type-II maximum likelihood over {} rows in {} configurations and {} workload "
       "shapes, beside a measurement noise of {:.3g}% per row and a speed factor of {:.4g} "
-      "on the priors",
-      rows.size(), nconf, nshape, 100 * bf.s, bf.speed);
+      "on the priors; fitted to {} rows {}",
+      rows.size(), nconf, nshape, 100 * bf.s, bf.speed, file, id_ranges(ids));
   std::string err;
   rep.model.validate(&err);
   return rep;

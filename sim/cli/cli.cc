@@ -260,7 +260,8 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   // run without scopes, and again with them only if a report needs one.
   RunConfig cfg;  // resolved once: every name, number and column checked
   if (!resolve_run(req, &cfg, &error)) return cli_fail(error);
-  const bool auto_sites = cfg.call_sites && format == "table" && !v.count("explain");
+  const bool auto_sites =
+      cfg.call_sites && format == "table" && !v.count("explain") && !v.count("all");
   if (auto_sites) cfg.call_sites = false;
   RunResult result;
   run(cfg, &result);
@@ -269,10 +270,8 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
     run(cfg, &result);
   }
   fill_run_record(args, have_cost ? &cost : nullptr, &result);
-  if (v.count("cache")) ro.cache = v["cache"];
-  ro.all_counters = v.count("all-counters") > 0;
-  ro.explain = v.count("explain") > 0;
-  ro.latency_hist = v.count("latency-hist") > 0;
+  record_report_inputs(f, ro.measured_file, &result);
+  detail_views(f, &ro);
   if (have_cost) ro.cost = &cost;
   if (!measured.empty()) ro.measured = &measured;
   std::string text = format == "json"  ? format_json(result, ro)

@@ -92,8 +92,16 @@ bool parse_jobs(const ParsedFlags& f, int* jobs, std::string* error);
 struct RunResult;
 class CostModel;
 void fill_run_record(const std::vector<std::string>& args, const CostModel* cost, RunResult* r);
+// The report run's input files in the record, with their SHA-256: the
+// measurements shown (`measurements`: their path, "" for none), the
+// mapping that placed them, a background trace.
+void record_report_inputs(const ParsedFlags& f, const std::string& measurements, RunResult* r);
 bool kernel_outputs(const ParsedFlags& f, const RunResult& r, std::string* text,
                     std::string* error);
+// The table's detail views from the flags (--counts, --phases,
+// --per-cache, --latency, --explain, --all and what implies them).
+struct ReportOptions;
+void detail_views(const ParsedFlags& f, ReportOptions* ro);
 
 // --policy's columns: split at commas outside parentheses, so
 // "prefill(max=256,mode=lazy),unpatched" is two columns.

@@ -47,7 +47,13 @@ constexpr Flag kReportFlags[] = {
     {"format", T::value, "table, json or csv", "FMT"},
     {"output", T::value, "write the report to FILE instead of stdout (atomically)", "FILE", Names::out_file},
     {"jobs", T::value, "worker threads, 1..256 (output does not depend on it)", "N"},
-    {"all-counters", T::nothing, "table: every non-zero counter"},
+    {"counts", T::nothing, "table: each workload's count and time block, and the full run record"},
+    {"phases", T::nothing, "table: each phase's model time (lifecycle: registration, removal, fill)"},
+    {"per-cache", T::nothing, "table: new and discarded slabs of every cache per round"},
+    {"latency", T::nothing,
+     "table: model-time latency percentiles where tasks contend, with their samples; lock waits"},
+    {"all", T::nothing, "table: every detail view (--counts --phases --per-cache --latency --explain)"},
+    {"all-counters", T::nothing, "table: every non-zero counter (implies --counts)"},
     {"profile", T::value, "cost profile: a name in data/profiles, a .toml file, or none",
      "P"},
     {"measurements", T::value, "measured rows shown beside the model (TSV), or none", "FILE"},
@@ -62,9 +68,10 @@ constexpr Flag kReportFlags[] = {
      "arm-fail; docs/engine.md)",
      "FILE"},
     {"allow-failures", T::nothing, "exit 0 even if operations failed (implied by --fail)"},
-    {"cache", T::value, "per-cache stats (table, JSON, CSV) of this cache only", "NAME"},
+    {"cache", T::value, "per-cache stats (table, JSON, CSV) of this cache only (implies --per-cache)", "NAME"},
     {"hist", T::nothing, "table: bpftrace-style log2 histograms of batch sizes and per-round counts"},
-    {"latency-hist", T::nothing, "table: bpftrace-style log2 histograms of each operation's latency"},
+    {"latency-hist", T::nothing,
+     "table: bpftrace-style log2 histograms of each operation's latency (implies --latency)"},
     {"no-sites", T::nothing,
      "no call-site scopes (JSON sites, --explain sites and KASAN 'in' empty; faster)"},
     {"slabinfo", T::value, "write /proc/slabinfo 2.1 of the end of the run to FILE (- : stdout)",
@@ -145,7 +152,12 @@ constexpr Flag kGeometryFlags[] = {
       {"format", T::value, "table, json or csv", "FMT"},                                       \
       {"output", T::value, "write the report to FILE instead of stdout (atomically)", "FILE", Names::out_file}, \
       {"jobs", T::value, "worker threads, 1..256 (output does not depend on it)", "N"},         \
-      {"all-counters", T::nothing, "table: every non-zero counter"},                           \
+      {"all-counters", T::nothing, "table: every non-zero counter (implies --counts)"},       \
+      {"counts", T::nothing, "table: the count and time block, and the full run record"},     \
+      {"phases", T::nothing, "table: each phase's model time"},                                \
+      {"per-cache", T::nothing, "table: new and discarded slabs of every cache per round"},    \
+      {"latency", T::nothing, "table: model-time latency where tasks contend; lock waits"},    \
+      {"all", T::nothing, "table: every detail view"},                                         \
       {"profile", T::value, "cost profile: a name in data/profiles, a .toml file, or none",   \
        "P"},                                                                                   \
       {"explain", T::nothing, "break each policy's time per op into its parameters"},          \

@@ -1,6 +1,6 @@
 // The kernel-native outputs of a report run (--slabinfo, --slabinfo-at,
 // --sysfs, --slabinfo-report, --hist, --cache) and the run record the CLI
-// fills in (command line, cost profile hash). Kept apart from cli.cc so
+// fills in (command line, cost profile hash, input files). Kept apart from cli.cc so
 // the flag plumbing there stays small.
 #include <sstream>
 
@@ -9,21 +9,13 @@
 #include "sim/io/input.h"
 #include "sim/cost/cost.h"
 #include "sim/report/kernel_formats.h"
+#include "sim/report/record.h"
 #include "sim/report/report.h"
 
 namespace simcache::sim {
 namespace {
 
 const char kNames[] = "ABCDEFGH";
-
-// FNV-1a 64 of a file's bytes: names the exact cost profile a report used.
-std::string fnv1a64_file(const std::string& path) {
-  std::string text, error;
-  if (!read_input(path, "the cost profile", &text, &error)) return "unknown";
-  uint64_t h = 1469598103934665603ull;
-  for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return fmt::format("{:016x}", h);
-}
 
 // The one policy column a state file describes.
 bool one_column(const RunResult& r, const char* flag, const PolicyResult** out,
@@ -82,16 +74,40 @@ std::string slabinfo_reports(const RunResult& r, const std::string& name) {
 
 void fill_run_record(const std::vector<std::string>& args, const CostModel* cost,
                      RunResult* r) {
-  std::string cmd = "simcache";
-  for (const std::string& a : args) {
-    const bool plain = !a.empty() && a.find_first_of(" \t\n'\"\\$`") == std::string::npos;
-    cmd += " " + (plain ? a : "'" + a + "'");
-  }
-  r->record.command_line = cmd;
+  r->record.command_line = shell_command(args);
   if (cost) {
     r->record.cost_profile = cost->name;
-    r->record.cost_profile_hash = cost->path.empty() ? "built-in" : fnv1a64_file(cost->path);
+    std::string error;
+    r->record.cost_profile_hash = cost->path.empty() ? "built-in" : sha256_file(cost->path, "the cost profile", &error);
+    if (r->record.cost_profile_hash.empty()) r->record.cost_profile_hash = "unreadable";
   }
+}
+
+void detail_views(const ParsedFlags& f, ReportOptions* ro) {
+  auto on = [&](const char* k) { return f.v.count(k) > 0; };
+  const bool all = on("all");
+  ro->all_counters = on("all-counters");
+  ro->counts = all || ro->all_counters || on("counts");
+  ro->phases = all || on("phases");
+  ro->latency_hist = on("latency-hist");
+  ro->latency = all || ro->latency_hist || on("latency");
+  ro->explain = all || on("explain");
+  if (auto c = f.v.find("cache"); c != f.v.end()) ro->cache = c->second;
+  ro->per_cache = all || on("per-cache") || !ro->cache.empty();
+}
+
+void record_report_inputs(const ParsedFlags& f, const std::string& measurements,
+                          RunResult* r) {
+  if (!measurements.empty()) {
+    record_input(&r->record, "measurements", measurements,
+                 f.v.count("measurements") ? "" : "data/measurements/calibration.tsv");
+    if (auto m = f.v.find("mapping"); m != f.v.end())
+      record_input(&r->record, "mapping", m->second);
+    else if (const std::string mapping = find_data_file("profiles/mapping.toml"); !mapping.empty())
+      record_input(&r->record, "mapping", mapping, "data/profiles/mapping.toml");
+  }
+  if (auto b = f.v.find("background-trace"); b != f.v.end())
+    record_input(&r->record, "background trace", b->second);
 }
 
 bool kernel_outputs(const ParsedFlags& f, const RunResult& r, std::string* text,

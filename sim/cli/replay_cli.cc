@@ -9,6 +9,7 @@
 #include "sim/cost/toml_reader.h"
 #include "sim/replay/replay.h"
 #include "sim/replay/text.h"
+#include "sim/report/record.h"
 #include "sim/report/report.h"
 
 namespace simcache::sim {
@@ -83,8 +84,9 @@ std::string site_table(const RunResult& r) {
   return out;
 }
 
-CliOutcome report(const ParsedFlags& f, const RunRequest& req, const CustomWorkload& w,
-                  const std::string& note) {
+// `input`: the op file's or the trace's entry of the run record.
+CliOutcome report(const ParsedFlags& f, const Args& args, const RunRequest& req,
+                  const CustomWorkload& w, const std::string& note, RunRecord::Input input) {
   auto v = f.v;
   const std::string format = v.count("format") ? v["format"] : "table";
   if (format != "table" && format != "json" && format != "csv")
@@ -103,9 +105,10 @@ CliOutcome report(const ParsedFlags& f, const RunRequest& req, const CustomWorkl
   RunResult result;
   if (!run_custom(req, w, &result, &error)) return cli_fail(error);
   if (!note.empty()) result.workloads[0].note = note;
+  fill_run_record(args, have_cost ? &cost : nullptr, &result);
+  result.record.inputs.insert(result.record.inputs.begin(), std::move(input));
   ReportOptions ro;
-  ro.all_counters = v.count("all-counters") > 0;
-  ro.explain = v.count("explain") > 0;
+  detail_views(f, &ro);
   if (have_cost) ro.cost = &cost;
   std::string text = format == "json"  ? format_json(result, ro)
                      : format == "csv" ? format_csv(result, ro)
@@ -131,7 +134,7 @@ CliOutcome report(const ParsedFlags& f, const RunRequest& req, const CustomWorkl
 
 }  // namespace
 
-CliOutcome run_ops_cli(const ParsedFlags& f, const Args&) {
+CliOutcome run_ops_cli(const ParsedFlags& f, const Args& args) {
   const std::string& file = f.pos.at(0);  // exactly one (commands.cc)
   std::string error;
   RunRequest req;
@@ -139,18 +142,25 @@ CliOutcome run_ops_cli(const ParsedFlags& f, const Args&) {
   OpLimits limits;
   if (!parse_budget(f, "max-ops", &limits.max_ops, &error)) return cli_fail(error);
   const ScopedOpLimits scoped(limits);  // the op file is parsed below, on this thread
+  // One output instead of the report: both at once would write one and
+  // silently drop the other.
+  if (f.v.count("emit-trace") && f.v.count("emit-ops"))
+    return cli_fail("--emit-ops and --emit-trace: each replaces the report; give one");
   for (const char* e : {"emit-trace", "emit-ops"})
     if (f.v.count(e)) {
       if (!emit_ops_run(file, f.v.at(e), std::string(e) == "emit-trace", req, &error))
         return cli_fail(error);
       return {0, "", ""};
     }
+  // Hashed before the run reads it (a pipe is read once: not hashed).
+  RunRecord hashed;
+  record_input(&hashed, "op file", file);
   CustomWorkload w;
   if (!ops_workload(file, &w, &error)) return cli_fail(error);
-  return report(f, req, w, "");
+  return report(f, args, req, w, "", hashed.inputs.at(0));
 }
 
-CliOutcome run_replay_cli(const ParsedFlags& f, const Args&) {
+CliOutcome run_replay_cli(const ParsedFlags& f, const Args& args) {
   const std::string& file = f.pos.at(0);  // exactly one (commands.cc)
   std::string error;
   RunRequest req;
@@ -172,7 +182,10 @@ CliOutcome run_replay_cli(const ParsedFlags& f, const Args&) {
   if (s.skipped) note += fmt::format(" (first: {})", s.first_skipped);
   note += s.io_uring ? "; io_uring events drive the io_uring model"
                      : "; kmem events through kmalloc routing and SLUB";
-  CliOutcome out = report(f, req, trace_workload(s), note);
+  // The trace as scanned (a pipe's spool): its SHA-256 is that of its bytes.
+  RunRecord::Input input{"trace", file, sha256_source(*s.src, &error), ""};
+  if (input.sha256.empty()) return cli_fail(error);
+  CliOutcome out = report(f, args, req, trace_workload(s), note, std::move(input));
   if (out.status != 2 && s.skipped)
     out.err += fmt::format("simcache: replay: {} malformed line(s) skipped; first: {}\n",
                            s.skipped, s.first_skipped);

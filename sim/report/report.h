@@ -30,10 +30,16 @@ struct ReportOptions {
   const CostModel* cost = nullptr;  // null: counts only
   const std::vector<MeasuredPoint>* measured = nullptr;
   std::string measured_file;  // named under each block
-  bool all_counters = false;  // table: every non-zero counter
+  // The table opens with the summary (format_summary()); each detail
+  // view is one flag (docs/output.md "Details"), --all sets every one.
+  bool counts = false;        // --counts: count and time blocks, the full record
+  bool phases = false;        // --phases: each phase's time
+  bool per_cache = false;     // --per-cache: new and discarded slabs per cache
+  bool latency = false;       // --latency: latency where tasks contend, lock waits
+  bool all_counters = false;  // table: every non-zero counter (implies counts)
   bool explain = false;       // table: --explain sections
-  bool latency_hist = false;  // table: --latency-hist log2 histograms
-  std::string cache;          // --cache: per-cache stats of this cache only
+  bool latency_hist = false;  // table: --latency-hist log2 histograms (implies latency)
+  std::string cache;          // --cache: per-cache stats of this cache only (implies per_cache)
 };
 
 // The latency figures every format reports (p = 0: the maximum).
@@ -45,6 +51,9 @@ inline constexpr LatencyPoint kLatencyPoints[] = {
     {50, "p50"}, {90, "p90"}, {99, "p99"}, {99.9, "p99.9"}, {0, "max"}};
 
 std::string format_table(const RunResult& r, const ReportOptions& o = {});
+// The summary screen the table opens with (report_summary.cc): at most 40
+// lines of 80 columns.
+std::string format_summary(const RunResult& r, const ReportOptions& o = {});
 std::string format_json(const RunResult& r, const ReportOptions& o = {});
 std::string format_csv(const RunResult& r, const ReportOptions& o = {});
 // The --explain sections: each policy's ns per op split by parameter.
@@ -55,6 +64,11 @@ std::string format_sites(const RunResult& r);
 
 // The counters a table shows by default, in order (shown when non-zero).
 const std::vector<Event>& headline_events();
+
+// True when the cost profile was fitted to one of the point's rows (its
+// parameters' sources name them in a measurements file of that name):
+// model and measurement then agree by construction, not as a validation.
+bool measured_in_sample(const ReportOptions& o, const MeasuredPoint& m);
 
 // The measured point for one policy column of a workload, or null.
 const MeasuredPoint* find_measured(const ReportOptions& o, const RunResult& r,

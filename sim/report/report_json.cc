@@ -7,6 +7,7 @@
 #include "sim/cost/cost.h"
 #include <fmt/format.h>
 #include "sim/report/kernel_formats.h"
+#include "sim/report/record.h"
 #include "sim/report/report.h"
 
 namespace simcache::sim {
@@ -132,12 +133,10 @@ ordered_json snapshots_json(const std::vector<Snapshot>& snaps) {
   return a;
 }
 
-ordered_json policy_json(const PolicyResult& p, const ReportOptions& o) {
+ordered_json policy_json(const RunRecord& rec, const PolicyResult& p, const ReportOptions& o) {
   ordered_json j;
   j["policy"] = p.policy;
-  ordered_json cfg = ordered_json::object();
-  for (const auto& [k, v] : p.config) cfg[k] = v;
-  j["config"] = cfg;
+  j["config"] = typed_config(rec, p);
   ordered_json total = counters_json(p.total);
   for (const auto& [k, v] : p.metrics) total[k] = v;
   std::vector<CacheStats> caches;
@@ -253,6 +252,7 @@ ordered_json time_json(const RunResult& r, const WorkloadResult& w, size_t col,
     mj["per_op"] = round6(mp->value_ns / scale);
     mj["per_op_ns"] = round6(mp->value_ns);
     mj["rows"] = mp->ids;
+    mj["in_sample"] = measured_in_sample(o, *mp);
     const MeasuredPoint* m0 = find_measured(o, r, w, w.policies[0]);
     if (col > 0 && m0) {
       const double d = mp->value_ns / m0->value_ns - 1;
@@ -278,14 +278,22 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
   rec["command_line"] = r.record.command_line;
   rec["git_commit"] = r.record.git_commit;
   rec["seed"] = r.seed;
-  ordered_json kp = ordered_json::object();
-  for (const auto& [k, v] : r.record.kernel_profile) kp[k] = v;
-  rec["kernel_profile"] = kp;
+  rec["kernel_profile"] = typed_kernel_profile(r.record);
   nlohmann::ordered_json mach = nlohmann::ordered_json::object();
   for (const auto& [k, v] : r.record.machine) mach[k] = v;
   rec["machine"] = mach;
   rec["cost_profile"] = r.record.cost_profile;
-  rec["cost_profile_hash"] = r.record.cost_profile_hash;
+  rec["cost_profile_sha256"] = r.record.cost_profile_hash;
+  ordered_json ins = ordered_json::array();
+  for (const RunRecord::Input& in : r.record.inputs) {
+    ordered_json ij;
+    ij["role"] = in.role;
+    ij["path"] = in.path;
+    ij["sha256"] = in.sha256;
+    if (!in.note.empty()) ij["note"] = in.note;
+    ins.push_back(ij);
+  }
+  rec["inputs"] = ins;
   j["record"] = rec;
   if (o.cost) {
     ordered_json pj;
@@ -306,7 +314,7 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
     if (!w.note.empty()) wj["note"] = w.note;
     ordered_json ps = ordered_json::array();
     for (size_t i = 0; i < w.policies.size(); ++i) {
-      ordered_json pj = policy_json(w.policies[i], o);
+      ordered_json pj = policy_json(r.record, w.policies[i], o);
       if (o.cost) pj["time"] = time_json(r, w, i, o);
       // Only when the run recorded latencies, so count-only runs keep their layout.
       if (!w.policies[i].latency.empty()) pj["latency"] = latency_json(w.policies[i].latency);
@@ -348,14 +356,17 @@ std::string format_csv(const RunResult& r, const ReportOptions& o) {
     out += pre + csv_field(scope) + "," + csv_field(name) + "," + csv_field(value) + "\r\n";
   };
   line(run + ",,,", "record", "command_line", r.record.command_line);
-  line(run + ",,,", "record", "cost_profile_hash", r.record.cost_profile_hash);
+  line(run + ",,,", "record", "cost_profile_sha256", r.record.cost_profile_hash);
+  for (const RunRecord::Input& in : r.record.inputs)
+    line(run + ",,,", "record", "input." + in.role,
+         in.path + " sha256:" + (in.sha256.empty() ? "none (" + in.note + ")" : in.sha256));
   for (const auto& [k, v] : r.record.kernel_profile) line(run + ",,,", "record", "kernel." + k, v);
   for (const auto& [k, v] : r.record.machine) line(run + ",,,", "record", "machine." + k, v);
   for (const WorkloadResult& w : r.workloads) {
     for (const PolicyResult& p : w.policies) {
       const std::string pre = run + csv_field(w.label) + "," + csv_field(params_text(w.params)) +
                               "," + csv_field(p.policy) + ",";
-      for (const auto& [k, v] : p.config) line(pre, "config", k, v);
+      for (const auto& [k, v] : resolved_config(r.record, p)) line(pre, "config", k, v);
       for (size_t i = 0; i < kNumEvents; ++i) {
         const std::string n(kEventInfo[i].name);
         line(pre, "total", n, std::to_string(p.total.v[i]));

@@ -51,9 +51,18 @@ std::string lat_cell(double v, double base, bool first, const Unit& u) {
 
 }  // namespace
 
+// Tasks contend where a driver runs background users beside the measured
+// program (they record lock waits); a single task's latency is its count
+// of events times their prices, the same for every operation of a kind.
+bool contended(const WorkloadResult& w) {
+  for (const PolicyResult& p : w.policies)
+    if (p.metrics.count("lock_waits")) return true;
+  return false;
+}
+
 std::string format_latency_block(const WorkloadResult& w, bool hist) {
   const std::vector<std::string> kinds = kinds_of(w);
-  if (kinds.empty()) return "";
+  if (kinds.empty() || !contended(w)) return "";
   std::vector<Row> rows;
   for (const std::string& kind : kinds) {
     Row n{kind + " ops", {}, {}};
@@ -62,6 +71,9 @@ std::string format_latency_block(const WorkloadResult& w, bool hist) {
       n.text.push_back(h ? fmt::format("{}", h->count()) : "-");
     }
     rows.push_back(n);
+    uint64_t fewest = UINT64_MAX;
+    for (const PolicyResult& p : w.policies)
+      if (const LatencyHist* h = find_kind(p, kind)) fewest = std::min(fewest, h->count());
     for (const LatencyPoint& pt : kLatencyPoints) {
       std::vector<double> v;
       double top = 0;
@@ -71,15 +83,38 @@ std::string format_latency_block(const WorkloadResult& w, bool hist) {
         top = std::max(top, v.back());
       }
       const Unit u = unit_for(top);
-      Row r{fmt::format("  {} {}", pt.name, u.name), {}, {}};
+      // The samples at or beyond the percentile, in the column with fewest.
+      // n - ceil(p n / 100) + 1: the samples from the percentile's rank up.
+      const uint64_t rank = static_cast<uint64_t>(std::ceil(pt.p * double(fewest) / 100 - 1e-9));
+      const uint64_t beyond = pt.p > 0 && rank <= fewest ? fewest - std::max<uint64_t>(rank, 1) + 1 : 1;
+      Row r{fmt::format("  {} {} ({} beyond)", pt.name, u.name, beyond), {}, {}};
       const double base = v.empty() ? -1 : v[0];
       for (size_t i = 0; i < v.size(); ++i)
         r.text.push_back(v[i] < 0 ? "-" : lat_cell(v[i], base < 0 ? v[i] : base, i == 0, u));
       rows.push_back(r);
     }
   }
-  std::string out = "  latency per operation (virtual time, measured timed regions):\n";
+  std::string out =
+      "  latency per operation in model time (events x prices + lock and idle waits),\n"
+      "  measured timed regions; (n beyond): samples at or above the percentile\n";
   render(&out, rows, w.policies.size());
+  // Lock waits of the measured program and of the background users.
+  std::vector<Row> waits;
+  for (const char* m : {"lock_waits", "lock_wait_ns", "list_lock_waits", "list_lock_wait_ns",
+                        "bg_list_lock_waits", "bg_list_lock_wait_ns"}) {
+    Row row{m, {}, {}};
+    bool any = false;
+    for (const PolicyResult& p : w.policies) {
+      auto it = p.metrics.find(m);
+      row.v.push_back(it == p.metrics.end() ? 0.0 : double(it->second));
+      any |= it != p.metrics.end();
+    }
+    if (any) waits.push_back(std::move(row));
+  }
+  if (!waits.empty()) {
+    out += "  lock waits (whole run, model time):\n";
+    render(&out, waits, w.policies.size());
+  }
   if (!hist) return out;
   out += "  latency histograms, ns (bpftrace hist() buckets):\n";
   for (const std::string& kind : kinds)

@@ -136,7 +136,7 @@ void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions&
       {fmt::format("time, profile {}", o.cost->name), {}, std::vector<std::string>(ps.size())});
   rows->push_back(model);
   rows->push_back(iv);
-  for (size_t k = 0; !t.empty() && k < t[0].phases.size(); ++k) {
+  for (size_t k = 0; o.phases && !t.empty() && k < t[0].phases.size(); ++k) {
     Row ph{"  phase " + t[0].phases[k].name, {}, {}};
     for (size_t i = 0; i < ps.size(); ++i) {
       const PolicyTime::Phase* f = k < t[i].phases.size() ? &t[i].phases[k] : nullptr;
@@ -187,7 +187,9 @@ void slab_rows(const WorkloadResult& w, const ReportOptions& o, std::vector<Row>
 }
 
 // Every counter of a failure (an event named *fail*) that is non-zero
-// anywhere in the run is a row (whole run, not per round) and a warning.
+// anywhere in the run is a row (whole run, not per round). A failed
+// allocation or charge is also a warning; a FUTEX_WAIT arm that fails is
+// what arm-fail and rt-arm-loop exist to produce: a result, the row only.
 std::string failure_rows(const WorkloadResult& w, std::vector<Row>* rows) {
   std::string warn;
   for (size_t i = 0; i < kNumEvents; ++i) {
@@ -199,7 +201,8 @@ std::string failure_rows(const WorkloadResult& w, std::vector<Row>* rows) {
       row.v.push_back(double(n));
       if (n) {
         any = true;
-        warn += fmt::format("  warning: {} = {}: {} {} in the run\n", kNames[c],
+        if (kEventInfo[i].name.rfind("futex_", 0) != 0)
+          warn += fmt::format("  warning: {} = {}: {} {} in the run\n", kNames[c],
                             w.policies[c].policy, n, kEventInfo[i].name);
       }
     }
@@ -208,25 +211,16 @@ std::string failure_rows(const WorkloadResult& w, std::vector<Row>* rows) {
   return warn;
 }
 
-void block(std::string* out, const RunResult& r, const WorkloadResult& w, const ReportOptions& o) {
+void block(std::string* dest, const RunResult& r, const WorkloadResult& w, const ReportOptions& o) {
   const auto& ps = w.policies;
-  const uint64_t ops = ps.empty() ? 0 : ps[0].ops_per_round;
-  const std::string what =
-      fmt::format("timed region per round ({} {}{})", ops, w.op_unit, ops == 1 ? "" : "s");
-  if (w.label.size() + 2 + what.size() <= 80)
-    *out += fmt::format("\n{}: {}\n", w.label, what);
-  else
-    *out += fmt::format("\n{}:\n  {}\n", w.label, what);
-  bool same = ps.size() == r.policies.size();
-  for (size_t i = 0; same && i < ps.size(); ++i) same = ps[i].policy == r.policies[i];
-  if (!same)
-    for (size_t i = 0; i < ps.size(); ++i)
-      *out += fmt::format("  {} = {}\n", kNames[i], ps[i].policy);
+  std::string body;
+  std::string* out = &body;
   std::vector<Event> evs = headline_events();
   if (o.all_counters) {
     evs.clear();
     for (size_t i = 0; i < kNumEvents; ++i) evs.push_back(static_cast<Event>(i));
   }
+  if (!o.counts) evs.clear();
   std::vector<Row> rows;
   for (Event e : evs) {
     Row row{std::string(kEventInfo[static_cast<size_t>(e)].name), {}, {}};
@@ -237,8 +231,9 @@ void block(std::string* out, const RunResult& r, const WorkloadResult& w, const 
     }
     if (any) rows.push_back(std::move(row));
   }
-  slab_rows(w, o, &rows);
+  if (o.per_cache) slab_rows(w, o, &rows);
   for (const char* m : {"bytes_retained", "nodes_unused"}) {
+    if (!o.counts) break;
     Row row{m, {}, {}};
     bool any = false;
     for (const auto& p : ps) {
@@ -248,11 +243,11 @@ void block(std::string* out, const RunResult& r, const WorkloadResult& w, const 
     }
     if (any) rows.push_back(std::move(row));
   }
-  std::string foot = failure_rows(w, &rows);
-  if (o.cost) time_rows(r, w, o, &rows, &foot);
-  render(out, rows, ps.size());
+  std::string foot = o.counts ? failure_rows(w, &rows) : "";
+  if (o.cost && (o.counts || o.phases)) time_rows(r, w, o, &rows, &foot);
+  if (!rows.empty()) render(out, rows, ps.size());
   *out += foot;
-  *out += format_latency_block(w, o.latency_hist || o.explain);
+  if (o.latency) *out += format_latency_block(w, o.latency_hist);
   size_t kasan = 0;
   for (const auto& p : ps) kasan += p.kasan.size();
   if (kasan) {
@@ -274,7 +269,21 @@ void block(std::string* out, const RunResult& r, const WorkloadResult& w, const 
                           kNames[i], fails);
     if (!faults.empty()) *out += fmt::format("  faults injected {}:{}\n", kNames[i], faults);
   }
-  if (!w.note.empty()) *out += "  " + w.note + "\n";
+  if (body.empty()) return;  // nothing this workload shows in the views asked for
+  const uint64_t ops = ps.empty() ? 0 : ps[0].ops_per_round;
+  const std::string what =
+      fmt::format("timed region per round ({} {}{})", ops, w.op_unit, ops == 1 ? "" : "s");
+  if (w.label.size() + 2 + what.size() <= 80)
+    *dest += fmt::format("\n{}: {}\n", w.label, what);
+  else
+    *dest += fmt::format("\n{}:\n  {}\n", w.label, what);
+  bool same = ps.size() == r.policies.size();
+  for (size_t i = 0; same && i < ps.size(); ++i) same = ps[i].policy == r.policies[i];
+  if (!same)
+    for (size_t i = 0; i < ps.size(); ++i)
+      *dest += fmt::format("  {} = {}\n", kNames[i], ps[i].policy);
+  *dest += body;
+  if (!w.note.empty()) *dest += "  " + w.note + "\n";
 }
 
 // "  key: words..." folded at 80 columns.
@@ -345,15 +354,21 @@ const MeasuredPoint* find_measured(const ReportOptions& o, const RunResult& r,
 }
 
 std::string format_table(const RunResult& r, const ReportOptions& o) {
-  std::string out = fmt::format("simcache {} (git {}): {} (kernel {}, seed {})\n", r.version,
-                                r.record.git_commit.substr(0, 12), r.scenario, r.kernel, r.seed);
+  std::string out = format_summary(r, o);
+  if (!o.counts && !o.phases && !o.per_cache && !o.latency && !o.explain) return out;
+  // The details: the whole run record, then each workload's views.
+  out += fmt::format("\nsimcache {} (git {}): {} (kernel {}, seed {})\n", r.version,
+                     r.record.git_commit.substr(0, 12), r.scenario, r.kernel, r.seed);
   out += wrap_words("  command:", r.record.command_line);
   if (!r.record.cost_profile.empty())
-    out += fmt::format("  cost profile {} (fnv1a64 {})\n", r.record.cost_profile,
+    out += fmt::format("  cost profile {}, sha256:\n    {}\n", r.record.cost_profile,
                        r.record.cost_profile_hash);
+  for (const RunRecord::Input& in : r.record.inputs)
+    out += fmt::format("  {} {}, sha256:\n    {}\n", in.role, in.path,
+                       in.sha256.empty() ? "none (" + in.note + ")" : in.sha256);
   for (size_t i = 0; i < r.policies.size(); ++i)
     out += fmt::format("  {} = {}\n", kNames[i], r.policies[i]);
-  if (o.cost) {
+  if (o.cost && (o.counts || o.phases)) {
     out += fmt::format("  time = counted events x costs of profile {} (docs/calibration.md)\n",
                        o.cost->name);
     out += "  [a, b]: 90% model-uncertainty interval (posterior of the profile's parameters;\n"

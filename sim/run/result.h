@@ -104,7 +104,14 @@ struct RunRecord {
   std::vector<std::pair<std::string, std::string>> kernel_profile;  // field, value
   std::vector<std::pair<std::string, std::string>> machine;         // name, idle_table, source
   std::string cost_profile;       // name, "" without one
-  std::string cost_profile_hash;  // FNV-1a 64 of the profile file's bytes
+  std::string cost_profile_hash;  // SHA-256 of the profile file's bytes ("built-in")
+  // Every input file the run read (op file, trace, measurements, mapping,
+  // run configuration, background trace): its role, the path as given and
+  // the SHA-256 of its bytes ("" when it could not be hashed, `note` says why).
+  struct Input {
+    std::string role, path, sha256, note;
+  };
+  std::vector<Input> inputs;
 };
 
 // One workload (a scenario with resolved parameters) across policies.

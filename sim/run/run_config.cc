@@ -130,8 +130,10 @@ bool resolve_run(const RunRequest& req, RunConfig* out, std::string* error) {
     for (const auto& [k, v] : req.knobs) pol += "+" + k + "=" + v;
     return pol;
   };
+  // A preset item with a pair of its own (a hypothesis) keeps it under
+  // --policy: its label and note speak of those columns.
   for (PresetItem& item : items)
-    if (item.policies.empty() || !req.policies.empty()) item.policies = policies;
+    if (item.policies.empty()) item.policies = policies;
   for (std::string& pol : policies) out->policies.push_back(with_knobs(pol));
   if (!req.background_trace.empty() && !req.bg_trace)
     return *error = fmt::format("background trace '{}' was not loaded",

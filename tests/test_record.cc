@@ -1,0 +1,139 @@
+// The run record (docs/output.md "Run record"): the cost profile's and
+// every input's SHA-256 is what `sha256sum` prints for the file; run-ops
+// and replay carry the command line, the profile and their input; the
+// JSON configuration keeps its types and resolves `kernel` / `profile`.
+#include <catch2/catch.hpp>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/cli/cli.h"
+#include "sim/report/record.h"
+#include "test_cost_util.h"
+
+using namespace simcache::sim;
+using simcache::testing::read_text;
+using simcache::testing::repo_file;
+using simcache::testing::TempDir;
+using nlohmann::json;
+
+namespace {
+
+// The digest `sha256sum FILE` prints (coreutils), independent of simcache.
+std::string sha256sum(const std::string& path) {
+  FILE* p = ::popen(("sha256sum '" + path + "'").c_str(), "r");
+  REQUIRE(p);
+  char buf[65] = {};
+  const size_t n = std::fread(buf, 1, 64, p);
+  ::pclose(p);
+  REQUIRE(n == 64);
+  return std::string(buf, 64);
+}
+
+json run_json(std::vector<std::string> args) {
+  args.push_back("--format");
+  args.push_back("json");
+  const CliOutcome o = run_cli(args);
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  return json::parse(o.out);
+}
+
+}  // namespace
+
+TEST_CASE("record: SHA-256 of the standard test vectors", "[record]") {
+  CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST_CASE("record: the cost profile's hash is what sha256sum prints", "[record]") {
+  for (const char* rel : {"tests/data/test-profile.toml", "data/profiles/i7-12700KF.toml"}) {
+    const std::string path = repo_file(rel);
+    const json j = run_json({"--scenario", "sparse-fill", "--set", "rounds=1", "--set", "warmup=0",
+                             "--profile", path, "--measurements", "none"});
+    CHECK(j["record"]["cost_profile_sha256"] == sha256sum(path));
+  }
+  // The shipped measurements and the mapping that placed them, each hashed.
+  const json j = run_json({"--scenario", "sparse-fill", "--set", "rounds=1", "--set", "warmup=0"});
+  const json& in = j["record"]["inputs"];
+  REQUIRE(in.size() == 2);
+  CHECK(in[0]["role"] == "measurements");
+  CHECK(in[0]["sha256"] == sha256sum(repo_file("data/measurements/calibration.tsv")));
+  CHECK(in[1]["role"] == "mapping");
+  CHECK(in[1]["sha256"] == sha256sum(repo_file("data/profiles/mapping.toml")));
+}
+
+TEST_CASE("record: run-ops and replay carry the command line, the profile and the input",
+          "[record]") {
+  const std::string profile = repo_file("tests/data/test-profile.toml");
+  const std::string ops = repo_file("data/ops/sparse-fill.ops");
+  const std::string trace = repo_file("tests/data/traces/lkml-2019-kmem.txt");
+  for (const auto& [cmd, file] : {std::pair<std::string, std::string>{"run-ops", ops},
+                                  std::pair<std::string, std::string>{"replay", trace}}) {
+    INFO(cmd);
+    const json j = run_json({cmd, file, "--profile", profile});
+    const json& rec = j["record"];
+    CHECK(rec["command_line"] ==
+          "simcache " + cmd + " " + file + " --profile " + profile + " --format json");
+    CHECK(rec["cost_profile"] == "test");
+    CHECK(rec["cost_profile_sha256"] == sha256sum(profile));
+    CHECK(rec["kernel_profile"]["name"] == "v6.18");
+    REQUIRE(rec["inputs"].size() == 1);
+    CHECK(rec["inputs"][0]["path"] == file);
+    CHECK(rec["inputs"][0]["sha256"] == sha256sum(file));
+  }
+  // A trace through a pipe: hashed from what was read.
+  const TempDir d("record_fifo");
+  const std::string fifo = d / "trace.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string text = read_text(trace);
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << text; });
+  const CliOutcome o = run_cli({"replay", fifo, "--profile", "none", "--format", "json"});
+  writer.join();
+  REQUIRE(o.status == 0);
+  CHECK(json::parse(o.out)["record"]["inputs"][0]["sha256"] == sha256sum(trace));
+}
+
+TEST_CASE("record: JSON configuration values keep their types, defaults resolved",
+          "[record]") {
+  const json j = run_json({"--scenario", "sparse-fill", "--set", "rounds=1", "--set", "warmup=0",
+                           "--policy", "unpatched,node-slab+prefill(max=256)", "--profile", "none"});
+  const json& kp = j["record"]["kernel_profile"];
+  CHECK(kp["node_cache_max"] == 128);
+  CHECK(kp["has_node_cache"] == true);
+  CHECK(kp["file_table_gfp"] == "GFP_KERNEL_ACCOUNT|__GFP_ZERO");
+  const json& c0 = j["workloads"][0]["policies"][0]["config"];
+  CHECK(c0["policy.futex_return_to_cache"] == false);
+  CHECK(c0["policy.bulk_refill"] == 0);
+  CHECK(c0["policy.node_alloc"] == "kmalloc");
+  CHECK(c0["mm.nr_cpus"] == 20);
+  // `kernel` / `profile`: what the run used.
+  CHECK(c0["policy.io_alloc_cache_max"] == 128);
+  CHECK(c0["policy.futex_cache_max"] == 32);
+  CHECK(c0["policy.waitv_account"] == "noaccount");
+  CHECK(c0["policy.cqwait_sleep"] == "io_schedule");
+  CHECK(c0["policy.obj_stock_slots"] == 1);
+  REQUIRE(c0["policy.slab_min_partial"].is_object());
+  CHECK(c0["policy.slab_min_partial"]["kmalloc-32"] == 5);
+  const json& c1 = j["workloads"][0]["policies"][1]["config"];
+  CHECK(c1["policy.prefill_max"] == 256);
+  // On 7.1: the accounted WAITV gfp and NR_OBJ_STOCK slots.
+  const json k = run_json({"--scenario", "sparse-fill", "--set", "rounds=1", "--set", "warmup=0",
+                           "--kernel", "v7.1", "--profile", "none"});
+  const json& c = k["workloads"][0]["policies"][0]["config"];
+  CHECK(c["policy.waitv_account"] == "account");
+  CHECK(c["policy.obj_stock_slots"] == 5);
+}
+
+TEST_CASE("run-ops: --emit-ops beside --emit-trace is refused, not half done", "[record][ops]") {
+  const TempDir d("emit_both");
+  const CliOutcome o = run_cli({"run-ops", repo_file("data/ops/sparse-fill.ops"), "--profile",
+                                "none", "--emit-ops", d / "a.ops", "--emit-trace", d / "b.trace"});
+  CHECK(o.status == 2);
+  CHECK(o.err.find("--emit-ops and --emit-trace") != std::string::npos);
+  CHECK(d.entries() == 0);
+}
