@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -338,4 +339,33 @@ TEST_CASE("fault injection: --fail injects at each point, reports the count, and
 TEST_CASE("escape_line makes any string one line", "[hardening]") {
   CHECK(escape_line("a\nb\tc\x01\x7f") == "a\\nb\\tc\\x01\\x7f");
   CHECK(escape_line(std::string(500, 'z'), 10) == std::string(10, 'z') + "...");
+}
+
+TEST_CASE("TOML: a non-ASCII character outside a string is a syntax error, not UB",
+          "[hardening]") {
+  // toml++ 3.3 reaches __builtin_unreachable() on U+00A1..U+0499 where
+  // whitespace may stand (the fuzzer's input: U+02D0 and a newline).
+  std::string error;
+  toml::table t;
+  const TomlReader r{"x.toml", &error};
+  CHECK_FALSE(r.parse("\xcb\x90\n", &t));
+  CHECK(error == "x.toml:1: syntax: a non-ASCII character outside a string or comment");
+  CHECK_FALSE(r.parse("a = 1\nname = \"x\" \xc3\xa9\n", &t));
+  CHECK(error == "x.toml:2: syntax: a non-ASCII character outside a string or comment");
+  // Inside strings (every kind) and comments it is TOML, and is parsed.
+  CHECK(r.parse("name = \"caf\xc3\xa9\"  # caf\xc3\xa9\n"
+                "lit = 'caf\xc3\xa9'\n"
+                "multi = \"\"\"\ncaf\xc3\xa9 \\\"\"\" still\n\"\"\"\n"
+                "mlit = '''\ncaf\xc3\xa9\n'''\n"
+                "\"caf\xc3\xa9\" = 1\n",
+                &t));
+  CHECK(t["lit"].value<std::string>() == "caf\xc3\xa9");
+  CHECK(t["caf\xc3\xa9"].value<int64_t>() == 1);
+  // Through the command line: one line naming the file, exit 2.
+  TempDir d("toml_non_ascii");
+  const std::string cfg = (d.p / "run.toml").string();
+  std::ofstream(cfg) << "scenario = \"waitv\"\n\xcb\x90\n";
+  const CliOutcome o = run_cli({"--config", cfg});
+  CHECK(o.status == 2);
+  CHECK(o.err == "simcache: " + cfg + ":2: syntax: a non-ASCII character outside a string or comment\n");
 }
