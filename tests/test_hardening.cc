@@ -352,6 +352,10 @@ TEST_CASE("TOML: a non-ASCII character outside a string is a syntax error, not U
   CHECK(error == "x.toml:1: syntax: a non-ASCII character outside a string or comment");
   CHECK_FALSE(r.parse("a = 1\nname = \"x\" \xc3\xa9\n", &t));
   CHECK(error == "x.toml:2: syntax: a non-ASCII character outside a string or comment");
+  // A raw control character is refused anywhere, strings included (the
+  // fuzzer's second input hid U+00BE behind a NUL inside a string).
+  CHECK_FALSE(r.parse(std::string("a = \"x\0y\" \xc2\xbe\n", 12), &t));
+  CHECK(error == "x.toml:1: syntax: control character U+0000");
   // Inside strings (every kind) and comments it is TOML, and is parsed.
   CHECK(r.parse("name = \"caf\xc3\xa9\"  # caf\xc3\xa9\n"
                 "lit = 'caf\xc3\xa9'\n"

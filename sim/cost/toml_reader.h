@@ -48,6 +48,19 @@ struct TomlReader {
   // as the syntax error it is.
   bool ascii_outside_strings(std::string_view t) const {
     size_t line = 1;
+    // A raw control character is not TOML anywhere (strings and comments
+    // included), and would let the parser and this scan disagree on where
+    // a string ends.
+    for (size_t i = 0; i < t.size(); ++i) {
+      const auto u = static_cast<unsigned char>(t[i]);
+      if (u == '\n') ++line;
+      if ((u < 0x20 && u != '\t' && u != '\n' && u != '\r') || u == 0x7f) {
+        *error = fmt::format("{}:{}: syntax: control character U+{:04X}", escape_line(path),
+                             line, static_cast<unsigned>(u));
+        return false;
+      }
+    }
+    line = 1;
     for (size_t i = 0; i < t.size();) {
       const char c = t[i];
       if (c == '\n') {
