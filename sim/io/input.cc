@@ -127,6 +127,11 @@ std::shared_ptr<InputSource> InputSource::open(const std::string& path, std::str
   return s;
 }
 
+bool InputSource::is_pipe_path(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
 long InputSource::read_at(uint64_t off, char* buf, size_t n) {
   for (;;) {
     ssize_t got;

@@ -46,6 +46,9 @@ class InputSource {
   // input read once, whose pipe is then read straight through.
   static std::shared_ptr<InputSource> open(const std::string& path, std::string_view what,
                                            std::string* error, bool reread = true);
+  // Whether `path` names a pipe or FIFO, looked at without opening it
+  // (opening would take data a later reader needs).
+  static bool is_pipe_path(const std::string& path);
   const std::string& path() const { return path_; }
   const std::string& what() const { return what_; }
   // The path made safe for a one-line message.

@@ -2,7 +2,6 @@
 // configuration of the run record.
 #include "sim/report/record.h"
 
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
@@ -134,9 +133,7 @@ std::string sha256_source(InputSource& src, std::string* error) {
 }
 
 std::string sha256_file(const std::string& path, std::string_view what, std::string* error) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode))
-    return *error = "a pipe, read once by the run", "";
+  if (InputSource::is_pipe_path(path)) return *error = "a pipe, read once by the run", "";
   const auto src = InputSource::open(path, what, error, /*reread=*/false);
   return src ? sha256_source(*src, error) : "";
 }

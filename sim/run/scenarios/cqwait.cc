@@ -37,6 +37,27 @@ iou::CqWait wait_of(const Params& p, uint64_t sleep_us, uint32_t inflight, bool 
 }
 
 // t/io_uring -d1 -s1 -c1 (the seed's command): per cycle one
+// The rounds of a cycle driver: each round times `cycles` operations of
+// kind `kind`, each one `op()`, with the round's iowait share around them.
+template <class Op>
+void timed_cycles(Env& e, const Params& p, Recorder& rec, std::string_view kind, Op op) {
+  const int k = rec.op_kind(kind);
+  IowaitShare share;
+  run_rounds(p, [&](bool measured, bool) {
+    rec.begin_round(measured);
+    rec.timed_begin();
+    share.begin(e, rec);
+    for (int64_t c = 0; c < p.at("cycles"); ++c) {
+      const double t0 = rec.now();
+      op();
+      rec.op_end(k, t0);
+    }
+    rec.timed_end();
+    share.end(e, rec);
+    rec.end_round(static_cast<uint64_t>(p.at("cycles")));
+  });
+}
+
 // io_uring_enter() submits one read and waits for its CQE (min_complete
 // 1); the waiter sleeps `device_us` with the read in flight until the
 // completion wakes it. The read's io_uring request is modelled (request,
@@ -46,25 +67,12 @@ void run_qd1_read(Env& e, const Params& p, Recorder& rec) {
   const RingId r = e.io.ring_create(e.submitter, {1, 0, false});
   if (r < 0) return;
   const iou::CqWait w = wait_of(p, static_cast<uint64_t>(p.at("device_us")), 1, true);
-  const int k = rec.op_kind("read");
-  IowaitShare share;
-  auto round = [&](bool measured, bool) {
-    rec.begin_round(measured);
-    rec.timed_begin();
-    share.begin(e, rec);
-    for (int64_t c = 0; c < p.at("cycles"); ++c) {
-      const double t0 = rec.now();
-      e.io.enter_begin(r);
-      e.io.io_uring_enter(r, 1);  // the read's SQE
-      e.io.cqring_wait(r, w);
-      e.io.enter_end(r);
-      rec.op_end(k, t0);
-    }
-    rec.timed_end();
-    share.end(e, rec);
-    rec.end_round(static_cast<uint64_t>(p.at("cycles")));
-  };
-  run_rounds(p, round);
+  timed_cycles(e, p, rec, "read", [&] {
+    e.io.enter_begin(r);
+    e.io.io_uring_enter(r, 1);  // the read's SQE
+    e.io.cqring_wait(r, w);
+    e.io.enter_end(r);
+  });
   e.io.ring_exit(r, e.kworker);
 }
 
@@ -80,24 +88,11 @@ void run_idle_wait(Env& e, const Params& p, Recorder& rec) {
   const bool submitted = p.at("submitted") != 0;
   if (submitted) e.io.io_uring_enter(r, 1);
   const iou::CqWait w = wait_of(p, static_cast<uint64_t>(p.at("timeout_us")), 0, submitted);
-  const int k = rec.op_kind("wait");
-  IowaitShare share;
-  auto round = [&](bool measured, bool) {
-    rec.begin_round(measured);
-    rec.timed_begin();
-    share.begin(e, rec);
-    for (int64_t c = 0; c < p.at("cycles"); ++c) {
-      const double t0 = rec.now();
-      e.io.enter_begin(r);
-      e.io.cqring_wait(r, w);
-      e.io.enter_end(r);
-      rec.op_end(k, t0);
-    }
-    rec.timed_end();
-    share.end(e, rec);
-    rec.end_round(static_cast<uint64_t>(p.at("cycles")));
-  };
-  run_rounds(p, round);
+  timed_cycles(e, p, rec, "wait", [&] {
+    e.io.enter_begin(r);
+    e.io.cqring_wait(r, w);
+    e.io.enter_end(r);
+  });
   e.io.ring_exit(r, e.kworker);
 }
 
