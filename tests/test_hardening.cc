@@ -356,6 +356,20 @@ TEST_CASE("TOML: a non-ASCII character outside a string is a syntax error, not U
   // fuzzer's second input hid U+00BE behind a NUL inside a string).
   CHECK_FALSE(r.parse(std::string("a = \"x\0y\" \xc2\xbe\n", 12), &t));
   CHECK(error == "x.toml:1: syntax: control character U+0000");
+  // Where toml++ asks "is this whitespace?" inside a string: after the up
+  // to two extra quotes that end a multi-line string, right after a
+  // backslash in one, and after a line-ending backslash.
+  CHECK_FALSE(r.parse("a = \"\"\"x\"\"\"\" \xc2\xa1\n", &t));
+  CHECK(error == "x.toml:1: syntax: a non-ASCII character outside a string or comment");
+  CHECK_FALSE(r.parse("a = '''x''''' \xc2\xa1\n", &t));
+  CHECK(error == "x.toml:1: syntax: a non-ASCII character outside a string or comment");
+  CHECK_FALSE(r.parse("a = \"\"\"\\\xc2\xa1\"\"\"\n", &t));
+  CHECK(error == "x.toml:1: syntax: a non-ASCII character after a backslash in a multi-line string");
+  CHECK_FALSE(r.parse("a = \"\"\"x\\\n\n  \xc2\xa1\"\"\"\n", &t));
+  CHECK(error == "x.toml:3: syntax: a non-ASCII character after a backslash in a multi-line string");
+  // Those quotes are content: the string is x" and the file parses.
+  REQUIRE(r.parse("a = \"\"\"x\"\"\"\" # \xc2\xa1\nb = '\xc2\xa1'\n", &t));
+  CHECK(t["a"].value<std::string>() == "x\"");
   // Inside strings (every kind) and comments it is TOML, and is parsed.
   CHECK(r.parse("name = \"caf\xc3\xa9\"  # caf\xc3\xa9\n"
                 "lit = 'caf\xc3\xa9'\n"

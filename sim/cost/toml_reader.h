@@ -5,6 +5,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -42,10 +43,15 @@ struct TomlReader {
     return true;
   }
   // TOML allows a non-ASCII character only inside a string or a comment.
-  // toml++ 3.3 reaches __builtin_unreachable() (undefined behaviour; a
-  // fuzzer found it) when it meets U+00A1..U+0499 where whitespace may
-  // stand, so such a character is refused here, before the parser sees it,
-  // as the syntax error it is.
+  // toml++ 3.3 reaches __builtin_unreachable() (undefined behaviour; the
+  // fuzzer found it three ways) when it asks whether a character in some
+  // non-ASCII ranges is whitespace. It asks wherever whitespace may stand
+  // outside strings, right after a backslash in a multi-line basic string,
+  // and at the first character after a line-ending backslash. So such a
+  // character is refused in those places, before the parser sees it, as a
+  // syntax error. The scan follows TOML's string rules exactly where they
+  // decide what is inside a string: escapes, and the up to two extra quotes
+  // a multi-line string may end with.
   bool ascii_outside_strings(std::string_view t) const {
     size_t line = 1;
     // A raw control character is not TOML anywhere (strings and comments
@@ -60,6 +66,12 @@ struct TomlReader {
         return false;
       }
     }
+    const auto non_ascii = [&](size_t i) { return static_cast<unsigned char>(t[i]) >= 0x80; };
+    const auto refuse = [&](const char* where) {
+      *error = fmt::format("{}:{}: syntax: a non-ASCII character {}", escape_line(path), line,
+                           where);
+      return false;
+    };
     line = 1;
     for (size_t i = 0; i < t.size();) {
       const char c = t[i];
@@ -67,27 +79,38 @@ struct TomlReader {
         ++line, ++i;
       } else if (c == '#') {
         while (i < t.size() && t[i] != '\n') ++i;
-      } else if (c == '"' || c == '\'') {
-        const bool multi = t.substr(i, 3) == std::string(3, c);
-        const size_t open = multi ? 3 : 1;
-        i += open;
-        while (i < t.size()) {
-          if (c == '"' && t[i] == '\\') {
-            i += 2;
-          } else if (t.substr(i, open) == std::string(open, c)) {
-            i += open;
-            break;
-          } else if (t[i] == '\n') {
-            if (!multi) break;  // an unterminated one-line string: the parser says so
-            ++line, ++i;
+      } else if ((c == '"' || c == '\'') && t.substr(i, 3) == std::string(3, c)) {
+        for (i += 3; i < t.size();) {
+          if (t[i] == c) {
+            size_t run = 0;
+            while (i + run < t.size() && t[i + run] == c) ++run;
+            if (run >= 3) {  // the delimiter, after at most two quotes of content
+              i += std::min<size_t>(run, 5);
+              break;
+            }
+            i += run;
+          } else if (c == '"' && t[i] == '\\') {
+            // An escape, or a line-ending backslash and the whitespace it trims.
+            size_t j = i + 1;
+            while (j < t.size() && (t[j] == ' ' || t[j] == '\t' || t[j] == '\r' || t[j] == '\n'))
+              line += t[j++] == '\n';
+            if (j < t.size() && non_ascii(j))
+              return refuse("after a backslash in a multi-line string");
+            i = j == i + 1 ? i + 2 : j;
           } else {
-            ++i;
+            line += t[i++] == '\n';
           }
         }
-      } else if (static_cast<unsigned char>(c) >= 0x80) {
-        *error = fmt::format("{}:{}: syntax: a non-ASCII character outside a string or comment",
-                             escape_line(path), line);
-        return false;
+      } else if (c == '"' || c == '\'') {
+        for (++i; i < t.size() && t[i] != '\n';) {
+          if (t[i] == c) {
+            ++i;
+            break;
+          }
+          i += c == '"' && t[i] == '\\' && i + 1 < t.size() && t[i + 1] != '\n' ? 2 : 1;
+        }
+      } else if (non_ascii(i)) {
+        return refuse("outside a string or comment");
       } else {
         ++i;
       }
