@@ -17,37 +17,48 @@ struct Qr {
 };
 
 Qr householder(const Matrix& A, const std::vector<double>& b) {
-  Qr q{A, b, std::vector<bool>(A.cols, false)};
-  Matrix& r = q.r;
+  const size_t m = A.rows, n = A.cols;
+  Qr q{Matrix(m, n), b, std::vector<bool>(n, false)};
+  // Worked on column by column, so the reflections run over contiguous
+  // memory (the arithmetic, and so every rounding, is the row-major one's).
+  std::vector<double> r(m * n), orig(n, 0.0), v(m);
+  for (size_t i = 0; i < m; ++i)
+    for (size_t j = 0; j < n; ++j) r[j * m + i] = A(i, j);
+  for (size_t j = 0; j < n; ++j)
+    for (size_t i = 0; i < m; ++i) orig[j] += r[j * m + i] * r[j * m + i];
   size_t k = 0;  // next pivot row
-  for (size_t j = 0; j < A.cols; ++j) {
-    double orig = 0, rest = 0;
-    for (size_t i = 0; i < A.rows; ++i) orig += A(i, j) * A(i, j);
-    for (size_t i = k; i < A.rows; ++i) rest += r(i, j) * r(i, j);
-    if (k >= A.rows || rest <= 1e-24 * std::max(orig, 1e-300) || orig == 0) {
+  for (size_t j = 0; j < n; ++j) {
+    double* rj = &r[j * m];
+    double rest = 0;
+    for (size_t i = k; i < m; ++i) rest += rj[i] * rj[i];
+    if (k >= m || rest <= 1e-24 * std::max(orig[j], 1e-300) || orig[j] == 0) {
       q.dependent[j] = true;
       continue;
     }
-    const double alpha = r(k, j) > 0 ? -std::sqrt(rest) : std::sqrt(rest);
-    std::vector<double> v(A.rows, 0.0);
-    for (size_t i = k; i < A.rows; ++i) v[i] = r(i, j);
+    const double alpha = rj[k] > 0 ? -std::sqrt(rest) : std::sqrt(rest);
+    for (size_t i = k; i < m; ++i) v[i] = rj[i];
     v[k] -= alpha;
-    const double vv = norm(v);
+    double vv = 0;
+    for (size_t i = k; i < m; ++i) vv += v[i] * v[i];
+    vv = std::sqrt(vv);
     if (vv == 0) {
       q.dependent[j] = true;
       continue;
     }
-    for (double& x : v) x /= vv;
-    for (size_t c = j; c < A.cols; ++c) {
+    for (size_t i = k; i < m; ++i) v[i] /= vv;
+    for (size_t c = j; c < n; ++c) {
+      double* rc = &r[c * m];
       double d = 0;
-      for (size_t i = k; i < A.rows; ++i) d += v[i] * r(i, c);
-      for (size_t i = k; i < A.rows; ++i) r(i, c) -= 2 * d * v[i];
+      for (size_t i = k; i < m; ++i) d += v[i] * rc[i];
+      for (size_t i = k; i < m; ++i) rc[i] -= 2 * d * v[i];
     }
     double d = 0;
-    for (size_t i = k; i < A.rows; ++i) d += v[i] * q.qtb[i];
-    for (size_t i = k; i < A.rows; ++i) q.qtb[i] -= 2 * d * v[i];
+    for (size_t i = k; i < m; ++i) d += v[i] * q.qtb[i];
+    for (size_t i = k; i < m; ++i) q.qtb[i] -= 2 * d * v[i];
     ++k;
   }
+  for (size_t i = 0; i < m; ++i)
+    for (size_t j = 0; j < n; ++j) q.r(i, j) = r[j * m + i];
   return q;
 }
 
