@@ -370,6 +370,20 @@ TEST_CASE("TOML: a non-ASCII character outside a string is a syntax error, not U
   // Those quotes are content: the string is x" and the file parses.
   REQUIRE(r.parse("a = \"\"\"x\"\"\"\" # \xc2\xa1\nb = '\xc2\xa1'\n", &t));
   CHECK(t["a"].value<std::string>() == "x\"");
+  // A quote inside a bare value opens no string: the parser scans 2"\xa1
+  // to its end as one value (the fuzzer's fourth input).
+  CHECK_FALSE(r.parse("a =  2\"\\\xc2\xa1\"\"\"\n", &t));
+  CHECK(error == "x.toml:1: syntax: a non-ASCII character outside a string or comment");
+  CHECK_FALSE(r.parse("a = [1, true'\xc2\xa1']\n", &t));
+  CHECK(error == "x.toml:1: syntax: a non-ASCII character outside a string or comment");
+  // Where keys and values begin, quotes open strings: headers, dotted and
+  // quoted keys, arrays over lines with comments, inline tables.
+  REQUIRE(r.parse("[x.\"\xc2\xa1\"]\nk.'\xc2\xa1' = [ # \xc2\xa1\n  \"\xc2\xa1\", [ '\xc2\xa1' ],\n]\n"
+                  "m = { \"\xc2\xa1\" = \"\xc2\xa1\", n = [] , o = {} }\n"
+                  "d = 1979-05-27 07:32:00\n[[y]]\nz = '\xc2\xa1'\n",
+                  &t));
+  CHECK(t["x"]["\xc2\xa1"]["m"]["\xc2\xa1"].value<std::string>() == "\xc2\xa1");
+  CHECK(t["x"]["\xc2\xa1"]["k"]["\xc2\xa1"][1][0].value<std::string>() == "\xc2\xa1");
   // Inside strings (every kind) and comments it is TOML, and is parsed.
   CHECK(r.parse("name = \"caf\xc3\xa9\"  # caf\xc3\xa9\n"
                 "lit = 'caf\xc3\xa9'\n"

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include "model/kernel/policy.h"
@@ -44,14 +45,18 @@ struct TomlReader {
   }
   // TOML allows a non-ASCII character only inside a string or a comment.
   // toml++ 3.3 reaches __builtin_unreachable() (undefined behaviour; the
-  // fuzzer found it three ways) when it asks whether a character in some
+  // fuzzer found it four ways) when it asks whether a character in some
   // non-ASCII ranges is whitespace. It asks wherever whitespace may stand
-  // outside strings, right after a backslash in a multi-line basic string,
-  // and at the first character after a line-ending backslash. So such a
-  // character is refused in those places, before the parser sees it, as a
-  // syntax error. The scan follows TOML's string rules exactly where they
-  // decide what is inside a string: escapes, and the up to two extra quotes
-  // a multi-line string may end with.
+  // outside strings (a bare value such as 2"x is scanned to its end, quotes
+  // and all), right after a backslash in a multi-line basic string, and at
+  // the first character after a line-ending backslash. So such a character
+  // is refused in those places, before the parser sees it, as a syntax
+  // error. The scan follows TOML's grammar as far as it decides what is a
+  // string: a quote opens one only where a key or a value begins; strings
+  // end as TOML says (escapes, the up to two extra quotes a multi-line
+  // string may end with). Where the scan is unsure, the text counts as
+  // outside a string, so the worst it does is refuse a file that is not
+  // TOML anyway.
   bool ascii_outside_strings(std::string_view t) const {
     size_t line = 1;
     // A raw control character is not TOML anywhere (strings and comments
@@ -72,24 +77,21 @@ struct TomlReader {
                            where);
       return false;
     };
-    line = 1;
-    for (size_t i = 0; i < t.size();) {
-      const char c = t[i];
-      if (c == '\n') {
-        ++line, ++i;
-      } else if (c == '#') {
-        while (i < t.size() && t[i] != '\n') ++i;
-      } else if ((c == '"' || c == '\'') && t.substr(i, 3) == std::string(3, c)) {
+    // Skips the string opening at i (a quote); false if it holds a
+    // character the parser would test for whitespace.
+    const auto skip_string = [&](size_t& i) {
+      const char q = t[i];
+      if (t.substr(i, 3) == std::string(3, q)) {
         for (i += 3; i < t.size();) {
-          if (t[i] == c) {
+          if (t[i] == q) {
             size_t run = 0;
-            while (i + run < t.size() && t[i + run] == c) ++run;
+            while (i + run < t.size() && t[i + run] == q) ++run;
             if (run >= 3) {  // the delimiter, after at most two quotes of content
               i += std::min<size_t>(run, 5);
-              break;
+              return true;
             }
             i += run;
-          } else if (c == '"' && t[i] == '\\') {
+          } else if (q == '"' && t[i] == '\\') {
             // An escape, or a line-ending backslash and the whitespace it trims.
             size_t j = i + 1;
             while (j < t.size() && (t[j] == ' ' || t[j] == '\t' || t[j] == '\r' || t[j] == '\n'))
@@ -101,18 +103,66 @@ struct TomlReader {
             line += t[i++] == '\n';
           }
         }
-      } else if (c == '"' || c == '\'') {
-        for (++i; i < t.size() && t[i] != '\n';) {
-          if (t[i] == c) {
-            ++i;
-            break;
-          }
-          i += c == '"' && t[i] == '\\' && i + 1 < t.size() && t[i + 1] != '\n' ? 2 : 1;
+        return true;
+      }
+      for (++i; i < t.size() && t[i] != '\n';) {
+        if (t[i] == q) {
+          ++i;
+          break;
         }
-      } else if (non_ascii(i)) {
-        return refuse("outside a string or comment");
-      } else {
+        i += q == '"' && t[i] == '\\' && i + 1 < t.size() && t[i + 1] != '\n' ? 2 : 1;
+      }
+      return true;
+    };
+    // A bare value (number, date, boolean; or anything the scan does not
+    // know) runs to a value terminator, quotes included.
+    const auto skip_bare = [&](size_t& i) {
+      for (; i < t.size() && std::string_view(" \t\r\n]},#").find(t[i]) == std::string_view::npos;
+           ++i)
+        if (non_ascii(i)) return refuse("outside a string or comment");
+      return true;
+    };
+    enum class In { top, array, table };
+    enum class Want { key, value, after };
+    std::vector<In> nest{In::top};
+    Want want = Want::key;
+    line = 1;
+    for (size_t i = 0; i < t.size();) {
+      const char c = t[i];
+      if (c == '\n') {
+        ++line, ++i;
+        if (nest.size() == 1) want = Want::key;
+      } else if (c == ' ' || c == '\t' || c == '\r') {
         ++i;
+      } else if (c == '#') {
+        while (i < t.size() && t[i] != '\n') ++i;
+      } else if ((c == '"' || c == '\'') && want != Want::after) {
+        if (!skip_string(i)) return false;
+        if (want == Want::value) want = Want::after;  // a key's quoted part: still a key
+      } else if (want == Want::key) {
+        if (c == '=') {
+          want = Want::value;
+        } else if (c == ']') {  // a table header's end
+          want = Want::after;
+        } else if (c == '}' && nest.back() == In::table) {  // {}
+          nest.pop_back(), want = Want::after;
+        } else if (non_ascii(i)) {
+          return refuse("outside a string or comment");
+        }
+        ++i;  // a bare key's character, a dot, a header's [
+      } else if (want == Want::value && c == '[') {
+        nest.push_back(In::array), ++i;
+      } else if (want == Want::value && c == '{') {
+        nest.push_back(In::table), want = Want::key, ++i;
+      } else if (c == ',' && nest.back() != In::top) {
+        want = nest.back() == In::array ? Want::value : Want::key, ++i;
+      } else if ((c == ']' && nest.back() == In::array) || (c == '}' && nest.back() == In::table)) {
+        nest.pop_back(), want = Want::after, ++i;
+      } else if (c == ']' || c == '}' || c == ',') {
+        ++i;  // a header's second ]; or not TOML, which the parser says
+      } else {
+        if (!skip_bare(i)) return false;
+        want = Want::after;
       }
     }
     return true;
