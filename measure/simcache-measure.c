@@ -32,27 +32,47 @@ static const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit
 int main(int argc, char** argv) {
   struct kit_opts o = {3, 15, 2, 0.02, 0.02, "HOST"};
   int cpu = -1, header = 0, i = 1;
+  /* Each common flag with its range; an unknown flag, a missing value or
+   * one out of range is one line naming the flag, and exit 2. */
+  static const struct {
+    const char* name;
+    double lo, hi;
+    int integer;
+  } flags[] = {{"warmup", 0, 10000, 1}, {"rounds", 2, 10000, 1},  {"repeats", 1, KIT_MAX_REPEATS, 1},
+               {"cpu", 0, 4095, 1},     {"max-cv", 0.001, 100, 0}, {"max-drift", 0.001, 100, 0}};
   for (; i < argc && !strncmp(argv[i], "--", 2); ++i) {
     const char* a = argv[i] + 2;
     if (!strcmp(a, "help")) return fputs(kUsage, stdout), 0;
     if (!strcmp(a, "header")) { header = 1; continue; }
-    if (i + 1 >= argc) break;
+    size_t f = 0;
+    while (f < sizeof flags / sizeof flags[0] && strcmp(a, flags[f].name)) ++f;
+    if (strcmp(a, "id") && f == sizeof flags / sizeof flags[0]) {
+      fprintf(stderr, "simcache-measure: unknown flag '%s'\n%s", argv[i], kUsage);
+      return 2;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "simcache-measure: %s: missing value\n", argv[i]);
+      return 2;
+    }
     const char* v = argv[++i];
     if (!strcmp(a, "id")) { o.id = v; continue; } /* any text */
     char* end;
     const double d = strtod(v, &end);
-    if (*end || end == v) break;
-    if (!strcmp(a, "warmup") && d >= 0 && d <= 10000) o.warmup = (int)d;
-    else if (!strcmp(a, "rounds") && d >= 2 && d <= 10000) o.rounds = (int)d;
-    else if (!strcmp(a, "repeats") && d >= 1 && d <= KIT_MAX_REPEATS) o.repeats = (int)d;
-    else if (!strcmp(a, "cpu") && d >= 0 && d < 4096) cpu = (int)d;
-    else if (!strcmp(a, "max-cv") && d > 0) o.max_cv = d / 100;
-    else if (!strcmp(a, "max-drift") && d > 0) o.max_drift = d / 100;
-    else break;
+    if (*end || end == v || !(d >= flags[f].lo && d <= flags[f].hi) ||
+        (flags[f].integer && d != (double)(long)d)) {
+      fprintf(stderr, "simcache-measure: --%s: '%s' is not %s in [%g, %g]\n", a, v,
+              flags[f].integer ? "a whole number" : "a number", flags[f].lo, flags[f].hi);
+      return 2;
+    }
+    if (!strcmp(a, "warmup")) o.warmup = (int)d;
+    else if (!strcmp(a, "rounds")) o.rounds = (int)d;
+    else if (!strcmp(a, "repeats")) o.repeats = (int)d;
+    else if (!strcmp(a, "cpu")) cpu = (int)d;
+    else if (!strcmp(a, "max-cv")) o.max_cv = d / 100;
+    else o.max_drift = d / 100;
   }
-  if (i >= argc || !strncmp(argv[i], "--", 2)) {
-    fprintf(stderr, "simcache-measure: bad or missing argument near '%s'\n%s",
-            i < argc ? argv[i] : "(end)", kUsage);
+  if (i >= argc) {
+    fprintf(stderr, "simcache-measure: no program given\n%s", kUsage);
     return 2;
   }
   struct kit_host h;

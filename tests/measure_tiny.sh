@@ -6,6 +6,21 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 kit=${SIMCACHE_MEASURE_BIN:?} sim=${SIMCACHE_BIN:?}
+# The common flags: a bad one is one line naming it, exit 2, before any
+# program runs (--rounds 1 once read "1" as the program's name).
+expect_flag_error() {
+  local want=$1 rc=0 err
+  shift
+  err=$("$kit" "$@" 2>&1 >/dev/null | head -1) || true
+  "$kit" "$@" >/dev/null 2>&1 || rc=$?
+  [ "$rc" = 2 ] && [ "$err" = "$want" ] || { echo "kit $*: rc $rc, '$err'"; exit 1; }
+}
+expect_flag_error "simcache-measure: --rounds: '1' is not a whole number in [2, 10000]" --rounds 1 f0
+expect_flag_error "simcache-measure: --rounds: '2.5' is not a whole number in [2, 10000]" --rounds 2.5 f0
+expect_flag_error "simcache-measure: --max-cv: 'x' is not a number in [0.001, 100]" --max-cv x f0
+expect_flag_error "simcache-measure: unknown flag '--round'" --round 3 f0
+expect_flag_error "simcache-measure: --cpu: missing value" --cpu
+expect_flag_error "simcache-measure: no program given" --rounds 3
 "$kit" probe || exit $?
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
