@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -136,4 +138,34 @@ TEST_CASE("run-ops: --emit-ops beside --emit-trace is refused, not half done", "
   CHECK(o.status == 2);
   CHECK(o.err.find("--emit-ops and --emit-trace") != std::string::npos);
   CHECK(d.entries() == 0);
+}
+
+TEST_CASE("record: every compiled-in table, with what sha256sum prints for its source",
+          "[record]") {
+  // The binary's tables of record (model/*.def, sim/*.def): each listed,
+  // in order, with the digest of the file it was built from.
+  std::vector<std::string> want;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(repo_file("model")))
+    if (e.path().extension() == ".def") want.push_back(e.path().string());
+  for (const auto& e : std::filesystem::recursive_directory_iterator(repo_file("sim")))
+    if (e.path().extension() == ".def") want.push_back(e.path().string());
+  std::sort(want.begin(), want.end());
+  REQUIRE(want.size() >= 10);
+  for (const std::string& cmd : {std::string("--scenario"), std::string("run-ops")}) {
+    INFO(cmd);
+    const json j = cmd == "run-ops"
+                       ? run_json({cmd, repo_file("data/ops/sparse-fill.ops"), "--profile", "none"})
+                       : run_json({cmd, "waitv", "--profile", "none"});
+    const json& tables = j["record"]["compiled_in"];
+    REQUIRE(tables.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      CHECK(repo_file(tables[i]["file"].get<std::string>()) == want[i]);
+      CHECK(tables[i]["sha256"] == sha256sum(want[i]));
+    }
+  }
+  // The CSV carries them too, one record line each.
+  const CliOutcome csv = run_cli({"--scenario", "waitv", "--profile", "none", "--format", "csv"});
+  REQUIRE(csv.status == 0);
+  CHECK(csv.out.find(",record,compiled_in.model/kernel/policies.def," +
+                     sha256sum(repo_file("model/kernel/policies.def"))) != std::string::npos);
 }

@@ -294,6 +294,10 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
     ins.push_back(ij);
   }
   rec["inputs"] = ins;
+  ordered_json tables = ordered_json::array();
+  for (const BuiltTable& t : r.record.compiled_in)
+    tables.push_back(ordered_json{{"file", t.file}, {"sha256", t.sha256}});
+  rec["compiled_in"] = tables;
   j["record"] = rec;
   if (o.cost) {
     ordered_json pj;
@@ -360,6 +364,8 @@ std::string format_csv(const RunResult& r, const ReportOptions& o) {
   for (const RunRecord::Input& in : r.record.inputs)
     line(run + ",,,", "record", "input." + in.role,
          in.path + " sha256:" + (in.sha256.empty() ? "none (" + in.note + ")" : in.sha256));
+  for (const BuiltTable& t : r.record.compiled_in)
+    line(run + ",,,", "record", std::string("compiled_in.") + t.file, t.sha256);
   for (const auto& [k, v] : r.record.kernel_profile) line(run + ",,,", "record", "kernel." + k, v);
   for (const auto& [k, v] : r.record.machine) line(run + ",,,", "record", "machine." + k, v);
   for (const WorkloadResult& w : r.workloads) {

@@ -366,6 +366,11 @@ std::string format_table(const RunResult& r, const ReportOptions& o) {
   for (const RunRecord::Input& in : r.record.inputs)
     out += fmt::format("  {} {}, sha256:\n    {}\n", in.role, in.path,
                        in.sha256.empty() ? "none (" + in.note + ")" : in.sha256);
+  if (!r.record.compiled_in.empty()) {
+    out += "  compiled in (sha256 of each table's source at build, first 16 digits):\n";
+    for (const BuiltTable& t : r.record.compiled_in)
+      out += fmt::format("    {:<36} {}\n", t.file, std::string_view(t.sha256).substr(0, 16));
+  }
   for (size_t i = 0; i < r.policies.size(); ++i)
     out += fmt::format("  {} = {}\n", kNames[i], r.policies[i]);
   if (o.cost && (o.counts || o.phases)) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -112,6 +113,9 @@ struct RunRecord {
     std::string role, path, sha256, note;
   };
   std::vector<Input> inputs;
+  // The tables of record compiled into the binary (model/*.def, sim/*.def),
+  // each with the SHA-256 of its source file at build time.
+  std::span<const BuiltTable> compiled_in = build_tables();
 };
 
 // One workload (a scenario with resolved parameters) across policies.
