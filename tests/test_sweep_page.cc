@@ -15,6 +15,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 #include "sim/cli/cli.h"
@@ -283,4 +284,44 @@ TEST_CASE("plots: no text of a chart is clipped, laid out in headless Chromium",
   const std::string wide = html_page("wide", {{"command", "simcache"}}, {c}, "");
   CHECK(clipped_texts(d, wide, &texts) == "");
   CHECK(texts > 61);
+}
+
+TEST_CASE("plots: no two series alike past 10 policies, 6 kernels or 60 series", "[plot]") {
+  const nlohmann::json base = nlohmann::json::parse(
+      "{\"accounted_bytes\":53248,\"cost_profile\":\"i7-12700KF\",\"grid\":{},\"kasan\":0,"
+      "\"knobs\":{},\"label\":\"sparse-fill\",\"machine\":\"i7-12700KF\","
+      "\"metrics\":{\"bytes_retained\":256},\"op_unit\":\"install\",\"params\":{},"
+      "\"resolved\":\"\",\"scenario\":\"sparse-fill\",\"seed\":1,\"status\":\"ok\","
+      "\"timed_ops\":64,\"unaccounted_bytes\":131072,\"workload\":0}");
+  // kernels x policies: 2 x 11 (colour and marker by place in that order),
+  // 7 x 10 (70 series: two parts of at most 60, by place in the chart).
+  for (const auto& [kernels, policies, charts] :
+       std::vector<std::tuple<int, int, size_t>>{{2, 11, 4}, {7, 10, 8}}) {
+    std::vector<nlohmann::json> recs;
+    uint64_t point = 0;
+    for (int k = 0; k < kernels; ++k)
+      for (int slots : {256, 1024})
+        for (int p = 0; p < policies; ++p) {
+          nlohmann::json j = base;
+          j["kernel"] = "k" + std::to_string(k);
+          j["policy"] = "p" + std::to_string(p);
+          j["grid"]["slots"] = std::to_string(slots);
+          j["params"]["slots"] = slots;
+          j["ns_per_op"] = 100.0 + p + k + slots / 256;
+          j["point"] = point++;
+          recs.push_back(j);
+        }
+    INFO(kernels << " kernels x " << policies << " policies");
+    const std::vector<PlotChart> pcs = sweep_charts(recs, "");
+    const std::vector<Chart> cs = charts_of(html_page("t", {}, pcs, ""));
+    REQUIRE(cs.size() == charts);
+    size_t series = 0;
+    for (const Chart& c : cs) {
+      INFO(c.title);
+      CHECK(c.names.size() <= plot_max_series());
+      CHECK(std::set(c.looks.begin(), c.looks.end()).size() == c.looks.size());
+      if (c.title.rfind("Time", 0) == 0) series += c.names.size();
+    }
+    CHECK(series == static_cast<size_t>(kernels * policies));
+  }
 }
