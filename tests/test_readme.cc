@@ -143,7 +143,8 @@ std::vector<std::string> shell_words(const std::string& line) {
   return out;
 }
 
-// Every `simcache --scenario ...` / `simcache --list` line of a code block
+// Every `simcache --scenario ...` / `simcache --list` / `simcache sweep
+// data/...` (a shipped grid) line of a code block
 // in `text` that names no placeholder and no file the reader brings.
 std::vector<std::vector<std::string>> scenario_commands(const std::string& text) {
   std::vector<std::vector<std::string>> out;
@@ -154,7 +155,8 @@ std::vector<std::vector<std::string>> scenario_commands(const std::string& text)
       block = !block;
       continue;
     }
-    if (!block || (line.rfind("simcache --scenario ", 0) != 0 && line != "simcache --list"))
+    if (!block || (line.rfind("simcache --scenario ", 0) != 0 && line != "simcache --list" &&
+                   line.rfind("simcache sweep data/", 0) != 0))
       continue;
     std::vector<std::string> w = shell_words(line);
     w.erase(w.begin());
@@ -180,7 +182,8 @@ TEST_CASE("docs: every scenario command shown runs", "[docs][readme]") {
   for (const std::string& f : files) {
     for (std::vector<std::string> args : scenario_commands(read_text(repo_file(f)))) {
       for (size_t i = 0; i + 1 < args.size(); ++i)
-        if (args[i] == "--output") args[i + 1] = tmp / ("out" + std::to_string(ran));
+        if (args[i] == "--output" || args[i] == "--html" || args[i] == "--plot")
+          args[i + 1] = tmp / (args[i].substr(2) + std::to_string(ran));
       std::string cmd;
       for (const std::string& a : args) cmd += " " + a;
       INFO(f << ": simcache" << cmd);

@@ -14,21 +14,36 @@
 #include "sim/io/input.h"
 #include "sim/cost/cost.h"
 #include "sim/report/plot.h"
+#include "sim/report/record.h"
+#include "sim/run/build_info.h"
 #include "sim/sweep/sweep.h"
 #include "sim/sweep/sweep_plots.h"
 
 namespace simcache::sim {
 namespace {
 
+using Record = std::vector<std::pair<std::string, std::string>>;
+
+// The page's run record: the command line, the build, then `inputs`.
+Record page_record(const Args& args, const RunRecord& inputs) {
+  Record r = {{"command", shell_command(args)},
+              {"simcache", fmt::format("{} (git {})", SIMCACHE_VERSION, build_git_commit())}};
+  for (const RunRecord::Input& in : inputs.inputs)
+    r.emplace_back(in.role + " " + in.path,
+                   in.sha256.empty() ? "not hashed: " + in.note : "sha256 " + in.sha256);
+  return r;
+}
+
 bool write_plots(const ParsedFlags& f, const std::vector<nlohmann::json>& recs,
-                 const std::string& plot_x, const std::string& title, std::string* error) {
+                 const std::string& plot_x, const std::string& title, const Record& record,
+                 std::string* error) {
   if (!f.v.count("plot") && !f.v.count("html")) return true;
   const std::string x = f.v.count("plot-x") ? f.v.at("plot-x") : plot_x;
   const std::vector<PlotChart> charts = sweep_charts(recs, x);
   if (f.v.count("plot") && !write_file_atomic(f.v.at("plot"), svg_document(charts), error))
     return false;
   if (f.v.count("html") &&
-      !write_file_atomic(f.v.at("html"), html_page(title, charts, records_table(recs)), error))
+      !write_file_atomic(f.v.at("html"), html_page(title, record, charts, records_table(recs)), error))
     return false;
   return true;
 }
@@ -41,7 +56,7 @@ bool emit(const ParsedFlags& f, const std::string& text, CliOutcome* o, std::str
 
 }  // namespace
 
-CliOutcome run_sweep_cli(const ParsedFlags& f, const Args&) {
+CliOutcome run_sweep_cli(const ParsedFlags& f, const Args& args) {
   const std::vector<std::string>& pos = f.pos;  // exactly one (commands.cc)
   std::string error;
   setup_logging(f);
@@ -79,14 +94,21 @@ CliOutcome run_sweep_cli(const ParsedFlags& f, const Args&) {
   size_t skipped = 0;
   for (const auto& r : recs) skipped += r.at("status") == "skipped";
   if (skipped) spdlog::info("sweep {}: {} point(s) skipped (see their reason)", pos[0], skipped);
+  RunRecord inputs;
+  record_input(&inputs, "grid", pos[0]);
+  for (const auto& [name, cost] : o.costs) {
+    if (!cost->path.empty()) record_input(&inputs, "cost profile", cost->path, name);
+    else inputs.inputs.push_back({"cost profile", name, "", "built in"});
+  }
   CliOutcome out;
-  if (!write_plots(f, recs, grid.plot_x, "simcache sweep " + pos[0], &error) ||
+  if (!write_plots(f, recs, grid.plot_x, "simcache sweep " + pos[0], page_record(args, inputs),
+                   &error) ||
       !emit(f, records_jsonl(recs), &out, &error))
     return cli_fail(error);
   return out;
 }
 
-CliOutcome run_merge_cli(const ParsedFlags& f, const Args&) {
+CliOutcome run_merge_cli(const ParsedFlags& f, const Args& args) {
   const std::vector<std::string>& pos = f.pos;  // one or more (commands.cc)
   std::string error;
   const std::string format = f.v.count("format") ? f.v.at("format") : "json";
@@ -103,8 +125,10 @@ CliOutcome run_merge_cli(const ParsedFlags& f, const Args&) {
   const std::string text = format == "json"  ? records_jsonl(recs)
                            : format == "csv" ? records_csv(recs)
                                              : records_table(recs);
+  RunRecord inputs;
+  for (const auto& [name, text] : files) inputs.inputs.push_back({"shard", name, sha256_hex(text), ""});
   CliOutcome out;
-  if (!write_plots(f, recs, "", "simcache merge", &error) || !emit(f, text, &out, &error))
+  if (!write_plots(f, recs, "", "simcache merge", page_record(args, inputs), &error) || !emit(f, text, &out, &error))
     return cli_fail(error);
   return out;
 }
