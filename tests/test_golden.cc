@@ -245,6 +245,7 @@ GOLDEN_TEST("slabinfo.txt", slabinfo_txt)
 GOLDEN_TEST("slabinfo_fill.txt", slabinfo_fill_txt)
 GOLDEN_TEST("hist.txt", hist_txt)
 GOLDEN_TEST("slabinfo_r.txt", slabinfo_r_txt)
+GOLDEN_TEST("perf_stat.txt", perf_stat_txt)
 GOLDEN_TEST("calibrate.txt", calibrate_txt)
 GOLDEN_TEST("validate.txt", validate_txt)
 
@@ -330,7 +331,7 @@ TEST_CASE("golden: files stay small, tables within 80 columns", "[golden]") {
     CHECK_FALSE(lines.empty());
   }
   for (const char* name : {"sparse4096.txt", "waitv.txt", "waitv_explain.txt", "hist.txt",
-                           "slabinfo_r.txt"}) {
+                           "slabinfo_r.txt", "perf_stat.txt"}) {
     const std::vector<std::string> lines = golden_lines(name);
     for (size_t n = 0; n < lines.size(); ++n) {
       INFO(name << ":" << n + 1 << ": " << lines[n]);

@@ -103,6 +103,28 @@ TEST_CASE("summary: sparse4096 carries the RFC's four rows", "[summary]") {
   CHECK(has(o.out, "hypothesis: node-slab-account vs node-slab; RFC: +8.5%"));
 }
 
+// --perf-stat: the timed counts of the measured rounds, value first with
+// thousands separators, then the count per operation. waitv: one kmalloc
+// per pair, a memcg charge every other pair (the objcg stock); 15 rounds
+// of 4096 pairs. With a profile, the model time and its ns per operation;
+// without, none.
+TEST_CASE("summary: --perf-stat prints perf stat's shape", "[summary]") {
+  const std::string profile = std::string(SIMCACHE_SOURCE_DIR) + "/tests/data/test-profile.toml";
+  const std::string out = run_ok({"--scenario", "waitv", "--policy", "waitv-account",
+                                  "--perf-stat", "--profile", profile}).out;
+  CHECK(has(out, "\n Performance counter stats for 'waitv', A = waitv-account\n"
+                 " (timed regions of 15 measured rounds, 61,440 pairs):\n\n"));
+  CHECK(has(out, "\n            61,440      kmalloc                   #    1.000 per pair\n"));
+  CHECK(has(out, "\n            30,720      memcg_charge              #    0.500 per pair\n"));
+  CHECK(has(out, " ns   model-time                #  "));
+  CHECK(has(out, " ns/pair\n"));
+  CHECK_FALSE(has(out, "   kmem_cache_alloc  "));  // a counter that stayed 0: no line
+  const std::string none = run_ok({"--scenario", "waitv", "--policy", "waitv-account",
+                                   "--perf-stat", "--profile", "none"}).out;
+  CHECK(has(none, "61,440      kmalloc"));
+  CHECK_FALSE(has(none, "model-time"));
+}
+
 TEST_CASE("summary: each detail view is behind its flag", "[summary]") {
   const std::vector<std::string> base = {"--scenario", "waitv", "--policy",
                                          "unpatched,waitv-account", "--profile",
@@ -127,6 +149,8 @@ TEST_CASE("summary: each detail view is behind its flag", "[summary]") {
   const std::string all = with({"--all"});
   CHECK(has(all, "timed region per round"));
   CHECK(has(all, "explain"));
+  CHECK(has(all, " Performance counter stats for 'waitv', B = waitv-account\n"));
+  CHECK_FALSE(has(counts, "Performance counter stats"));
   // A single task does not contend: no latency section, even on request.
   CHECK_FALSE(has(with({"--latency"}), "latency per operation"));
   const CliOutcome bg = run_ok({"--scenario", "arm-fail", "--set", "bg_per_cpu=1", "--set",

@@ -52,7 +52,10 @@ constexpr Flag kReportFlags[] = {
     {"per-cache", T::nothing, "table: new and discarded slabs of every cache per round"},
     {"latency", T::nothing,
      "table: model-time latency percentiles where tasks contend, with their samples; lock waits"},
-    {"all", T::nothing, "table: every detail view (--counts --phases --per-cache --latency --explain)"},
+    {"perf-stat", T::nothing,
+     "table: each column's counters as perf stat prints them, with a ratio per operation"},
+    {"all", T::nothing,
+     "table: every detail view (--counts --phases --per-cache --latency --explain --perf-stat)"},
     {"all-counters", T::nothing, "table: every non-zero counter (implies --counts)"},
     {"profile", T::value, "cost profile: a name in data/profiles, a .toml file, or none",
      "P"},
@@ -157,6 +160,7 @@ constexpr Flag kGeometryFlags[] = {
       {"phases", T::nothing, "table: each phase's model time"},                                \
       {"per-cache", T::nothing, "table: new and discarded slabs of every cache per round"},    \
       {"latency", T::nothing, "table: model-time latency where tasks contend; lock waits"},    \
+      {"perf-stat", T::nothing, "table: the counters as perf stat prints them, per operation"}, \
       {"all", T::nothing, "table: every detail view"},                                         \
       {"profile", T::value, "cost profile: a name in data/profiles, a .toml file, or none",   \
        "P"},                                                                                   \

@@ -92,6 +92,7 @@ void detail_views(const ParsedFlags& f, ReportOptions* ro) {
   ro->latency_hist = on("latency-hist");
   ro->latency = all || ro->latency_hist || on("latency");
   ro->explain = all || on("explain");
+  ro->perf_stat = all || on("perf-stat");
   if (auto c = f.v.find("cache"); c != f.v.end()) ro->cache = c->second;
   ro->per_cache = all || on("per-cache") || !ro->cache.empty();
 }

@@ -44,7 +44,8 @@ std::string sysfs_unique_id(const CacheInfo& c);
 bool write_sysfs(const std::string& dir, const PolicyResult& p, uint16_t nr_nodes,
                  std::string* error);
 
-// tools/mm/slabinfo -r for one cache: the report() block and slab_stats().
+// tools/mm/slabinfo -r for one cache: the report() block and slab_stats()
+// (the Slab Perf Counter and Slab Deactivation tables).
 std::string format_slabinfo_report(const CacheStats& cs);
 
 // A bpftrace log2 histogram (print of @x = hist(...)): one line per

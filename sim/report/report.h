@@ -39,6 +39,7 @@ struct ReportOptions {
   bool all_counters = false;  // table: every non-zero counter (implies counts)
   bool explain = false;       // table: --explain sections
   bool latency_hist = false;  // table: --latency-hist log2 histograms (implies latency)
+  bool perf_stat = false;     // --perf-stat: each column's counters as perf stat prints them
   std::string cache;          // --cache: per-cache stats of this cache only (implies per_cache)
 };
 
@@ -58,6 +59,9 @@ std::string format_json(const RunResult& r, const ReportOptions& o = {});
 std::string format_csv(const RunResult& r, const ReportOptions& o = {});
 // The --explain sections: each policy's ns per op split by parameter.
 std::string format_explain(const RunResult& r, const ReportOptions& o);
+// The --perf-stat view (report_perf_stat.cc): per workload and column, the
+// timed-region counters value first, with a ratio per operation.
+std::string format_perf_stat(const RunResult& r, const ReportOptions& o);
 
 // Counts by call site of each workload's timed region (part of --explain).
 std::string format_sites(const RunResult& r);

@@ -355,7 +355,8 @@ const MeasuredPoint* find_measured(const ReportOptions& o, const RunResult& r,
 
 std::string format_table(const RunResult& r, const ReportOptions& o) {
   std::string out = format_summary(r, o);
-  if (!o.counts && !o.phases && !o.per_cache && !o.latency && !o.explain) return out;
+  if (!o.counts && !o.phases && !o.per_cache && !o.latency && !o.explain && !o.perf_stat)
+    return out;
   // The details: the whole run record, then each workload's views.
   out += fmt::format("\nsimcache {} (git {}): {} (kernel {}, seed {})\n", r.version,
                      r.record.git_commit.substr(0, 12), r.scenario, r.kernel, r.seed);
@@ -384,6 +385,7 @@ std::string format_table(const RunResult& r, const ReportOptions& o) {
   }
   for (const auto& w : r.workloads) block(&out, r, w, o);
   if (o.explain && o.cost) out += format_explain(r, o);
+  if (o.perf_stat) out += format_perf_stat(r, o);
   return out;
 }
 
