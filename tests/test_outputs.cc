@@ -445,7 +445,7 @@ TEST_CASE("sysfs: the tree's files, stat format and alias links", "[outputs][sys
   const auto dir = std::filesystem::temp_directory_path() / "simcache_sysfs_test";
   std::filesystem::remove_all(dir);
   std::string err;
-  REQUIRE(write_sysfs(dir.string(), p, 1, &err));
+  REQUIRE(write_sysfs(dir.string(), p, 1, "{}\n", &err));
   auto read = [&](const std::string& rel) {
     std::ifstream f(dir / rel);
     std::stringstream ss;
@@ -464,7 +464,7 @@ TEST_CASE("sysfs: the tree's files, stat format and alias links", "[outputs][sys
     if (c.name == "kmalloc-32") cpu_slabs = c.cpu_slabs;
   CHECK(cpu_slabs >= 1);
   CHECK(read("kmalloc-32/cpu_slabs") == fmt::format("{} N0={}\n", cpu_slabs, cpu_slabs));
-  CHECK_FALSE(write_sysfs(dir.string(), p, 1, &err));  // never overwrites
+  CHECK_FALSE(write_sysfs(dir.string(), p, 1, "{}\n", &err));  // never overwrites
   std::filesystem::remove_all(dir);
   CacheInfo merged;
   merged.name = "io_rsrc_node";

@@ -169,3 +169,29 @@ TEST_CASE("record: every compiled-in table, with what sha256sum prints for its s
   CHECK(csv.out.find(",record,compiled_in.model/kernel/policies.def," +
                      sha256sum(repo_file("model/kernel/policies.def"))) != std::string::npos);
 }
+
+TEST_CASE("record: a --sysfs tree carries the run record as a dot file", "[record]") {
+  // tools/mm/slabinfo skips names that start with a dot, so the record
+  // sits in the tree without being read as a cache.
+  const TempDir d("record_sysfs");
+  const std::string tree = (d.p / "tree").string();
+  const std::string profile = repo_file("tests/data/test-profile.toml");
+  const CliOutcome o = run_cli({"--scenario", "sparse-fill", "--set", "slots=64", "--set",
+                                "installs=64", "--set", "rounds=1", "--policy", "node-slab+prefill",
+                                "--profile", profile, "--measurements", "none", "--sysfs", tree});
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  const json j = json::parse(read_text(d.p / "tree/.simcache-record.json"));
+  CHECK(j["scenario"] == "sparse-fill");
+  CHECK(j["policy"] == "node-slab+prefill");
+  CHECK(j["config"]["policy.prefill"] == "always");  // typed: names, numbers, bools
+  CHECK(j["config"]["policy.prefill_max"] == 4096);
+  CHECK(j["config"]["policy.slab_nomerge"] == false);
+  CHECK(j["record"]["command_line"].get<std::string>().find("--sysfs " + tree) !=
+        std::string::npos);
+  CHECK(j["record"]["cost_profile_sha256"] == sha256sum(profile));
+  CHECK(j["record"]["compiled_in"].size() >= 10);
+  // Every other entry is a cache directory or an alias link.
+  for (const auto& e : std::filesystem::directory_iterator(d.p / "tree"))
+    if (e.path().filename().string()[0] != '.') CHECK(e.is_directory());
+}

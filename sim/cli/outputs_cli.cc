@@ -130,7 +130,7 @@ bool kernel_outputs(const ParsedFlags& f, const RunResult& r, std::string* text,
     const PolicyResult* p;
     if (!one_column(r, "--sysfs", &p, error)) return false;
     const auto nodes = static_cast<uint16_t>(r.workloads[0].params.at("nodes"));
-    if (!write_sysfs(*dir, *p, nodes, error)) return false;
+    if (!write_sysfs(*dir, *p, nodes, column_record_json(r, *p), error)) return false;
   }
   const std::string* at = get("slabinfo-at");
   const std::string* file = get("slabinfo");

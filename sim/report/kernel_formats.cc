@@ -148,7 +148,7 @@ bool cache_dir(const fs::path& d, const CacheInfo& c, const CacheStats* cs, uint
 }  // namespace
 
 bool write_sysfs(const std::string& dir, const PolicyResult& p, uint16_t nr_nodes,
-                 std::string* error) {
+                 const std::string& record, std::string* error) {
   // Built in a fresh directory beside the target (mkdtemp) and renamed
   // into place: never half a tree, never someone else's directory.
   std::string tmp_dir;
@@ -176,6 +176,10 @@ bool write_sysfs(const std::string& dir, const PolicyResult& p, uint16_t nr_node
         return *error = fmt::format("--sysfs: cannot link '{}' in '{}'", n, dir), false;
       }
     }
+  }
+  if (!put(tmp / ".simcache-record.json", record, error)) {
+    abort_output_dir(tmp_dir);
+    return false;
   }
   if (!finish_output_dir(dir, tmp_dir, error)) return *error = "--sysfs: " + *error, false;
   return true;

@@ -40,9 +40,11 @@ bool parse_slabinfo(std::string_view text, const std::string& file,
 std::string sysfs_unique_id(const CacheInfo& c);
 // Writes the tree for one policy column under `dir` (created; must not
 // exist yet, so nothing is overwritten): every cache's geometry and
-// object-count files, its stat files ("<sum> C<cpu>=<n>") and alias links.
+// object-count files, its stat files ("<sum> C<cpu>=<n>") and alias links,
+// and `record` as .simcache-record.json (a dot file: the kernel's
+// tools/mm/slabinfo skips names that start with a dot).
 bool write_sysfs(const std::string& dir, const PolicyResult& p, uint16_t nr_nodes,
-                 std::string* error);
+                 const std::string& record, std::string* error);
 
 // tools/mm/slabinfo -r for one cache: the report() block and slab_stats()
 // (the Slab Perf Counter and Slab Deactivation tables).

@@ -56,6 +56,11 @@ std::string format_table(const RunResult& r, const ReportOptions& o = {});
 // lines of 80 columns.
 std::string format_summary(const RunResult& r, const ReportOptions& o = {});
 std::string format_json(const RunResult& r, const ReportOptions& o = {});
+// The record of one policy column's kernel-format output (the --sysfs
+// tree's .simcache-record.json): version, scenario, kernel, the column's
+// policy and typed configuration, and the run record as the JSON report
+// writes it.
+std::string column_record_json(const RunResult& r, const PolicyResult& p);
 std::string format_csv(const RunResult& r, const ReportOptions& o = {});
 // The --explain sections: each policy's ns per op split by parameter.
 std::string format_explain(const RunResult& r, const ReportOptions& o);

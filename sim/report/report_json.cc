@@ -267,13 +267,9 @@ ordered_json time_json(const RunResult& r, const WorkloadResult& w, size_t col,
 
 }  // namespace
 
-std::string format_json(const RunResult& r, const ReportOptions& o) {
-  ordered_json j;
-  j["simcache"] = r.version;
-  j["scenario"] = r.scenario;
-  j["kernel"] = r.kernel;
-  j["seed"] = r.seed;
-  j["policies"] = r.policies;
+namespace {
+// The run record as JSON (docs/output.md "Run record").
+ordered_json run_record_json(const RunResult& r) {
   ordered_json rec;
   rec["command_line"] = r.record.command_line;
   rec["git_commit"] = r.record.git_commit;
@@ -298,7 +294,30 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
   for (const BuiltTable& t : r.record.compiled_in)
     tables.push_back(ordered_json{{"file", t.file}, {"sha256", t.sha256}});
   rec["compiled_in"] = tables;
-  j["record"] = rec;
+  return rec;
+}
+}  // namespace
+
+std::string column_record_json(const RunResult& r, const PolicyResult& p) {
+  ordered_json j;
+  j["simcache"] = r.version;
+  j["scenario"] = r.scenario;
+  j["kernel"] = r.kernel;
+  j["seed"] = r.seed;
+  j["policy"] = p.policy;
+  j["config"] = typed_config(r.record, p);
+  j["record"] = run_record_json(r);
+  return j.dump(2) + "\n";
+}
+
+std::string format_json(const RunResult& r, const ReportOptions& o) {
+  ordered_json j;
+  j["simcache"] = r.version;
+  j["scenario"] = r.scenario;
+  j["kernel"] = r.kernel;
+  j["seed"] = r.seed;
+  j["policies"] = r.policies;
+  j["record"] = run_record_json(r);
   if (o.cost) {
     ordered_json pj;
     pj["name"] = o.cost->name;
