@@ -15,6 +15,7 @@
 
 #include "sim/cli/cli.h"
 #include "sim/report/record.h"
+#include "sim/run/build_info.h"
 #include "test_cost_util.h"
 
 using namespace simcache::sim;
@@ -194,4 +195,36 @@ TEST_CASE("record: a --sysfs tree carries the run record as a dot file", "[recor
   // Every other entry is a cache directory or an alias link.
   for (const auto& e : std::filesystem::directory_iterator(d.p / "tree"))
     if (e.path().filename().string()[0] != '.') CHECK(e.is_directory());
+}
+
+TEST_CASE("record: every sweep line says what reproduces it, and merge requires it",
+          "[record][sweep]") {
+  const TempDir d("record_sweep");
+  const std::string grid = repo_file("data/grids/sparse-fill.toml");
+  const std::string out = (d.p / "s.jsonl").string();
+  const CliOutcome o = run_cli({"sweep", grid, "--shard", "1/40", "--jobs", "2", "--quiet",
+                                "--output", out});
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  const std::string text = read_text(out);
+  size_t lines = 0;
+  for (size_t from = 0; from < text.size(); ++lines) {
+    const size_t nl = text.find('\n', from);
+    const json j = json::parse(text.substr(from, nl - from));
+    from = nl + 1;
+    const json& r = j["record"];
+    CHECK(r["reproduce"] == "simcache sweep " + grid);  // not --shard, --jobs, --output
+    CHECK(r["git_commit"] == simcache::build_git_commit());
+    CHECK(r["grid_sha256"] == sha256sum(grid));
+    CHECK(r["cost_profile_sha256"] == sha256sum(repo_file("data/profiles/i7-12700KF.toml")));
+  }
+  CHECK(lines >= 5);
+  // A line without its record does not merge: one line naming file and line.
+  const std::string bare = (d.p / "bare.jsonl").string();
+  json first = json::parse(text.substr(0, text.find('\n')));
+  first.erase("record");
+  std::ofstream(bare) << first.dump() << "\n";
+  const CliOutcome m = run_cli({"merge", bare});
+  CHECK(m.status == 2);
+  CHECK(m.err == "simcache: " + bare + ":1: field 'record': missing\n");
 }

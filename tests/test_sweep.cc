@@ -29,7 +29,9 @@ const std::string kRecord =
     "\"metrics\":{\"bytes_retained\":256,\"nodes_unused\":0},\"ns_per_op\":149.75,"
     "\"op_unit\":\"install\",\"params\":{\"slots\":64},\"point\":0,\"policy\":\"unpatched\","
     "\"resolved\":\"unpatched\",\"scenario\":\"sparse-fill\",\"seed\":1,\"status\":\"ok\","
-    "\"timed_ops\":64,\"unaccounted_bytes\":131072,\"workload\":0}";
+    "\"timed_ops\":64,\"unaccounted_bytes\":131072,\"workload\":0,"
+    "\"record\":{\"reproduce\":\"simcache sweep grid.toml\",\"git_commit\":\"unknown\","
+    "\"grid_sha256\":\"\",\"cost_profile_sha256\":\"\"}}";
 
 // A fresh directory, removed with everything in it at scope exit.
 struct TempDir {

@@ -49,7 +49,7 @@ std::string csv_field(const std::string& s) {
 // The fields a record must carry (run_point and workload_record in
 // sweep.cc write them), checked once on reading so the formatters and
 // charts may assume them.
-enum class Kind { Uint, Int, Number, String, StringMap, NumberMap };
+enum class Kind { Uint, Int, Number, String, StringMap, NumberMap, Record };
 enum class When { Always, Ok, Skipped, IfPresent };
 struct Field {
   const char* name;
@@ -68,7 +68,11 @@ constexpr Field kFields[] = {
     {"params", Kind::NumberMap, When::Ok},        {"metrics", Kind::NumberMap, When::Ok},
     {"accounted_bytes", Kind::Int, When::Ok},     {"unaccounted_bytes", Kind::Int, When::Ok},
     {"kasan", Kind::Uint, When::Ok},              {"ns_per_op", Kind::Number, When::IfPresent},
+    {"record", Kind::Record, When::Always},
 };
+// A line's record (sim/cli/sweep_cli.cc): what reproduces it.
+constexpr const char* kRecordFields[] = {"reproduce", "git_commit", "grid_sha256",
+                                         "cost_profile_sha256"};
 
 // "" when v is of kind k, else what is wrong with it.
 std::string type_error(const nlohmann::json& v, Kind k) {
@@ -91,6 +95,13 @@ std::string type_error(const nlohmann::json& v, Kind k) {
     case Kind::String: return v.is_string() ? "" : "expected a string";
     case Kind::StringMap: return map_of(true);
     case Kind::NumberMap: return map_of(false);
+    case Kind::Record: {
+      if (!v.is_object() || v.size() != std::size(kRecordFields))
+        return "expected an object of reproduce, git_commit, grid_sha256, cost_profile_sha256";
+      for (const char* k : kRecordFields)
+        if (!v.contains(k) || !v.at(k).is_string()) return fmt::format("'{}': expected a string", k);
+      return "";
+    }
   }
   return "";
 }
