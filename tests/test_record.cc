@@ -219,6 +219,15 @@ TEST_CASE("record: every sweep line says what reproduces it, and merge requires 
     CHECK(r["cost_profile_sha256"] == sha256sum(repo_file("data/profiles/i7-12700KF.toml")));
   }
   CHECK(lines >= 5);
+  // merge's CSV keeps each line's record in its last four columns.
+  const CliOutcome csv = run_cli({"merge", out, "--format", "csv"});
+  REQUIRE(csv.status == 0);
+  CHECK(csv.out.substr(0, csv.out.find('\n')).ends_with(
+      ",reproduce,git_commit,grid_sha256,cost_profile_sha256"));
+  const std::string row = csv.out.substr(csv.out.find('\n') + 1);
+  CHECK(row.substr(0, row.find('\n')).ends_with(
+      "," + simcache::sim::shell_command({"sweep", grid}) + "," + simcache::build_git_commit() +
+      "," + sha256sum(grid) + "," + sha256sum(repo_file("data/profiles/i7-12700KF.toml"))));
   // A line without its record does not merge: one line naming file and line.
   const std::string bare = (d.p / "bare.jsonl").string();
   json first = json::parse(text.substr(0, text.find('\n')));

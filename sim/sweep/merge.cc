@@ -164,9 +164,10 @@ std::string records_csv(const std::vector<nlohmann::json>& r) {
   std::string s =
       "point,workload,scenario,label,kernel,cost_profile,seed,policy,settings,status,reason,"
       "ns_per_op,"
-      "bytes_retained,nodes_unused,accounted_bytes,unaccounted_bytes\n";
+      "bytes_retained,nodes_unused,accounted_bytes,unaccounted_bytes,"
+      "reproduce,git_commit,grid_sha256,cost_profile_sha256\n";
   for (const auto& j : r) {
-    const std::vector<std::string> f = {
+    std::vector<std::string> f = {
         text_of(j, "point"),  text_of(j, "workload"), text_of(j, "scenario"),
         text_of(j, "label"),  text_of(j, "kernel"),   text_of(j, "cost_profile"),
         text_of(j, "seed"),
@@ -174,6 +175,7 @@ std::string records_csv(const std::vector<nlohmann::json>& r) {
         text_of(j, "reason"), ns_text(j),             metric(j, "bytes_retained"),
         metric(j, "nodes_unused"), text_of(j, "accounted_bytes"),
         text_of(j, "unaccounted_bytes")};
+    for (const char* k : kRecordFields) f.push_back(j.at("record").at(k).get<std::string>());
     for (size_t i = 0; i < f.size(); ++i) s += (i ? "," : "") + csv_field(f[i]);
     s += "\n";
   }
