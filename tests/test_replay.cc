@@ -275,6 +275,16 @@ TEST_CASE("replay --emit-ops: a trace compiled to ops runs to the same counts", 
       INFO(kEventInfo[e].name);
       CHECK(a.total.v[e] == b.total.v[e]);
     }
+    // And times what the replay timed: a trace without markers is one
+    // measured round timing every event, in the ops as in the replay
+    // (they once had no timed region: run-ops printed 0 ns).
+    CHECK(ops.workloads[0].op_unit == tr.workloads[0].op_unit);
+    CHECK(b.timed_ops == a.timed_ops);
+    CHECK(b.timed_ops > 0);
+    for (size_t e = 0; e < kNumEvents; ++e) {
+      INFO(kEventInfo[e].name);
+      CHECK(a.timed.v[e] == b.timed.v[e]);
+    }
     std::remove(out.c_str());
   }
 }

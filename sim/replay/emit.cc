@@ -233,12 +233,34 @@ bool emit_trace_ops(const TraceSummary& s, const std::string& out_path, const Ru
   return write_atomic(out_path, [&](std::FILE* f) {
     std::unique_ptr<OpWriter> ow;
     fmt::print(f, "# {} as ops (simcache replay --emit-ops)\n", trace_path);
+    // A trace without round or timed markers is replayed as one measured
+    // round timing every event (trace_workload()); the ops say so, so
+    // run-ops times what replay timed.
+    if (!s.markers) fmt::print(f, "unit event ns\n");
+    std::string first_at;  // "CPU TASK" of the first op, for the closing lines
     CustomWorkload w = trace_workload(s, [&](OpExec& ex) {
       ow = std::make_unique<OpWriter>(OpWriter{f, ex.names(), {}, {}});
-      ex.tap = [&](const Op& op) { ow->write(op); };
+      ex.tap = [&](const Op& op) {
+        if (first_at.empty() && !s.markers) {
+          Op open;
+          open.cpu = op.cpu, open.task = op.task;
+          open.kind = OpKind::round_begin, open.flag = 1;
+          ow->write(open);
+          open.kind = OpKind::timed_begin;
+          ow->write(open);
+          first_at = fmt::format("{} {}", op.cpu, op_task_token(ex.names().tasks[op.task].name));
+        }
+        ow->write(op);
+      };
     });
     RunResult r;
-    return run_custom(one, w, &r, error);
+    if (!run_custom(one, w, &r, error)) return false;
+    // The executor (and its names) are gone now: the closing lines are
+    // written from the first op's CPU and task as text.
+    if (!first_at.empty())
+      fmt::print(f, "{} timed_end\n{} round_end ops={}\n", first_at, first_at,
+                 r.workloads.at(0).policies.at(0).timed_ops);
+    return true;
   }, error);
 }
 
