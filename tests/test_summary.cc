@@ -153,6 +153,8 @@ TEST_CASE("summary: each detail view is behind its flag", "[summary]") {
   CHECK_FALSE(has(counts, "Performance counter stats"));
   // A single task does not contend: no latency section, even on request.
   CHECK_FALSE(has(with({"--latency"}), "latency per operation"));
+  // ... and the request is answered with why, not with silence.
+  CHECK(has(with({"--latency"}), "  no latency block: one task, nothing contends (its latency\n"));
   const CliOutcome bg = run_ok({"--scenario", "arm-fail", "--set", "bg_per_cpu=1", "--set",
                                 "cycles=20", "--set", "cpus=4", "--latency", "--profile",
                                 std::string(SIMCACHE_SOURCE_DIR) + "/tests/data/test-profile.toml"});

@@ -247,7 +247,13 @@ void block(std::string* dest, const RunResult& r, const WorkloadResult& w, const
   if (o.cost && (o.counts || o.phases)) time_rows(r, w, o, &rows, &foot);
   if (!rows.empty()) render(out, rows, ps.size());
   *out += foot;
-  if (o.latency) *out += format_latency_block(w, o.latency_hist);
+  if (o.latency) {
+    const std::string lat = format_latency_block(w, o.latency_hist);
+    *out += !lat.empty() ? lat
+                         : std::string("  no latency block: one task, nothing contends (its latency\n"
+                                       "  is its events x their prices, the same for every operation\n"
+                                       "  of a kind; --explain splits it)\n");
+  }
   size_t kasan = 0;
   for (const auto& p : ps) kasan += p.kasan.size();
   if (kasan) {
