@@ -256,6 +256,32 @@ TEST_CASE("seed 002: a batched free hook uncharges once per run of a bulk free",
   CHECK(col(r, 1).timed[Event::memcg_vmstat_flush] == 250);
 }
 
+TEST_CASE("seed 002: a single accounted allocation is a batched run of one", "[knobs][memcg][seed002]") {
+  // The thread's single-allocation question: 1000 pairs of one object,
+  // through the cache and through kmalloc(GFP_KERNEL_ACCOUNT).
+  for (const char* km : {"0", "1"}) {
+    INFO("kmalloc=" << km);
+    const RunResult r = run_ok("memcg-single", {"unpatched", "memcg-batch-charge"},
+                               {{"iterations", "1000"}, {"kmalloc", km}});
+    REQUIRE(r.workloads[0].op_unit == "object");
+    for (int c : {0, 1}) {
+      CHECK(col(r, c).timed_ops == 1000);
+      CHECK(col(r, c).timed[Event::memcg_post_alloc_hook] == 1000);
+      CHECK(col(r, c).timed[Event::memcg_free_hook] == 1000);
+      CHECK(col(r, c).timed[km[0] == '1' ? Event::kmalloc : Event::kmem_cache_alloc] == 1000);
+      CHECK(col(r, c).timed[km[0] == '1' ? Event::kmem_cache_alloc : Event::kmalloc] == 0);
+      CHECK(col(r, c).kasan.empty());
+    }
+    // The batched hook's whole cost to a single object: one run each.
+    CHECK(col(r, 0).timed[Event::memcg_batch_run] == 0);
+    CHECK(col(r, 1).timed[Event::memcg_batch_run] == 1000);
+    // Everything else is the same path.
+    for (size_t e = 0; e < kNumEvents; ++e)
+      if (static_cast<Event>(e) != Event::memcg_batch_run)
+        CHECK(col(r, 0).timed.v[e] == col(r, 1).timed.v[e]);
+  }
+}
+
 TEST_CASE("docs/knobs.md's knob table is generated from the table", "[knobs][docs]") {
   const std::string path = std::string(SIMCACHE_SOURCE_DIR) + "/docs/knobs.md";
   std::ifstream in(path, std::ios::binary);

@@ -187,6 +187,8 @@ TEST_CASE("every scenario under every policy ends clean", "[scenario][kasan]") {
           {"wait-wake", {{"rounds", "1"}, {"warmup", "1"}, {"cycles", "8"}}},
           {"arm-fail", {{"cycles", "20"}, {"fail_permille", "500"}}},
           {"memcg-bulk", {{"iterations", "50"}}},
+          {"memcg-single", {{"iterations", "50"}}},
+          {"memcg-single", {{"iterations", "50"}, {"kmalloc", "1"}}},
           {"poll-refill", {{"total", "5000"}, {"burst", "512"}, {"recycle", "4"}}},
       };
   // Every policy of the table that can run on the profile (with its

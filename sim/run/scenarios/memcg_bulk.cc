@@ -33,6 +33,33 @@ void run_memcg_bulk(Env& e, const Params& p, Recorder& rec) {
   e.mm.kfree(arr, e.submitter);
 }
 
+// The single-object form of the same benchmark (the thread's "does the
+// batched hook cost the single allocation?"): `iterations` x (one
+// kmem_cache_alloc() + kmem_cache_free()) on the SLAB_ACCOUNT cache, or
+// with `kmalloc` set, kmalloc(size, GFP_KERNEL_ACCOUNT) + kfree().
+void run_memcg_single(Env& e, const Params& p, Recorder& rec) {
+  const auto size = static_cast<uint32_t>(p.at("size"));
+  const bool km = p.at("kmalloc") != 0;
+  const CacheId s = km ? CacheId{} : e.mm.kmem_cache_create("bench_memcg_cache", size, 0,
+                                                             SLAB_ACCOUNT);
+  auto pair = [&] {
+    const Ptr o = km ? e.mm.kmalloc(size, GFP_KERNEL | __GFP_ACCOUNT, e.submitter)
+                     : e.mm.kmem_cache_alloc(s, GFP_KERNEL, e.submitter);
+    if (!o) return false;
+    km ? e.mm.kfree(o, e.submitter) : e.mm.kmem_cache_free(s, o, e.submitter);
+    return true;
+  };
+  rec.begin_round(false);  // one warm-up pair: the slab and the stock exist
+  pair();
+  rec.end_round(0);
+  rec.begin_round(true);
+  rec.timed_begin();
+  int64_t done = 0;
+  while (done < p.at("iterations") && pair()) ++done;
+  rec.timed_end();
+  rec.end_round(static_cast<uint64_t>(done));
+}
+
 // POLL_ADD on a pipe that never becomes readable: bursts of `burst` SQEs
 // (one io_uring_enter each), requests from the io_kiocb cache in bulk
 // refills of 8, the ring recycled every `recycle` bursts; `total` SQEs.
@@ -63,6 +90,10 @@ void run_poll_refill(Env& e, const Params& p, Recorder& rec) {
 static uint64_t memcg_bulk_work(const Params& p) {
   return work_product({p.at("iterations"), p.at("bulk"), 2});
 }
+// An alloc and a free per iteration.
+static uint64_t memcg_single_work(const Params& p) {
+  return work_product({p.at("iterations"), 2});
+}
 // `total` SQEs, each a request allocated and freed.
 static uint64_t poll_refill_work(const Params& p) { return work_product({p.at("total"), 2}); }
 
@@ -77,6 +108,16 @@ void register_memcg_bulk(ScenarioRegistry& r) {
              {"iterations", 100000, 1, 100000000, "timed iterations"},
          },
          run_memcg_bulk}, memcg_bulk_work);
+  r.add({"memcg-single",
+         "seed 002 single allocation: kmem_cache_alloc + free (or kmalloc), accounted",
+         "object",
+         "ns",
+         {
+             {"size", 256, 8, 8192, "object size (OBJ_SIZE)"},
+             {"kmalloc", 0, 0, 1, "1: kmalloc(size, GFP_KERNEL_ACCOUNT) + kfree instead"},
+             {"iterations", 100000, 1, 100000000, "timed alloc+free pairs"},
+         },
+         run_memcg_single}, memcg_single_work);
   r.add({"poll-refill",
          "seed 002 io_uring test: POLL_ADD bursts force __io_alloc_req_refill",
          "sqe",
