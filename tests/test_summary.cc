@@ -161,6 +161,20 @@ TEST_CASE("summary: each detail view is behind its flag", "[summary]") {
   CHECK(has(bg.out, "latency per operation in model time"));
   CHECK(has(bg.out, "  p99 ns (7 beyond)"));
   CHECK(has(bg.out, "lock_waits"));
+  // How heavy the neighbours are: 3 CPUs besides the loop's and the loop's
+  // own (bg_loop_cpu=1), one user each, at 100 bursts of 16 kmallocs per
+  // ms: 1.6 kmalloc per us per task, Poisson-paced.
+  CHECK(has(bg.out, "  background load (per task; model time, spawn to the loop's end):\n"));
+  CHECK(has(bg.out, "\n  tasks                     4\n"));
+  const CliOutcome j = run_ok({"--scenario", "arm-fail", "--set", "bg_per_cpu=1", "--set",
+                               "cycles=20", "--set", "cpus=4", "--format", "json", "--profile",
+                               std::string(SIMCACHE_SOURCE_DIR) + "/tests/data/test-profile.toml"});
+  const auto m = nlohmann::json::parse(j.out)["workloads"][0]["policies"][0]["total"];
+  REQUIRE(m.contains("bg_tasks"));
+  CHECK(m["bg_tasks"] == 4);
+  const double per_us = m["bg_kmallocs"].get<double>() / 4 / m["bg_span_ns"].get<double>() * 1e3;
+  CHECK(per_us > 1.2);
+  CHECK(per_us < 2.0);
 }
 
 TEST_CASE("summary: a scenario's failing arms are results, not warnings", "[summary]") {

@@ -115,6 +115,29 @@ std::string format_latency_block(const WorkloadResult& w, bool hist) {
     out += "  lock waits (whole run, model time):\n";
     render(&out, waits, w.policies.size());
   }
+  // The synthetic neighbours' load: per task, kmalloc() calls per us of
+  // model time and the share of that time spent waiting for list_lock.
+  bool bg = false;
+  std::string load = "  background load (per task; model time, spawn to the loop's end):\n";
+  Row rate{"  kmalloc per us", {}, {}}, share{"  list_lock wait %", {}, {}}, tasks{"  tasks", {}, {}};
+  for (const PolicyResult& p : w.policies) {
+    auto m = [&](const char* k) {
+      auto it = p.metrics.find(k);
+      return it == p.metrics.end() ? 0.0 : double(it->second);
+    };
+    const double n = m("bg_tasks"), span = m("bg_span_ns");
+    bg |= n > 0;
+    tasks.text.push_back(fmt::format("{:.0f}", n));
+    rate.text.push_back(n > 0 && span > 0 ? fmt::format("{:.3f}", m("bg_kmallocs") / n / span * 1e3)
+                                          : "-");
+    share.text.push_back(n > 0 && span > 0
+                             ? fmt::format("{:.2f}", 100 * m("bg_list_lock_wait_ns") / (n * span))
+                             : "-");
+  }
+  if (bg) {
+    out += load;
+    render(&out, {tasks, rate, share}, w.policies.size());
+  }
   if (!hist) return out;
   out += "  latency histograms, ns (bpftrace hist() buckets):\n";
   for (const std::string& kind : kinds)

@@ -21,6 +21,7 @@ Step background_step(BackgroundMix& mix, BackgroundUser& b) {
   }
   const double t0 = mix.rec->now();
   if (b.phase < b.burst) {
+    ++b.kmallocs;
     if (Ptr x = e.mm.kmalloc(b.size, GFP_KERNEL, b.task); x != kNull) b.held.push_back(x);
     mix.rec->op_end(mix.k_kmalloc, t0);
   } else {
@@ -188,6 +189,7 @@ void spawn_background(BackgroundMix& mix, Env& e, const Params& p, Recorder& rec
   Machine& m = *e.machine;
   mix.e = &e;
   mix.rec = &rec;
+  mix.start_ns = e.machine->now();
   const double rate = static_cast<double>(p.at("bg_rate_per_ms"));
   if (rate <= 0 && !e.bg_trace) return;
   for (CpuId c = 0; c < m.cpus(); ++c) {
@@ -241,6 +243,15 @@ void record_background(const BackgroundMix& mix, Recorder& rec) {
   }
   rec.metric("bg_list_lock_waits", static_cast<int64_t>(bw));
   rec.metric("bg_list_lock_wait_ns", static_cast<int64_t>(bns + 0.5));
+  // How heavy the synthetic neighbours are: their number, their kmalloc()
+  // calls and the virtual time they ran (spawn to the loop's end).
+  if (!mix.users.empty()) {
+    uint64_t km = 0;
+    for (const BackgroundUser& b : mix.users) km += b.kmallocs;
+    rec.metric("bg_tasks", static_cast<int64_t>(mix.users.size()));
+    rec.metric("bg_kmallocs", static_cast<int64_t>(km));
+    rec.metric("bg_span_ns", static_cast<int64_t>(std::max(0.0, mix.stop_ns - mix.start_ns) + 0.5));
+  }
   if (!mix.trace) return;
   rec.metric("bg_trace_tasks", static_cast<int64_t>(mix.tracers.size()));
   rec.metric("bg_trace_events", sum.events);

@@ -68,6 +68,7 @@ struct BackgroundUser {
   int64_t phase = 0;  // 0..burst-1 allocs, burst..2*burst-1 frees
   double next = 0;
   int id = -1;  // its machine task
+  uint64_t kmallocs = 0;  // its kmalloc() calls (background load shown)
 };
 
 // One task replaying a traced CPU's events (BackgroundTrace), in a loop.
@@ -92,6 +93,7 @@ struct BackgroundMix {
   double stop_ns = 0;  // when it was done (virtual time)
   double stop_lag_ns = 0;  // the latest trace task's end after stop_ns
   int k_kmalloc = 0, k_kfree = 0;  // their latency kinds
+  double start_ns = 0;  // when they were spawned (virtual time)
   std::vector<BackgroundUser> users;
   // With a background trace: its tasks, and every traced object's pointer
   // now (kNull: not allocated), shared because a CPU may free another's.
