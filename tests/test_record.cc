@@ -237,3 +237,29 @@ TEST_CASE("record: every sweep line says what reproduces it, and merge requires 
   CHECK(m.status == 2);
   CHECK(m.err == "simcache: " + bare + ":1: field 'record': missing\n");
 }
+
+TEST_CASE("sweep: a line's time interval is the report's, for the same point", "[sweep]") {
+  // The 90 % model interval a sweep line carries is the one `simcache`
+  // prints for the same configuration (both log-normal, from the
+  // profile's posterior).
+  const std::string grid = repo_file("data/grids/sparse-fill.toml");
+  const CliOutcome o = run_cli({"sweep", grid, "--shard", "0/50", "--quiet"});
+  REQUIRE(o.status == 0);
+  const json line = json::parse(o.out.substr(0, o.out.find('\n')));
+  REQUIRE(line["status"] == "ok");
+  const json& p = line["params"];
+  std::vector<std::string> args = {"--scenario", line["scenario"], "--kernel", line["kernel"],
+                                   "--policy", line["policy"].get<std::string>()};
+  for (const char* k : {"slots", "installs", "rounds"})
+    args.insert(args.end(), {"--set", std::string(k) + "=" + p[k].dump()});
+  const json r = run_json(args);
+  const json& t = r["workloads"][0]["policies"][0]["time"];
+  CHECK(t["per_op_ns"].get<double>() == Approx(line["ns_per_op"].get<double>()).epsilon(1e-6));
+  CHECK(t["interval90_per_op"][0].get<double>() ==
+        Approx(line["ns_per_op_lo"].get<double>()).epsilon(1e-5));
+  CHECK(t["interval90_per_op"][1].get<double>() ==
+        Approx(line["ns_per_op_hi"].get<double>()).epsilon(1e-5));
+  CHECK(line["ns_per_op_lo"] < line["ns_per_op"]);
+  CHECK(line["ns_per_op_hi"] > line["ns_per_op"]);
+  CHECK(line["ns_per_op_on_priors"] == t["rests_on_priors"]);
+}

@@ -222,8 +222,7 @@ ordered_json time_json(const RunResult& r, const WorkloadResult& w, size_t col,
   for (double v : t.round_per_op_ns) rounds.push_back(round6(v));
   j["rounds_per_op_ns"] = rounds;
   j["model_sd_ns"] = round6(t.model_sd_ns);
-  j["interval90_per_op"] = {round6((t.per_op_ns - kIntervalZ * t.model_sd_ns) / scale),
-                            round6((t.per_op_ns + kIntervalZ * t.model_sd_ns) / scale)};
+  j["interval90_per_op"] = {round6(t.interval_lo_ns / scale), round6(t.interval_hi_ns / scale)};
   j["rests_on_priors"] = t.prior_based;
   if (!t.phases.empty()) {
     ordered_json ph = ordered_json::object();
@@ -401,10 +400,8 @@ std::string format_csv(const RunResult& r, const ReportOptions& o) {
       if (o.cost) {
         const PolicyTime t = policy_time(*o.cost, w, p);
         line(pre, "time", "per_op_ns", fmt::format("{}", round6(t.per_op_ns)));
-        line(pre, "time", "per_op_ns_lo90",
-             fmt::format("{}", round6(t.per_op_ns - kIntervalZ * t.model_sd_ns)));
-        line(pre, "time", "per_op_ns_hi90",
-             fmt::format("{}", round6(t.per_op_ns + kIntervalZ * t.model_sd_ns)));
+        line(pre, "time", "per_op_ns_lo90", fmt::format("{}", round6(t.interval_lo_ns)));
+        line(pre, "time", "per_op_ns_hi90", fmt::format("{}", round6(t.interval_hi_ns)));
         for (const PolicyTime::Phase& f : t.phases)
           line(pre, "time:phase", f.name, fmt::format("{}", round6(f.per_op_ns)));
         for (size_t i = 0; i < o.cost->params.size(); ++i)

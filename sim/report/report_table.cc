@@ -107,9 +107,8 @@ void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions&
   std::vector<const MeasuredPoint*> mp;
   for (size_t i = 0; i < ps.size(); ++i) {
     model.text.push_back(fmt_time(t[i].per_op_ns, unit));
-    const double half = kIntervalZ * t[i].model_sd_ns;
-    iv.text.push_back(fmt::format("[{}, {}]{}", fmt_time(t[i].per_op_ns - half, unit),
-                                  fmt_time(t[i].per_op_ns + half, unit),
+    iv.text.push_back(fmt::format("[{}, {}]{}", fmt_time(t[i].interval_lo_ns, unit),
+                                  fmt_time(t[i].interval_hi_ns, unit),
                                   t[i].prior_based ? "*" : ""));
     se.text.push_back(fmt::format("+-{:.2f}%", t[i].stderr_rel * 100));
     const double noise = delta_noise(t[0], t[i]);

@@ -31,8 +31,8 @@ std::string grid_text(const nlohmann::json& j) {
   return s;
 }
 
-std::string ns_text(const nlohmann::json& j) {
-  return j.contains("ns_per_op") ? fmt::format("{:.1f}", j.at("ns_per_op").get<double>()) : "";
+std::string ns_text(const nlohmann::json& j, const char* k = "ns_per_op") {
+  return j.contains(k) ? fmt::format("{:.1f}", j.at(k).get<double>()) : "";
 }
 
 std::string metric(const nlohmann::json& j, const char* k) {
@@ -49,7 +49,7 @@ std::string csv_field(const std::string& s) {
 // The fields a record must carry (run_point and workload_record in
 // sweep.cc write them), checked once on reading so the formatters and
 // charts may assume them.
-enum class Kind { Uint, Int, Number, String, StringMap, NumberMap, Record };
+enum class Kind { Uint, Int, Number, Bool, String, StringMap, NumberMap, Record };
 enum class When { Always, Ok, Skipped, IfPresent };
 struct Field {
   const char* name;
@@ -68,6 +68,8 @@ constexpr Field kFields[] = {
     {"params", Kind::NumberMap, When::Ok},        {"metrics", Kind::NumberMap, When::Ok},
     {"accounted_bytes", Kind::Int, When::Ok},     {"unaccounted_bytes", Kind::Int, When::Ok},
     {"kasan", Kind::Uint, When::Ok},              {"ns_per_op", Kind::Number, When::IfPresent},
+    {"ns_per_op_lo", Kind::Number, When::IfPresent}, {"ns_per_op_hi", Kind::Number, When::IfPresent},
+    {"ns_per_op_on_priors", Kind::Bool, When::IfPresent},
     {"record", Kind::Record, When::Always},
 };
 // A line's record (sim/cli/sweep_cli.cc): what reproduces it.
@@ -92,6 +94,7 @@ std::string type_error(const nlohmann::json& v, Kind k) {
     case Kind::Uint: return v.is_number_unsigned() ? "" : "expected an unsigned integer";
     case Kind::Int: return v.is_number_integer() ? "" : "expected an integer";
     case Kind::Number: return finite(v) ? "" : "expected a finite number";
+    case Kind::Bool: return v.is_boolean() ? "" : "expected true or false";
     case Kind::String: return v.is_string() ? "" : "expected a string";
     case Kind::StringMap: return map_of(true);
     case Kind::NumberMap: return map_of(false);
@@ -163,7 +166,7 @@ bool merge_records(const std::vector<std::pair<std::string, std::string>>& files
 std::string records_csv(const std::vector<nlohmann::json>& r) {
   std::string s =
       "point,workload,scenario,label,kernel,cost_profile,seed,policy,settings,status,reason,"
-      "ns_per_op,"
+      "ns_per_op,ns_per_op_lo,ns_per_op_hi,"
       "bytes_retained,nodes_unused,accounted_bytes,unaccounted_bytes,"
       "reproduce,git_commit,grid_sha256,cost_profile_sha256\n";
   for (const auto& j : r) {
@@ -172,7 +175,8 @@ std::string records_csv(const std::vector<nlohmann::json>& r) {
         text_of(j, "label"),  text_of(j, "kernel"),   text_of(j, "cost_profile"),
         text_of(j, "seed"),
         text_of(j, "policy"), grid_text(j),           text_of(j, "status"),
-        text_of(j, "reason"), ns_text(j),             metric(j, "bytes_retained"),
+        text_of(j, "reason"), ns_text(j),             ns_text(j, "ns_per_op_lo"),
+        ns_text(j, "ns_per_op_hi"),                   metric(j, "bytes_retained"),
         metric(j, "nodes_unused"), text_of(j, "accounted_bytes"),
         text_of(j, "unaccounted_bytes")};
     for (const char* k : kRecordFields) f.push_back(j.at("record").at(k).get<std::string>());

@@ -263,7 +263,15 @@ nlohmann::json workload_record(const SweepPoint& pt, const RunResult& r, size_t 
   j["accounted_bytes"] = acc;
   j["unaccounted_bytes"] = unacc;
   j["kasan"] = p.kasan.size();
-  if (cost) j["ns_per_op"] = policy_time(*cost, w, p).per_op_ns;
+  if (cost) {
+    // The time and its 90 % model-uncertainty interval (the profile's
+    // posterior; on_priors: it rests mostly on priors), as the report's.
+    const PolicyTime t = policy_time(*cost, w, p);
+    j["ns_per_op"] = t.per_op_ns;
+    j["ns_per_op_lo"] = t.interval_lo_ns;
+    j["ns_per_op_hi"] = t.interval_hi_ns;
+    j["ns_per_op_on_priors"] = t.prior_based;
+  }
   return j;
 }
 
