@@ -238,7 +238,7 @@ TEST_CASE("record: every sweep line says what reproduces it, and merge requires 
   CHECK(m.err == "simcache: " + bare + ":1: field 'record': missing\n");
 }
 
-TEST_CASE("sweep: a line's time interval is the report's, for the same point", "[sweep]") {
+TEST_CASE("sweep: a line's time interval and typed config are the report's, for the same point", "[sweep]") {
   // The 90 % model interval a sweep line carries is the one `simcache`
   // prints for the same configuration (both log-normal, from the
   // profile's posterior).
@@ -248,8 +248,10 @@ TEST_CASE("sweep: a line's time interval is the report's, for the same point", "
   const json line = json::parse(o.out.substr(0, o.out.find('\n')));
   REQUIRE(line["status"] == "ok");
   const json& p = line["params"];
+  std::string column = line["policy"];  // with the point's knobs, as the sweep spells it
+  for (const auto& [k, v] : line["knobs"].items()) column += "+" + k + "=" + v.get<std::string>();
   std::vector<std::string> args = {"--scenario", line["scenario"], "--kernel", line["kernel"],
-                                   "--policy", line["policy"].get<std::string>()};
+                                   "--policy", column};
   for (const char* k : {"slots", "installs", "rounds"})
     args.insert(args.end(), {"--set", std::string(k) + "=" + p[k].dump()});
   const json r = run_json(args);
@@ -262,4 +264,7 @@ TEST_CASE("sweep: a line's time interval is the report's, for the same point", "
   CHECK(line["ns_per_op_lo"] < line["ns_per_op"]);
   CHECK(line["ns_per_op_hi"] > line["ns_per_op"]);
   CHECK(line["ns_per_op_on_priors"] == t["rests_on_priors"]);
+  // And its column's every field, typed, as the report resolves it.
+  CHECK(line["config"] == r["workloads"][0]["policies"][0]["config"]);
+  CHECK(line["config"]["policy.prefill_max"].is_number_integer());
 }

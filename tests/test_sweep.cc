@@ -24,7 +24,8 @@ namespace {
 
 // One ok record as the sweep writes it (trimmed params).
 const std::string kRecord =
-    "{\"accounted_bytes\":53248,\"cost_profile\":\"i7-12700KF\",\"grid\":{\"slots\":\"64\"},"
+    "{\"accounted_bytes\":53248,\"config\":{\"policy.prefill\":\"off\"},"
+    "\"cost_profile\":\"i7-12700KF\",\"grid\":{\"slots\":\"64\"},"
     "\"kasan\":0,\"kernel\":\"v6.13\",\"knobs\":{},\"label\":\"sparse-fill\",\"machine\":\"i7-12700KF\","
     "\"metrics\":{\"bytes_retained\":256,\"nodes_unused\":0},\"ns_per_op\":149.75,"
     "\"op_unit\":\"install\",\"params\":{\"slots\":64},\"point\":0,\"policy\":\"unpatched\","

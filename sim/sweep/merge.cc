@@ -49,7 +49,7 @@ std::string csv_field(const std::string& s) {
 // The fields a record must carry (run_point and workload_record in
 // sweep.cc write them), checked once on reading so the formatters and
 // charts may assume them.
-enum class Kind { Uint, Int, Number, Bool, String, StringMap, NumberMap, Record };
+enum class Kind { Uint, Int, Number, Bool, String, StringMap, NumberMap, Object, Record };
 enum class When { Always, Ok, Skipped, IfPresent };
 struct Field {
   const char* name;
@@ -69,7 +69,7 @@ constexpr Field kFields[] = {
     {"accounted_bytes", Kind::Int, When::Ok},     {"unaccounted_bytes", Kind::Int, When::Ok},
     {"kasan", Kind::Uint, When::Ok},              {"ns_per_op", Kind::Number, When::IfPresent},
     {"ns_per_op_lo", Kind::Number, When::IfPresent}, {"ns_per_op_hi", Kind::Number, When::IfPresent},
-    {"ns_per_op_on_priors", Kind::Bool, When::IfPresent},
+    {"ns_per_op_on_priors", Kind::Bool, When::IfPresent}, {"config", Kind::Object, When::Ok},
     {"record", Kind::Record, When::Always},
 };
 // A line's record (sim/cli/sweep_cli.cc): what reproduces it.
@@ -95,6 +95,7 @@ std::string type_error(const nlohmann::json& v, Kind k) {
     case Kind::Int: return v.is_number_integer() ? "" : "expected an integer";
     case Kind::Number: return finite(v) ? "" : "expected a finite number";
     case Kind::Bool: return v.is_boolean() ? "" : "expected true or false";
+    case Kind::Object: return v.is_object() ? "" : "expected an object";
     case Kind::String: return v.is_string() ? "" : "expected a string";
     case Kind::StringMap: return map_of(true);
     case Kind::NumberMap: return map_of(false);

@@ -18,6 +18,7 @@
 #include "model/kernel/profile.h"
 #include "sim/cost/cost.h"
 #include "sim/cost/toml_reader.h"
+#include "sim/report/record.h"
 #include "sim/run/engine.h"
 
 namespace simcache::sim {
@@ -253,6 +254,9 @@ nlohmann::json workload_record(const SweepPoint& pt, const RunResult& r, size_t 
   j["label"] = w.label;
   j["status"] = "ok";
   j["resolved"] = resolved;
+  // The column's every field, typed, with kernel/profile defaults as the
+  // run used them (the JSON report's `config`).
+  j["config"] = nlohmann::json::parse(typed_config(r.record, p).dump());
   j["op_unit"] = w.op_unit;
   j["timed_ops"] = p.timed_ops;
   j["params"] = w.params;
