@@ -362,6 +362,9 @@ TEST_CASE("rsrc: slab-prime keeps one anchor per primed page until unregister",
     CHECK(s.mm.count(Op::kfree, 24) == 4096);
     CHECK(s.ev(Event::slab_prime_alloc) == 4129);
     CHECK(s.ev(Event::slab_prime_anchor) == 33);
+    CHECK(s.ev(Event::io_rsrc_node_alloc) == 4129);  // each through io_rsrc_node_alloc()
+    CHECK(s.ev(Event::node_cache_hit) == 0);
+    CHECK(s.ev(Event::io_cache_alloc_new) == 0);
     CHECK(s.io->ring(r).files.anchors.size() == 33);
     s.mm.clear_calls();
     REQUIRE(s.io->files_unregister(r) == 0);

@@ -550,6 +550,33 @@ TEST_CASE("table: labels state overridden parameters, wide runs wrap into blocks
   CHECK(r.workloads[0].label == "first fill, 4096 slots [set installs=1024 slots=1024]");
 }
 
+// Seed 004's slab-prime diagnostic allocates through io_rsrc_node_alloc():
+// every priming allocation is one call of that site, made from the
+// io_rsrc_slab_prime scope, and the site's calls equal the event's count.
+TEST_CASE("call sites: slab-prime's node allocations are io_rsrc_node_alloc calls",
+          "[outputs][sites][seed004]") {
+  const CliOutcome o = run_cli({"--scenario", "sparse-fill", "--policy", "slab-prime",
+                                "--kernel", "v6.18", "--set", "slots=256", "--set",
+                                "installs=256", "--set", "rounds=1", "--set", "warmup=0",
+                                "--profile", "none", "--counts", "--format", "json"});
+  REQUIRE(o.status == 0);
+  const auto j = nlohmann::json::parse(o.out);
+  const auto& t = j["workloads"][0]["policies"][0]["total"];
+  const auto& site = t["sites"]["io_rsrc_node_alloc"];
+  // 256 slots at 128 objects a page: a partial page's remainder plus
+  // fresh pages until 256 can be freed back.
+  CHECK(t["slab_prime_alloc"].get<uint64_t>() > 256);
+  CHECK(site["calls"] == t["io_rsrc_node_alloc"]);
+  CHECK(site["callers"]["io_rsrc_slab_prime"] == t["slab_prime_alloc"]);
+  // Each call allocates one node (kmalloc-32, node-slab off): nothing else.
+  CHECK(site["nested"]["kmalloc"] == t["io_rsrc_node_alloc"]);
+  // The priming itself still frees the spares and allocates nothing else.
+  const auto& prime = t["sites"]["io_rsrc_slab_prime"];
+  CHECK(prime["nested"]["kmalloc"] == t["slab_prime_alloc"]);
+  CHECK(prime["nested"]["kfree"].get<uint64_t>() ==
+        t["slab_prime_alloc"].get<uint64_t>() - t["slab_prime_anchor"].get<uint64_t>());
+}
+
 // --no-sites: the same counts, no views by call site. A plain table
 // needs none, so it runs without them by default: byte-identical.
 TEST_CASE("call sites: --no-sites leaves counts alone and the site views empty",

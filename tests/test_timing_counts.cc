@@ -101,6 +101,29 @@ TEST_CASE("v6.12: one rsrc node per ring plus one per unregister quiesce", "[tim
   CHECK(u.timed[Event::io_rsrc_node_alloc] == 0);
 }
 
+TEST_CASE("v6.12: the node switch and the ring's last node open the node call sites",
+          "[timing][rsrc][sites]") {
+  const RunResult r = run_ok("sparse-fill", {"unpatched"},
+                             {{"rounds", "1"}, {"warmup", "0"}, {"smoke", "0"}}, "v6.12");
+  const PolicyResult& u = col(r, 0);
+  const CallSiteCounts& s = u.total_sites;
+  // Each io_rsrc_node_alloc / io_free_rsrc_node event is one call of its
+  // site, and the site holds the node's kzalloc / kfree.
+  CHECK(s.calls_of(CallSite::io_rsrc_node_alloc) == 4);
+  CHECK(s.calls_of(CallSite::io_free_rsrc_node) == 4);
+  CHECK(s.under(CallSite::io_rsrc_node_alloc)[Event::kmalloc] == 4);
+  CHECK(s.under(CallSite::io_free_rsrc_node)[Event::kfree] == 4);
+  // From ring set-up, the unregister quiesce and the ring's free.
+  CHECK(s.calls_from(static_cast<size_t>(CallSite::io_ring_ctx_alloc),
+                     CallSite::io_rsrc_node_alloc) == 2);
+  CHECK(s.calls_from(static_cast<size_t>(CallSite::io_sqe_files_unregister),
+                     CallSite::io_rsrc_node_alloc) == 2);
+  CHECK(s.calls_from(static_cast<size_t>(CallSite::io_sqe_files_unregister),
+                     CallSite::io_free_rsrc_node) == 2);
+  CHECK(s.calls_from(static_cast<size_t>(CallSite::io_ring_ctx_free),
+                     CallSite::io_free_rsrc_node) == 2);
+}
+
 TEST_CASE("kmalloc-prefill: 4096 kzalloc'd nodes serve the v6.13 first fill", "[timing][rsrc]") {
   const Sets one = {{"rounds", "2"}, {"warmup", "0"}, {"smoke", "0"}};
   const RunResult r = run_ok("sparse-fill", {"unpatched", "kmalloc-prefill"}, one, "v6.13");

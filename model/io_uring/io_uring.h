@@ -118,11 +118,7 @@ void io_ring_ctx_free(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   SiteScope scope(k.mm, CallSite::io_ring_ctx_free);
   io_ring_exit_cancel(k, ctx, kworker);
   if (ctx.files.registered) io_sqe_files_unregister(k, ctx, kworker);
-  if (ctx.ring_node != kNull) {
-    ev(k.mm, Event::io_free_rsrc_node);
-    k.mm.kfree(ctx.ring_node, kworker);
-    ctx.ring_node = kNull;
-  }
+  if (ctx.ring_node != kNull) io_free_ring_node(k, ctx, kworker);
   io_free_alloc_caches(k, ctx, kworker);
   io_req_caches_free(k, ctx, kworker);
   k.mm.kvfree(ctx.cancel_hbs, kworker);

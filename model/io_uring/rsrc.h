@@ -120,16 +120,29 @@ bool io_reset_rsrc_node_seeded_bug(IoKernel<A>& k, IoRingCtx& ctx, uint32_t idx,
   return io_reset_rsrc_node(k, ctx, idx, t);
 }
 
+// io_rsrc_node_alloc() as the slab-prime diagnostic calls it: the
+// io_rsrc_node_alloc scope and count, then one object straight from the
+// allocator a node miss uses (the per-ring cache is neither taken from
+// nor bulk-refilled, so the priming touches slab pages only).
+template <IoAllocator A>
+Ptr io_rsrc_node_alloc_prime(IoKernel<A>& k, bool slab, CacheId c, uint32_t size, gfp_t gfp,
+                             const Task& site) {
+  SiteScope scope(k.mm, CallSite::io_rsrc_node_alloc);
+  ev(k.mm, Event::io_rsrc_node_alloc);
+  return slab ? k.mm.kmem_cache_alloc(c, gfp, site) : k.mm.kmalloc(size, gfp, site);
+}
+
 // Seed 004 diagnostic 4395bc031111 "slab primed, 0 new pages" (policy
 // slab-prime, v6.13). The model's reading of it: with M = min(nr,
-// prefill_max), allocate one object at a time exactly as a node miss
-// would (same cache, gfp and call site) until M objects can be freed
-// back; the first object met on each distinct slab page, an already
-// partial page included, is kept as an anchor so that page cannot be
-// discarded, the others are freed in reverse order. Anchors are freed at
-// unregister. At 128 objects a page, 32 fresh pages give back 4,064 and
-// a 33rd the last 32: the RFC's row says "33 anchors kept". Best effort:
-// an allocation failure stops the priming.
+// prefill_max), allocate one object at a time through
+// io_rsrc_node_alloc() from the allocator a node miss uses (same cache,
+// gfp and call site) until M objects can be freed back; the first object
+// met on each distinct slab page, an already partial page included, is
+// kept as an anchor so that page cannot be discarded, the others are
+// freed in reverse order. Anchors are freed at unregister. At 128 objects
+// a page, 32 fresh pages give back 4,064 and a 33rd the last 32: the
+// RFC's row says "33 anchors kept". Best effort: an allocation failure
+// stops the priming.
 template <IoAllocator A>
 void io_rsrc_slab_prime(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, const Task& t) {
   SiteScope scope(k.mm, CallSite::io_rsrc_slab_prime);
@@ -150,7 +163,7 @@ void io_rsrc_slab_prime(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, const Task&
   // A page holds at least one object, so M objects back never need more
   // than M + 1 pages: the bound ends a cache of one-object slabs.
   while (spare.size() < want && pages.size() <= want) {
-    const Ptr p = slab ? k.mm.kmem_cache_alloc(c, gfp, site) : k.mm.kmalloc(size, gfp, site);
+    const Ptr p = io_rsrc_node_alloc_prime(k, slab, c, size, gfp, site);
     if (p == kNull) break;
     const int64_t page = k.mm.slab_of(p);
     if (std::find(pages.begin(), pages.end(), page) == pages.end()) {
@@ -231,19 +244,30 @@ void io_rsrc_sparse_register_hooks(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr,
   }
 }
 
+// v6.12: the ring's ctx->rsrc_node dropped (at a switch, or with the
+// ring), under the io_free_rsrc_node scope as on 6.13+: kfree.
+template <IoAllocator A>
+void io_free_ring_node(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  SiteScope scope(k.mm, CallSite::io_free_rsrc_node);
+  ev(k.mm, Event::io_free_rsrc_node);
+  k.mm.kfree(ctx.ring_node, t);
+  ctx.ring_node = kNull;
+}
+
 // Mirrors io_rsrc_node_switch() before 7029acd8a950 (v6.12): allocate the
 // ring's next ctx->rsrc_node (kzalloc) and free the current one, at ring
 // set-up and at every unregister quiesce. 0 or kENOMEM.
 template <IoAllocator A>
 int io_rsrc_ring_node_switch(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
-  ev(k.mm, Event::io_rsrc_node_alloc);
-  const Ptr node = k.mm.kmalloc(k.profile.rsrc_node_size, GFP_KERNEL | __GFP_ZERO,
-                                at_site(t, kSiteNodeKzalloc));
-  if (node == kNull) return kENOMEM;
-  if (ctx.ring_node != kNull) {
-    ev(k.mm, Event::io_free_rsrc_node);
-    k.mm.kfree(ctx.ring_node, t);
+  Ptr node;
+  {
+    SiteScope scope(k.mm, CallSite::io_rsrc_node_alloc);
+    ev(k.mm, Event::io_rsrc_node_alloc);
+    node = k.mm.kmalloc(k.profile.rsrc_node_size, GFP_KERNEL | __GFP_ZERO,
+                        at_site(t, kSiteNodeKzalloc));
   }
+  if (node == kNull) return kENOMEM;
+  if (ctx.ring_node != kNull) io_free_ring_node(k, ctx, t);
   ctx.ring_node = node;
   return 0;
 }
