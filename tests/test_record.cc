@@ -219,6 +219,15 @@ TEST_CASE("record: every sweep line says what reproduces it, and merge requires 
     CHECK(r["cost_profile_sha256"] == sha256sum(repo_file("data/profiles/i7-12700KF.toml")));
   }
   CHECK(lines >= 5);
+  // --profile changes every line's time, so it is part of what reproduces
+  // a line (the one flag that is).
+  const std::string profile = repo_file("tests/data/test-profile.toml");
+  const CliOutcome withp = run_cli({"sweep", grid, "--shard", "1/40", "--profile", profile,
+                                    "--jobs", "2", "--quiet"});
+  REQUIRE(withp.status == 0);
+  const json pl = json::parse(withp.out.substr(0, withp.out.find('\n')));
+  CHECK(pl["record"]["reproduce"] == "simcache sweep " + grid + " --profile " + profile);
+  CHECK(pl["record"]["cost_profile_sha256"] == sha256sum(profile));
   // merge's CSV keeps each line's record in its last four columns.
   const CliOutcome csv = run_cli({"merge", out, "--format", "csv"});
   REQUIRE(csv.status == 0);

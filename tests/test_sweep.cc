@@ -14,10 +14,13 @@
 #include "model/kernel/machine.h"
 #include "sim/cli/cli.h"
 #include "sim/report/plot.h"
+#include "test_cost_util.h"
 
 using namespace simcache;
 using namespace simcache::sim;
 using Catch::Matchers::Contains;
+// A missing file throws (the test fails), never reads as "".
+using simcache::testing::read_text;
 namespace fs = std::filesystem;
 
 namespace {
@@ -53,13 +56,6 @@ struct TempDir {
     return p;
   }
 };
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 CliOutcome ok(const std::vector<std::string>& args) {
   CliOutcome o = run_cli(args);
@@ -280,8 +276,8 @@ TEST_CASE("plots: the HTML report renders in headless Chromium with every series
   ok({"sweep", grid, "--html", html, "--plot", svg, "--output", d.file("out.jsonl")});
   // The same sweep draws the same bytes.
   ok({"sweep", grid, "--plot", d.file("again.svg"), "--output", d.file("out2.jsonl")});
-  CHECK(slurp(svg) == slurp(d.file("again.svg")));
-  const std::string page = slurp(html);
+  CHECK(read_text(svg) == read_text(d.file("again.svg")));
+  const std::string page = read_text(html);
   // Series: v6.13 unpatched, then v6.18's three columns.
   for (const char* s : {"v6.13 unpatched", "v6.18 unpatched", "v6.18 node-slab+prefill",
                         "v6.18 prefill-grow", "Memory retained against time per operation",
@@ -294,7 +290,7 @@ TEST_CASE("plots: the HTML report renders in headless Chromium with every series
   INFO("needs chromium (scripts/bootstrap installs it): " << cmd);
   REQUIRE(std::system(cmd.c_str()) == 0);
   testing::Png img;
-  REQUIRE(testing::read_png(slurp(png), &img));
+  REQUIRE(testing::read_png(read_text(png), &img));
   CHECK(img.width == 1100);
   size_t non_white = 0;
   std::map<uint32_t, size_t> count;

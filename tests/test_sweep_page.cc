@@ -23,10 +23,13 @@
 #include "sim/report/record.h"
 #include "sim/run/build_info.h"
 #include "sim/sweep/sweep_plots.h"
+#include "test_cost_util.h"
 
 using namespace simcache;
 using namespace simcache::sim;
 namespace fs = std::filesystem;
+// A missing file throws (the test fails), never reads as "".
+using simcache::testing::read_text;
 
 namespace {
 
@@ -43,13 +46,6 @@ struct Dir {
   }
   std::string file(const std::string& n) const { return (path / n).string(); }
 };
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 CliOutcome ok(const std::vector<std::string>& args) {
   CliOutcome o = run_cli(args);
@@ -128,7 +124,7 @@ std::string clipped_texts(const Dir& d, const std::string& html, int* texts) {
   INFO("needs chromium (scripts/bootstrap installs it): " << cmd);
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::smatch m;
-  const std::string out = slurp(dom);
+  const std::string out = read_text(dom);
   REQUIRE(std::regex_search(out, m, std::regex(R"re(data-texts="(\d+)" data-clipped="([^"]*)")re")));
   *texts = std::stoi(m[1]);
   return m[2];
@@ -138,11 +134,11 @@ std::string clipped_texts(const Dir& d, const std::string& html, int* texts) {
 
 TEST_CASE("plots: docs/sweeps.md's grid is data/grids/sparse-fill.toml and its command runs",
           "[plot]") {
-  const std::string doc = slurp(std::string(SIMCACHE_SOURCE_DIR) + "/docs/sweeps.md");
+  const std::string doc = read_text(std::string(SIMCACHE_SOURCE_DIR) + "/docs/sweeps.md");
   const size_t open = doc.find("```toml\n");
   REQUIRE(open != std::string::npos);
   const size_t close = doc.find("```", open + 8);
-  CHECK(doc.substr(open + 8, close - open - 8) == slurp(kGridPath));
+  CHECK(doc.substr(open + 8, close - open - 8) == read_text(kGridPath));
   // The command the doc shows, with its outputs in a scratch directory.
   const std::string shown =
       "simcache sweep data/grids/sparse-fill.toml --output sweep.jsonl --html sweep.html";
@@ -150,7 +146,7 @@ TEST_CASE("plots: docs/sweeps.md's grid is data/grids/sparse-fill.toml and its c
   CHECK(doc.find("runs its 216 points (162 ok;") != std::string::npos);
   Dir d;
   ok({"sweep", kGridPath, "--output", d.file("sweep.jsonl"), "--html", d.file("sweep.html")});
-  const std::string out = slurp(d.file("sweep.jsonl"));
+  const std::string out = read_text(d.file("sweep.jsonl"));
   CHECK(std::count(out.begin(), out.end(), '\n') == 216);
   size_t ok_points = 0;
   for (size_t at = out.find("\"status\":\"ok\""); at != std::string::npos;
@@ -167,7 +163,7 @@ TEST_CASE("plots: the sweep page of the docs' grid (series, looks, small multipl
   const std::string html = d.file("page.html"), svg = d.file("page.svg");
   ok({"sweep", kGridPath, "--jobs", "1", "--quiet", "--output", d.file("out.jsonl"), "--html",
       html, "--plot", svg});
-  const std::string page = slurp(html);
+  const std::string page = read_text(html);
   const std::vector<Chart> charts = charts_of(page);
   // 6 small multiples (installs x prefill_max) of time and change, then the
   // two scatters.
@@ -232,20 +228,20 @@ TEST_CASE("plots: the sweep page of the docs' grid (series, looks, small multipl
         std::string::npos);
   CHECK(page.find(build_git_commit()) != std::string::npos);
   CHECK(page.find("<tr><td>grid " + kGridPath + "</td><td><code>sha256 " +
-                  sha256_hex(slurp(kGridPath)) + "</code>") != std::string::npos);
+                  sha256_hex(read_text(kGridPath)) + "</code>") != std::string::npos);
   CHECK(page.find("<tr><td>cost profile i7-12700KF</td><td><code>sha256 ") != std::string::npos);
   // The same bytes at any --jobs (the command line aside).
   ok({"sweep", kGridPath, "--jobs", "2", "--quiet", "--output", d.file("out2.jsonl"), "--html",
       d.file("page2.html"), "--plot", d.file("page2.svg")});
-  CHECK(slurp(d.file("page2.svg")) == slurp(svg));
+  CHECK(read_text(d.file("page2.svg")) == read_text(svg));
   const auto drop_command = [](std::string s) {
     const size_t a = s.find("<tr><td>command</td>");
     return s.erase(a, s.find("</tr>", a) - a);
   };
-  CHECK(drop_command(slurp(d.file("page2.html"))) == drop_command(page));
+  CHECK(drop_command(read_text(d.file("page2.html"))) == drop_command(page));
   // The change is against the first policy at the same point.
   std::vector<nlohmann::json> recs;
-  std::istringstream in(slurp(d.file("out.jsonl")));
+  std::istringstream in(read_text(d.file("out.jsonl")));
   for (std::string line; std::getline(in, line);) recs.push_back(nlohmann::json::parse(line));
   auto ns = [&](const std::string& policy) {
     for (const auto& j : recs)
@@ -273,7 +269,7 @@ TEST_CASE("plots: no text of a chart is clipped, laid out in headless Chromium",
   const std::string html = d.file("page.html");
   ok({"sweep", kGridPath, "--quiet", "--output", d.file("out.jsonl"), "--html", html});
   int texts = 0;
-  CHECK(clipped_texts(d, slurp(html), &texts) == "");
+  CHECK(clipped_texts(d, read_text(html), &texts) == "");
   CHECK(texts > 14 * 20);
   // Wide names (capitals and signs), many of them: the legend grows.
   PlotChart c{"Wide", "x", "y", true, {}, "", false};

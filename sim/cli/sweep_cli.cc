@@ -100,16 +100,19 @@ CliOutcome run_sweep_cli(const ParsedFlags& f, const Args& args) {
     if (!cost->path.empty()) record_input(&inputs, "cost profile", cost->path, name);
     else inputs.inputs.push_back({"cost profile", name, "", "built in"});
   }
-  // Each line's record: what reproduces it. --jobs, --shard and the
-  // output flags change no line, so the command that reproduces a line is
-  // `simcache sweep GRID` whatever this run's flags were: a sharded or
-  // threaded sweep merges into the bytes of a plain one.
+  // Each line's record: what reproduces it. Of the flags only --profile
+  // changes a line (--jobs, --shard, the budget and the outputs do not),
+  // so the command that reproduces a line is `simcache sweep GRID` with
+  // that one: a sharded or threaded sweep merges into the bytes of a
+  // plain one.
+  std::vector<std::string> reproduce = {"sweep", pos[0]};
+  if (auto p = f.v.find("profile"); p != f.v.end()) reproduce.insert(reproduce.end(), {"--profile", p->second});
   std::map<std::string, std::string> cost_sha;
   for (const RunRecord::Input& in : inputs.inputs)
     if (in.role == "cost profile") cost_sha[in.path] = in.sha256.empty() ? in.note : in.sha256;
   for (nlohmann::json& r : recs) {
     const std::string cp = r.at("cost_profile").get<std::string>();
-    r["record"] = {{"reproduce", shell_command({"sweep", pos[0]})},
+    r["record"] = {{"reproduce", shell_command(reproduce)},
                    {"git_commit", build_git_commit()},
                    {"grid_sha256", inputs.inputs.at(0).sha256},
                    {"cost_profile_sha256", cost_sha.count(cp) ? cost_sha.at(cp) : ""}};

@@ -295,14 +295,20 @@ ordered_json run_record_json(const RunResult& r) {
   rec["compiled_in"] = tables;
   return rec;
 }
-}  // namespace
 
-std::string column_record_json(const RunResult& r, const PolicyResult& p) {
+// What every JSON output of a run opens with.
+ordered_json run_head(const RunResult& r) {
   ordered_json j;
   j["simcache"] = r.version;
   j["scenario"] = r.scenario;
   j["kernel"] = r.kernel;
   j["seed"] = r.seed;
+  return j;
+}
+}  // namespace
+
+std::string column_record_json(const RunResult& r, const PolicyResult& p) {
+  ordered_json j = run_head(r);
   j["policy"] = p.policy;
   j["config"] = typed_config(r.record, p);
   j["record"] = run_record_json(r);
@@ -310,11 +316,7 @@ std::string column_record_json(const RunResult& r, const PolicyResult& p) {
 }
 
 std::string format_json(const RunResult& r, const ReportOptions& o) {
-  ordered_json j;
-  j["simcache"] = r.version;
-  j["scenario"] = r.scenario;
-  j["kernel"] = r.kernel;
-  j["seed"] = r.seed;
+  ordered_json j = run_head(r);
   j["policies"] = r.policies;
   j["record"] = run_record_json(r);
   if (o.cost) {
