@@ -1,6 +1,8 @@
 // bpftrace log2 histograms and KASAN reports (see kernel_formats.h).
 #include <algorithm>
-#include <regex>
+#include <string>
+
+#include <re2/re2.h>
 
 #include <fmt/format.h>
 #include "model/io_uring/allocator.h"
@@ -56,13 +58,14 @@ std::string format_log2_hist(const std::array<uint64_t, kLog2Buckets>& b) {
 namespace {
 // "allocated by site 0x10001 on cpu 2 at op 5" -> the stack line and task.
 std::string history_block(const std::string& detail, const char* verb, const char* title) {
-  const std::regex re(std::string(verb) + " by site (0x[0-9a-f]+|0) on cpu ([0-9]+) at op ([0-9]+)");
-  std::smatch m;
-  if (!std::regex_search(detail, m, re)) return "";
-  const auto site = static_cast<SiteId>(std::stoul(m[1].str(), nullptr, 16));
+  // RE2, the project's regular expressions (sim/calibrate/measure_regex.cc).
+  const RE2 re(std::string(verb) + " by site (0x[0-9a-f]{1,8}|0) on cpu ([0-9]+) at op ([0-9]+)");
+  std::string hex, cpu, op;
+  if (!RE2::PartialMatch(detail, re, &hex, &cpu, &op)) return "";
+  const auto site = static_cast<SiteId>(std::stoul(hex, nullptr, 16));
   std::string_view name = iou::site_name(site);
   const std::string fn = name.empty() ? fmt::format("site {:#x}", site) : std::string(name);
-  return fmt::format("\n{} by task on cpu {} at op {}:\n {}\n", title, m[2].str(), m[3].str(), fn);
+  return fmt::format("\n{} by task on cpu {} at op {}:\n {}\n", title, cpu, op, fn);
 }
 
 std::string kernel_kind(const std::string& kind) {
