@@ -282,6 +282,63 @@ TEST_CASE("seed 002: a single accounted allocation is a batched run of one", "[k
   }
 }
 
+TEST_CASE("seed 002-d: kfree_bulk sorted by cache, and kfree_rcu's batches", "[knobs][memcg][seed002]") {
+  // 100 iterations of 32 objects from 4 SLAB_ACCOUNT caches, interleaved
+  // a b c d a b ...: the next object of a slab is 4 places on, past the
+  // 3-miss look-ahead, so unsorted kfree_bulk() frees one object a group.
+  const testing::Sets four = {{"iterations", "100"}, {"caches", "4"}, {"free", "1"}};
+  {
+    // 7.x: no cache, no sheaves: every object to __slab_free(); sorted,
+    // each cache's 8 go into its main sheaf (no list_lock at all).
+    const RunResult r = run_ok("memcg-bulk", {"unpatched", "kfree-bulk-sort"}, four, "v7.1");
+    for (int c : {0, 1}) {
+      CHECK(col(r, c).timed[Event::kfree_bulk] == 100);
+      CHECK(col(r, c).timed[Event::memcg_free_hook] == 3200);
+    }
+    CHECK(col(r, 0).timed[Event::kmem_cache_free_bulk] == 100);
+    CHECK(col(r, 1).timed[Event::kmem_cache_free_bulk] == 400);  // one per cache
+    CHECK(col(r, 0).timed[Event::kfree_bulk_sort] == 0);
+    CHECK(col(r, 1).timed[Event::kfree_bulk_sort] == 3200);
+    CHECK(col(r, 0).timed[Event::slab_free_fast] == 0);
+    CHECK(col(r, 1).timed[Event::slab_free_fast] == 3200);
+    CHECK(col(r, 0).timed[Event::list_lock] == 1200);
+    CHECK(col(r, 1).timed[Event::list_lock] == 0);
+  }
+  {
+    // kfree_rcu() on 6.18: a grace period every 16 iterations (512
+    // objects: two kfree_bulk() pages, 507 + 5) six times, then one for
+    // the last 4 iterations (128): 13 kfree_bulk() calls, all timed.
+    testing::Sets rcu = four;
+    rcu[2] = {"free", "2"};
+    const RunResult r = run_ok("memcg-bulk", {"unpatched", "kfree-bulk-sort"}, rcu, "v6.18");
+    for (int c : {0, 1}) {
+      CHECK(col(r, c).timed[Event::kfree_rcu] == 3200);
+      CHECK(col(r, c).timed[Event::kfree_bulk] == 13);
+      CHECK(col(r, c).timed[Event::memcg_free_hook] == 3200);
+    }
+    CHECK(col(r, 1).timed[Event::kmem_cache_free_bulk] == 52);  // 13 x 4 caches
+    // The objects are no longer on the CPU slabs when the batch runs:
+    // unsorted, most groups are one object and go to __slab_free();
+    // sorted, one group per slab.
+    CHECK(col(r, 0).timed[Event::slab_free_slow] == 2755);
+    CHECK(col(r, 1).timed[Event::slab_free_slow] == 85);
+    CHECK(col(r, 0).timed[Event::list_lock] == 85);
+    CHECK(col(r, 1).timed[Event::list_lock] == 0);
+  }
+  {
+    // 7.x: kfree_rcu() objects wait in the caches' rcu_free sheaves, so
+    // kfree_bulk() never runs and the sort changes nothing.
+    testing::Sets rcu = four;
+    rcu[2] = {"free", "2"};
+    const RunResult r = run_ok("memcg-bulk", {"unpatched", "kfree-bulk-sort"}, rcu, "v7.1");
+    for (int c : {0, 1}) {
+      CHECK(col(r, c).timed[Event::kfree_rcu_sheaf] == 3200);
+      CHECK(col(r, c).timed[Event::kfree_bulk] == 0);
+    }
+    for (size_t e = 0; e < kNumEvents; ++e) CHECK(col(r, 0).timed.v[e] == col(r, 1).timed.v[e]);
+  }
+}
+
 TEST_CASE("docs/knobs.md's knob table is generated from the table", "[knobs][docs]") {
   const std::string path = std::string(SIMCACHE_SOURCE_DIR) + "/docs/knobs.md";
   std::ifstream in(path, std::ios::binary);

@@ -333,7 +333,8 @@ TEST_CASE("policy fields: kinds, readers and the run record", "[policy][fields]"
     if (f.layer == "mm") mm_fields.push_back(f.name);
     else CHECK((f.layer == "io_uring" || f.layer == "memcg" || f.layer == "slab"));
   CHECK(mm_fields == std::vector<std::string_view>{"memcg_batch_charge", "slab_nomerge",
-                                                   "memcg_batch_free", "random_kmalloc_caches"});
+                                                   "memcg_batch_free", "kfree_bulk_sort",
+                                                   "random_kmalloc_caches"});
 
   PolicySet p;
   MmConfig mm;

@@ -374,6 +374,7 @@ uint64_t Mm::memcg_charged_bytes(MemcgId m) const {
 // Discarding a slab frees its obj_exts vector into another cache, so
 // repeat until nothing more is released.
 void Mm::shrink_all() {
+  kvfree_rcu_barrier();  // kfree_rcu()'d objects are not live (kmem_cache_destroy() waits too)
   uint64_t before;
   do {
     before = slub_->slab_bytes();

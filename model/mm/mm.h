@@ -48,6 +48,11 @@ class Slub;  // model/mm/slub.h: the allocator proper
 class PageAllocator;
 class SlabBackend;  // model/mm/backend.h: pages and memcg below SLUB
 
+// KVFREE_BULK_MAX_ENTR: pointers in one kvfree_rcu_bulk_data page (a
+// 4 KiB page less its 40-byte header: list_head, rcu_gp_oldstate of two
+// longs, nr_records), freed by one kfree_bulk() call.
+inline constexpr size_t KVFREE_BULK_MAX_ENTR = (PAGE_SIZE - 40) / 8;
+
 // ZERO_SIZE_PTR: what kmalloc(0) returns; kfree() ignores it.
 inline constexpr Ptr kZeroSizePtr = 0x10;
 
@@ -86,6 +91,18 @@ class Mm {
   void kmem_cache_free_bulk(CacheId s, int n, Ptr* p, const Task& t);
   Ptr kvmalloc(uint64_t size, gfp_t gfp, const Task& t);
   void kvfree(Ptr p, const Task& t);
+  // kfree_rcu.cc. kfree_bulk(): kmem_cache_free_bulk(NULL, n, p), objects
+  // of any cache (and large kmallocs). kfree_rcu(): the object is freed
+  // at the next rcu_grace_period(), by kfree_bulk() from this CPU's batch
+  // or (7.x) through the cache's rcu_free sheaf. kvfree_rcu_barrier():
+  // flush the partly filled rcu_free sheaves and end a grace period;
+  // shrink_all() and check_leaks() run it first.
+  void kfree_bulk(int n, Ptr* p, const Task& t);
+  void kfree_rcu(Ptr p, const Task& t);
+  void rcu_grace_period();
+  void kvfree_rcu_barrier();
+  // Objects kfree_rcu() queued that no grace period has freed yet.
+  size_t rcu_pending() const;
 
   // Size the object's cache hands out (ksize()); 0 for an invalid pointer.
   uint32_t ksize(Ptr p) const;
@@ -178,6 +195,7 @@ class Mm {
   KmallocClasses kmalloc_;
   std::vector<Large> large_;
   std::vector<uint32_t> free_large_ids_;
+  std::vector<std::vector<Ptr>> krcp_;  // per CPU: kvfree_rcu batch records
   uint64_t large_bytes_ = 0;
 };
 

@@ -25,6 +25,7 @@ struct MmConfig {
   bool hardened_usercopy = false;      // kmalloc caches get usersize
   bool memcg_batch_charge = false;     // seed 002's batched post-alloc hook
   bool memcg_batch_free = false;       // its free side: one uncharge per run
+  bool kfree_bulk_sort = false;        // seed 002 review: kfree_bulk() sorted by cache
   GeometryOverride geometry;           // knobs over computed geometry
   bool track_history = true;           // KASAN-style per-object history
   // Call-site scopes (call_site.h): counts by io_uring function for JSON

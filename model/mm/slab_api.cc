@@ -48,10 +48,34 @@ void Slub::free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
     else
       free_hook(s, id, idx, t);
     on_free(id, idx, t);
+    // Free from here on (the generation's bulk path sets the final
+    // state): the same pointer twice in the array is a double free.
+    slabs_[id].state[idx] = ObjState::kFree;
     p[kept++] = p[i];
   }
   flush_free_run(s, t, &run);
   (this->*gen_->free_bulk)(s, kept, p, t);
+}
+
+// mirrors build_detached_freelist(): the last object and every other
+// object of its slab found before three misses in a row.
+int32_t Slub::detach_group(int* n, Ptr* p) {
+  const int32_t id = slot_of(p[--*n]);
+  scratch_idx_.clear();
+  scratch_idx_.push_back(static_cast<uint16_t>(idx_of(p[*n])));
+  int same = *n, lookahead = 3, size = *n;
+  while (size) {
+    const Ptr q = p[--size];
+    if (slot_of(q) == id) {
+      scratch_idx_.push_back(static_cast<uint16_t>(idx_of(q)));
+      --same;
+      if (size != same) std::swap(p[size], p[same]);
+      continue;
+    }
+    if (!--lookahead) break;
+  }
+  *n = same;
+  return id;
 }
 
 // mirrors build_detached_freelist() + do_slab_free(): group objects of one
@@ -59,21 +83,7 @@ void Slub::free_bulk(CacheId s, int n, Ptr* p, const Task& t) {
 // already run. Consumes p[0..n).
 void Slub::free_detached(CacheId s, int n, Ptr* p, const Task& t) {
   while (n > 0) {
-    const int32_t id = slot_of(p[--n]);
-    scratch_idx_.clear();
-    scratch_idx_.push_back(static_cast<uint16_t>(idx_of(p[n])));
-    int same = n, lookahead = 3, size = n;
-    while (size) {
-      const Ptr q = p[--size];
-      if (slot_of(q) == id) {
-        scratch_idx_.push_back(static_cast<uint16_t>(idx_of(q)));
-        --same;
-        if (size != same) std::swap(p[size], p[same]);
-        continue;
-      }
-      if (!--lookahead) break;
-    }
-    n = same;
+    const int32_t id = detach_group(&n, p);
     (this->*gen_->free_group)(s, id, scratch_idx_.data(), int(scratch_idx_.size()), t);
   }
 }

@@ -94,6 +94,7 @@ struct KmemCache {
     uint32_t partial_slabs = 0;
     // 7.x slub_percpu_sheaves
     int32_t main = -1, spare = -1;
+    int32_t rcu_free = -1;  // 7.x pcs->rcu_free: kfree_rcu() objects awaiting a grace period
   };
   // Hot fields first (every allocation and free reads them).
   std::vector<Cpu> cpu;
@@ -143,6 +144,20 @@ class Slub {
   void free(CacheId s, Ptr p, const Task& t);
   int alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_bulk(CacheId s, int n, Ptr* p, const Task& t);
+  // kfree_rcu.cc. kfree_bulk(): kmem_cache_free_bulk(NULL, n, p) for slab
+  // objects of any caches (the facade has taken out large ones).
+  void kfree_bulk(int n, Ptr* p, const Task& t);
+  // 7.x kfree_rcu_sheaf(): queue a slab object on the CPU's rcu_free
+  // sheaf; false when the object must take the kvfree_rcu batch instead.
+  bool kfree_rcu_sheaf(Ptr p, const Task& t);
+  // flush_all_rcu_sheaves(): every CPU's partly filled rcu_free sheaf is
+  // handed to call_rcu() as a full one would be.
+  void flush_rcu_sheaves();
+  // A grace period ends: rcu_free_sheaf() runs for every submitted sheaf
+  // on the CPU that submitted it (free hooks, then into the barn).
+  void rcu_free_sheaves();
+  // Objects in rcu_free sheaves, submitted or still filling.
+  size_t rcu_sheaf_objects() const;
   void flush_all(CacheId s);   // flush_all() + __kmem_cache_shrink()
 
   // Pointer decoding and object state.
@@ -360,6 +375,9 @@ class Slub {
 
   // Shared by both generations.
   void free_detached(CacheId s, int n, Ptr* p, const Task& t);
+  // build_detached_freelist(): takes p[n-1] and the objects of its slab
+  // (3-miss look-ahead) out of p[0..*n) into scratch_idx_; returns the slab.
+  int32_t detach_group(int* n, Ptr* p);
 
   MmConfig cfg_;
   const GenOps* gen_;
@@ -376,6 +394,13 @@ class Slub {
   std::vector<Sheaf> sheaves_;
   std::vector<int32_t> free_sheaf_slots_;
   std::vector<uint16_t> scratch_idx_;  // one detached freelist
+  std::vector<Ptr> scratch_sort_;      // kfree-bulk-sort: one cache's objects
+  struct RcuSheaf {                    // a sheaf handed to call_rcu()
+    int32_t sheaf;
+    CpuId cpu;
+    bool nobarn;                       // rcu_free_sheaf_nobarn(): flushed, freed
+  };
+  std::vector<RcuSheaf> rcu_pending_;
   uint64_t seq_ = 0;                   // operation number, for histories
   uint64_t slab_bytes_ = 0;
   std::vector<NodeId> cpu_node_;  // cpu_to_node(): contiguous blocks of CPUs

@@ -527,6 +527,10 @@ void Slub::flush_cpu_7x(CacheId s, CpuId cpu, const Task& t) {
   KmemCache::Cpu& pcs = caches_[s].cpu[cpu];
   const int32_t spare = pcs.spare, main = pcs.main;
   pcs.spare = -1;
+  if (pcs.rcu_free >= 0) {  // call_rcu(rcu_free_sheaf_nobarn)
+    rcu_pending_.push_back({pcs.rcu_free, cpu, true});
+    pcs.rcu_free = -1;
+  }
   if (spare >= 0) {
     flush_sheaf(spare, t);
     free_sheaf(spare, t);

@@ -174,9 +174,11 @@ EffectInterval effect_interval(const CostModel& m, const std::vector<double>& bc
     tb += bc[i] * m.params[i].value, tv += vc[i] * m.params[i].value;
   if (tb <= 0) return r;
   r.effect = tv / tb - 1;
-  // d(tv/tb)/dx_j = vc_j / tb - tv bc_j / tb^2
+  // d(tv/tb)/dx_j = (vc_j - (tv/tb) bc_j) / tb: exactly 0 for equal
+  // counts (tv == tb), so rounding noise cannot mark them "on priors".
   std::vector<double> g(m.params.size());
-  for (size_t i = 0; i < g.size(); ++i) g[i] = vc[i] / tb - tv * bc[i] / (tb * tb);
+  const double ratio = tv / tb;
+  for (size_t i = 0; i < g.size(); ++i) g[i] = (vc[i] - ratio * bc[i]) / tb;
   double var = m.variance(g);
   const double f2 = (1 + r.effect) * (1 + r.effect);
   if (rel != EffectRelation::same_config) var += 2 * m.inadequacy * m.inadequacy * f2;

@@ -1,7 +1,11 @@
 // memcg bulk charging (docs/workloads.md §6, seed 002): the module benchmark
 // on a SLAB_ACCOUNT kmem_cache, and the io_uring request refill under
 // POLL_ADD that never completes.
+#include <algorithm>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "sim/run/scenarios/common.h"
 
@@ -9,27 +13,69 @@ namespace simcache::sim {
 namespace {
 
 // kmem_cache_create("bench_memcg_cache", size, 0, SLAB_ACCOUNT); one
-// warm-up bulk, then `iterations` x (alloc_bulk(bulk) + free_bulk).
+// warm-up bulk, then `iterations` x (alloc_bulk(bulk) + free). The free
+// side (the thread's review, 002-d): `free` 0 is kmem_cache_free_bulk()
+// per cache (the module's), 1 kfree_bulk() of the whole array, 2
+// kfree_rcu() of each object with a grace period every `gp_every`
+// iterations, its frees (kvfree_rcu batches through kfree_bulk(), or 7.x
+// rcu_free sheaves) on the benchmark's CPU inside the timed loop. With
+// `caches` > 1 the objects come from that many SLAB_ACCOUNT caches of
+// sizes size, size + 64, ..., interleaved in the array the free gets.
 void run_memcg_bulk(Env& e, const Params& p, Recorder& rec) {
   const int bulk = static_cast<int>(p.at("bulk"));
-  const CacheId s = e.mm.kmem_cache_create("bench_memcg_cache",
-                                           static_cast<uint32_t>(p.at("size")), 0,
-                                           SLAB_ACCOUNT);
-  std::vector<Ptr> objs(static_cast<size_t>(bulk));
+  const int ncaches = static_cast<int>(std::min<int64_t>(p.at("caches"), bulk));
+  const int64_t free_mode = p.at("free"), gp_every = p.at("gp_every");
+  std::vector<CacheId> caches;
+  for (int c = 0; c < ncaches; ++c)
+    caches.push_back(e.mm.kmem_cache_create(
+        c ? fmt::format("bench_memcg_cache{}", c) : std::string("bench_memcg_cache"),
+        static_cast<uint32_t>(p.at("size") + 64 * c), 0, SLAB_ACCOUNT));
+  // Cache c's objects sit at c, c + ncaches, ...; `per` is its share.
+  std::vector<Ptr> objs(static_cast<size_t>(bulk)), part(static_cast<size_t>(bulk));
+  auto share = [&](int c) { return (bulk - c + ncaches - 1) / ncaches; };
+  auto alloc = [&] {
+    for (int c = 0; c < ncaches; ++c) {
+      const int k = share(c);
+      if (!e.mm.kmem_cache_alloc_bulk(caches[c], GFP_KERNEL, k, part.data(), e.submitter)) {
+        for (int d = 0; d < c; ++d) {  // give back the caches already filled
+          for (int i = 0; i < share(d); ++i) part[i] = objs[size_t(d + i * ncaches)];
+          e.mm.kmem_cache_free_bulk(caches[d], share(d), part.data(), e.submitter);
+        }
+        return false;
+      }
+      for (int i = 0; i < k; ++i) objs[size_t(c + i * ncaches)] = part[i];
+    }
+    return true;
+  };
+  int64_t iter = 0;
+  auto free_all = [&] {
+    if (free_mode == 0) {
+      for (int c = 0; c < ncaches; ++c) {
+        for (int i = 0; i < share(c); ++i) part[i] = objs[size_t(c + i * ncaches)];
+        e.mm.kmem_cache_free_bulk(caches[c], share(c), part.data(), e.submitter);
+      }
+    } else if (free_mode == 1) {
+      e.mm.kfree_bulk(bulk, objs.data(), e.submitter);
+    } else {
+      for (Ptr o : objs) e.mm.kfree_rcu(o, e.submitter);
+      if (++iter % gp_every == 0) e.mm.rcu_grace_period();
+    }
+  };
   const Ptr arr = e.mm.kmalloc(static_cast<uint32_t>(bulk * 8), GFP_KERNEL, e.submitter);
   rec.begin_round(false);
-  if (e.mm.kmem_cache_alloc_bulk(s, GFP_KERNEL, bulk, objs.data(), e.submitter))
-    e.mm.kmem_cache_free_bulk(s, bulk, objs.data(), e.submitter);
+  if (alloc()) free_all();
+  if (free_mode == 2) e.mm.kvfree_rcu_barrier();
+  iter = 0;
   rec.end_round(0);
   rec.begin_round(true);
   rec.timed_begin();
-  for (int64_t i = 0; i < p.at("iterations"); ++i) {
-    const int got = e.mm.kmem_cache_alloc_bulk(s, GFP_KERNEL, bulk, objs.data(), e.submitter);
-    if (!got) break;
-    e.mm.kmem_cache_free_bulk(s, got, objs.data(), e.submitter);
-  }
+  int64_t done = 0;
+  for (; done < p.at("iterations") && alloc(); ++done) free_all();
+  // The last grace period's work belongs to the loop it follows.
+  if (free_mode == 2 && iter % gp_every != 0) e.mm.rcu_grace_period();
   rec.timed_end();
-  rec.end_round(static_cast<uint64_t>(p.at("iterations") * bulk));
+  rec.end_round(static_cast<uint64_t>(done * bulk));
+  if (free_mode == 2) rec.metric("rcu_pending_at_end", static_cast<int64_t>(e.mm.rcu_pending()));
   e.mm.kfree(arr, e.submitter);
 }
 
@@ -106,6 +152,10 @@ void register_memcg_bulk(ScenarioRegistry& r) {
              {"size", 256, 8, 8192, "object size (OBJ_SIZE)"},
              {"bulk", 32, 1, 1024, "objects per bulk call"},
              {"iterations", 100000, 1, 100000000, "timed iterations"},
+             {"free", 0, 0, 2,
+              "0: kmem_cache_free_bulk() per cache; 1: kfree_bulk(); 2: kfree_rcu() each"},
+             {"gp_every", 16, 1, 1000000, "free=2: iterations per grace period"},
+             {"caches", 1, 1, 64, "SLAB_ACCOUNT caches the objects alternate between"},
          },
          run_memcg_bulk}, memcg_bulk_work);
   r.add({"memcg-single",
