@@ -12,12 +12,16 @@
  * whatever task is current): a free counts when its pointer is that of an
  * object the child allocated and has not been freed since. After the child
  * exits the instance keeps recording until every object allocated at an
- * io_uring call site is freed (or 3 s pass: the rest is reported live).
+ * io_uring call site is freed, or their number has not changed for 0.5 s
+ * (an io-wq worker is freed by kfree_rcu()'s batch, which traces no kfree),
+ * or 3 s pass; the rest is reported live.
  *
  * Outputs, each written to a temp file and renamed: DIR/ID.trace (the
  * instance's header, then the child's allocation and io_uring lines and the
  * matched free lines, verbatim, in the instance's order) and
- * DIR/ID.counts.tsv (event, site, cache, count). */
+ * DIR/ID.counts.tsv (event, site, cache, count): `alloc` by allocating call
+ * site, `free` by freeing call site, `freed` by allocating call site, `uring`
+ * io_uring events (submit_req by opcode), and a `summary`. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -96,7 +100,8 @@ static char* slurp(const char* path, size_t* len) {
 
 enum { kAlloc, kFree };
 struct row {
-  char kind;      /* 'a' alloc by site, 'f' free by site, 'u' io_uring event */
+  char kind;      /* 'a' alloc by site, 'f' free by the freeing call site, 'g' free by the
+                     allocating call site, 'u' io_uring event */
   char site[64];  /* call site function (compiler suffixes dropped) or event */
   char cache[40]; /* the allocation's cache; the io_uring opcode for 'u' */
   long count;
@@ -238,6 +243,8 @@ static long match_trace(struct matcher* m, char* text, int child, FILE* keep) {
             field(txt, "call_site", cs, sizeof cs);
             site_name(cs, site, sizeof site);
             m->rows[row_of(m, 'f', site, m->rows[o->row].cache)].count++;
+            const int g = row_of(m, 'g', m->rows[o->row].site, m->rows[o->row].cache);
+            m->rows[g].count++;
             if (pid != child) ++m->other_task_frees;
             if (o->uring) --m->live_uring;
             o->row = -1;
@@ -404,13 +411,16 @@ int kit_trace_program(const char* dir, int buffer_kb, const struct kit_opts* o,
   snprintf(tpath, sizeof tpath, "%s/trace", g_inst);
   size_t len;
   char* text = NULL;
-  for (int waited = 0;; waited += 100) {
+  long last = -1;
+  for (int waited = 0, still = 0;; waited += 100) {
     sleep_ms(100);
     free(text);
     text = slurp(tpath, &len);
     matcher_reset(&m);
     match_trace(&m, text, child, NULL);
-    if (m.live_uring == 0 || waited >= 3000) break;
+    still = m.live_uring == last ? still + 1 : 0;
+    last = m.live_uring;
+    if (m.live_uring == 0 || still >= 5 || waited >= 3000) break;
   }
   put("tracing_on", "0");
   free(text);
@@ -433,11 +443,11 @@ int kit_trace_program(const char* dir, int buffer_kb, const struct kit_opts* o,
   size_t tsv_len = 0;
   FILE* t = open_memstream(&tsv, &tsv_len);
   if (!t) kit_die("open_memstream", errno);
-  static const char* kinds[] = {"alloc", "free", "uring"};
+  static const char* kinds[] = {"alloc", "free", "freed", "uring"};
   fprintf(t, "event\tsite\tcache\tcount\n");
   for (int i = 0; i < m.nrows; ++i) {
     const struct row* r = &m.rows[i];
-    fprintf(t, "%s\t%s\t%s\t%ld\n", kinds[r->kind == 'a' ? 0 : r->kind == 'f' ? 1 : 2], r->site,
+    fprintf(t, "%s\t%s\t%s\t%ld\n", kinds[r->kind == 'a' ? 0 : r->kind == 'f' ? 1 : r->kind == 'g' ? 2 : 3], r->site,
             r->cache, r->count);
   }
   fprintf(t, "summary\tlive_io_uring_objects\t-\t%ld\n", m.live_uring);
