@@ -113,6 +113,14 @@ int kit_cmd_e0(int argc, char** argv, const struct kit_opts* o, const struct kit
 int kit_cmd_poll(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
 int kit_cmd_slabcount(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
 
+/* --trace DIR (kit_trace.c): runs `fn` in a forked child with a tracing
+ * instance on and writes DIR/<id>.trace and DIR/<id>.counts.tsv; returns
+ * the exit status (the program's, or 1 with one line naming the cause). */
+int kit_trace_program(const char* dir, int buffer_kb, const struct kit_opts* o,
+                      const struct kit_host* h,
+                      int (*fn)(int, char**, const struct kit_opts*, const struct kit_host*),
+                      int argc, char** argv);
+
 /* "--key=value" or "--key value" integer parameters of a subcommand. */
 int kit_int_arg(int argc, char** argv, const char* key, int def, int min, int max);
 const char* kit_str_arg(int argc, char** argv, const char* key, const char* def);

@@ -14,7 +14,8 @@
 
 static const char kUsage[] =
     "usage: simcache-measure [--warmup N] [--rounds N] [--repeats N] [--cpu C] [--id ID]\n"
-    "                        [--max-cv PCT] [--max-drift PCT] [--header] PROGRAM [flags]\n"
+    "                        [--max-cv PCT] [--max-drift PCT] [--header]\n"
+    "                        [--trace DIR [--trace-buffer-kb KB]] PROGRAM [flags]\n"
     "programs:\n"
     "  f0        --slots S --installs N --qd Q      first fill of a sparse table\n"
     "  coldwarm  --mode cold|warm --slots S --qd Q  node cache cold or warm fill\n"
@@ -25,13 +26,16 @@ static const char kUsage[] =
     "  poll      --qd Q --burst B --recycle R --total T   POLL_ADD request refill\n"
     "  slabcount --slots S --installs N --caches a,b,...  slab deltas across fills\n"
     "  host                                         print the host record\n"
-    "  probe                                        exit 0 if io_uring works, 77 if not\n";
+    "  probe                                        exit 0 if io_uring works, 77 if not\n"
+    "--trace DIR: run PROGRAM with a tracing instance of its own (root: tracefs in a private\n"
+    "mount namespace) and write DIR/ID.trace and DIR/ID.counts.tsv (docs/measure.md)\n";
 
 static const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
 
 int main(int argc, char** argv) {
   struct kit_opts o = {3, 15, 2, 0.02, 0.02, "HOST"};
-  int cpu = -1, header = 0, i = 1;
+  int cpu = -1, header = 0, i = 1, trace_kb = 16384;
+  const char* trace_dir = NULL;
   /* Each common flag with its range; an unknown flag, a missing value or
    * one out of range is one line naming the flag, and exit 2. */
   static const struct {
@@ -39,14 +43,15 @@ int main(int argc, char** argv) {
     double lo, hi;
     int integer;
   } flags[] = {{"warmup", 0, 10000, 1}, {"rounds", 2, 10000, 1},  {"repeats", 1, KIT_MAX_REPEATS, 1},
-               {"cpu", 0, 4095, 1},     {"max-cv", 0.001, 100, 0}, {"max-drift", 0.001, 100, 0}};
+               {"cpu", 0, 4095, 1},     {"max-cv", 0.001, 100, 0}, {"max-drift", 0.001, 100, 0},
+               {"trace-buffer-kb", 64, 1048576, 1}};
   for (; i < argc && !strncmp(argv[i], "--", 2); ++i) {
     const char* a = argv[i] + 2;
     if (!strcmp(a, "help")) return fputs(kUsage, stdout), 0;
     if (!strcmp(a, "header")) { header = 1; continue; }
     size_t f = 0;
     while (f < sizeof flags / sizeof flags[0] && strcmp(a, flags[f].name)) ++f;
-    if (strcmp(a, "id") && f == sizeof flags / sizeof flags[0]) {
+    if (strcmp(a, "id") && strcmp(a, "trace") && f == sizeof flags / sizeof flags[0]) {
       fprintf(stderr, "simcache-measure: unknown flag '%s'\n%s", argv[i], kUsage);
       return 2;
     }
@@ -56,6 +61,7 @@ int main(int argc, char** argv) {
     }
     const char* v = argv[++i];
     if (!strcmp(a, "id")) { o.id = v; continue; } /* any text */
+    if (!strcmp(a, "trace")) { trace_dir = v; continue; } /* checked when used */
     char* end;
     const double d = strtod(v, &end);
     if (*end || end == v || !(d >= flags[f].lo && d <= flags[f].hi) ||
@@ -69,6 +75,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "repeats")) o.repeats = (int)d;
     else if (!strcmp(a, "cpu")) cpu = (int)d;
     else if (!strcmp(a, "max-cv")) o.max_cv = d / 100;
+    else if (!strcmp(a, "trace-buffer-kb")) trace_kb = (int)d;
     else o.max_drift = d / 100;
   }
   if (i >= argc) {
@@ -106,6 +113,7 @@ int main(int argc, char** argv) {
   for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; ++k)
     if (!strcmp(prog, cmds[k].name)) {
       if (header && strcmp(prog, "slabcount")) fputs(kHeader, stdout);
+      if (trace_dir) return kit_trace_program(trace_dir, trace_kb, &o, &h, cmds[k].fn, pargc, pargv);
       return cmds[k].fn(pargc, pargv, &o, &h);
     }
   fprintf(stderr, "simcache-measure: unknown program '%s'\n%s", prog, kUsage);

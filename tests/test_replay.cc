@@ -322,3 +322,35 @@ TEST_CASE("an allocation at a live pointer means its free was lost: counted, pai
   CHECK(r.workloads[0].policies[0].kasan.empty());
   std::remove(path.c_str());
 }
+
+// data/traces/: real captures of kit programs (`simcache-measure --trace`,
+// data/traces/README.md) replay under --strict with every line parsed.
+TEST_CASE("the kit's live-kernel captures replay with exact counts", "[replay][traces]") {
+  struct Want {
+    const char* file;
+    size_t lines, events;
+    uint64_t replayed, modelled, kmalloc, kmem_cache_alloc, kmem_cache_free, wait, wake, waitv;
+  };
+  const Want wants[] = {
+      {"data/traces/e0-390.trace", 385, 371, 149, 59, 56, 22, 18, 64, 40, 0},
+      {"data/traces/waitv-8x8.trace", 347, 331, 141, 47, 44, 22, 18, 0, 64, 32},
+  };
+  for (const Want& w : wants) {
+    INFO(w.file);
+    TraceSummary s;
+    const RunResult r = run_trace(source_path(w.file), request({"unpatched"}, "v6.18"), &s);
+    CHECK(s.lines == w.lines);
+    CHECK(s.events == w.events);
+    CHECK(s.skipped == 0);
+    CHECK(s.io_uring);
+    CHECK(metric(r, "trace_events_replayed") == static_cast<int64_t>(w.replayed));
+    CHECK(metric(r, "trace_io_uring_kmem_modelled") == static_cast<int64_t>(w.modelled));
+    CHECK(metric(r, "trace_unmodelled") == 0);
+    CHECK(total(r, Event::kmalloc) == w.kmalloc);
+    CHECK(total(r, Event::kmem_cache_alloc) == w.kmem_cache_alloc);
+    CHECK(total(r, Event::kmem_cache_free) == w.kmem_cache_free);
+    CHECK(total(r, Event::futex_wait) == w.wait);
+    CHECK(total(r, Event::futex_wake) == w.wake);
+    CHECK(total(r, Event::futex_waitv) == w.waitv);
+  }
+}
