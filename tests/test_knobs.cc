@@ -339,6 +339,36 @@ TEST_CASE("seed 002-d: kfree_bulk sorted by cache, and kfree_rcu's batches", "[k
   }
 }
 
+TEST_CASE("seed 002 follow-up: memcgs taking turns on one CPU, and obj-stock-keep",
+          "[knobs][memcg][seed002]") {
+  // 8 tasks of 8 memcgs on CPU 0, 80 turns of 16 objects of 264 charged
+  // bytes (4,224: two page charges a turn), freed in the next task's turn.
+  const testing::Sets sets = {{"iterations", "80"}};
+  {
+    // 6.18, one obj stock slot. Unpatched: each turn's allocations take
+    // the stock over (a drain), its frees of the previous memcg's objects
+    // take it back (a drain): 160. Kept: the frees go to that objcg's
+    // nr_charged_bytes (1,280 = 80 x 16), one drain a turn, and each
+    // free's stat delta goes straight to the lruvec (1,280 more flushes).
+    const RunResult r = run_ok("memcg-multi", {"unpatched", "obj-stock-keep"}, sets, "v6.18");
+    CHECK(col(r, 0).timed_ops == 1280);
+    CHECK(col(r, 0).timed[Event::obj_stock_drain] == 160);
+    CHECK(col(r, 1).timed[Event::obj_stock_drain] == 80);
+    CHECK(col(r, 0).timed[Event::obj_stock_refill_bypass] == 0);
+    CHECK(col(r, 1).timed[Event::obj_stock_refill_bypass] == 1280);
+    CHECK(col(r, 0).timed[Event::memcg_vmstat_flush] == 160);
+    CHECK(col(r, 1).timed[Event::memcg_vmstat_flush] == 1360);
+    for (int c : {0, 1}) CHECK(col(r, c).timed[Event::obj_stock_miss] == 160);
+  }
+  {
+    // 7.1: five slots, so the previous turn's memcg still has one: the
+    // policy never acts.
+    const RunResult r = run_ok("memcg-multi", {"unpatched", "obj-stock-keep"}, sets, "v7.1");
+    CHECK(col(r, 1).timed[Event::obj_stock_refill_bypass] == 0);
+    for (size_t e = 0; e < kNumEvents; ++e) CHECK(col(r, 0).timed.v[e] == col(r, 1).timed.v[e]);
+  }
+}
+
 TEST_CASE("docs/knobs.md's knob table is generated from the table", "[knobs][docs]") {
   const std::string path = std::string(SIMCACHE_SOURCE_DIR) + "/docs/knobs.md";
   std::ifstream in(path, std::ios::binary);

@@ -218,6 +218,7 @@ void export_to_mm(const PolicySet& p, MmConfig& mm) {
   const PolicySet d;
   if (p.memcg_charge_batch != d.memcg_charge_batch) mm.memcg.charge_batch = p.memcg_charge_batch;
   if (p.obj_stock_slots != kFromKernel) mm.memcg.obj_stock_slots = p.obj_stock_slots;
+  if (p.obj_stock_refill_keep) mm.memcg.obj_stock_refill_keep = true;
   if (p.slab_sheaf_capacity != kFromKernel) mm.geometry.sheaf_capacity = p.slab_sheaf_capacity;
   if (p.slab_min_partial != kFromKernel) mm.geometry.min_partial = p.slab_min_partial;
   if (p.slab_cpu_partial != kFromKernel) mm.geometry.cpu_partial = p.slab_cpu_partial;

@@ -316,6 +316,17 @@ void Memcg::refill_obj_stock(CpuId cpu, ObjcgId objcg, uint32_t bytes,
     }
   }
   uint64_t total;
+  if (slot == -1 && empty == -1 && allow_uncharge && cfg_.obj_stock_refill_keep) {
+    // obj-stock-keep: the stock stays with its owners; the bytes go where
+    // a failed trylock sends them, and whole pages are uncharged at once.
+    ev_->add(Event::obj_stock_refill_bypass);
+    uint64_t parked = objcgs_[objcg].nr_charged_bytes + uint64_t{bytes};
+    const auto pages = static_cast<uint32_t>(parked >> PAGE_SHIFT);
+    parked &= kPageMask;
+    objcgs_[objcg].nr_charged_bytes = static_cast<uint32_t>(parked);
+    if (pages) obj_cgroup_uncharge_pages(cpu, memcg_of(objcg), pages);
+    return;
+  }
   if (slot == -1) {
     slot = empty;
     if (slot == -1) {
@@ -368,8 +379,8 @@ void Memcg::account_obj_stock(CpuId cpu, ObjcgId objcg, int64_t nr,
   ev_->add(Event::obj_stock_account);
   ObjStock& stock = obj_stock_[cpu];
   const int slot = find_obj_slot(stock, objcg);
-  if (slot < 0) {  // 7.1 only: 6.18 always caches objcg before accounting
-    assert(cfg_.shape == MemcgShape::v7_1);
+  if (slot < 0) {  // 7.1, or obj-stock-keep's bypass: straight to the lruvec
+    assert(cfg_.shape == MemcgShape::v7_1 || cfg_.obj_stock_refill_keep);
     mod_objcg_mlstate(objcg, nr);
     return;
   }

@@ -34,6 +34,10 @@ struct MemcgConfig {
   // Obj stock slots on the v7_1 shape, 1..NR_OBJ_STOCK; 0 (or more than
   // NR_OBJ_STOCK): the kernel's NR_OBJ_STOCK. v6_18 always has one.
   uint32_t obj_stock_slots = 0;
+  // obj-stock-keep (a proposal): a free whose objcg holds no slot, with
+  // every slot taken, goes to objcg->nr_charged_bytes (whole pages
+  // uncharged at once) instead of draining a slot for it.
+  bool obj_stock_refill_keep = false;
 };
 
 class Memcg {

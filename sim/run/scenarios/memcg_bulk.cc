@@ -106,6 +106,51 @@ void run_memcg_single(Env& e, const Params& p, Recorder& rec) {
   rec.end_round(static_cast<uint64_t>(done));
 }
 
+// Several memory cgroups charging on one CPU (the obj stock changes
+// owner): `tasks` tasks pinned to CPU 0, each in a memcg of its own, take
+// turns; a turn allocates `burst` objects from one SLAB_ACCOUNT cache.
+// With `lag` 0 the task frees its own objects before the turn ends; with
+// `lag` 1 they are freed in the next task's turn, after its allocations
+// (deferred frees, as an RCU callback or a kworker on the same CPU does
+// them), so each free is for another memcg than the stock's newest owner.
+void run_memcg_multi(Env& e, const Params& p, Recorder& rec) {
+  const int tasks = static_cast<int>(p.at("tasks"));
+  const int burst = static_cast<int>(p.at("burst"));
+  const bool lag = p.at("lag") != 0;
+  const CacheId s = e.mm.kmem_cache_create("bench_memcg_cache",
+                                           static_cast<uint32_t>(p.at("size")), 0,
+                                           SLAB_ACCOUNT);
+  std::vector<Task> task;
+  for (int k = 0; k < tasks; ++k)
+    task.push_back(Task{e.submitter.cpu, e.mm.memcg().create(kRootMemcg), 0});
+  std::vector<Ptr> held(static_cast<size_t>(burst), kNull);
+  bool pending = false;
+  int64_t done = 0;
+  auto turn = [&](int k) {
+    std::vector<Ptr> mine(static_cast<size_t>(burst), kNull);
+    for (int i = 0; i < burst; ++i)
+      if ((mine[size_t(i)] = e.mm.kmem_cache_alloc(s, GFP_KERNEL, task[size_t(k)])) != kNull)
+        ++done;
+    // The frees run on this CPU whoever owns the objects (the free hook
+    // uncharges the object's own memcg).
+    std::vector<Ptr>& to_free = lag ? held : mine;
+    if (!lag || pending)
+      for (Ptr o : to_free) e.mm.kmem_cache_free(s, o, task[size_t(k)]);
+    if (lag) held.swap(mine), pending = true;
+  };
+  rec.begin_round(false);  // one warm-up round of turns: slabs and stocks exist
+  for (int k = 0; k < tasks; ++k) turn(k);
+  rec.end_round(0);
+  done = 0;
+  rec.begin_round(true);
+  rec.timed_begin();
+  for (int64_t i = 0; i < p.at("iterations"); ++i) turn(static_cast<int>(i % tasks));
+  rec.timed_end();
+  rec.end_round(static_cast<uint64_t>(done));
+  if (pending)
+    for (Ptr o : held) e.mm.kmem_cache_free(s, o, e.submitter);
+}
+
 // POLL_ADD on a pipe that never becomes readable: bursts of `burst` SQEs
 // (one io_uring_enter each), requests from the io_kiocb cache in bulk
 // refills of 8, the ring recycled every `recycle` bursts; `total` SQEs.
@@ -140,6 +185,10 @@ static uint64_t memcg_bulk_work(const Params& p) {
 static uint64_t memcg_single_work(const Params& p) {
   return work_product({p.at("iterations"), 2});
 }
+// An alloc and a free of `burst` objects per turn.
+static uint64_t memcg_multi_work(const Params& p) {
+  return work_product({p.at("iterations") + p.at("tasks"), p.at("burst"), 2});
+}
 // `total` SQEs, each a request allocated and freed.
 static uint64_t poll_refill_work(const Params& p) { return work_product({p.at("total"), 2}); }
 
@@ -168,6 +217,18 @@ void register_memcg_bulk(ScenarioRegistry& r) {
              {"iterations", 100000, 1, 100000000, "timed alloc+free pairs"},
          },
          run_memcg_single}, memcg_single_work);
+  r.add({"memcg-multi",
+         "seed 002 follow-up: tasks of several memcgs take turns on one CPU (the obj stock changes owner)",
+         "object",
+         "ns",
+         {
+             {"size", 256, 8, 8192, "object size"},
+             {"tasks", 8, 1, 64, "tasks, each in its own memory cgroup, all on CPU 0"},
+             {"burst", 16, 1, 4096, "objects a task allocates per turn"},
+             {"lag", 1, 0, 1, "1: a turn's objects are freed in the next task's turn (deferred frees)"},
+             {"iterations", 10000, 1, 100000000, "timed turns"},
+         },
+         run_memcg_multi}, memcg_multi_work);
   r.add({"poll-refill",
          "seed 002 io_uring test: POLL_ADD bursts force __io_alloc_req_refill",
          "sqe",
