@@ -152,7 +152,9 @@ bool parse_kmem(std::string_view s, size_t base, TraceEvent* ev, size_t* col, st
     const std::string_view k = t.substr(0, eq);
     std::string_view v = t.substr(eq + 1);
     size_t vat = at + eq + 1;
-    if (v.size() > 2 && v.front() == '(' && v.back() == ')')  // the fields option's bool: "accounted=(1)"
+    // The fields option's one-byte field ("accounted=(1)"), not "(null)".
+    if (int64_t x = 0; v.size() > 2 && v.front() == '(' && v.back() == ')' &&
+                       parse_i64(v.substr(1, v.size() - 2), &x))
       v = v.substr(1, v.size() - 2), ++vat;
     bool ok = true;
     std::string msg;  // set by num_field
