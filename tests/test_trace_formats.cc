@@ -284,6 +284,17 @@ TEST_CASE("trace.dat: damaged, cut short or over budget is one line and status 2
     CHECK(r.status == 2);
     CHECK(r.err == unreadable);
   }
+  // Two bytes of an event's print format that crash libtraceevent's
+  // parser (found by fuzz_trace): the child reading the file dies, the
+  // replay gives one line.
+  std::string crash = good;
+  crash[90202] = '3';  // 1-based offsets 90203 and 95557, as cmp -l gives them
+  crash[95556] = '9';
+  const CliOutcome c = replay(crash);
+  CHECK(c.status == 2);
+  CHECK(c.err == "simcache: " + path +
+                     ": not a trace.dat libtracecmd can read (it stopped on signal 11 reading it: "
+                     "damaged)\n");
   std::string flipped = good;
   for (size_t i = 200; i < flipped.size(); i += 9973) flipped[i] = static_cast<char>(~flipped[i]);
   CHECK(replay(flipped).err == unreadable);

@@ -151,6 +151,13 @@ bool InputSource::append(std::string_view data) {
   return true;
 }
 
+bool InputSource::refresh_size() {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return false;
+  size_ = static_cast<uint64_t>(st.st_size);
+  return true;
+}
+
 bool InputSource::is_pipe_path(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);

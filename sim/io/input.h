@@ -53,6 +53,9 @@ class InputSource {
                                            std::string* error);
   // Appends to a temp() input; false on a write error (errno).
   bool append(std::string_view data);
+  // A temp() input another process wrote (a forked child): its size from
+  // the file. False on an error (errno).
+  bool refresh_size();
   // Whether `path` names a pipe or FIFO, looked at without opening it
   // (opening would take data a later reader needs).
   static bool is_pipe_path(const std::string& path);
