@@ -127,6 +127,37 @@ std::shared_ptr<InputSource> InputSource::open(const std::string& path, std::str
   return s;
 }
 
+std::shared_ptr<InputSource> InputSource::temp(const std::string& path, std::string_view what,
+                                               std::string* error) {
+  std::shared_ptr<InputSource> s(new InputSource);
+  s->path_ = path;
+  s->what_ = std::string(what);
+  if ((s->fd_ = make_spool()) < 0)
+    return *error = fmt::format("{}: cannot read {}: no temporary file: {}",
+                                iou::escape_controls(path, 200), what, std::strerror(errno)),
+           nullptr;
+  return s;
+}
+
+bool InputSource::append(std::string_view data) {
+  for (size_t done = 0; done < data.size();) {
+    const ssize_t w = ::pwrite(fd_, data.data() + done, data.size() - done,
+                               static_cast<off_t>(size_ + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    done += static_cast<size_t>(w);
+  }
+  size_ += data.size();
+  return true;
+}
+
+bool InputSource::refresh_size() {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return false;
+  size_ = static_cast<uint64_t>(st.st_size);
+  return true;
+}
+
 bool InputSource::is_pipe_path(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);

@@ -46,6 +46,16 @@ class InputSource {
   // input read once, whose pipe is then read straight through.
   static std::shared_ptr<InputSource> open(const std::string& path, std::string_view what,
                                            std::string* error, bool reread = true);
+  // An unlinked temporary file the program writes (append()) and then
+  // reads as an input named `path`: a binary trace rendered as text
+  // (sim/replay/trace_dat.h). Removed with the last reference.
+  static std::shared_ptr<InputSource> temp(const std::string& path, std::string_view what,
+                                           std::string* error);
+  // Appends to a temp() input; false on a write error (errno).
+  bool append(std::string_view data);
+  // A temp() input another process wrote (a forked child): its size from
+  // the file. False on an error (errno).
+  bool refresh_size();
   // Whether `path` names a pipe or FIFO, looked at without opening it
   // (opening would take data a later reader needs).
   static bool is_pipe_path(const std::string& path);
@@ -54,6 +64,10 @@ class InputSource {
   // The path made safe for a one-line message.
   std::string name() const;
   int fd() const { return fd_; }
+  // The descriptor holding the bytes read so far: the file, or a pipe's
+  // spool (read a pipe to its end with read_at() first). For a library
+  // that reads by descriptor: dup() it and seek, never read it in place.
+  int data_fd() const { return pipe_ ? spool_ : fd_; }
   bool is_pipe() const { return pipe_; }
   // Bytes read from a pipe so far (its spool's size), or the file's size.
   uint64_t size() const { return size_; }

@@ -11,6 +11,7 @@
 #include "model/kernel/policy.h"
 #include "sim/io/input.h"
 #include "sim/replay/trace.h"
+#include "sim/replay/trace_dat.h"
 
 namespace simcache::sim {
 namespace {
@@ -80,6 +81,10 @@ struct Loader {
   }
 };
 
+// The records a trace.dat may have (every event, kmem or not, is rendered
+// before the kmem ones are counted against kMaxEvents): the replay budget.
+constexpr uint64_t kMaxDatRecords = 1'000'000'000;
+
 bool is_kmem_object(TraceKind k) {
   return k == TraceKind::kmalloc || k == TraceKind::kmem_cache_alloc || k == TraceKind::kfree ||
          k == TraceKind::kmem_cache_free;
@@ -89,8 +94,12 @@ bool is_kmem_object(TraceKind k) {
 
 bool load_background_trace(const std::string& path, BackgroundTrace* out, std::string* error) {
   const std::string epath = iou::escape_controls(path);  // the messages stay one line
-  const auto src = InputSource::open(path, "the background trace", error);
+  auto src = InputSource::open(path, "the background trace", error);
   if (!src) return false;
+  // A trace.dat: its records as text, line N being record N ("FILE:record N").
+  const bool dat = is_trace_dat(*src);
+  if (dat && !(src = trace_dat_as_text(*src, kMaxDatRecords, error))) return false;
+  const std::string_view at = dat ? ":record " : ":";
   LineInput r(src);
   *out = BackgroundTrace{};
   out->file = path;
@@ -101,35 +110,35 @@ bool load_background_trace(const std::string& path, BackgroundTrace* out, std::s
     size_t col = 1;
     std::string why;
     if (!parse_trace_line(line, &ev, &col, &why))
-      return *error = fmt::format("{}:{}: field '{}': {} (column {})", epath, r.line_no(),
+      return *error = fmt::format("{}{}{}: field '{}': {} (column {})", epath, at, r.line_no(),
                                   iou::escape_controls(field_at(line, col, why)),
                                   iou::escape_controls(why.substr(0, 400)), col),
              false;
     if (!is_kmem_object(ev.kind)) continue;
     if (ev.ts_ns < 0)
-      return *error = fmt::format("{}:{}: field 'timestamp': more than 9 digits of seconds", epath,
-                                  r.line_no()),
+      return *error = fmt::format("{}{}{}: field 'timestamp': more than 9 digits of seconds", epath,
+                                  at, r.line_no()),
              false;
     const int64_t size = ev.bytes_req >= 0 ? ev.bytes_req : ev.bytes_alloc;
     if (!(ev.kind == TraceKind::kfree || ev.kind == TraceKind::kmem_cache_free) &&
         size > INT32_MAX)
-      return *error = fmt::format("{}:{}: field 'bytes_req': {} bytes is more than the model's "
+      return *error = fmt::format("{}{}{}: field 'bytes_req': {} bytes is more than the model's "
                                   "2 GiB",
-                                  epath, r.line_no(), size),
+                                  epath, at, r.line_no(), size),
              false;
     if (l.end_ts >= 0 && ev.ts_ns < l.end_ts)
-      return *error = fmt::format("{}:{}: field 'timestamp': earlier than an event before it (a "
+      return *error = fmt::format("{}{}{}: field 'timestamp': earlier than an event before it (a "
                                   "background trace must be in time order, as ftrace and "
                                   "trace-cmd report print it)",
-                                  epath, r.line_no()),
+                                  epath, at, r.line_no()),
              false;
     if (l.by_cpu.size() == BackgroundTrace::kMaxCpus && !l.by_cpu.count(ev.cpu))
-      return *error = fmt::format("{}:{}: field 'cpu': more than {} traced CPUs", epath,
-                                  r.line_no(), BackgroundTrace::kMaxCpus),
+      return *error = fmt::format("{}{}{}: field 'cpu': more than {} traced CPUs", epath,
+                                  at, r.line_no(), BackgroundTrace::kMaxCpus),
              false;
     if (out->events == BackgroundTrace::kMaxEvents)
-      return *error = fmt::format("{}:{}: more than {} kmem events (the background trace's limit)",
-                                  epath, r.line_no(), BackgroundTrace::kMaxEvents),
+      return *error = fmt::format("{}{}{}: more than {} kmem events (the background trace's limit)",
+                                  epath, at, r.line_no(), BackgroundTrace::kMaxEvents),
              false;
     l.add(ev);
   }

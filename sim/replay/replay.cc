@@ -11,6 +11,7 @@
 
 #include "model/kernel/policy.h"
 #include "sim/replay/text.h"
+#include "sim/replay/trace_dat.h"
 
 namespace simcache::sim {
 namespace {
@@ -403,15 +404,24 @@ bool scan_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s
   *s = TraceSummary{};
   s->file = path;
   if (!(s->src = InputSource::open(path, "the trace", error))) return false;
-  LineInput r(s->src);
+  s->text = s->src;
+  if (is_trace_dat(*s->src)) {
+    s->dat = true;
+    if (!(s->text = trace_dat_as_text(*s->src, o.max_events, error))) return false;
+  }
+  // "FILE:LINE", or for a trace.dat "FILE:record N".
+  auto at_line = [&](uint64_t n) {
+    return s->dat ? fmt::format("{}:record {}", path, n) : fmt::format("{}:{}", path, n);
+  };
+  LineInput r(s->text);
   std::string_view line;
   TraceEvent ev;
   OpNames scratch;
   while (r.next(&line)) {
     if (s->lines == o.max_events)
-      return *error = fmt::format("{}:{}: the trace has more than {} lines, the replay budget "
+      return *error = fmt::format("{}: the trace has more than {} lines, the replay budget "
                                   "(--max-events N raises it)",
-                                  iou::escape_controls(path, 200), r.line_no(), o.max_events),
+                                  iou::escape_controls(at_line(r.line_no()), 200), o.max_events),
              false;
     ++s->lines;
     size_t col = 1;
@@ -434,7 +444,7 @@ bool scan_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s
     if (!ok) {
       // `why` may quote the line: escaped, so the message stays one line.
       const std::string where =
-          fmt::format("{}:{}:{}: {}", path, r.line_no(), col, iou::escape_controls(why));
+          fmt::format("{}:{}: {}", at_line(r.line_no()), col, iou::escape_controls(why));
       if (o.strict) return *error = where, false;
       if (!s->skipped++) s->first_skipped = where;
       continue;
@@ -457,8 +467,8 @@ CustomWorkload trace_workload(const TraceSummary& s, std::function<void(OpExec&)
   w.params = {{"waitv_width", 8, 1, 128, "FUTEX_WAITV entries (traces do not record sqe->len)"}};
   w.run = [s, hook](Env& env, const Params& p, Recorder& rec, std::function<void()>* at_end,
               std::string* error) {
-    if (!s.src) return *error = fmt::format("{}: the trace was not scanned", s.file), false;
-    LineInput r(s.src);
+    if (!s.text) return *error = fmt::format("{}: the trace was not scanned", s.file), false;
+    LineInput r(s.text);
     auto rp = std::make_shared<Replayer>(env, rec, s, p);
     if (hook) hook(rp->exec());
     std::string_view line;

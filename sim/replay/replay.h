@@ -36,6 +36,10 @@ struct TraceSummary {
   // The opened trace: later passes read it again from here (a pipe from
   // its spool, so it is read once; sim/io/input.h).
   std::shared_ptr<InputSource> src;
+  // The lines replay parses: `src` itself, or a trace.dat's records
+  // rendered as text (trace_dat.h), line N being record N.
+  std::shared_ptr<InputSource> text;
+  bool dat = false;
   uint64_t lines = 0, events = 0, skipped = 0;
   std::string first_skipped;  // "FILE:LINE:COL: why" of the first skipped line
   uint32_t max_cpu = 0;

@@ -9,7 +9,9 @@
 //   io_uring_register: "ring %p, opcode %d, nr_user_files %d, nr_user_bufs %d, ret %ld"
 //   io_uring_submit_req: "ring %p, req %p, user_data 0x%llx, opcode %s, flags 0x%llx, sq_thread %d"
 //   io_uring_complete: "ring %p, req %p, user_data 0x%llx, result %d, cflags 0x%x ..."
-// and the `fields` option's "key=0x8 (8)" decimal annotations.
+// and the `fields` option's "key=0x8 (8)" decimal annotations (a one-byte
+// field is its annotation alone: "accounted=(1)"). Line prefixes: see
+// parse_prefix().
 #include "sim/replay/trace.h"
 
 #include <algorithm>
@@ -147,8 +149,13 @@ bool parse_kmem(std::string_view s, size_t base, TraceEvent* ev, size_t* col, st
     const size_t eq = t.find('=');
     if (eq == std::string_view::npos || eq == 0)
       return fail(col, at, why, fmt::format("'{}': expected key=value", t));
-    const std::string_view k = t.substr(0, eq), v = t.substr(eq + 1);
-    const size_t vat = at + eq + 1;
+    const std::string_view k = t.substr(0, eq);
+    std::string_view v = t.substr(eq + 1);
+    size_t vat = at + eq + 1;
+    // The fields option's one-byte field ("accounted=(1)"), not "(null)".
+    if (int64_t x = 0; v.size() > 2 && v.front() == '(' && v.back() == ')' &&
+                       parse_i64(v.substr(1, v.size() - 2), &x))
+      v = v.substr(1, v.size() - 2), ++vat;
     bool ok = true;
     std::string msg;  // set by num_field
     const Range bytes = ev->kind == TraceKind::kmem_cache_alloc ? kCacheBytesRange : kBytesRange;
@@ -261,7 +268,7 @@ bool parse_fd(std::string_view s, size_t base, TraceEvent* ev, size_t* col, std:
   return true;
 }
 
-// "SECS.FRACTION" (digits and dots, as is_time() checked) in ns, exact
+// "SECS.FRACTION" (digits and dots, as time_token() checked) in ns, exact
 // to 9 fraction digits (ftrace prints 6, trace-cmd 6 or 9); -1 if the
 // seconds do not fit.
 int64_t timestamp_ns(std::string_view t) {
@@ -277,52 +284,123 @@ int64_t timestamp_ns(std::string_view t) {
   return ns * 1000000000 + frac * scale;
 }
 
-// "[TASK-PID] [CPU] [FLAGS] SECS.USECS:" up to the event name.
+// The timestamp column, as the layouts print it:
+//   "808.188897:"            ftrace, trace-cmd report (6 or 9 digits)
+//   "36620513295us :"        ftrace's latency-format (microseconds; the
+//   "36620513295us+:"        delay mark ' ', '+', '!', '#', '*', '@', '$')
+// Reads the token(s) at `c` (the ':' may stand alone); false if they are
+// not a timestamp. *ns is -1 when the value does not fit.
+bool time_token(Cursor* c, int64_t* ns) {
+  Cursor k = *c;
+  std::string_view t = k.token();
+  bool colon = false;
+  if (!t.empty() && t.back() == ':') colon = true, t.remove_suffix(1);
+  if (!t.empty() && std::strchr("+!#*@$", t.back()) && t.size() > 1) t.remove_suffix(1);
+  bool us = false;
+  if (t.size() > 2 && t.substr(t.size() - 2) == "us") us = true, t.remove_suffix(2);
+  if (t.empty() || !is_digit(t[0])) return false;
+  for (char ch : t)
+    if (!is_digit(ch) && (ch != '.' || us)) return false;
+  if (!colon) {  // "us :": the mark is a blank
+    if (k.token() != ":") return false;
+  }
+  if (!us) {
+    *ns = timestamp_ns(t);
+  } else {
+    int64_t v = 0;
+    *ns = t.size() > 15 || !parse_i64(t, &v) ? -1 : v * 1000;
+  }
+  *c = k;
+  return true;
+}
+
+// ftrace's latency-format and trace-cmd report -l print the CPU without
+// brackets, its flags right after it: "cat-22191     1..... 3662us : ".
+// The first token from `c` of 1-4 digits, an irqs-off flag ('.', d, D, b,
+// X) and at most 5 more flag characters, followed by a timestamp; its
+// start and the position after it, or false.
+bool latency_cpu(Cursor c, size_t* at, size_t* after, std::string_view* digits) {
+  for (;;) {
+    const std::string_view t = c.token();
+    if (t.empty()) return false;
+    size_t n = 0;
+    while (n < t.size() && is_digit(t[n])) ++n;
+    if (n >= 1 && n <= 4 && n < t.size() && std::strchr(".dDbX", t[n]) && t.size() - n <= 6) {
+      Cursor k = c;
+      int64_t ns = 0;
+      if (time_token(&k, &ns)) {
+        *at = c.i - t.size(), *after = c.i, *digits = t.substr(0, n);
+        return true;
+      }
+    }
+  }
+}
+
+// "[INSTANCE:] [TASK-PID [(TGID)]] [CPU] [FLAGS] TIME:" up to the event name.
 bool parse_prefix(std::string_view line, TraceEvent* ev, size_t* pos, size_t* col,
                   std::string* why) {
   size_t b = 0;
   while (b < line.size() && is_space(line[b])) ++b;
-  size_t i = b;
+  size_t i = b, after = 0;
+  std::string_view digits;
   for (;; ++i) {  // the first " [digits]" is the CPU column
     i = line.find('[', i);
-    if (i == std::string_view::npos) return fail(col, b, why, "no [CPU] column");
+    if (i == std::string_view::npos) break;
     if (i != b && !is_space(line[i - 1])) continue;
     size_t j = i + 1;
     while (j < line.size() && is_digit(line[j])) ++j;
     if (j > i + 1 && j < line.size() && line[j] == ']' && j - i <= 6) {
-      const std::string_view digits = line.substr(i + 1, j - i - 1);
-      int64_t cpu = 0;
-      std::string msg;
-      if (!parse_field("cpu", digits, kCpuRange.lo, kCpuRange.hi, &cpu, &msg))
-        return fail(col, i + 1, why, std::move(msg));
-      ev->cpu = static_cast<uint32_t>(cpu);  // in [0, 4095]
+      digits = line.substr(i + 1, j - i - 1);
+      after = j + 1;
       break;
     }
   }
+  if (i == std::string_view::npos && !latency_cpu(Cursor{line, b}, &i, &after, &digits))
+    return fail(col, b, why, "no [CPU] column");
+  int64_t cpu = 0;
+  std::string msg;
+  if (!parse_field("cpu", digits, kCpuRange.lo, kCpuRange.hi, &cpu, &msg))
+    return fail(col, static_cast<size_t>(digits.data() - line.data()), why, std::move(msg));
+  ev->cpu = static_cast<uint32_t>(cpu);  // in [0, 4095]
   std::string_view tp = line.substr(b, i - b);
-  while (!tp.empty() && is_space(tp.back())) tp.remove_suffix(1);
+  auto trim = [](std::string_view* v) {
+    while (!v->empty() && is_space(v->back())) v->remove_suffix(1);
+    while (!v->empty() && is_space(v->front())) v->remove_prefix(1);
+  };
+  trim(&tp);
+  // The record-tgid option's column: "(  22191)" or "(-------)".
+  if (!tp.empty() && tp.back() == ')')
+    if (const size_t open = tp.rfind('('); open != std::string_view::npos && open > 0 &&
+                                           is_space(tp[open - 1]))
+      tp = tp.substr(0, open), trim(&tp);
+  // trace-cmd report's buffer instance name: "simcache_fx:      cat-22091".
+  for (size_t k = 0; k + 1 < tp.size(); ++k) {
+    if (is_space(tp[k])) {
+      if (k > 0 && tp[k - 1] == ':') tp.remove_prefix(k), trim(&tp);
+      break;
+    }
+  }
   if (const size_t dash = tp.rfind('-'); dash != std::string_view::npos && dash + 1 < tp.size()) {
     int64_t pid = 0;
-    const std::string_view digits = tp.substr(dash + 1);
-    if (parse_i64(digits, &pid) && tp[dash + 1] != '-') {
+    const std::string_view pd = tp.substr(dash + 1);
+    if (parse_i64(pd, &pid) && tp[dash + 1] != '-') {
       if (pid > kPidRange.hi)
-        return fail(col, b + dash + 1, why, outside("pid", digits, kPidRange.lo, kPidRange.hi));
+        return fail(col, static_cast<size_t>(pd.data() - line.data()), why,
+                    outside("pid", pd, kPidRange.lo, kPidRange.hi));
       ev->pid = pid;
       tp = tp.substr(0, dash);
     }
   }
   ev->task = tp;
-  Cursor c{line, line.find(']', i) + 1};
-  std::string_view t = c.token();
-  auto is_time = [](std::string_view x) {
-    if (x.size() < 2 || x.back() != ':' || !is_digit(x[0])) return false;
-    for (char ch : x.substr(0, x.size() - 1))
-      if (!is_digit(ch) && ch != '.') return false;
-    return true;
-  };
-  if (!is_time(t)) t = c.token();  // the irqs-off / need-resched / preempt flags column
-  if (!is_time(t)) return fail(col, c.i - t.size(), why, "expected a timestamp 'SECS.USECS:'");
-  ev->ts_ns = timestamp_ns(t.substr(0, t.size() - 1));
+  Cursor c{line, after};
+  if (!time_token(&c, &ev->ts_ns)) {
+    c.token();  // the irqs-off / need-resched / preempt flags column
+    if (!time_token(&c, &ev->ts_ns)) {
+      Cursor k{line, c.i};
+      const std::string_view t = k.token();
+      return fail(col, k.i - t.size(), why, "expected a timestamp 'SECS.USECS:'");
+    }
+  }
   *pos = c.i;
   return true;
 }
