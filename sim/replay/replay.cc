@@ -125,12 +125,33 @@ class Replayer {
     if (!exec_.exec(op, &err)) ++failed_;
     ++replayed_;
   }
+  // FUTEX_WAIT(V) requests of the submission being read: whether each
+  // armed shows only in its completion, which the kernel posts when the
+  // submission's completions are flushed, after the batch's later
+  // submits. Until then the waits, and the requests submitted after them,
+  // are held in order; the flush runs them all.
+  struct Held {
+    Op op;
+    uint64_t req;  // a wait's request, 0 for others
+  };
+  void emit(const Op& op) {
+    if (held_.empty()) return run(op);
+    held_.push_back({op, 0});
+    if (held_.size() >= kMaxHeld) flush_held();
+  }
+  void flush_held() {
+    for (const Held& h : held_) run(h.op);
+    held_.clear();
+    held_complete_ = false;
+  }
+  static constexpr size_t kMaxHeld = 4096;  // one SQ's worth: memory stays bounded
   void kmem(const TraceEvent& ev);
   void kfree(const TraceEvent& ev);
   void page(const TraceEvent& ev);
   void uring(const TraceEvent& ev);
   void submit(const TraceEvent& ev, int64_t ring);
   void resolve(const TraceEvent* next);
+  void complete(const TraceEvent& ev);
   void marker(const TraceEvent& ev);
   // The last few gfp strings and call sites: traces repeat them, and
   // parsing flags or hashing a symbol per line dominated replay.
@@ -169,6 +190,8 @@ class Replayer {
   std::array<std::pair<std::string, uint32_t>, 8> site_memo_;
   size_t gfp_next_ = 0, site_next_ = 0;
   Pending pending_;
+  std::vector<Held> held_;
+  bool held_complete_ = false;  // a completion came since the first held wait
   std::string last_task_;
   std::vector<uint16_t> cpu_task_;
   uint16_t last_ix_ = 0;
@@ -251,12 +274,21 @@ void Replayer::resolve(const TraceEvent* next) {
     auto d = complete && next->req == 0 ? ring_of_.find(next->ring) : ring_of_.end();
     if (d == ring_of_.end()) return void(++unmodelled_);  // no target CQE: target unknown
     p.op.ring2 = d->second;
-    return run(p.op);
+    return emit(p.op);
   }
-  // FUTEX_WAIT(V): a completion of the same request right away with
-  // -EAGAIN means the word did not match and nothing was armed.
-  p.op.flag = !(complete && next->req == p.req && next->result == -11);
-  run(p.op);
+}
+
+// A completion of a held FUTEX_WAIT(V): -EAGAIN means the word did not
+// match and nothing was armed; any other result, that it was armed.
+void Replayer::complete(const TraceEvent& ev) {
+  if (held_.empty()) return;
+  held_complete_ = true;
+  for (Held& h : held_)
+    if (h.req == ev.req && ev.req != 0) {
+      h.op.flag = ev.result != -11;
+      h.req = 0;  // decided
+      return;
+    }
 }
 
 void Replayer::submit(const TraceEvent& ev, int64_t ring) {
@@ -272,10 +304,18 @@ void Replayer::submit(const TraceEvent& ev, int64_t ring) {
     default: return void(++unmodelled_);  // an opcode the model has no path for
   }
   op.ring = ring;
-  if (opc == kOpMsgRing || opc == kOpFutexWait || opc == kOpFutexWaitv)
+  // A submit after the held waits' completions were flushed starts the
+  // next submission: the held requests run first.
+  if (held_complete_) flush_held();
+  if (opc == kOpFutexWait || opc == kOpFutexWaitv) {
+    op.flag = true;  // armed unless its completion says -EAGAIN
+    held_.push_back({op, ev.req});
+    if (held_.size() >= kMaxHeld) flush_held();
+  } else if (opc == kOpMsgRing) {
     pending_ = {opc, ring, ev.req, op};  // decided by the next io_uring event
-  else
-    run(op);
+  } else {
+    emit(op);
+  }
 }
 
 void Replayer::uring(const TraceEvent& ev) {
@@ -341,7 +381,9 @@ void Replayer::event(const TraceEvent& ev) {
     default: break;
   }
   resolve(&ev);
-  if (ev.kind == TraceKind::uring_complete) return;  // the model posts its own CQEs
+  if (ev.kind == TraceKind::uring_complete) return complete(ev);  // the model posts its own CQEs
+  // Anything but a submit ends the submission being read.
+  if (ev.kind != TraceKind::uring_submit && !held_.empty()) flush_held();
   switch (ev.kind) {
     case TraceKind::enter: {
       if (!exec_.has_ring(ev.fd)) return;
@@ -376,6 +418,7 @@ void Replayer::event(const TraceEvent& ev) {
 
 void Replayer::end() {
   resolve(nullptr);
+  flush_held();
   if (!s_.markers) rec_.timed_end(), rec_.end_round(static_cast<uint64_t>(replayed_));
   rec_.metric("trace_events_replayed", replayed_);
   rec_.metric("trace_ops_failed", failed_);
