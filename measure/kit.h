@@ -48,13 +48,24 @@ struct kit_opts {
   double max_cv;  /* stability gate on the largest per-round CV */
   double max_drift;
   const char* id; /* row id (prefix when a program writes several rows) */
+  /* Adaptive rounds: after `rounds` measured rounds a repeat continues
+   * until its standard error is at most target_se of its mean, or it has
+   * spent budget_s / repeats seconds, or max_rounds rounds. target_se 0:
+   * exactly `rounds` (the fixed design). */
+  double target_se;
+  double budget_s;
+  int max_rounds;
 };
 
 /* One measured point: the per-op value of every measured round, per repeat. */
 #define KIT_MAX_REPEATS 4
 struct kit_point {
-  int repeats, rounds;
+  int repeats, rounds;        /* rounds: the capacity of each repeat */
   double* v[KIT_MAX_REPEATS]; /* [repeat][round], per operation */
+  int n[KIT_MAX_REPEATS];     /* rounds measured in each repeat */
+  double t0[KIT_MAX_REPEATS]; /* when the repeat's first measured round ended */
+  int adaptive;
+  char stop[KIT_MAX_REPEATS][12]; /* why each repeat stopped: fixed, se, budget, max-rounds */
 };
 
 int kit_host_init(struct kit_host* h, int want_cpu);
@@ -62,7 +73,14 @@ int kit_host_init(struct kit_host* h, int want_cpu);
 void kit_host_shape(const struct kit_host* h, char* out, size_t n);
 
 double kit_now_ns(void);
+/* A fixed point: every repeat has exactly `rounds` rounds, written to v. */
 void kit_point_init(struct kit_point* p, int repeats, int rounds);
+/* An adaptive point (o->target_se > 0), or a fixed one of o->rounds. */
+void kit_point_init_opts(struct kit_point* p, const struct kit_opts* o);
+/* Appends measured round `v` to repeat `r`; 1 when the repeat is done. */
+int kit_point_add(struct kit_point* p, const struct kit_opts* o, int r, double v);
+/* The most rounds any repeat measured. */
+int kit_point_rounds(const struct kit_point* p);
 void kit_point_free(struct kit_point* p);
 /* Mean of the repeat means, the largest per-repeat CV, drift B/A - 1. */
 void kit_point_stats(const struct kit_point* p, double* mean, double* max_cv, double* drift);

@@ -133,9 +133,58 @@ void kit_point_init(struct kit_point* p, int repeats, int rounds) {
   p->repeats = repeats;
   p->rounds = rounds;
   for (int r = 0; r < repeats; ++r) {
+    snprintf(p->stop[r], sizeof p->stop[r], "fixed");
     p->v[r] = calloc((size_t)rounds, sizeof(double));
     if (!p->v[r]) kit_die("calloc", ENOMEM);
+    p->n[r] = rounds;
   }
+}
+
+void kit_point_init_opts(struct kit_point* p, const struct kit_opts* o) {
+  const int adaptive = o->target_se > 0 && o->max_rounds > o->rounds;
+  kit_point_init(p, o->repeats, adaptive ? o->max_rounds : o->rounds);
+  p->adaptive = adaptive;
+  for (int r = 0; r < p->repeats; ++r) p->n[r] = 0;
+}
+
+/* Relative standard error of the mean of x[0..n). */
+static double rel_se(const double* x, int n) {
+  if (n < 2) return INFINITY;
+  double m = 0, ss = 0;
+  for (int i = 0; i < n; ++i) m += x[i];
+  m /= n;
+  for (int i = 0; i < n; ++i) ss += (x[i] - m) * (x[i] - m);
+  return m > 0 ? sqrt(ss / (n - 1) / n) / m : INFINITY;
+}
+
+int kit_point_add(struct kit_point* p, const struct kit_opts* o, int r, double v) {
+  if (p->n[r] >= p->rounds) return 1;
+  p->v[r][p->n[r]++] = v;
+  const int n = p->n[r];
+  if (n == 1) p->t0[r] = kit_now_ns();
+  if (n < o->rounds) return 0;
+  if (!p->adaptive) return 1;
+  const char* why = NULL;
+  /* The standard error is judged from 10 rounds on (fewer estimate it
+   * too loosely to stop on). */
+  if (n >= 10 && rel_se(p->v[r], n) <= o->target_se) why = "se";
+  else if ((kit_now_ns() - p->t0[r]) * 1e-9 >= o->budget_s / p->repeats) why = "budget";
+  else if (n >= p->rounds) why = "max-rounds";
+  if (!why) return 0;
+  snprintf(p->stop[r], sizeof p->stop[r], "%s", why);
+  return 1;
+}
+
+int kit_point_rounds(const struct kit_point* p) {
+  int m = 0;
+  for (int r = 0; r < p->repeats; ++r)
+    if (p->n[r] > m) m = p->n[r];
+  return m;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
 }
 
 void kit_point_free(struct kit_point* p) {
@@ -147,10 +196,10 @@ void kit_point_stats(const struct kit_point* p, double* mean, double* max_cv, do
   *max_cv = 0;
   for (int r = 0; r < p->repeats; ++r) {
     double m = 0, ss = 0;
-    for (int i = 0; i < p->rounds; ++i) m += p->v[r][i];
-    m /= p->rounds;
-    for (int i = 0; i < p->rounds; ++i) ss += (p->v[r][i] - m) * (p->v[r][i] - m);
-    const double cv = p->rounds > 1 && m > 0 ? sqrt(ss / (p->rounds - 1)) / m : 0;
+    for (int i = 0; i < p->n[r]; ++i) m += p->v[r][i];
+    m /= p->n[r];
+    for (int i = 0; i < p->n[r]; ++i) ss += (p->v[r][i] - m) * (p->v[r][i] - m);
+    const double cv = p->n[r] > 1 && m > 0 ? sqrt(ss / (p->n[r] - 1)) / m : 0;
     if (cv > *max_cv) *max_cv = cv;
     if (r == 0) first = m;
     else if (fabs(m / first - 1) > fabs(worst)) worst = m / first - 1;
@@ -179,12 +228,34 @@ void kit_row(const struct kit_opts* o, const struct kit_host* h, const char* id,
   snprintf(source, sizeof source,
            "simcache-measure on %s; kernel %s; %d CPUs; pinned to CPU %d; memcg %s; governor %s",
            h->cpu_model, h->release, h->cpus, h->cpu, h->memcg, h->governor);
+  /* Every measured round of every repeat: the median and the fastest,
+   * and the relative standard error of the mean over all rounds. */
+  int total = 0;
+  for (int r = 0; r < p->repeats; ++r) total += p->n[r];
+  double* all = malloc((size_t)(total > 0 ? total : 1) * sizeof(double));
+  if (!all) kit_die("malloc", ENOMEM);
+  char per[64] = "", stop[64] = "";
+  for (int r = 0, k = 0; r < p->repeats; ++r) {
+    for (int i = 0; i < p->n[r]; ++i) all[k++] = p->v[r][i];
+    snprintf(per + strlen(per), sizeof per - strlen(per), "%s%d", r ? "+" : "", p->n[r]);
+    snprintf(stop + strlen(stop), sizeof stop - strlen(stop), "%s%s", r ? "+" : "", p->stop[r]);
+  }
+  qsort(all, (size_t)total, sizeof(double), cmp_double);
+  const double median =
+      total % 2 ? all[total / 2] : (total ? (all[total / 2 - 1] + all[total / 2]) / 2 : 0);
+  const double fastest = total ? all[0] : 0;
+  const double se = rel_se(all, total);
+  free(all);
   snprintf(note, sizeof note,
            "mean of %d repeat means; stability=%s; max group CV %.6f%%; max role drift %.6f%%; "
-           "drift %+.6f%%; %d warmup + %d measured rounds per repeat%s%s",
+           "drift %+.6f%%; %d warmup + %s measured rounds per repeat; median %.6f; fastest %.6f; "
+           "se %.4f%%; stop=%s%s%s",
            p->repeats, pass ? "pass" : "gate-fail", cv * 100, fabs(drift) * 100, drift * 100,
-           o->warmup, p->rounds, extra_note && *extra_note ? "; " : "",
-           extra_note ? extra_note : "");
+           o->warmup, per, median * scale, fastest * scale, isfinite(se) ? se * 100 : 0.0,
+           stop, extra_note && *extra_note ? "; " : "", extra_note ? extra_note : "");
+  /* Progress: one line a row on stderr. */
+  fprintf(stderr, "simcache-measure: %s: %s rounds, se %.2f%% (stop: %s), stability %s\n", id,
+          per, isfinite(se) ? se * 100 : 0.0, stop, pass ? "pass" : "gate-fail");
   clean(sh), clean(variant), clean(source), clean(note);
   const double v = mean * scale;
   if (!(v > 0) || !isfinite(v)) {

@@ -42,17 +42,17 @@ int kit_cmd_f0(int argc, char** argv, const struct kit_opts* o, const struct kit
   int* slot = slot_array(installs > 256 ? installs : 256);
   f0_round(&src, 256, 256, qd, slot); /* the untimed smoke round */
   struct kit_point p;
-  kit_point_init(&p, o->repeats, o->rounds);
+  kit_point_init_opts(&p, o);
   for (int r = 0; r < o->repeats; ++r)
-    for (int i = 0; i < o->warmup + o->rounds; ++i) {
+    for (int i = 0;; ++i) {
       const double ns = f0_round(&src, slots, installs, qd, slot);
-      if (i >= o->warmup) p.v[r][i - o->warmup] = ns / installs;
+      if (i >= o->warmup && kit_point_add(&p, o, r, ns / installs)) break;
     }
   char shape[512];
   snprintf(shape, sizeof shape,
            "F0: slots=%d sparse, %d MSG_RING SEND_FD installs/round as %d batches of QD=%d, new "
            "target ring per round, %d warmup + %d measured rounds",
-           slots, installs, (installs + qd - 1) / qd, qd, o->warmup, o->rounds);
+           slots, installs, (installs + qd - 1) / qd, qd, o->warmup, kit_point_rounds(&p));
   kit_row(o, h, o->id, "sparse-fill", shape, "mean ns/install", &p, 1, "ns/install", "");
   kit_point_free(&p);
   free(slot);
@@ -95,11 +95,11 @@ int kit_cmd_coldwarm(int argc, char** argv, const struct kit_opts* o, const stru
   kit_source_init(&src);
   int* slot = slot_array(slots);
   struct kit_point p;
-  kit_point_init(&p, o->repeats, o->rounds);
+  kit_point_init_opts(&p, o);
   for (int r = 0; r < o->repeats; ++r)
-    for (int i = 0; i < o->warmup + o->rounds; ++i) {
+    for (int i = 0;; ++i) {
       const double ns = coldwarm_round(&src, warm, slots, qd, slot);
-      if (i >= o->warmup) p.v[r][i - o->warmup] = ns / slots;
+      if (i >= o->warmup && kit_point_add(&p, o, r, ns / slots)) break;
     }
   char shape[512];
   snprintf(shape, sizeof shape,
@@ -107,7 +107,7 @@ int kit_cmd_coldwarm(int argc, char** argv, const struct kit_opts* o, const stru
            "warmup + %d measured rounds",
            mode, slots, slots, (slots + qd - 1) / qd, qd,
            warm ? " after fill + unregister + re-register on the same ring" : "", o->warmup,
-           o->rounds);
+           kit_point_rounds(&p));
   kit_row(o, h, o->id, "node-cache", shape, "mean ns/install", &p, 1, "ns/install", "");
   kit_point_free(&p);
   free(slot);
@@ -178,7 +178,7 @@ static void lifecycle_rows(const struct kit_opts* o, const struct kit_host* h, i
   snprintf(common, sizeof common,
            "%d sparse slots, %d installs as batches of QD=%d; %s; %d warmup + %d groups x %d "
            "ops; per-op mean",
-           slots, installs, qd, what[mode], o->warmup, o->rounds, ops);
+           slots, installs, qd, what[mode], o->warmup, kit_point_rounds(&pt[2]), ops);
   double m1, m2, cv, dr;
   kit_point_stats(&pt[0], &m1, &cv, &dr);
   kit_point_stats(&pt[1], &m2, &cv, &dr);
@@ -229,19 +229,22 @@ int kit_cmd_lifecycle(int argc, char** argv, const struct kit_opts* o, const str
     kit_send_fd_fill(&src, &reuse, installs, qd, slot);
   }
   struct kit_point pt[3]; /* first phase, second phase, interval */
-  for (int k = 0; k < 3; ++k) kit_point_init(&pt[k], o->repeats, o->rounds);
+  for (int k = 0; k < 3; ++k) kit_point_init_opts(&pt[k], o);
   for (int r = 0; r < o->repeats; ++r) {
     for (int i = 0; i < o->warmup; ++i)
       lifecycle_op(&src, mode, slots, installs, qd, slot, &reuse, minus1);
-    for (int g = 0; g < o->rounds; ++g) {
+    for (;;) {  /* groups of `ops`; the whole interval decides when to stop */
       double a = 0, b = 0;
       for (int i = 0; i < ops; ++i) {
         const struct phases ph = lifecycle_op(&src, mode, slots, installs, qd, slot, &reuse, minus1);
         a += ph.first, b += ph.second;
       }
-      pt[0].v[r][g] = a / ops, pt[1].v[r][g] = b / ops, pt[2].v[r][g] = (a + b) / ops;
+      kit_point_add(&pt[0], o, r, a / ops);
+      kit_point_add(&pt[1], o, r, b / ops);
+      if (kit_point_add(&pt[2], o, r, (a + b) / ops)) break;
     }
   }
+  for (int k = 0; k < 2; ++k) memcpy(pt[k].stop, pt[2].stop, sizeof pt[k].stop);  /* one decision */
   lifecycle_rows(o, h, mode, names[mode], slots, installs, qd, ops, pt);
   for (int k = 0; k < 3; ++k) kit_point_free(&pt[k]);
   if (mode == kReuse) io_uring_queue_exit(&reuse);

@@ -76,19 +76,19 @@ int kit_cmd_waitv(int argc, char** argv, const struct kit_opts* o, const struct 
   for (int g = 0; g < vectors; ++g) expect[g] = hit, expect[vectors + g] = 1,
                                    expect[2 * vectors + g] = 0;
   struct kit_point p;
-  kit_point_init(&p, o->repeats, o->rounds);
+  kit_point_init_opts(&p, o);
   for (int rep = 0; rep < o->repeats; ++rep)
-    for (int i = 0; i < o->warmup + o->rounds; ++i) {
+    for (int i = 0;; ++i) {
       double ns = 0;
       for (int c = 0; c < cycles; ++c) ns += waitv_cycle(&r, w, v, vectors, width, hit, expect);
-      if (i >= o->warmup) p.v[rep][i - o->warmup] = ns / ((double)cycles * vectors);
+      if (i >= o->warmup && kit_point_add(&p, o, rep, ns / ((double)cycles * vectors))) break;
     }
   char shape[512];
   snprintf(shape, sizeof shape,
            "1 ring (SQ 64, CQ 128); %d FUTEX_WAITV x %d private u32 futex words (64-byte "
            "separated); %d WAKE on word %d of each vector; %d cycles = %d pairs/round; %d warmup + "
            "%d measured rounds",
-           vectors, width, vectors, hit, cycles, cycles * vectors, o->warmup, o->rounds);
+           vectors, width, vectors, hit, cycles, cycles * vectors, o->warmup, kit_point_rounds(&p));
   kit_row(o, h, o->id, "WAITV", shape, "mean ns/pair", &p, 1, "ns/pair", "");
   kit_point_free(&p);
   free(v), free(w);
@@ -106,9 +106,9 @@ int kit_cmd_s0(int argc, char** argv, const struct kit_opts* o, const struct kit
   int expect[128];
   for (int i = 0; i < n; ++i) expect[i] = 0, expect[n + i] = 1;
   struct kit_point p;
-  kit_point_init(&p, o->repeats, o->rounds);
+  kit_point_init_opts(&p, o);
   for (int rep = 0; rep < o->repeats; ++rep)
-    for (int i = 0; i < o->warmup + o->rounds; ++i) {
+    for (int i = 0;; ++i) {
       double ns = 0;
       for (int c = 0; c < cycles; ++c) {
         const double t0 = kit_now_ns();
@@ -121,13 +121,13 @@ int kit_cmd_s0(int argc, char** argv, const struct kit_opts* o, const struct kit
         reap_check(&r, (unsigned)(2 * n), expect, "FUTEX_WAIT/WAKE");
         ns += kit_now_ns() - t0;
       }
-      if (i >= o->warmup) p.v[rep][i - o->warmup] = ns / ((double)cycles * n);
+      if (i >= o->warmup && kit_point_add(&p, o, rep, ns / ((double)cycles * n))) break;
     }
   char shape[512];
   snprintf(shape, sizeof shape,
            "scalar control s0: %d FUTEX_WAIT then %d FUTEX_WAKE per cycle on %d words; %d cycles "
            "= %d pairs/round; %d warmup + %d measured rounds",
-           n, n, n, cycles, cycles * n, o->warmup, o->rounds);
+           n, n, n, cycles, cycles * n, o->warmup, kit_point_rounds(&p));
   kit_row(o, h, o->id, "WAIT-WAKE control", shape, "mean ns/pair", &p, 1, "ns/pair", "");
   kit_point_free(&p);
   free(w);
@@ -180,17 +180,17 @@ int kit_cmd_e0(int argc, char** argv, const struct kit_opts* o, const struct kit
   struct kit_word* w = words_alloc(waits);
   long long seq = 0;
   struct kit_point p;
-  kit_point_init(&p, o->repeats, o->rounds);
+  kit_point_init_opts(&p, o);
   for (int rep = 0; rep < o->repeats; ++rep)
-    for (int i = 0; i < o->warmup + o->rounds; ++i) {
+    for (int i = 0;; ++i) {
       const double ns = e0_round(&r, w, waits, permille, cycles, &seq);
-      if (i >= o->warmup) p.v[rep][i - o->warmup] = ns / ((double)cycles * waits);
+      if (i >= o->warmup && kit_point_add(&p, o, rep, ns / ((double)cycles * waits))) break;
     }
   char shape[512];
   snprintf(shape, sizeof shape,
            "e0: %d FUTEX_WAIT per cycle, %d per mille fail to arm (-EAGAIN), the armed woken by "
            "one FUTEX_WAKE each; %d cycles/round; %d warmup + %d measured rounds",
-           waits, permille, cycles, o->warmup, o->rounds);
+           waits, permille, cycles, o->warmup, kit_point_rounds(&p));
   kit_row(o, h, o->id, "arm-fail", shape, "mean ns/wait", &p, 1, "ns/wait", "");
   kit_point_free(&p);
   free(w);

@@ -42,17 +42,17 @@ int kit_cmd_poll(int argc, char** argv, const struct kit_opts* o, const struct k
   int fds[2];
   if (pipe(fds)) kit_die("pipe", errno);
   struct kit_point p;
-  kit_point_init(&p, o->repeats, o->rounds);
+  kit_point_init_opts(&p, o);
   for (int rep = 0; rep < o->repeats; ++rep)
-    for (int i = 0; i < o->warmup + o->rounds; ++i) {
+    for (int i = 0;; ++i) {
       const double ns = poll_round(fds[0], qd, burst, recycle, total);
-      if (i >= o->warmup) p.v[rep][i - o->warmup] = ns / total;
+      if (i >= o->warmup && kit_point_add(&p, o, rep, ns / total)) break;
     }
   char shape[512];
   snprintf(shape, sizeof shape,
            "POLL_ADD on a never-readable pipe: QD=%d, bursts of %d SQEs, ring recycled every %d "
            "bursts, %d SQEs/round; %d warmup + %d measured rounds",
-           qd, burst, recycle, total, o->warmup, o->rounds);
+           qd, burst, recycle, total, o->warmup, kit_point_rounds(&p));
   kit_row(o, h, o->id, "poll-refill", shape, "mean ns/sqe", &p, 1, "ns/sqe", "");
   kit_point_free(&p);
   close(fds[0]), close(fds[1]);

@@ -15,6 +15,7 @@
 static const char kUsage[] =
     "usage: simcache-measure [--warmup N] [--rounds N] [--repeats N] [--cpu C] [--id ID]\n"
     "                        [--max-cv PCT] [--max-drift PCT] [--header]\n"
+    "                        [--target-se PCT] [--budget SECONDS] [--max-rounds N]\n"
     "                        [--trace DIR [--trace-buffer-kb KB]] PROGRAM [flags]\n"
     "programs:\n"
     "  f0        --slots S --installs N --qd Q      first fill of a sparse table\n"
@@ -27,13 +28,16 @@ static const char kUsage[] =
     "  slabcount --slots S --installs N --caches a,b,...  slab deltas across fills\n"
     "  host                                         print the host record\n"
     "  probe                                        exit 0 if io_uring works, 77 if not\n"
+    "--target-se PCT (default 1): after --rounds, a repeat goes on until the standard error of\n"
+    "its mean is at most PCT % (judged from 10 rounds on), or it has spent its share of\n"
+    "--budget SECONDS (default 2 per point), or --max-rounds N (default 1000); 0: exactly --rounds\n"
     "--trace DIR: run PROGRAM with a tracing instance of its own (root: tracefs in a private\n"
     "mount namespace) and write DIR/ID.trace and DIR/ID.counts.tsv (docs/measure.md)\n";
 
 static const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
 
 int main(int argc, char** argv) {
-  struct kit_opts o = {3, 15, 2, 0.02, 0.02, "HOST"};
+  struct kit_opts o = {3, 15, 2, 0.02, 0.02, "HOST", 0.01, 2, 1000};
   int cpu = -1, header = 0, i = 1, trace_kb = 16384;
   const char* trace_dir = NULL;
   /* Each common flag with its range; an unknown flag, a missing value or
@@ -44,7 +48,8 @@ int main(int argc, char** argv) {
     int integer;
   } flags[] = {{"warmup", 0, 10000, 1}, {"rounds", 2, 10000, 1},  {"repeats", 1, KIT_MAX_REPEATS, 1},
                {"cpu", 0, 4095, 1},     {"max-cv", 0.001, 100, 0}, {"max-drift", 0.001, 100, 0},
-               {"trace-buffer-kb", 64, 1048576, 1}};
+               {"trace-buffer-kb", 64, 1048576, 1}, {"target-se", 0, 100, 0},
+               {"budget", 0.01, 86400, 0},    {"max-rounds", 2, 100000, 1}};
   for (; i < argc && !strncmp(argv[i], "--", 2); ++i) {
     const char* a = argv[i] + 2;
     if (!strcmp(a, "help")) return fputs(kUsage, stdout), 0;
@@ -76,6 +81,9 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "cpu")) cpu = (int)d;
     else if (!strcmp(a, "max-cv")) o.max_cv = d / 100;
     else if (!strcmp(a, "trace-buffer-kb")) trace_kb = (int)d;
+    else if (!strcmp(a, "target-se")) o.target_se = d / 100;
+    else if (!strcmp(a, "budget")) o.budget_s = d;
+    else if (!strcmp(a, "max-rounds")) o.max_rounds = (int)d;
     else o.max_drift = d / 100;
   }
   if (i >= argc) {

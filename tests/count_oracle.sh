@@ -111,7 +111,7 @@ compare() {
 bad=0 checked=0
 while IFS=$'\t' read -r id kargs margs; do
   # shellcheck disable=SC2086
-  "$kit" --warmup 0 --rounds 2 --repeats 1 --id "$id" --trace "$dir" $kargs >/dev/null 2>"$dir/$id.err" ||
+  "$kit" --warmup 0 --rounds 2 --repeats 1 --target-se 0 --id "$id" --trace "$dir" $kargs >/dev/null 2>"$dir/$id.err" ||
     fail "$id: $(head -1 "$dir/$id.err")"
   # shellcheck disable=SC2086
   "$sim" --scenario $margs --kernel "$profile" --machine vm-2vcpu --format json --profile none \

@@ -21,6 +21,8 @@ expect_flag_error "simcache-measure: --max-cv: 'x' is not a number in [0.001, 10
 expect_flag_error "simcache-measure: unknown flag '--round'" --round 3 f0
 expect_flag_error "simcache-measure: --cpu: missing value" --cpu
 expect_flag_error "simcache-measure: no program given" --rounds 3
+expect_flag_error "simcache-measure: --target-se: 'x' is not a number in [0, 100]" --target-se x f0
+expect_flag_error "simcache-measure: --max-rounds: '1' is not a whole number in [2, 100000]" --max-rounds 1 f0
 "$kit" probe || exit $?
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -53,3 +55,29 @@ esac
 "$sim" validate --profile "$dir/host.toml" --measurements "$dir/t.tsv" >"$dir/val.txt"
 grep -q "^summary: 10 rows" "$dir/val.txt" || { cat "$dir/val.txt"; exit 1; }
 echo "measure_tiny_suite: 10 rows well formed; calibrate and validate took them"
+# Adaptive rounds: from 10 rounds on, a repeat stops once its standard
+# error is under --target-se (or at --budget / --max-rounds); the note
+# gives the rounds, median, fastest, standard error and why it stopped,
+# and stderr one progress line.
+note=$("$kit" --rounds 2 --warmup 0 --repeats 1 --target-se 50 --budget 30 --max-rounds 12 \
+       --id A s0 --waits 4 --cycles 2 2>"$dir/err" | awk -F'\t' '{print $10}')
+[[ "$note" =~ \ ([0-9]+)\ measured\ rounds\ per\ repeat\;\ median\ [0-9.]+\;\ fastest\ [0-9.]+\;\ se\ [0-9.]+%\;\ stop=(se|max-rounds)$ ]] \
+  || { echo "adaptive note: $note"; exit 1; }
+n=${BASH_REMATCH[1]}
+((n >= 10 && n <= 12)) || { echo "adaptive rounds: $n"; exit 1; }
+grep -q "^simcache-measure: A: $n rounds, se [0-9.]*% (stop: ${BASH_REMATCH[2]}), stability " "$dir/err" \
+  || { echo "progress: $(cat "$dir/err")"; exit 1; }
+# --target-se 0: exactly --rounds.
+note=$("$kit" --rounds 3 --warmup 0 --repeats 2 --target-se 0 --id B s0 --waits 4 --cycles 2 2>/dev/null |
+       awk -F'\t' '{print $10}')
+[[ "$note" == *"0 warmup + 3+3 measured rounds per repeat;"*"stop=fixed+fixed" ]] \
+  || { echo "fixed note: $note"; exit 1; }
+# The defaults docs/measure.md states are the kit's.
+help=$("$kit" --help)
+for d in "--target-se PCT (default 1)" "(judged from 10 rounds on)" "--budget SECONDS (default 2 per point)" \
+         "--max-rounds N (default 1000)"; do
+  [[ "$help" == *"$d"* ]] || { echo "--help lacks '$d'"; exit 1; }
+done
+grep -q "o = {3, 15, 2, 0.02, 0.02, \"HOST\", 0.01, 2, 1000}" "$top/measure/simcache-measure.c" \
+  || { echo "the kit's defaults moved: update --help and docs/measure.md"; exit 1; }
+echo "measure_tiny: ok"
