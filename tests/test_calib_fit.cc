@@ -332,7 +332,7 @@ TEST_CASE("the shipped rows give a credible fit", "[calib][fit][credible]") {
   for (const std::string& p : problems) INFO(p);
   CHECK(problems.empty());
   CHECK(r.rms_rel <= expected_rms(r));
-  CHECK(worst_rows(r, calib().rows, 2).rfind("SF-103 +3.10% (1.1 sd), ", 0) == 0);
+  CHECK(worst_rows(r, calib().rows, 2).rfind("SF-103 +3.07% (1.1 sd), ", 0) == 0);
 }
 
 TEST_CASE("a fit that cannot place its shape inadequacy is refused, with its residual",
@@ -646,4 +646,23 @@ TEST_CASE("id ranges compress consecutive ids", "[calib]") {
         "SF-001..SF-003, SF-197, WV-001, WV-003");
   CHECK(id_ranges({"A", "B"}) == "A, B");
   CHECK(id_ranges({}).empty());
+}
+
+TEST_CASE("a row that failed its stability gate is weighted by its own spread", "[calib][fit]") {
+  CHECK(row_spread("stability=pass; max group CV 5.0%; max role drift 9.0%") == 0);
+  CHECK(row_spread("no note at all") == 0);
+  // The kit's standard error, or half the drift between repeats if larger.
+  CHECK(row_spread("stability=gate-fail; max group CV 30.0%; max role drift 1.0%; se 2.5000%") ==
+        Approx(0.025));
+  CHECK(row_spread("stability=gate-fail; max group CV 3.0%; max role drift 8.0%; se 0.5000%") ==
+        Approx(0.04));
+  // Without a standard error: the round CV (the shipped SF-250..252).
+  CHECK(row_spread("stability=gate-fail; max group CV 1.719130%; max role drift 2.537496%") ==
+        Approx(0.0171913));
+  CHECK(row_spread("stability=gate-fail; max group CV 250%") == 1.0);
+  // The fit names them.
+  const FitReport r = fit_profile(prior_model(), calib().map.fit, calib().rows, calib().per_op, "x");
+  REQUIRE(r.gate_failed.size() == 3);
+  CHECK(r.gate_failed[0].first == "SF-250");
+  CHECK(r.gate_failed[0].second == Approx(0.0171913));
 }

@@ -80,13 +80,16 @@ std::vector<size_t> classes(size_t n, Eq same, size_t* count) {
 struct ErrorModel {
   const std::vector<size_t>& config;
   const std::vector<size_t>& shape;
+  // A row's own relative spread beyond the common noise s: set for rows
+  // that failed their stability gate (row_spread()), 0 for the others.
+  const std::vector<double>& spread;
   Matrix sigma(double s, double sv, double su) const {
     const size_t n = config.size();
     Matrix m(n, n);
     for (size_t i = 0; i < n; ++i)
       for (size_t k = 0; k < n; ++k)
-        m(i, k) = (i == k ? s * s : 0) + (config[i] == config[k] ? sv * sv : 0) +
-                  (shape[i] == shape[k] ? su * su : 0);
+        m(i, k) = (i == k ? s * s + spread[i] * spread[i] : 0) +
+                  (config[i] == config[k] ? sv * sv : 0) + (shape[i] == shape[k] ? su * su : 0);
     return m;
   }
 };
@@ -273,10 +276,10 @@ void solve_params(const Matrix& a, const std::vector<double>& y, const std::vect
 BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
                    const std::vector<double>& tau, const std::vector<bool>& scaled,
                    const std::vector<size_t>& config, const std::vector<size_t>& shape,
-                   double s_min) {
+                   const std::vector<double>& spread, double s_min) {
   const size_t np = a.cols;
   BayesFit f;
-  const ErrorModel em{config, shape};
+  const ErrorModel em{config, shape, spread};
   std::vector<double> zhat = mu;
   for (int round = 0; round < 8; ++round) {
     const BayesFit prev = f;
@@ -370,7 +373,14 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
         return row_relation(rows[i], rows[k], fit) != EffectRelation::cross_shape;
       },
       &nshape);
-  const BayesFit bf = bayes_fit(a, y, mu, tau, scaled, config, shape, fit.noise_cv);
+  // Rows that failed their stability gate count with their own spread:
+  // weighted by it, never fitted as if they were as good as the others.
+  std::vector<double> spread(rows.size(), 0.0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    spread[i] = row_spread(rows[i].row.note);
+    if (spread[i] > 0) rep.gate_failed.push_back({rows[i].row.id, spread[i]});
+  }
+  const BayesFit bf = bayes_fit(a, y, mu, tau, scaled, config, shape, spread, fit.noise_cv);
   // The priors on this machine: the priors' machine's, times its speed.
   for (size_t j = 0; j < np; ++j)
     if (scaled[j]) mu[j] *= bf.speed, tau[j] *= bf.speed;

@@ -115,7 +115,15 @@ struct FitReport {
   bool noise_at_cap = false, inadequacy_at_cap = false, inadequacy_shape_at_cap = false;
   bool speed_at_bound = false;
   bool noise_at_floor = false;  // at noise_cv: the rows agree better than it
+  // Rows whose note says stability=gate-fail, with the spread
+  // (row_spread()) they were weighted by.
+  std::vector<std::pair<std::string, double>> gate_failed;
 };
+
+// A row that failed its stability gate: its own relative spread, the
+// larger of the note's standard error (kit rows; else the round CV) and
+// half its drift between repeats, at most 1. 0 for any other row.
+double row_spread(const std::string& note);
 
 // The fit's own estimate of its rms relative residual:
 // sqrt(s^2 + sv^2 + su^2).

@@ -49,6 +49,24 @@ struct NoiseGroup {
 
 }  // namespace
 
+double row_spread(const std::string& note) {
+  static const Regex gate_re = compile_regex(R"(stability=gate-fail)", nullptr);
+  static const Regex se_re = compile_regex(R"(; se ([0-9.]{1,20})%)", nullptr);
+  static const Regex cv_re = compile_regex(R"(max group CV ([0-9.]{1,20})%)", nullptr);
+  static const Regex drift_re = compile_regex(R"(max role drift ([0-9.]{1,20})%)", nullptr);
+  std::vector<std::optional<std::string>> m;
+  if (!regex_search(gate_re, note, &m)) return 0;
+  // The mean's own uncertainty: the kit's standard error where the note
+  // has one, else a round's CV (no round count to divide by); and half
+  // the drift between repeats (the mean of two repeat means is off by up
+  // to half their difference). Capped at 100 %.
+  double se = note_percent(note, se_re);
+  if (se < 0) se = note_percent(note, cv_re);
+  const double drift = note_percent(note, drift_re);
+  const double s = std::max({se, drift >= 0 ? drift / 2 : -1.0, 0.0});
+  return std::min(s, 1.0);
+}
+
 std::string describe_sim(const MappedRow& r, const FitSettings& fit) {
   return fmt::format("{}{} on {}, {}", r.scenario, params_text(shape_params(r, fit)), r.kernel,
                      r.policy);
@@ -143,6 +161,15 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
       r.row_noise * 100, r.inadequacy * 100, r.configs, r.inadequacy_shape * 100, r.shapes,
       r.effective_params, rows.size());
   out += fmt::format("rows that disagree most: {}\n", worst_rows(r, rows, 5));
+  if (!r.gate_failed.empty()) {
+    std::string g;
+    for (const auto& [id, s] : r.gate_failed)
+      g += fmt::format("{}{} {:.2f}%", g.empty() ? "" : ", ", id, s * 100);
+    out += fmt::format(
+        "rows that failed their stability gate, weighted by their own spread beside the row "
+        "noise: {}\n",
+        g);
+  }
   const std::vector<std::string> problems = fit_problems(r);
   if (problems.empty())
     out += fmt::format(
