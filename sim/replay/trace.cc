@@ -272,16 +272,19 @@ bool parse_fd(std::string_view s, size_t base, TraceEvent* ev, size_t* col, std:
 // to 9 fraction digits (ftrace prints 6, trace-cmd 6 or 9); -1 if the
 // seconds do not fit.
 int64_t timestamp_ns(std::string_view t) {
+  static constexpr int64_t kPow10[10] = {1000000000, 100000000, 10000000, 1000000, 100000,
+                                         10000,      1000,      100,      10,      1};
   const size_t dot = t.find('.');
   const std::string_view secs = t.substr(0, dot);
   if (secs.size() > 9) return -1;
   int64_t ns = 0;
   for (char ch : secs) ns = ns * 10 + (ch - '0');
-  int64_t frac = 0, scale = 1000000000;
+  int64_t frac = 0;
+  size_t digits = 0;
   if (dot != std::string_view::npos)
-    for (size_t k = dot + 1; k < t.size() && is_digit(t[k]) && scale > 1; ++k)
-      frac = frac * 10 + (t[k] - '0'), scale /= 10;
-  return ns * 1000000000 + frac * scale;
+    for (size_t k = dot + 1; k < t.size() && is_digit(t[k]) && digits < 9; ++k, ++digits)
+      frac = frac * 10 + (t[k] - '0');
+  return ns * 1000000000 + frac * kPow10[digits];
 }
 
 // The timestamp column, as the layouts print it:
@@ -295,9 +298,16 @@ bool time_token(Cursor* c, int64_t* ns) {
   std::string_view t = k.token();
   bool colon = false;
   if (!t.empty() && t.back() == ':') colon = true, t.remove_suffix(1);
-  if (!t.empty() && std::strchr("+!#*@$", t.back()) && t.size() > 1) t.remove_suffix(1);
+  if (t.empty() || !is_digit(t[0])) return false;  // before the suffix checks: cheap refusal
+  switch (t.back()) {  // latency-format's delay mark
+    case '+': case '!': case '#': case '*': case '@': case '$':
+      if (t.size() > 1) t.remove_suffix(1);
+      break;
+    default:
+      break;
+  }
   bool us = false;
-  if (t.size() > 2 && t.substr(t.size() - 2) == "us") us = true, t.remove_suffix(2);
+  if (t.size() > 2 && t[t.size() - 2] == 'u' && t.back() == 's') us = true, t.remove_suffix(2);
   if (t.empty() || !is_digit(t[0])) return false;
   for (char ch : t)
     if (!is_digit(ch) && (ch != '.' || us)) return false;
@@ -393,6 +403,9 @@ bool parse_prefix(std::string_view line, TraceEvent* ev, size_t* pos, size_t* co
   }
   ev->task = tp;
   Cursor c{line, after};
+  c.skip();
+  // The flags column ("d..1.", "....") cannot be a timestamp: skip it.
+  if (c.i < line.size() && !is_digit(line[c.i])) c.token();
   if (!time_token(&c, &ev->ts_ns)) {
     c.token();  // the irqs-off / need-resched / preempt flags column
     if (!time_token(&c, &ev->ts_ns)) {
