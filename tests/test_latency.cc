@@ -59,6 +59,10 @@ TEST_CASE("percentile intervals: binomial order-statistic ranks", "[latency][int
   // 2000 samples: 0.999^2000 = 13.5 % of runs have none beyond the
   // p99.9, so the samples give it no upper bound (rank n + 1).
   CHECK(quantile_ranks(2000, 0.999) == std::pair<uint64_t, uint64_t>{1995, 2001});
+  // "A p99.9 needs about 3000" (docs/output.md): 0.999^n <= 5 % from n = 2995.
+  CHECK(quantile_ranks(2994, 0.999).second == 2995);
+  CHECK(quantile_ranks(2995, 0.999).second == 2995);
+  CHECK(std::pow(0.999, 2000) == Approx(0.135).margin(0.0005));  // docs/stats.md
   // Ten samples cannot bound a median from below at 90 %? They can:
   // P(B <= 1) = 11/1024 <= 5 %, so l = 2; and u = 9 by symmetry.
   CHECK(quantile_ranks(10, 0.5) == std::pair<uint64_t, uint64_t>{2, 9});

@@ -95,6 +95,10 @@ TEST_CASE("latency block: percentiles per kind and policy, change against A",
       "                    A         B\n"
       "lock_waits          0         0\n";
   CHECK(block == want);
+  // docs/output.md "Latency block" shows this block up to the kmalloc rows.
+  const std::string doc =
+      simcache::testing::read_text(simcache::testing::repo_file("docs/output.md"));
+  CHECK(doc.find(want.substr(0, want.find("kmalloc ops"))) != std::string::npos);
   // A single task (no background users): the same for every operation of
   // a kind, no block.
   RunResult single = synthetic();

@@ -109,7 +109,7 @@ TEST_CASE("until-separated: byte-identical at --jobs 1 and 2, in every format", 
   CHECK(csv.out.find(",,extension,rounds,8\r\n") != std::string::npos);
 }
 
-TEST_CASE("until-separated: needs a cost profile; one column is not compared", "[tails]") {
+TEST_CASE("until-separated: needs a cost profile, and one column is not compared", "[tails]") {
   const CliOutcome r = run_cli({"--scenario", "rt-arm-loop", "--until-separated", "--profile",
                                 "none"});
   CHECK(r.status == 2);
@@ -117,6 +117,15 @@ TEST_CASE("until-separated: needs a cost profile; one column is not compared", "
   const nlohmann::json j = run_json(tails("unpatched"));
   CHECK(j["workloads"][0]["extension"]["outcome"] == "one column");
   CHECK(j["workloads"][0]["extension"]["rounds"] == 1);
+}
+
+TEST_CASE("until-separated: docs/stats.md states the rule's numbers", "[tails][docs]") {
+  const std::string doc = testing::read_text(testing::repo_file("docs/stats.md"));
+  CHECK(kExtendPercentile == 99.9);
+  CHECK(kExtendMinNarrowing == 0.05);
+  CHECK(doc.find("narrowed by 5 % or more") != std::string::npos);
+  CHECK(1 - 1 / std::sqrt(2.0) == Approx(0.29).margin(0.005));  // "about ... 29 %"
+  CHECK(doc.find("rounds 1 -> 8 (3\ndoublings)") != std::string::npos);  // the run above
 }
 
 TEST_CASE("until-separated: the decision on synthetic intervals", "[tails]") {
