@@ -2,6 +2,9 @@
 // above, an exact log2 view, and merges that equal recording in one.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <random>
+
 #include "sim/run/latency.h"
 
 using simcache::sim::LatencyHist;
@@ -43,4 +46,87 @@ TEST_CASE("latency histograms merge exactly", "[latency]") {
   a += b;
   CHECK(a == all);
   CHECK(a.nonzero().size() == all.nonzero().size());
+}
+
+TEST_CASE("percentile intervals: binomial order-statistic ranks", "[latency][interval]") {
+  using simcache::sim::quantile_ranks;
+  // Exact binomial sums (Python, math.lgamma over every k) give these.
+  CHECK(quantile_ranks(20, 0.5) == std::pair<uint64_t, uint64_t>{6, 15});
+  CHECK(quantile_ranks(100, 0.9) == std::pair<uint64_t, uint64_t>{85, 96});
+  CHECK(quantile_ranks(1000, 0.5) == std::pair<uint64_t, uint64_t>{474, 527});
+  CHECK(quantile_ranks(4000, 0.999) == std::pair<uint64_t, uint64_t>{3992, 4000});
+  CHECK(quantile_ranks(3000, 0.999) == std::pair<uint64_t, uint64_t>{2994, 3000});
+  // 2000 samples: 0.999^2000 = 13.5 % of runs have none beyond the
+  // p99.9, so the samples give it no upper bound (rank n + 1).
+  CHECK(quantile_ranks(2000, 0.999) == std::pair<uint64_t, uint64_t>{1995, 2001});
+  // "A p99.9 needs about 3000" (docs/output.md): 0.999^n <= 5 % from n = 2995.
+  CHECK(quantile_ranks(2994, 0.999).second == 2995);
+  CHECK(quantile_ranks(2995, 0.999).second == 2995);
+  CHECK(std::pow(0.999, 2000) == Approx(0.135).margin(0.0005));  // docs/stats.md
+  // Ten samples cannot bound a median from below at 90 %? They can:
+  // P(B <= 1) = 11/1024 <= 5 %, so l = 2; and u = 9 by symmetry.
+  CHECK(quantile_ranks(10, 0.5) == std::pair<uint64_t, uint64_t>{2, 9});
+  CHECK(quantile_ranks(3, 0.5).first == 0);  // 1/8 > 5 %: no lower bound
+  // Large n: the window around the mode, not n terms.
+  const auto [l, u] = quantile_ranks(100000000, 0.999);
+  CHECK(l < 99900000);
+  CHECK(u > 99900000);
+  CHECK(u - l < 2 * 1.645 * std::sqrt(1e8 * 0.999 * 0.001) + 4);
+}
+
+TEST_CASE("percentile intervals: the reported count and the interval's edges",
+          "[latency][interval]") {
+  LatencyHist h;
+  for (int i = 1; i <= 1000; ++i) h.add_ns(i);
+  const LatencyHist::Interval iv = h.percentile_interval(50);
+  // Ranks 474 and 527 of 1..1000 ns, widened to their buckets: 474 ns is
+  // in [472, 480) (8 ns buckets from 256 ns), 527 in [512, 528) (16 ns
+  // buckets from 512).
+  CHECK(iv.lo_rank == 474);
+  CHECK(iv.hi_rank == 527);
+  CHECK(iv.lo_ns == 472.0);
+  CHECK(iv.hi_ns == 528.0 - 1.0 / 1024);
+  CHECK(iv.lo_ns <= h.percentile_ns(50));
+  CHECK(h.percentile_ns(50) <= iv.hi_ns);
+  // 1000 samples cannot bound the p99.9 from above.
+  CHECK(std::isinf(h.percentile_interval(99.9).hi_ns));
+  CHECK(h.percentile_interval(99.9).lo_ns <= h.percentile_ns(99.9));
+  // One value: the interval is that value (clamped to min and max).
+  LatencyHist one;
+  for (int i = 0; i < 5000; ++i) one.add_ns(100);
+  CHECK(one.percentile_interval(99.9).lo_ns == 100.0);
+  CHECK(one.percentile_interval(99.9).hi_ns == 100.0);
+  CHECK(one.count() == 5000);
+}
+
+// Coverage: over many synthetic runs of an exponential distribution
+// (mean 1000 ns, quantile -1000 ln(1 - q)), the 90 % interval contains the
+// true quantile in at least ~90 % of them, and is not trivially wide.
+TEST_CASE("percentile intervals cover the true quantile at their level",
+          "[latency][interval]") {
+  const int trials = 1000, n = 4000;
+  for (double p : {50.0, 99.0, 99.9}) {
+    const double truth = -1000 * std::log(1 - p / 100);
+    int covered = 0;
+    double width = 0;
+    std::mt19937_64 rng(12345 + static_cast<uint64_t>(p * 10));
+    for (int t = 0; t < trials; ++t) {
+      LatencyHist h;
+      for (int i = 0; i < n; ++i) {
+        const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
+        h.add_ns(-1000 * std::log1p(-u));
+      }
+      REQUIRE(h.count() == uint64_t(n));
+      const LatencyHist::Interval iv = h.percentile_interval(p);
+      covered += iv.lo_ns <= truth && truth <= iv.hi_ns;
+      width += (iv.hi_ns - iv.lo_ns) / truth;
+    }
+    INFO("p" << p << ": covered " << covered << " of " << trials << ", mean width "
+             << width / trials);
+    // 1000 trials: a 90 % interval covers 900 +- 9.5 (1 sd); the bucket
+    // widening (<= 1/32) and the discrete ranks make it conservative.
+    CHECK(covered >= 880);
+    CHECK(covered <= 985);
+    CHECK(width / trials < (p < 90 ? 0.12 : p < 99.5 ? 0.2 : 1.0));
+  }
 }

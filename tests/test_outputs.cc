@@ -261,7 +261,7 @@ TEST_CASE("per-cache stats: per-round minimum and maximum", "[outputs][slab]") {
   for (const CacheStats& cs : p.timed_caches)
     if (cs.name == "kmalloc-32") CHECK(cs.stat[size_t(SlubStat::ALLOC_SLAB)] == 2);
   RunResult r;
-  r.workloads.push_back(WorkloadResult{"sparse-fill", "x", {}, "install", "ns", "", {p}});
+  r.workloads.push_back(WorkloadResult{"sparse-fill", "x", {}, "install", "ns", "", {p}, {}});
   const auto j = nlohmann::json::parse(format_json(r));
   const auto& range = j["workloads"][0]["policies"][0]["timed"]["slab_per_round"];
   CHECK(range["kmalloc-32"]["alloc_slab"] == nlohmann::json({{"min", 0}, {"max", 2}}));

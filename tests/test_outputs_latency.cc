@@ -56,29 +56,49 @@ RunResult synthetic(size_t columns = 2) {
 // percentile reads 104447 / 1024 = 101.999 ns; 200 ns: 4 ns buckets,
 // 203.999; 1000 ns = 1024000 ticks (msb 19): 16 ns buckets from
 // 1015808 (992 ns), 1007.999. B's 100 ns are all at its maximum: 100.
+// The 90 % intervals (order statistics of Binomial(n, p/100), widened to
+// their buckets): A's n = 1000 p50 ranks 474..527 are all 100 ns (bucket
+// [100, 102)); p90's 884..916 run from the 100 ns bucket into the 200 ns
+// one ([200, 204)); p99's 985..996 from 200 ns into 1000 ns ([992, 1008));
+// p99.9's lower rank 995 is a 1000 ns sample and no rank bounds it from
+// above (0.999^1000 = 37 % > 5 %): "..inf". B's 10 kmalloc: the p50's
+// ranks 2..9 are 20 ns; a p90 needs 0.9^10 <= 5 % to have an upper rank.
 TEST_CASE("latency block: percentiles per kind and policy, change against A",
           "[outputs][latency]") {
   const std::string block = format_latency_block(synthetic().workloads[0], false);
   const std::string want =
       "  latency per operation in model time (events x prices + lock and idle waits),\n"
-      "  measured timed regions; (n beyond): samples at or above the percentile\n"
+      "  measured timed regions; (n beyond): samples at or above the percentile;\n"
+      "  90% interval: where the percentile lies (order statistics, docs/stats.md)\n"
       "                                     A               B\n"
       "futex_wait ops                    1000            1000\n"
       "  p50 ns (501 beyond)            102.0   100.0 (-2.0%)\n"
+      "    90% interval          100.0..102.0    100.0..100.0\n"
       "  p90 ns (101 beyond)            102.0   100.0 (-2.0%)\n"
+      "    90% interval          100.0..204.0    100.0..100.0\n"
       "  p99 ns (11 beyond)             204.0  100.0 (-51.0%)\n"
+      "    90% interval         200.0..1008.0    100.0..100.0\n"
       "  p99.9 ns (2 beyond)           1008.0  100.0 (-90.1%)\n"
+      "    90% interval            992.0..inf      100.0..inf\n"
       "  max us (1 beyond)              50.00   0.10 (-99.8%)\n"
       "kmalloc ops                          -              10\n"
       "  p50 ns (6 beyond)                  -            20.0\n"
+      "    90% interval                     -      20.0..20.0\n"
       "  p90 ns (2 beyond)                  -            20.0\n"
+      "    90% interval                     -       20.0..inf\n"
       "  p99 ns (1 beyond)                  -            20.0\n"
+      "    90% interval                     -       20.0..inf\n"
       "  p99.9 ns (1 beyond)                -            20.0\n"
+      "    90% interval                     -       20.0..inf\n"
       "  max ns (1 beyond)                  -            20.0\n"
       "  lock waits (whole run, model time):\n"
       "                    A         B\n"
       "lock_waits          0         0\n";
   CHECK(block == want);
+  // docs/output.md "Latency block" shows this block up to the kmalloc rows.
+  const std::string doc =
+      simcache::testing::read_text(simcache::testing::repo_file("docs/output.md"));
+  CHECK(doc.find(want.substr(0, want.find("kmalloc ops"))) != std::string::npos);
   // A single task (no background users): the same for every operation of
   // a kind, no block.
   RunResult single = synthetic();
@@ -143,6 +163,13 @@ TEST_CASE("latency JSON and CSV", "[outputs][latency]") {
   CHECK(a["p90_ns"] == 104447.0 / 1024);
   CHECK(a["p99_ns"] == 208895.0 / 1024);
   CHECK(a["p99.9_ns"] == 1032191.0 / 1024);
+  // Their 90 % intervals: bucket edges (lower edge, last tick), none above.
+  CHECK(a["p50_ns_lo90"] == 100.0);
+  CHECK(a["p50_ns_hi90"] == 104447.0 / 1024);
+  CHECK(a["p99_ns_lo90"] == 200.0);
+  CHECK(a["p99_ns_hi90"] == 1032191.0 / 1024);
+  CHECK(a["p99.9_ns_lo90"] == 992.0);
+  CHECK(a["p99.9_ns_hi90"].is_null());
   // [lower edge ns, upper edge ns, count]: 50000 ns = 51200000 ticks
   // (msb 25): 1024 ns buckets from 48 << 20 ticks = 49152 ns.
   CHECK(a["buckets"] == nlohmann::json::parse(
@@ -157,6 +184,9 @@ TEST_CASE("latency JSON and CSV", "[outputs][latency]") {
   CHECK(csv.find(",unpatched,latency:futex_wait,p50_ns,101.9990234375\r\n") != std::string::npos);
   CHECK(csv.find(",unpatched,latency:futex_wait,p99.9_ns,1007.9990234375\r\n") != std::string::npos);
   CHECK(csv.find(",unpatched,latency:futex_wait,max_ns,50000\r\n") != std::string::npos);
+  CHECK(csv.find(",unpatched,latency:futex_wait,p99_ns_lo90,200\r\n") != std::string::npos);
+  CHECK(csv.find(",unpatched,latency:futex_wait,p99.9_ns_lo90,992\r\n") != std::string::npos);
+  CHECK(csv.find(",unpatched,latency:futex_wait,p99.9_ns_hi90,inf\r\n") != std::string::npos);
   CHECK(csv.find(",futex-return-to-cache,latency:kmalloc,p99_ns,20\r\n") != std::string::npos);
 }
 

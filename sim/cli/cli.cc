@@ -9,6 +9,7 @@
 
 #include "sim/cost/cost.h"
 #include "sim/run/engine.h"
+#include "sim/run/extend.h"
 #include <fmt/format.h>
 #include "sim/calibrate/measure.h"
 #include "sim/cost/toml_reader.h"
@@ -255,16 +256,20 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   if (!have_cost) measured.clear(), ro.measured_file.clear();
   if (v.count("explain") && !have_cost)
     return cli_fail("--explain needs a cost profile (it splits the time per operation)");
+  const bool extend = v.count("until-separated") > 0;
+  if (extend && !have_cost)
+    return cli_fail("--until-separated needs a cost profile (latency is in model time)");
   if (v.count("quiet")) warning.clear();
   // The plain table prints no call-site view but KASAN's "in <site>":
   // run without scopes, and again with them only if a report needs one.
   RunConfig cfg;  // resolved once: every name, number and column checked
   if (!resolve_run(req, &cfg, &error)) return cli_fail(error);
   const bool auto_sites =
-      cfg.call_sites && format == "table" && !v.count("explain") && !v.count("all");
+      cfg.call_sites && format == "table" && !v.count("explain") && !v.count("all") && !extend;
   if (auto_sites) cfg.call_sites = false;
   RunResult result;
-  run(cfg, &result);
+  if (extend) run_until_separated(&cfg, &result);
+  else run(cfg, &result);
   if (auto_sites && any_kasan(result)) {
     cfg.call_sites = true;
     run(cfg, &result);

@@ -52,6 +52,9 @@ constexpr Flag kReportFlags[] = {
     {"per-cache", T::nothing, "table: new and discarded slabs of every cache per round"},
     {"latency", T::nothing,
      "table: model-time latency percentiles where tasks contend, with their samples; lock waits"},
+    {"until-separated", T::nothing,
+     "double the measured rounds until the policies' p99.9 latency intervals separate or stop "
+     "narrowing, within --max-work (implies --latency; needs a cost profile)"},
     {"perf-stat", T::nothing,
      "table: each column's counters as perf stat prints them, with a ratio per operation"},
     {"all", T::nothing,

@@ -197,8 +197,14 @@ ordered_json latency_json(const Latencies& lat) {
     k["mean_ns"] = round6(h.mean_ns());
     k["min_ns"] = h.min_ns();
     k["max_ns"] = h.max_ns();
-    for (const LatencyPoint& pt : kLatencyPoints)
-      if (pt.p > 0) k[std::string(pt.name) + "_ns"] = h.percentile_ns(pt.p);
+    for (const LatencyPoint& pt : kLatencyPoints) {
+      if (pt.p <= 0) continue;
+      const std::string n(pt.name);
+      const LatencyHist::Interval iv = h.percentile_interval(pt.p);
+      k[n + "_ns"] = h.percentile_ns(pt.p);
+      k[n + "_ns_lo90"] = iv.lo_ns;  // null: no upper bound from these samples
+      k[n + "_ns_hi90"] = std::isfinite(iv.hi_ns) ? ordered_json(iv.hi_ns) : ordered_json(nullptr);
+    }
     ordered_json b = ordered_json::array();
     for (const auto& [lo, n] : h.nonzero())
       b.push_back({LatencyHist::to_ns(lo),
@@ -336,6 +342,11 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
     wj["op_unit"] = w.op_unit;
     wj["time_unit"] = w.time_unit;
     if (!w.note.empty()) wj["note"] = w.note;
+    if (!w.extension.outcome.empty()) {
+      const WorkloadResult::TailExtension& e = w.extension;
+      wj["extension"] = {{"outcome", e.outcome}, {"kind", e.kind}, {"rounds_from", e.rounds_from},
+                         {"rounds", e.rounds}, {"doublings", e.doublings}};
+    }
     ordered_json ps = ordered_json::array();
     for (size_t i = 0; i < w.policies.size(); ++i) {
       ordered_json pj = policy_json(r.record, w.policies[i], o);
@@ -389,6 +400,16 @@ std::string format_csv(const RunResult& r, const ReportOptions& o) {
   for (const auto& [k, v] : r.record.kernel_profile) line(run + ",,,", "record", "kernel." + k, v);
   for (const auto& [k, v] : r.record.machine) line(run + ",,,", "record", "machine." + k, v);
   for (const WorkloadResult& w : r.workloads) {
+    if (!w.extension.outcome.empty()) {
+      const WorkloadResult::TailExtension& e = w.extension;
+      const std::string pre =
+          run + csv_field(w.label) + "," + csv_field(params_text(w.params)) + ",,";
+      line(pre, "extension", "outcome", e.outcome);
+      line(pre, "extension", "kind", e.kind);
+      line(pre, "extension", "rounds_from", std::to_string(e.rounds_from));
+      line(pre, "extension", "rounds", std::to_string(e.rounds));
+      line(pre, "extension", "doublings", std::to_string(e.doublings));
+    }
     for (const PolicyResult& p : w.policies) {
       const std::string pre = run + csv_field(w.label) + "," + csv_field(params_text(w.params)) +
                               "," + csv_field(p.policy) + ",";
@@ -413,9 +434,15 @@ std::string format_csv(const RunResult& r, const ReportOptions& o) {
       }
       for (const OpLatency& l : p.latency) {
         line(pre, "latency:" + l.kind, "count", std::to_string(l.hist.count()));
-        for (const LatencyPoint& pt : kLatencyPoints)
-          line(pre, "latency:" + l.kind, std::string(pt.name) + "_ns",
+        for (const LatencyPoint& pt : kLatencyPoints) {
+          const std::string n = std::string(pt.name) + "_ns";
+          line(pre, "latency:" + l.kind, n,
                fmt::format("{}", pt.p > 0 ? l.hist.percentile_ns(pt.p) : l.hist.max_ns()));
+          if (pt.p <= 0) continue;
+          const LatencyHist::Interval iv = l.hist.percentile_interval(pt.p);
+          line(pre, "latency:" + l.kind, n + "_lo90", fmt::format("{}", iv.lo_ns));
+          line(pre, "latency:" + l.kind, n + "_hi90", fmt::format("{}", iv.hi_ns));  // inf: none
+        }
       }
       for (const auto& [k, v] : p.metrics) line(pre, "metric", k, std::to_string(v));
       for (const auto& [k, v] : p.failures) line(pre, "failure", k, std::to_string(v));

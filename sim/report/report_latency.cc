@@ -49,7 +49,25 @@ std::string lat_cell(double v, double base, bool first, const Unit& u) {
   return s + fmt::format(" ({:+.1f}%)", (v - base) / base * 100);
 }
 
+// "992.0..1008.0": the percentile's 90 % interval; "..inf" where the
+// samples bound it from below only.
+std::string interval_cell(const LatencyHist::Interval& iv, const Unit& u) {
+  const std::string lo = fmt::format("{:.{}f}", iv.lo_ns / u.scale, u.decimals);
+  if (!std::isfinite(iv.hi_ns)) return lo + "..inf";
+  return lo + fmt::format("..{:.{}f}", iv.hi_ns / u.scale, u.decimals);
+}
+
 }  // namespace
+
+std::string extension_line(const WorkloadResult& w) {
+  const WorkloadResult::TailExtension& e = w.extension;
+  if (e.outcome.empty()) return "";
+  std::string s = fmt::format("  --until-separated: {}", e.outcome);
+  if (!e.kind.empty() && e.rounds_from > 0)
+    s += fmt::format(" ({} p99.9), rounds {} -> {} ({} doubling{})", e.kind, e.rounds_from,
+                     e.rounds, e.doublings, e.doublings == 1 ? "" : "s");
+  return s + "\n";
+}
 
 // Tasks contend where a driver runs background users beside the measured
 // program (they record lock waits); a single task's latency is its count
@@ -76,11 +94,14 @@ std::string format_latency_block(const WorkloadResult& w, bool hist) {
       if (const LatencyHist* h = find_kind(p, kind)) fewest = std::min(fewest, h->count());
     for (const LatencyPoint& pt : kLatencyPoints) {
       std::vector<double> v;
+      std::vector<LatencyHist::Interval> iv;
       double top = 0;
       for (const PolicyResult& p : w.policies) {
         const LatencyHist* h = find_kind(p, kind);
         v.push_back(!h ? -1 : pt.p > 0 ? h->percentile_ns(pt.p) : h->max_ns());
+        iv.push_back(h && pt.p > 0 ? h->percentile_interval(pt.p) : LatencyHist::Interval{});
         top = std::max(top, v.back());
+        if (std::isfinite(iv.back().hi_ns)) top = std::max(top, iv.back().hi_ns);
       }
       const Unit u = unit_for(top);
       // The samples at or beyond the percentile, in the column with fewest.
@@ -92,12 +113,19 @@ std::string format_latency_block(const WorkloadResult& w, bool hist) {
       for (size_t i = 0; i < v.size(); ++i)
         r.text.push_back(v[i] < 0 ? "-" : lat_cell(v[i], base < 0 ? v[i] : base, i == 0, u));
       rows.push_back(r);
+      if (pt.p <= 0) continue;  // the maximum is exact
+      Row ci{"    90% interval", {}, {}};
+      for (size_t i = 0; i < v.size(); ++i)
+        ci.text.push_back(v[i] < 0 ? "-" : interval_cell(iv[i], u));
+      rows.push_back(ci);
     }
   }
   std::string out =
       "  latency per operation in model time (events x prices + lock and idle waits),\n"
-      "  measured timed regions; (n beyond): samples at or above the percentile\n";
+      "  measured timed regions; (n beyond): samples at or above the percentile;\n"
+      "  90% interval: where the percentile lies (order statistics, docs/stats.md)\n";
   render(&out, rows, w.policies.size());
+  out += extension_line(w);
   // Lock waits of the measured program and of the background users.
   std::vector<Row> waits;
   for (const char* m : {"lock_waits", "lock_wait_ns", "list_lock_waits", "list_lock_wait_ns",

@@ -27,4 +27,8 @@ void render(std::string* out, const std::vector<Row>& rows, size_t ncols);
 // a bpftrace log2 histogram per kind and policy. "" without latencies.
 std::string format_latency_block(const WorkloadResult& w, bool hist);
 
+// "  --until-separated: separated (futex_wait p99.9), rounds 1 -> 8 (3
+// doublings)\n", or "" when the run did not extend (sim/run/extend.h).
+std::string extension_line(const WorkloadResult& w);
+
 }  // namespace simcache::sim

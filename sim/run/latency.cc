@@ -1,6 +1,8 @@
 #include "sim/run/latency.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace simcache::sim {
 
@@ -41,6 +43,87 @@ double LatencyHist::percentile_ns(double p) const {
     }
   }
   return to_ns(max_);
+}
+
+LatencyHist::Interval LatencyHist::percentile_interval(double p) const {
+  Interval iv;
+  if (!count_) return iv;
+  const auto [l, u] = quantile_ranks(count_, p / 100.0);
+  iv.lo_rank = l;
+  iv.hi_rank = u;
+  iv.lo_ns = 0;
+  iv.hi_ns = std::numeric_limits<double>::infinity();
+  uint64_t cum = 0;
+  for (size_t i = 0; i < kLatBuckets; ++i) {
+    if (!b_[i]) continue;
+    const uint64_t before = cum;
+    cum += b_[i];
+    if (l >= 1 && before < l && cum >= l) {  // x_(l) >= the bucket's lower edge
+      const uint64_t lo = lower_edge(i);
+      iv.lo_ns = to_ns(lo > min_ ? lo : min_);
+    }
+    if (u <= count_ && before < u && cum >= u) {  // x_(u) <= its last value
+      const uint64_t up = upper_edge(i) - 1;
+      iv.hi_ns = to_ns(up < max_ ? up : max_);
+      break;
+    }
+  }
+  return iv;
+}
+
+std::pair<uint64_t, uint64_t> quantile_ranks(uint64_t n, double q, double level) {
+  if (n == 0) return {0, 1};
+  q = std::clamp(q, 0.0, 1.0);
+  const double tail = (1 - level) / 2;
+  if (q <= 0) return {0, 1};  // the minimum: x_(1) bounds it from above
+  if (q >= 1) return {n, n + 1};
+  // The binomial pmf over a window around its mode wide enough that the
+  // mass outside it is negligible (> 12 standard deviations), by the
+  // ratio recurrence from the mode (lgamma once): deterministic and
+  // O(sqrt(n)) however many samples.
+  const double nd = static_cast<double>(n);
+  const double sd = std::sqrt(nd * q * (1 - q));
+  const auto mode = static_cast<uint64_t>(std::min(nd, std::floor((nd + 1) * q)));
+  const auto w = static_cast<uint64_t>(std::ceil(12 * sd)) + 20;
+  const uint64_t lo = mode > w ? mode - w : 0, hi = std::min(n, mode + w);
+  std::vector<double> pmf(hi - lo + 1);
+  const double lm = std::lgamma(nd + 1) - std::lgamma(double(mode) + 1) -
+                    std::lgamma(nd - double(mode) + 1) + double(mode) * std::log(q) +
+                    (nd - double(mode)) * std::log1p(-q);
+  pmf[mode - lo] = std::exp(lm);
+  const double odds = q / (1 - q);
+  for (uint64_t k = mode; k > lo; --k)  // pmf(k-1) = pmf(k) k / (n-k+1) / odds
+    pmf[k - 1 - lo] = pmf[k - lo] * double(k) / (nd - double(k) + 1) / odds;
+  for (uint64_t k = mode; k < hi; ++k)  // pmf(k+1) = pmf(k) (n-k) / (k+1) odds
+    pmf[k + 1 - lo] = pmf[k - lo] * (nd - double(k)) / (double(k) + 1) * odds;
+  // cdf(k) = P(B <= k); below the window 0, above it 1.
+  std::vector<double> cdf(pmf.size());
+  double c = 0;
+  for (size_t i = 0; i < pmf.size(); ++i) cdf[i] = c += pmf[i];
+  auto cdf_at = [&](uint64_t k) { return k < lo ? 0.0 : k > hi ? 1.0 : cdf[k - lo]; };
+  // l: the largest in 1..n with cdf(l - 1) <= tail (0 if none).
+  uint64_t l = 0;
+  if (cdf_at(0) <= tail) {
+    uint64_t a = 1, b = n;  // cdf(a - 1) <= tail holds; find the last such
+    while (a < b) {
+      const uint64_t m = a + (b - a + 1) / 2;
+      if (cdf_at(m - 1) <= tail) a = m;
+      else b = m - 1;
+    }
+    l = a;
+  }
+  // u: the smallest in 1..n with cdf(u - 1) >= 1 - tail (n + 1 if none).
+  uint64_t u = n + 1;
+  if (cdf_at(n - 1) >= 1 - tail) {
+    uint64_t a = 1, b = n;
+    while (a < b) {
+      const uint64_t m = a + (b - a) / 2;
+      if (cdf_at(m - 1) >= 1 - tail) b = m;
+      else a = m + 1;
+    }
+    u = a;
+  }
+  return {l, u};
 }
 
 std::array<uint64_t, kLog2Buckets> LatencyHist::log2_ns() const {

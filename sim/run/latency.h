@@ -48,6 +48,17 @@ class LatencyHist {
   // bucket whose cumulative count reaches ceil(p/100 * count), clamped
   // to max. 0 if empty. Deterministic; error <= 1/kLatSub relative.
   double percentile_ns(double p) const;
+  // A 90 % confidence interval for the p-th percentile of the
+  // distribution the samples were drawn from (docs/stats.md "Latency
+  // percentiles"): the distribution-free order-statistic interval
+  // [x_(l), x_(u)] with l, u from Binomial(count, p/100), widened to the
+  // edges of the buckets that hold ranks l and u. Unbounded below: 0;
+  // unbounded above (too few samples beyond the percentile): +infinity.
+  struct Interval {
+    double lo_ns = 0, hi_ns = 0;
+    uint64_t lo_rank = 0, hi_rank = 0;  // 0 / count + 1: unbounded
+  };
+  Interval percentile_interval(double p) const;
   // bpftrace hist() buckets over nanoseconds (kLog2Buckets: bucket 0 is
   // [0, 1) ns, bucket k is [2^(k-1), 2^k) ns). Exact: no sub-bucket
   // straddles a power of two.
@@ -78,5 +89,12 @@ struct OpLatency {
   LatencyHist hist;
 };
 using Latencies = std::vector<OpLatency>;
+
+// The ranks [l, u] (1-based) of the order statistics that bound the
+// q-quantile of n independent samples with probability >= `level`:
+// l the largest with P(B <= l - 1) <= (1 - level) / 2 and u the smallest
+// with P(B <= u - 1) >= (1 + level) / 2, B ~ Binomial(n, q). l = 0: no
+// lower bound; u = n + 1: no upper bound.
+std::pair<uint64_t, uint64_t> quantile_ranks(uint64_t n, double q, double level = 0.9);
 
 }  // namespace simcache::sim

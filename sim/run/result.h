@@ -127,6 +127,14 @@ struct WorkloadResult {
   std::string time_unit;                  // "ns" per op, or "us" per op
   std::string note;                       // e.g. the RFC's finding for a hypothesis
   std::vector<PolicyResult> policies;
+  // --until-separated (sim/run/extend.h): how the run extended this
+  // workload's measured rounds; outcome empty when it did not try.
+  struct TailExtension {
+    std::string kind;     // the operation kind compared (column A's first)
+    std::string outcome;  // "separated", "stopped narrowing", "work budget", ...
+    int64_t rounds_from = 0, rounds = 0;  // measured rounds asked for, and run
+    int doublings = 0;
+  } extension;
 };
 
 struct RunResult {

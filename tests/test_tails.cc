@@ -1,0 +1,159 @@
+// --until-separated (sim/run/extend.h): a run that doubles its measured
+// rounds until the compared policies' p99.9 latency intervals separate or
+// stop narrowing, within the work budget; deterministic at any --jobs.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/cli/cli.h"
+#include "sim/cost/cost.h"
+#include "sim/run/engine.h"
+#include "sim/run/extend.h"
+#include "tests/test_cost_util.h"
+
+using namespace simcache;
+using namespace simcache::sim;
+
+namespace {
+
+// rt-arm-loop on 4 CPUs, 500 messages a round: one round gives 500
+// futex_wait samples, too few to bound a p99.9 from above.
+std::vector<std::string> tails(const std::string& policies, std::vector<std::string> more = {}) {
+  std::vector<std::string> a = {"--scenario", "rt-arm-loop", "--set", "messages=500", "--set",
+                                "cpus=4", "--policy", policies, "--until-separated", "--profile",
+                                testing::repo_file(testing::kTestProfile)};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+nlohmann::json run_json(const std::vector<std::string>& args) {
+  std::vector<std::string> a = args;
+  a.insert(a.end(), {"--format", "json"});
+  const CliOutcome r = run_cli(a);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("until-separated: policies that differ separate", "[tails]") {
+  const nlohmann::json j = run_json(tails("unpatched,futex-return-to-cache"));
+  const auto& w = j["workloads"][0];
+  const auto& e = w["extension"];
+  CHECK(e["outcome"] == "separated");
+  CHECK(e["kind"] == "futex_wait");
+  CHECK(e["rounds_from"] == 1);
+  CHECK(e["rounds"] == 8);  // 4000 samples: the first with an upper p99.9 bound
+  CHECK(e["doublings"] == 3);
+  CHECK(w["params"]["rounds"] == 8);
+  // The intervals reached are disjoint, and rest on every sample recorded.
+  const auto& a = w["policies"][0]["latency"]["futex_wait"];
+  const auto& b = w["policies"][1]["latency"]["futex_wait"];
+  CHECK(a["count"] == 8 * 500);
+  CHECK(b["count"] == 8 * 500);
+  REQUIRE(a["p99.9_ns_hi90"].is_number());
+  REQUIRE(b["p99.9_ns_hi90"].is_number());
+  const double alo = a["p99.9_ns_lo90"], ahi = a["p99.9_ns_hi90"];
+  const double blo = b["p99.9_ns_lo90"], bhi = b["p99.9_ns_hi90"];
+  const bool disjoint = bhi < alo || ahi < blo;
+  CHECK(disjoint);
+  // The table says what happened.
+  const CliOutcome t = run_cli(tails("unpatched,futex-return-to-cache"));
+  CHECK(t.out.find("  --until-separated: separated (futex_wait p99.9), rounds 1 -> 8 (3 "
+                   "doublings)\n") != std::string::npos);
+}
+
+TEST_CASE("until-separated: identical policies stop narrowing", "[tails]") {
+  const nlohmann::json j = run_json(tails("unpatched,unpatched"));
+  const auto& e = j["workloads"][0]["extension"];
+  CHECK(e["outcome"] == "stopped narrowing");
+  // Unbounded up to 4000 samples (8 rounds), the same width at 8000.
+  CHECK(e["rounds"] == 16);
+  const auto& a = j["workloads"][0]["policies"][0]["latency"]["futex_wait"];
+  CHECK(a["count"] == 16 * 500);
+}
+
+TEST_CASE("until-separated: the work of all runs stays within --max-work", "[tails]") {
+  // One round after one warm-up: 2 x 500 waits x 2 columns = 2000; the
+  // next run (2 rounds) asks 3000 more: over a budget of 4999.
+  nlohmann::json j = run_json(tails("unpatched,futex-return-to-cache", {"--max-work", "4999"}));
+  CHECK(j["workloads"][0]["extension"]["outcome"] == "work budget");
+  CHECK(j["workloads"][0]["extension"]["rounds"] == 1);
+  // 5000: room for exactly that one more run (then 5000 more for 4 rounds).
+  j = run_json(tails("unpatched,futex-return-to-cache", {"--max-work", "5000"}));
+  CHECK(j["workloads"][0]["extension"]["outcome"] == "work budget");
+  CHECK(j["workloads"][0]["extension"]["rounds"] == 2);
+  CHECK(j["workloads"][0]["policies"][0]["latency"]["futex_wait"]["count"] == 1000);
+}
+
+TEST_CASE("until-separated: byte-identical at --jobs 1 and 2, in every format", "[tails]") {
+  for (const char* fmt : {"table", "json", "csv"}) {
+    INFO(fmt);
+    const CliOutcome one = run_cli(tails("unpatched,futex-return-to-cache",
+                                         {"--format", fmt, "--jobs", "1", "--set", "rt=1"}));
+    const CliOutcome two = run_cli(tails("unpatched,futex-return-to-cache",
+                                         {"--format", fmt, "--jobs", "2", "--set", "rt=1"}));
+    REQUIRE(one.status == 0);
+    // The run record names the command line: the same once --jobs is masked.
+    auto masked = [](std::string s, const std::string& jobs) {
+      for (size_t at; (at = s.find(jobs)) != std::string::npos;) s.replace(at, jobs.size(), "--jobs J");
+      return s;
+    };
+    const bool said = one.out.find("--until-separated: separated") != std::string::npos;
+    CHECK((said || std::string(fmt) != "table"));
+    CHECK(masked(one.out, "--jobs 1") == masked(two.out, "--jobs 2"));
+  }
+  const CliOutcome csv = run_cli(tails("unpatched,futex-return-to-cache", {"--format", "csv"}));
+  CHECK(csv.out.find(",,extension,outcome,separated\r\n") != std::string::npos);
+  CHECK(csv.out.find(",,extension,rounds,8\r\n") != std::string::npos);
+}
+
+TEST_CASE("until-separated: needs a cost profile, and one column is not compared", "[tails]") {
+  const CliOutcome r = run_cli({"--scenario", "rt-arm-loop", "--until-separated", "--profile",
+                                "none"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--until-separated needs a cost profile") != std::string::npos);
+  const nlohmann::json j = run_json(tails("unpatched"));
+  CHECK(j["workloads"][0]["extension"]["outcome"] == "one column");
+  CHECK(j["workloads"][0]["extension"]["rounds"] == 1);
+}
+
+TEST_CASE("until-separated: docs/stats.md states the rule's numbers", "[tails][docs]") {
+  const std::string doc = testing::read_text(testing::repo_file("docs/stats.md"));
+  CHECK(kExtendPercentile == 99.9);
+  CHECK(kExtendMinNarrowing == 0.05);
+  CHECK(doc.find("narrowed by 5 % or more") != std::string::npos);
+  CHECK(1 - 1 / std::sqrt(2.0) == Approx(0.29).margin(0.005));  // "about ... 29 %"
+  CHECK(doc.find("rounds 1 -> 8 (3\ndoublings)") != std::string::npos);  // the run above
+}
+
+TEST_CASE("until-separated: the decision on synthetic intervals", "[tails]") {
+  auto col = [](std::initializer_list<std::pair<double, int>> values) {
+    PolicyResult p;
+    LatencyHist h;
+    for (auto [ns, n] : values)
+      for (int i = 0; i < n; ++i) h.add_ns(ns);
+    p.latency = {{"op", h}};
+    return p;
+  };
+  WorkloadResult w;
+  // 5000 samples: the p99.9 ranks 4992..5000 are the 5 slow ones and a
+  // few fast: A's interval reaches 1000 ns, B's is 100 ns only.
+  w.policies = {col({{100, 4995}, {1000, 5}}), col({{100, 5000}})};
+  std::vector<double> widths;
+  CHECK(extension_decision(w, "op", {}, &widths) == "");  // overlap at 100
+  REQUIRE(widths.size() == 2);
+  CHECK(widths[1] == 0);
+  // The same widths again: stopped narrowing; wider before: narrowing.
+  std::vector<double> again;
+  CHECK(extension_decision(w, "op", widths, &again) == "stopped narrowing");
+  CHECK(extension_decision(w, "op", {widths[0] * 2, widths[1]}, &again) == "");
+  // A slower everywhere: separated.
+  w.policies[0] = col({{300, 5000}});
+  CHECK(extension_decision(w, "op", {}, &widths) == "separated");
+  // Too few samples for an upper bound: neither.
+  w.policies = {col({{100, 500}}), col({{100, 500}})};
+  CHECK(extension_decision(w, "op", {}, &widths) == "");
+  CHECK(extension_decision(w, "op", widths, &again) == "");
+}
