@@ -44,6 +44,7 @@ int Machine::spawn(CpuId cpu, int prio, Body body, bool own_counts) {
   s.sleeping = s.wake > cpus_[cpu].clock;
   t.slot = static_cast<uint32_t>(cpus_[cpu].tasks.size());
   tasks_.push_back(std::move(t));
+  s.rec = &tasks_.back();
   cpus_[cpu].tasks.push_back(s);
   tree_update(cpu);
   return id;
@@ -106,8 +107,8 @@ void Machine::tree_update(CpuId c) {
   }
 }
 
-int Machine::pick_task(Cpu& c) {
-  const Sched* b = nullptr;
+Machine::Sched* Machine::pick_task(Cpu& c) {
+  Sched* b = nullptr;
   for (Sched& t : c.tasks) {
     if (t.done) continue;
     if (t.sleeping && t.wake <= c.clock) t.sleeping = false;
@@ -115,7 +116,7 @@ int Machine::pick_task(Cpu& c) {
     // Highest priority; among equals, the one that ran longest ago.
     if (!b || t.prio > b->prio || (t.prio == b->prio && t.last_run < b->last_run)) b = &t;
   }
-  return b ? b->id : -1;
+  return b;
 }
 
 void Machine::run() {
@@ -132,11 +133,11 @@ void Machine::run_one(CpuId ci) {
       if (!t.done && t.wake <= t0) waker = std::max(waker, t.prio);
     idle_until(ci, t0, waker);
   }
-  const int id = pick_task(c);
-  if (id < 0) return tree_update(ci);
-  TaskRec& t = tasks_[id];  // a deque: stays put when the body spawns
+  const Sched* const pick = pick_task(c);
+  if (!pick) return tree_update(ci);
+  TaskRec& t = *pick->rec;  // `pick` may move when the body spawns; `t` stays
   cur_cpu_ = ci;
-  cur_task_ = id;
+  cur_task_ = pick->id;
   sink_.set_clock(&c.clock);
   sink_.set_target(t.counts.get());
   if (!c.irqs.empty()) catch_up(ci, t.prio);

@@ -98,9 +98,11 @@ class Machine final : public LockHook {
   };
   // What the scheduler reads of a task on every step, in its CPU's run
   // queue (Cpu::tasks, in spawn order); the rest is in TaskRec.
+  struct TaskRec;
   struct Sched {
     double wake = 0;
     uint64_t last_run = 0;
+    TaskRec* rec = nullptr;  // tasks_[id] (a deque: it stays put)
     int id = 0;
     int prio = 0;
     bool done = false, sleeping = false;
@@ -138,8 +140,8 @@ class Machine final : public LockHook {
   // Compares as unsigned in the order of the times (-0 as +0), so the
   // tree's selects are integer moves, not branches on a double.
   static uint64_t order_key(double t);
-  // The task to run on `c` (its slot in c.tasks), -1: none.
-  int pick_task(Cpu& c);
+  // The task to run on `c`, nullptr: none.
+  Sched* pick_task(Cpu& c);
   void run_one(CpuId c);
   double next_arrival(Irq& q, double after);
   // Runs the interrupt work that has arrived by the CPU's clock and may
