@@ -3,8 +3,10 @@
 // 16 allocations then 16 frees) on its CPU, priced by the prior model so
 // clocks advance and locks are checked. Two rates are reported:
 //   steps/s  - scheduled steps (one task body call each);
-//   events/s - counted kernel events (every Event the steps counted).
-// Goal: >= 10 M events/s at 64 CPUs on one core.
+//   events/s - counted kernel events (every Event the steps counted);
+//   goal     - events/s over the goal (1.0 = met; at every CPU count,
+//              though the goal is stated for 64).
+// Goal (issue 22): >= 50 M events/s at 64 CPUs on one core.
 #include <benchmark/benchmark.h>
 
 #include <numeric>
@@ -17,6 +19,8 @@
 namespace {
 using namespace simcache;
 using namespace simcache::sim;
+
+constexpr double kGoalEventsPerSec = 50e6;
 
 void BM_Engine(benchmark::State& state) {
   const auto cpus = static_cast<uint16_t>(state.range(0));
@@ -57,6 +61,8 @@ void BM_Engine(benchmark::State& state) {
   }
   state.counters["steps/s"] = benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["goal"] =
+      benchmark::Counter(static_cast<double>(events) / kGoalEventsPerSec, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Engine)->Arg(1)->Arg(8)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);
 

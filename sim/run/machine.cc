@@ -1,6 +1,7 @@
 #include "sim/run/machine.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -13,7 +14,10 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 Machine::Machine(EventSink& sink, const Config& cfg) : sink_(sink), cfg_(cfg) {
   cpus_.resize(std::max<uint16_t>(cfg.cpus, 1));
   while (leaves_ < cpus_.size()) leaves_ *= 2;
-  tree_.assign(2 * leaves_, -1);
+  tree_.resize(2 * leaves_);
+  for (size_t i = 0; i < leaves_; ++i)
+    tree_[leaves_ + i] = {order_key(kNever), static_cast<uint32_t>(i)};
+  for (size_t i = leaves_ - 1; i >= 1; --i) tree_[i] = tree_[2 * i];
   sink_.set_prices(cfg.prices);
   sink_.locks = this;
 }
@@ -31,12 +35,17 @@ int Machine::spawn(CpuId cpu, int prio, Body body, bool own_counts) {
   t.prio = prio;
   t.body = std::move(body);
   if (own_counts) t.counts = std::make_unique<Counters>();
+  const int id = static_cast<int>(tasks_.size());
+  Sched s;
+  s.id = id;
+  s.prio = prio;
   // A task spawned by a running task starts at its spawner's time.
-  t.wake = cur_task_ >= 0 ? now() : 0;
-  t.sleeping = t.wake > cpus_[cpu].clock;
+  s.wake = cur_task_ >= 0 ? now() : 0;
+  s.sleeping = s.wake > cpus_[cpu].clock;
+  t.slot = static_cast<uint32_t>(cpus_[cpu].tasks.size());
   tasks_.push_back(std::move(t));
-  const int id = static_cast<int>(tasks_.size() - 1);
-  cpus_[cpu].tasks.push_back(id);
+  s.rec = &tasks_.back();
+  cpus_[cpu].tasks.push_back(s);
   tree_update(cpu);
   return id;
 }
@@ -66,8 +75,7 @@ double Machine::now() const { return sink_.now(); }
 
 double Machine::next_time(const Cpu& c) const {
   double wake = kNever;
-  for (int id : c.tasks) {
-    const TaskRec& t = tasks_[id];
+  for (const Sched& t : c.tasks) {
     if (t.done) continue;
     if (!t.sleeping) return c.clock;
     wake = std::min(wake, t.wake);
@@ -75,65 +83,74 @@ double Machine::next_time(const Cpu& c) const {
   return std::max(wake, c.clock);
 }
 
+uint64_t Machine::order_key(double t) {
+  const uint64_t b = std::bit_cast<uint64_t>(t + 0.0);  // -0 + 0 = +0
+  return b ^ (static_cast<uint64_t>(static_cast<int64_t>(b) >> 63) | (uint64_t{1} << 63));
+}
+
 void Machine::tree_update(CpuId c) {
+  const double t = next_time(cpus_[c]);
+  cpus_[c].next = t;
+  uint64_t k = order_key(t);
+  uint32_t w = c;
+  Node* const tree = tree_.data();
   size_t i = leaves_ + c;
-  cpus_[c].next = next_time(cpus_[c]);
-  tree_[i] = cpus_[c].next < kNever ? c : -1;
-  for (i /= 2; i >= 1; i /= 2) {
-    const int a = tree_[2 * i], b = tree_[2 * i + 1];
-    if (a < 0 || b < 0)
-      tree_[i] = a < 0 ? b : a;
-    else  // ties: the lower CPU id (a)
-      tree_[i] = cpus_[b].next < cpus_[a].next ? b : a;
+  tree[i] = {k, w};
+  for (; i > 1; i /= 2) {
+    const Node s = tree[i ^ 1];
+    // Ties: the lower CPU id, which is the sibling when it is the left
+    // child (i odd). Keys are below 2^64 - 1 (that is a NaN's).
+    const bool sib = s.key < k + (i & 1);
+    k = sib ? s.key : k;
+    w = sib ? s.cpu : w;
+    tree[i / 2] = {k, w};
   }
 }
 
-int Machine::pick_task(Cpu& c) {
-  int best = -1;
-  for (int id : c.tasks) {
-    TaskRec& t = tasks_[id];
+Machine::Sched* Machine::pick_task(Cpu& c) {
+  Sched* b = nullptr;
+  for (Sched& t : c.tasks) {
     if (t.done) continue;
     if (t.sleeping && t.wake <= c.clock) t.sleeping = false;
     if (t.sleeping) continue;
     // Highest priority; among equals, the one that ran longest ago.
-    if (best < 0 || t.prio > tasks_[best].prio ||
-        (t.prio == tasks_[best].prio && t.last_run < tasks_[best].last_run))
-      best = id;
+    if (!b || t.prio > b->prio || (t.prio == b->prio && t.last_run < b->last_run)) b = &t;
   }
-  return best;
+  return b;
 }
 
 void Machine::run() {
-  while (tree_[1] >= 0) run_one(static_cast<CpuId>(tree_[1]));
+  const uint64_t never = order_key(kNever);
+  while (tree_[1].key < never) run_one(static_cast<CpuId>(tree_[1].cpu));
 }
 
 void Machine::run_one(CpuId ci) {
   Cpu& c = cpus_[ci];
-  const double t0 = next_time(c);
+  const double t0 = c.next;  // next_time(c), kept by tree_update()
   if (t0 > c.clock) {  // every task sleeps: idle until the first wakes
     int waker = 0;
-    for (int id : c.tasks)
-      if (!tasks_[id].done && tasks_[id].wake <= t0) waker = std::max(waker, tasks_[id].prio);
+    for (const Sched& t : c.tasks)
+      if (!t.done && t.wake <= t0) waker = std::max(waker, t.prio);
     idle_until(ci, t0, waker);
   }
-  const int id = pick_task(c);
-  if (id < 0) return tree_update(ci);
-  TaskRec& t = tasks_[id];
+  const Sched* const pick = pick_task(c);
+  if (!pick) return tree_update(ci);
+  TaskRec& t = *pick->rec;  // `pick` may move when the body spawns; `t` stays
   cur_cpu_ = ci;
-  cur_task_ = id;
+  cur_task_ = pick->id;
   sink_.set_clock(&c.clock);
   sink_.set_target(t.counts.get());
-  catch_up(ci, t.prio);
+  if (!c.irqs.empty()) catch_up(ci, t.prio);
   const Step s = t.body();
-  TaskRec& t2 = tasks_[id];  // the body may have spawned tasks
-  catch_up(ci, t2.prio);
-  t2.last_run = ++tick_;
-  ++t2.stats.steps;
+  if (!c.irqs.empty()) catch_up(ci, t.prio);
+  ++t.stats.steps;
   ++steps_;
-  if (s.kind == Step::kDone) t2.done = true;
+  Sched& st = c.tasks[t.slot];  // after the body: a spawn may move c.tasks
+  st.last_run = ++tick_;
+  if (s.kind == Step::kDone) st.done = true;
   if (s.kind == Step::kSleep) {
-    t2.wake = s.until;
-    t2.sleeping = s.until > c.clock;
+    st.wake = s.until;
+    st.sleeping = s.until > c.clock;
   }
   sink_.set_target(nullptr);
   cur_task_ = -1;
@@ -144,6 +161,7 @@ void Machine::run_one(CpuId ci) {
 
 void Machine::catch_up(CpuId ci, int running) {
   Cpu& c = cpus_[ci];
+  if (c.irqs.empty()) return;
   const bool in_lock = cur_task_ >= 0 && tasks_[cur_task_].nheld > 0;
   for (bool again = true; again;) {
     again = false;

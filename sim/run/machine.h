@@ -96,21 +96,32 @@ class Machine final : public LockHook {
     double next;       // next arrival
     std::mt19937_64 rng;
   };
+  // What the scheduler reads of a task on every step, in its CPU's run
+  // queue (Cpu::tasks, in spawn order); the rest is in TaskRec.
+  struct TaskRec;
+  struct Sched {
+    double wake = 0;
+    uint64_t last_run = 0;
+    TaskRec* rec = nullptr;  // tasks_[id] (a deque: it stays put)
+    int id = 0;
+    int prio = 0;
+    bool done = false, sleeping = false;
+  };
   struct Cpu {
     double clock = 0;
     double next = 0;  // next_time(), cached for the tree
-    std::vector<int> tasks;
+    std::vector<Sched> tasks;
     std::vector<Irq> irqs;
   };
-  struct TaskRec {
-    CpuId cpu;
-    int prio;
+  // What a step uses (body, counts, prio, slot, stats.steps) in the
+  // first cache line.
+  struct alignas(64) TaskRec {
     Body body;
-    bool done = false, sleeping = false;
-    double wake = 0;
-    uint64_t last_run = 0;
-    TaskStats stats;
     std::unique_ptr<Counters> counts;
+    int prio;
+    uint32_t slot;  // index in its CPU's tasks
+    CpuId cpu;
+    TaskStats stats;
     uint32_t held[4] = {};  // lock keys held now (nesting is shallow)
     int nheld = 0;
   };
@@ -126,7 +137,11 @@ class Machine final : public LockHook {
   Lock& lock_of(uint32_t k);
   double next_time(const Cpu& c) const;
   void tree_update(CpuId c);
-  int pick_task(Cpu& c);
+  // Compares as unsigned in the order of the times (-0 as +0), so the
+  // tree's selects are integer moves, not branches on a double.
+  static uint64_t order_key(double t);
+  // The task to run on `c`, nullptr: none.
+  Sched* pick_task(Cpu& c);
   void run_one(CpuId c);
   double next_arrival(Irq& q, double after);
   // Runs the interrupt work that has arrived by the CPU's clock and may
@@ -142,7 +157,16 @@ class Machine final : public LockHook {
   std::vector<Cpu> cpus_;
   std::deque<TaskRec> tasks_;  // stable: a running body may spawn
   std::vector<Lock> locks_;
-  std::vector<int> tree_;  // tournament tree over CPUs: leaf = CPU, node = winner
+  // Tournament tree over CPUs: leaf = CPU, node = the winner below it with
+  // its time inline, so an update walks one path from the leaf carrying
+  // the winner in registers and reads only siblings (no chain of loads
+  // through the node just written). Padding leaves and CPUs with nothing
+  // left to run hold kNever.
+  struct Node {
+    uint64_t key;  // order_key() of the CPU's next_time()
+    uint32_t cpu;
+  };
+  std::vector<Node> tree_;
   size_t leaves_ = 1;
   CpuId cur_cpu_ = 0;
   int cur_task_ = -1;
