@@ -242,8 +242,13 @@ static long match_trace(struct matcher* m, char* text, int child, FILE* keep) {
           if (o && o->ptr && o->row >= 0) {
             field(txt, "call_site", cs, sizeof cs);
             site_name(cs, site, sizeof site);
-            m->rows[row_of(m, 'f', site, m->rows[o->row].cache)].count++;
-            const int g = row_of(m, 'g', m->rows[o->row].site, m->rows[o->row].cache);
+            /* row_of() may move m->rows: copy the allocation's names first */
+            char asite[sizeof m->rows[0].site], acache[sizeof m->rows[0].cache];
+            memcpy(asite, m->rows[o->row].site, sizeof asite);
+            memcpy(acache, m->rows[o->row].cache, sizeof acache);
+            const int f = row_of(m, 'f', site, acache);  /* before m->rows is read */
+            m->rows[f].count++;
+            const int g = row_of(m, 'g', asite, acache);
             m->rows[g].count++;
             if (pid != child) ++m->other_task_frees;
             if (o->uring) --m->live_uring;
@@ -258,7 +263,8 @@ static long match_trace(struct matcher* m, char* text, int child, FILE* keep) {
             size_t l = strcspn(o + 7, ", ");
             snprintf(op, sizeof op, "%.*s", (int)(l < 39 ? l : 39), o + 7);
           }
-          m->rows[row_of(m, 'u', name, op)].count++;
+          const int u = row_of(m, 'u', name, op);  /* before m->rows is read */
+          m->rows[u].count++;
           kept = 1;
         }
         if (kept && keep) fprintf(keep, "%s\n", line), ++m->lines_kept;

@@ -112,7 +112,7 @@ bad=0 checked=0
 while IFS=$'\t' read -r id kargs margs; do
   # shellcheck disable=SC2086
   "$kit" --warmup 0 --rounds 2 --repeats 1 --target-se 0 --id "$id" --trace "$dir" $kargs >/dev/null 2>"$dir/$id.err" ||
-    fail "$id: $(head -1 "$dir/$id.err")"
+    fail "$id: $(grep -v '^simcache-measure: [^ ]*: [0-9+]* rounds, ' "$dir/$id.err" | head -1)"
   # shellcheck disable=SC2086
   "$sim" --scenario $margs --kernel "$profile" --machine vm-2vcpu --format json --profile none \
     >"$dir/$id.json"
