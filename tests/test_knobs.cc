@@ -287,6 +287,7 @@ TEST_CASE("seed 002-d: kfree_bulk sorted by cache, and kfree_rcu's batches", "[k
   // a b c d a b ...: the next object of a slab is 4 places on, past the
   // 3-miss look-ahead, so unsorted kfree_bulk() frees one object a group.
   const testing::Sets four = {{"iterations", "100"}, {"caches", "4"}, {"free", "1"}};
+  const testing::Sets rcu = {{"iterations", "100"}, {"caches", "4"}, {"free", "2"}};
   {
     // 7.x: no cache, no sheaves: every object to __slab_free(); sorted,
     // each cache's 8 go into its main sheaf (no list_lock at all).
@@ -308,8 +309,6 @@ TEST_CASE("seed 002-d: kfree_bulk sorted by cache, and kfree_rcu's batches", "[k
     // kfree_rcu() on 6.18: a grace period every 16 iterations (512
     // objects: two kfree_bulk() pages, 507 + 5) six times, then one for
     // the last 4 iterations (128): 13 kfree_bulk() calls, all timed.
-    testing::Sets rcu = four;
-    rcu[2] = {"free", "2"};
     const RunResult r = run_ok("memcg-bulk", {"unpatched", "kfree-bulk-sort"}, rcu, "v6.18");
     for (int c : {0, 1}) {
       CHECK(col(r, c).timed[Event::kfree_rcu] == 3200);
@@ -328,8 +327,6 @@ TEST_CASE("seed 002-d: kfree_bulk sorted by cache, and kfree_rcu's batches", "[k
   {
     // 7.x: kfree_rcu() objects wait in the caches' rcu_free sheaves, so
     // kfree_bulk() never runs and the sort changes nothing.
-    testing::Sets rcu = four;
-    rcu[2] = {"free", "2"};
     const RunResult r = run_ok("memcg-bulk", {"unpatched", "kfree-bulk-sort"}, rcu, "v7.1");
     for (int c : {0, 1}) {
       CHECK(col(r, c).timed[Event::kfree_rcu_sheaf] == 3200);

@@ -38,13 +38,13 @@ void Slub::kfree_bulk(int n, Ptr* p, const Task& t) {
     ev_->add(Event::kfree_bulk_sort, kept);
     // Stable by cache, caches in the order their first object comes; each
     // cache's objects through kmem_cache_free_bulk(s, ...) (free_bulk()
-    // past its checks, done above).
-    int done = 0;
-    while (done < kept) {
-      const CacheId s = slabs_[slot_of(p[done])].cache;
+    // past its checks, done above). The other caches' objects move down
+    // to p[0..kept), order kept.
+    while (kept > 0) {
+      const CacheId s = slabs_[slot_of(p[0])].cache;
       scratch_sort_.clear();
-      int rest = done;
-      for (int i = done; i < kept; ++i) {
+      int rest = 0;
+      for (int i = 0; i < kept; ++i) {
         if (slabs_[slot_of(p[i])].cache == s) scratch_sort_.push_back(p[i]);
         else p[rest++] = p[i];
       }

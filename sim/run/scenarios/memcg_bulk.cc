@@ -30,17 +30,18 @@ void run_memcg_bulk(Env& e, const Params& p, Recorder& rec) {
     caches.push_back(e.mm.kmem_cache_create(
         c ? fmt::format("bench_memcg_cache{}", c) : std::string("bench_memcg_cache"),
         static_cast<uint32_t>(p.at("size") + 64 * c), 0, SLAB_ACCOUNT));
-  // Cache c's objects sit at c, c + ncaches, ...; `per` is its share.
+  // Cache c's objects sit at c, c + ncaches, ...; share(c) of them.
   std::vector<Ptr> objs(static_cast<size_t>(bulk)), part(static_cast<size_t>(bulk));
   auto share = [&](int c) { return (bulk - c + ncaches - 1) / ncaches; };
+  auto free_cache = [&](int c) {  // kmem_cache_free_bulk() of cache c's objects
+    for (int i = 0; i < share(c); ++i) part[i] = objs[size_t(c + i * ncaches)];
+    e.mm.kmem_cache_free_bulk(caches[c], share(c), part.data(), e.submitter);
+  };
   auto alloc = [&] {
     for (int c = 0; c < ncaches; ++c) {
       const int k = share(c);
       if (!e.mm.kmem_cache_alloc_bulk(caches[c], GFP_KERNEL, k, part.data(), e.submitter)) {
-        for (int d = 0; d < c; ++d) {  // give back the caches already filled
-          for (int i = 0; i < share(d); ++i) part[i] = objs[size_t(d + i * ncaches)];
-          e.mm.kmem_cache_free_bulk(caches[d], share(d), part.data(), e.submitter);
-        }
+        for (int d = 0; d < c; ++d) free_cache(d);  // give back the caches already filled
         return false;
       }
       for (int i = 0; i < k; ++i) objs[size_t(c + i * ncaches)] = part[i];
@@ -50,10 +51,7 @@ void run_memcg_bulk(Env& e, const Params& p, Recorder& rec) {
   int64_t iter = 0;
   auto free_all = [&] {
     if (free_mode == 0) {
-      for (int c = 0; c < ncaches; ++c) {
-        for (int i = 0; i < share(c); ++i) part[i] = objs[size_t(c + i * ncaches)];
-        e.mm.kmem_cache_free_bulk(caches[c], share(c), part.data(), e.submitter);
-      }
+      for (int c = 0; c < ncaches; ++c) free_cache(c);
     } else if (free_mode == 1) {
       e.mm.kfree_bulk(bulk, objs.data(), e.submitter);
     } else {
@@ -123,11 +121,11 @@ void run_memcg_multi(Env& e, const Params& p, Recorder& rec) {
   std::vector<Task> task;
   for (int k = 0; k < tasks; ++k)
     task.push_back(Task{e.submitter.cpu, e.mm.memcg().create(kRootMemcg), 0});
-  std::vector<Ptr> held(static_cast<size_t>(burst), kNull);
+  // This turn's objects and, with `lag`, the previous turn's (swapped).
+  std::vector<Ptr> held(static_cast<size_t>(burst), kNull), mine(held);
   bool pending = false;
   int64_t done = 0;
   auto turn = [&](int k) {
-    std::vector<Ptr> mine(static_cast<size_t>(burst), kNull);
     for (int i = 0; i < burst; ++i)
       if ((mine[size_t(i)] = e.mm.kmem_cache_alloc(s, GFP_KERNEL, task[size_t(k)])) != kNull)
         ++done;
