@@ -9,11 +9,14 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include "png_reader.h"
 #include "model/kernel/machine.h"
 #include "sim/cli/cli.h"
 #include "sim/report/plot.h"
+#include "sim/sweep/sweep_effects.h"
+#include "test_run_util.h"
 #include "test_cost_util.h"
 
 using namespace simcache;
@@ -308,4 +311,133 @@ TEST_CASE("plots: the HTML report renders in headless Chromium with every series
     if (i < 3) CHECK(count[c] >= 4 * 100);
     else CHECK(count[c] < 20);
   }
+}
+
+namespace {
+std::vector<nlohmann::json> parse_lines(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// The record of `policy` at slots=`slots`.
+size_t find_point(const std::vector<nlohmann::json>& r, const std::string& policy,
+                  const std::string& slots) {
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r[i].at("policy") == policy && r[i].at("grid").at("slots") == slots) return i;
+  FAIL("no point " << policy << " slots=" << slots);
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("sweep: effects between points carry the report's intervals, across shapes both "
+          "shapes' inadequacy",
+          "[sweep]") {
+  TempDir d;
+  const std::string grid = d.file("grid.toml",
+                                  "scenario = \"sparse-fill\"\n"
+                                  "policies = [\"unpatched\", \"node-slab+prefill\"]\n"
+                                  "[params]\nslots = [256, 4096]\ninstalls = 64\n"
+                                  "rounds = 1\nwarmup = 0\nsmoke = 0\n");
+  const std::string svg = d.file("o.svg"), html = d.file("o.html");
+  const std::vector<nlohmann::json> recs =
+      parse_lines(ok({"sweep", grid, "--plot", svg, "--html", html}).out);
+  REQUIRE(recs.size() == 4);
+  CostModel m;
+  std::string err;
+  REQUIRE(resolve_profile("i7-12700KF", &m, &err));
+  REQUIRE(m.inadequacy_shape > 0);
+  const std::vector<PointEffects> fx = sweep_effects(recs, "slots", {{"i7-12700KF", &m}});
+  REQUIRE(fx.size() == 4);
+
+  // Against the first policy: the interval the report computes for the
+  // same two columns (its "vs A"), from the run's own counts.
+  const sim::RunResult run = simcache::testing::run_ok(
+      "sparse-fill", {"unpatched", "node-slab+prefill"},
+      {{"slots", "256"}, {"installs", "64"}, {"rounds", "1"}, {"warmup", "0"}, {"smoke", "0"}});
+  const WorkloadResult& w = run.workloads.at(0);
+  const PolicyTime ta = policy_time(m, w, w.policies.at(0)), tb = policy_time(m, w, w.policies.at(1));
+  const EffectInterval want = effect_interval(m, ta, tb);
+  const SweepEffect& vp = fx[find_point(recs, "node-slab+prefill", "256")].vs_policy;
+  REQUIRE(vp.valid);
+  CHECK_FALSE(vp.cross_shape);
+  CHECK(vp.effect == Approx(want.effect).epsilon(1e-9));
+  CHECK(vp.lo == Approx(want.lo).epsilon(1e-9));
+  CHECK(vp.hi == Approx(want.hi).epsilon(1e-9));
+  CHECK(vp.effect < -0.05);  // the node cache's prefill removes the allocator from the fill
+  CHECK_FALSE(fx[find_point(recs, "unpatched", "256")].vs_policy.valid);  // the base itself
+
+  // Against the smallest table size: another workload shape, so the
+  // interval is the cross-shape one, wider than the same counts would
+  // get as two configurations of one shape.
+  const size_t a256 = find_point(recs, "unpatched", "256"), a4k = find_point(recs, "unpatched", "4096");
+  const SweepEffect& vx = fx[a4k].vs_x;
+  REQUIRE(vx.valid);
+  CHECK(vx.cross_shape);
+  CHECK_FALSE(fx[a256].vs_x.valid);
+  std::vector<double> c256(m.params.size()), c4k(m.params.size());
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    c256[i] = recs[a256].at("param_counts").value(m.params[i].name, 0.0);
+    c4k[i] = recs[a4k].at("param_counts").value(m.params[i].name, 0.0);
+  }
+  const EffectInterval cross = effect_interval(m, c256, c4k, EffectRelation::cross_shape);
+  const EffectInterval same = effect_interval(m, c256, c4k, EffectRelation::same_shape);
+  CHECK(vx.lo == Approx(cross.lo).epsilon(1e-9));
+  CHECK(vx.hi == Approx(cross.hi).epsilon(1e-9));
+  CHECK(vx.hi - vx.lo > same.hi - same.lo + 0.01);
+  // ns_per_op in the lines is what the counts price to.
+  double t = 0;
+  for (size_t i = 0; i < m.params.size(); ++i) t += c4k[i] * m.params[i].value;
+  CHECK(t == Approx(recs[a4k].at("ns_per_op").get<double>()).epsilon(1e-9));
+
+  // The charts draw them: a whisker per time point (4) and per change
+  // point against the first policy (2).
+  const std::string page = read_text(svg);
+  size_t whiskers = 0;
+  for (size_t at = 0; (at = page.find("class=\"interval\"", at)) != std::string::npos; ++at)
+    ++whiskers;
+  CHECK(whiskers == 6);
+  // The page's table gives both effects with their intervals.
+  const std::string h = read_text(html);
+  CHECK_THAT(h, Contains("vs unpatched"));
+  CHECK_THAT(h, Contains("vs smallest slots"));
+  CHECK_THAT(h, Contains(fmt::format("{:+.1f}% [{:+.1f},{:+.1f}]", 100 * vp.effect, 100 * vp.lo,
+                                     100 * vp.hi)));
+
+  // A knob on the x axis keeps the workload: same-shape intervals.
+  const std::string kgrid = d.file("k.toml",
+                                   "scenario = \"sparse-fill\"\n"
+                                   "policies = [\"node-slab+prefill\"]\nplot_x = \"prefill_max\"\n"
+                                   "[params]\nslots = 4096\ninstalls = 64\n"
+                                   "rounds = 1\nwarmup = 0\nsmoke = 0\n"
+                                   "[knobs]\nprefill_max = [64, 4096]\n");
+  const std::vector<nlohmann::json> krecs = parse_lines(ok({"sweep", kgrid}).out);
+  const std::vector<PointEffects> kfx = sweep_effects(krecs, "prefill_max", {{"i7-12700KF", &m}});
+  REQUIRE(kfx.size() == 2);
+  REQUIRE(kfx[1].vs_x.valid);
+  CHECK_FALSE(kfx[1].vs_x.cross_shape);
+}
+
+TEST_CASE("sweep: merge prices effects only with the profile the lines were priced with",
+          "[sweep]") {
+  TempDir d;
+  const std::string grid = d.file("grid.toml",
+                                  "scenario = \"sparse-fill\"\n"
+                                  "policies = [\"unpatched\", \"node-slab+prefill\"]\n"
+                                  "[params]\ninstalls = 64\nrounds = 1\nwarmup = 0\nsmoke = 0\n");
+  std::string lines = ok({"sweep", grid}).out;
+  // The same lines with another profile's hash in their record.
+  const std::string key = "\"cost_profile_sha256\":\"";
+  for (size_t at = 0; (at = lines.find(key, at)) != std::string::npos; at += key.size())
+    lines.replace(at + key.size(), 64, std::string(64, '0'));
+  const std::string shard = d.file("s.jsonl", lines), svg = d.file("o.svg");
+  const CliOutcome o = run_cli({"merge", shard, "--plot", svg});
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Contains("point 0"));
+  CHECK_THAT(o.err, Contains("record.cost_profile_sha256"));
+  CHECK(std::count(o.err.begin(), o.err.end(), '\n') <= 1);
+  CHECK_FALSE(fs::exists(svg));
+  // Without plots merge needs no profile.
+  CHECK(run_cli({"merge", shard}).status == 0);
 }

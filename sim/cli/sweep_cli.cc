@@ -17,6 +17,7 @@
 #include "sim/report/record.h"
 #include "sim/run/build_info.h"
 #include "sim/sweep/sweep.h"
+#include "sim/sweep/sweep_effects.h"
 #include "sim/sweep/sweep_plots.h"
 
 namespace simcache::sim {
@@ -38,12 +39,22 @@ bool write_plots(const ParsedFlags& f, const std::vector<nlohmann::json>& recs,
                  const std::string& plot_x, const std::string& title, const Record& record,
                  std::string* error) {
   if (!f.v.count("plot") && !f.v.count("html")) return true;
-  const std::string x = f.v.count("plot-x") ? f.v.at("plot-x") : plot_x;
-  const std::vector<PlotChart> charts = sweep_charts(recs, x);
+  const std::string x0 = f.v.count("plot-x") ? f.v.at("plot-x") : plot_x;
+  const std::string x = x0.empty() ? default_plot_x(recs) : x0;
+  // The effects between points and their intervals, priced with the
+  // profiles the lines were priced with (checked by their SHA-256).
+  std::map<std::string, CostModel> models;
+  if (!load_record_profiles(recs, &models, error)) return false;
+  std::map<std::string, const CostModel*> costs;
+  for (const auto& [name, m] : models) costs[name] = &m;
+  const std::vector<PointEffects> effects = sweep_effects(recs, x, costs);
+  const std::vector<PlotChart> charts = sweep_charts(recs, x, &effects);
   if (f.v.count("plot") && !write_file_atomic(f.v.at("plot"), svg_document(charts), error))
     return false;
   if (f.v.count("html") &&
-      !write_file_atomic(f.v.at("html"), html_page(title, record, charts, records_table(recs)), error))
+      !write_file_atomic(f.v.at("html"),
+                         html_page(title, record, charts, records_table(recs, &effects, x)),
+                         error))
     return false;
   return true;
 }

@@ -137,11 +137,14 @@ int chart_height(const PlotChart& c) {
 
 std::string svg_chart(const PlotChart& c, int width, int height) {
   double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
-  for (const PlotSeries& s : c.series)
+  for (const PlotSeries& s : c.series) {
     for (const auto& [x, y] : s.points) {
       x0 = std::min(x0, x), x1 = std::max(x1, x);
       y0 = std::min(y0, y), y1 = std::max(y1, y);
     }
+    for (const auto& [lo, hi] : s.bars)
+      if (lo <= hi) y0 = std::min(y0, lo), y1 = std::max(y1, hi);
+  }
   if (x0 > x1) x0 = y0 = 0, x1 = y1 = 1;
   const Axis ax = c.log2_x && x0 > 0 ? log2_axis_of(x0, x1) : axis_of(x0, x1);
   const Axis ay = axis_of(y0, y1);
@@ -199,10 +202,26 @@ std::string svg_chart(const PlotChart& c, int width, int height) {
     const PlotSeries& sr = c.series[i];
     const std::string& col = pal[sr.colour >= 0 ? sr.colour % np : i % np];
     const int mk = static_cast<int>(sr.marker >= 0 ? sr.marker % nm : (i / np) % nm);
-    std::vector<std::pair<double, double>> pts = sr.points;
+    // Points with their bars, in x order when the series is a line.
+    std::vector<size_t> order(sr.points.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    if (c.lines)
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return sr.points[a].first < sr.points[b].first;
+      });
+    std::vector<std::pair<double, double>> pts;
+    for (size_t k : order) pts.push_back(sr.points[k]);
+    // The whiskers first, under the markers: a vertical line from lo to
+    // hi with a cap at each end.
+    for (size_t k : order) {
+      if (k >= sr.bars.size() || !(sr.bars[k].first <= sr.bars[k].second)) continue;
+      const double x = px(sr.points[k].first), lo = py(sr.bars[k].first), hi = py(sr.bars[k].second);
+      s += fmt::format("<path class=\"interval\" d=\"M{0:.1f} {1:.1f}V{2:.1f}M{3:.1f} {1:.1f}H{4:.1f}"
+                       "M{3:.1f} {2:.1f}H{4:.1f}\" stroke=\"{5}\" stroke-width=\"1.5\" "
+                       "fill=\"none\"/>\n",
+                       x, lo, hi, x - 5, x + 5, col);
+    }
     if (c.lines) {
-      std::stable_sort(pts.begin(), pts.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
       std::string poly;
       for (const auto& [x, y] : pts) poly += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
       s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",

@@ -15,6 +15,9 @@ namespace simcache::sim {
 struct PlotSeries {
   std::string name;
   std::vector<std::pair<double, double>> points;  // (x, y), drawn in order
+  // Each point's 90 % interval (lo, hi) in y, drawn as a whisker; empty:
+  // none, else one per point (a point without one has lo > hi).
+  std::vector<std::pair<double, double>> bars = {};
   // Index into plot_palette() and plot_markers(); -1: from the series'
   // position (colour i % palette, marker i / palette).
   int colour = -1, marker = -1;

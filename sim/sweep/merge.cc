@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sim/sweep/sweep.h"
+#include "sim/sweep/sweep_effects.h"
 
 namespace simcache::sim {
 namespace {
@@ -70,6 +71,7 @@ constexpr Field kFields[] = {
     {"kasan", Kind::Uint, When::Ok},              {"ns_per_op", Kind::Number, When::IfPresent},
     {"ns_per_op_lo", Kind::Number, When::IfPresent}, {"ns_per_op_hi", Kind::Number, When::IfPresent},
     {"ns_per_op_on_priors", Kind::Bool, When::IfPresent}, {"config", Kind::Object, When::Ok},
+    {"param_counts", Kind::NumberMap, When::IfPresent},
     {"record", Kind::Record, When::Always},
 };
 // A line's record (sim/cli/sweep_cli.cc): what reproduces it.
@@ -187,17 +189,45 @@ std::string records_csv(const std::vector<nlohmann::json>& r) {
   return s;
 }
 
-std::string records_table(const std::vector<nlohmann::json>& r) {
-  std::string s = fmt::format("{:>5}  {:<7} {:<28} {:>10} {:>10}  {}\n", "point", "kernel",
-                              "policy", "ns/op", "retained", "settings");
-  for (const auto& j : r) {
+namespace {
+// "+12.3% [+8.1,+16.5]", "*" after it when on priors, "-" when none.
+std::string effect_text(const SweepEffect& e) {
+  if (!e.valid) return "-";
+  return fmt::format("{:+.1f}% [{:+.1f},{:+.1f}]{}", 100 * e.effect, 100 * e.lo, 100 * e.hi,
+                     e.on_priors ? "*" : "");
+}
+}  // namespace
+
+std::string records_table(const std::vector<nlohmann::json>& r,
+                          const std::vector<PointEffects>* effects, const std::string& plot_x) {
+  const bool fx = effects != nullptr && effects->size() == r.size();
+  const std::string first = [&] {
+    for (const auto& j : r)
+      if (text_of(j, "status") == "ok") return text_of(j, "policy");
+    return std::string();
+  }();
+  std::string s = fmt::format("{:>5}  {:<7} {:<28} {:>10} {:>10}  ", "point", "kernel", "policy",
+                              "ns/op", "retained");
+  if (fx)
+    s += fmt::format("{:<28} {:<28} ", "vs " + first, "vs smallest " + plot_x);
+  s += "settings\n";
+  for (size_t i = 0; i < r.size(); ++i) {
+    const auto& j = r[i];
     const std::string status = text_of(j, "status");
     const std::string ns = status == "ok" ? ns_text(j) : status;
-    s += fmt::format("{:>5}  {:<7} {:<28} {:>10} {:>10}  {}{}\n", text_of(j, "point"),
+    s += fmt::format("{:>5}  {:<7} {:<28} {:>10} {:>10}  ", text_of(j, "point"),
                      text_of(j, "kernel"), text_of(j, "policy"), ns.empty() ? "-" : ns,
-                     status == "ok" ? metric(j, "bytes_retained") : "", grid_text(j),
+                     status == "ok" ? metric(j, "bytes_retained") : "");
+    if (fx)
+      s += fmt::format("{:<28} {:<28} ", effect_text((*effects)[i].vs_policy),
+                       effect_text((*effects)[i].vs_x));
+    s += fmt::format("{}{}\n", grid_text(j),
                      status == "skipped" ? "  (" + text_of(j, "reason") + ")" : "");
   }
+  if (fx)
+    s += "vs: the change in ns/op and its 90 % model interval (* on priors); against the "
+         "smallest " + plot_x + " of the same series, a cross-shape effect when " + plot_x +
+         " is a scenario parameter (both shapes' inadequacy)\n";
   return s;
 }
 

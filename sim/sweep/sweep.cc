@@ -275,6 +275,13 @@ nlohmann::json workload_record(const SweepPoint& pt, const RunResult& r, size_t 
     j["ns_per_op_lo"] = t.interval_lo_ns;
     j["ns_per_op_hi"] = t.interval_hi_ns;
     j["ns_per_op_on_priors"] = t.prior_based;
+    // Counts per operation of each priced parameter (non-zero ones): with
+    // the profile they give the interval of an effect between two points
+    // (sweep_effects(), docs/sweeps.md "Effects and their intervals").
+    nlohmann::json pc = nlohmann::json::object();
+    for (size_t i = 0; i < t.counts.size() && i < cost->params.size(); ++i)
+      if (t.counts[i] != 0) pc[cost->params[i].name] = t.counts[i];
+    j["param_counts"] = std::move(pc);
   }
   return j;
 }

@@ -82,6 +82,12 @@ bool merge_records(const std::vector<std::pair<std::string, std::string>>& files
                    std::vector<nlohmann::json>* out, std::string* error);
 std::string records_jsonl(const std::vector<nlohmann::json>& r);
 std::string records_csv(const std::vector<nlohmann::json>& r);
-std::string records_table(const std::vector<nlohmann::json>& r);
+// With `effects` (sweep_effects() of the same records), two more columns:
+// the change against the grid's first policy and against the series'
+// smallest `plot_x`, each with its 90 % model interval.
+struct PointEffects;
+std::string records_table(const std::vector<nlohmann::json>& r,
+                          const std::vector<PointEffects>* effects = nullptr,
+                          const std::string& plot_x = "");
 
 }  // namespace simcache::sim

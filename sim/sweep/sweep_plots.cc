@@ -44,11 +44,13 @@ bool power_of_two(double x) {
          (static_cast<uint64_t>(x) & (static_cast<uint64_t>(x) - 1)) == 0;
 }
 
-// One chart's series by (kernel, policy), sorted so at the end.
+// One chart's series by (kernel, policy), sorted so at the end; each
+// point with its interval (lo > hi: none).
 struct Builder {
   PlotChart chart;
-  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> points;
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> points, bars;
 };
+constexpr std::pair<double, double> kNoBar = {1, 0};
 
 }  // namespace
 
@@ -64,7 +66,8 @@ std::string default_plot_x(const std::vector<nlohmann::json>& records) {
 }
 
 std::vector<PlotChart> sweep_charts(const std::vector<nlohmann::json>& records,
-                                    const std::string& plot_x_in) {
+                                    const std::string& plot_x_in,
+                                    const std::vector<PointEffects>* effects) {
   const std::string plot_x = plot_x_in.empty() ? default_plot_x(records) : plot_x_in;
   // The dimensions with more than one value (other than plot_x) make the
   // small multiples: a line joins only points that differ in plot_x.
@@ -115,9 +118,11 @@ std::vector<PlotChart> sweep_charts(const std::vector<nlohmann::json>& records,
     int facet, k, p;
     double x, ns;
     std::string key;
+    size_t record;
   };
   std::vector<Timed> timed;
-  for (const auto& j : records) {
+  for (size_t ri = 0; ri < records.size(); ++ri) {
+    const nlohmann::json& j = records[ri];
     if (j.at("status") != "ok") continue;
     const int k = kernels.add(j.at("kernel").get<std::string>());
     const int p = policies.add(j.at("policy").get<std::string>());
@@ -132,23 +137,33 @@ std::vector<PlotChart> sweep_charts(const std::vector<nlohmann::json>& records,
     if (static_cast<size_t>(fi) == size.size()) {
       size.push_back({{"Time against " + x_label, x_label, "ns per operation", true, {}, facet,
                        false},
+                      {},
                       {}});
       change.push_back({{"Change in time per operation against " + first, x_label,
                          "% change in ns per operation", true, {}, facet, false},
+                        {},
                         {}});
     }
     std::string xt;
     const double x = x_of(j, &xt);
     all_pow2 = all_pow2 && !xt.empty() && power_of_two(x);
     size[fi].points[{k, p}].emplace_back(x, ns);
+    size[fi].bars[{k, p}].push_back(
+        j.contains("ns_per_op_lo")
+            ? std::pair{j.at("ns_per_op_lo").get<double>(), j.at("ns_per_op_hi").get<double>()}
+            : kNoBar);
     const std::string key = facet + '\x1f' + kernels.names[k] + '\x1f' + xt;
     if (p == 0) base[key] = ns;
-    timed.push_back({fi, k, p, x, ns, key});
+    timed.push_back({fi, k, p, x, ns, key, ri});
   }
   for (const Timed& t : timed) {
     auto b = base.find(t.key);
     if (t.p == 0 || b == base.end() || !(b->second > 0)) continue;
     change[t.facet].points[{t.k, t.p}].emplace_back(t.x, 100 * (t.ns / b->second - 1));
+    const SweepEffect* e =
+        effects && t.record < effects->size() ? &(*effects)[t.record].vs_policy : nullptr;
+    change[t.facet].bars[{t.k, t.p}].push_back(e && e->valid ? std::pair{100 * e->lo, 100 * e->hi}
+                                                             : kNoBar);
   }
   // Styles: colour by policy and marker by kernel when both fit; else by
   // the series' place in kernel x policy order; else by place in the chart
@@ -163,7 +178,7 @@ std::vector<PlotChart> sweep_charts(const std::vector<nlohmann::json>& records,
     for (auto& [kp, pts] : b.points) {  // (kernel, policy) order
       const auto [k, p] = kp;
       PlotSeries s{(multi_kernel ? kernels.names[k] + " " : "") + policies.names[p],
-                   std::move(pts), -1, -1};
+                   std::move(pts), std::move(b.bars[kp]), -1, -1};
       const size_t i = k * npol + p;
       if (by_policy) s.colour = p, s.marker = k;
       else if (by_pair) s.colour = static_cast<int>(i % np), s.marker = static_cast<int>(i / np);

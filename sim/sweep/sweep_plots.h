@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/report/plot.h"
+#include "sim/sweep/sweep_effects.h"
 
 namespace simcache::sim {
 
@@ -24,7 +25,11 @@ std::string default_plot_x(const std::vector<nlohmann::json>& records);
 // The charts that have data; `plot_x` (a parameter or a knob) "" =
 // default_plot_x(). Per small multiple: time, then change; then memory
 // and accounted.
+// With `effects` (sweep_effects() of the same records and plot_x), each
+// change point carries its 90 % effect interval as a whisker; each time
+// point carries its own model interval (ns_per_op_lo/hi) either way.
 std::vector<PlotChart> sweep_charts(const std::vector<nlohmann::json>& records,
-                                    const std::string& plot_x);
+                                    const std::string& plot_x,
+                                    const std::vector<PointEffects>* effects = nullptr);
 
 }  // namespace simcache::sim
