@@ -357,7 +357,9 @@ TEST_CASE("golden: the JSON goldens carry every key docs/output.md documents", "
                                            // --until-separated's WORKLOAD extension
                                            // (tests/test_tails.cc checks each key).
                                            "extension", "outcome", "rounds_from", "doublings",
-                                           "9_ns_lo90", "9_ns_hi90"};  // p99.9_ns_lo90
+                                           "9_ns_lo90", "9_ns_hi90",  // p99.9_ns_lo90
+                                           // --seeds N's WORKLOAD seeds (test_tails.cc)
+                                           "seeds", "first", "pooled"};
   const std::set<std::string> documented = documented_json_keys();
   CHECK(documented.size() > 30);
   for (const std::string& k : documented) {

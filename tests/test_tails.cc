@@ -3,6 +3,8 @@
 // stop narrowing, within the work budget; deterministic at any --jobs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/cli.h"
@@ -109,14 +111,104 @@ TEST_CASE("until-separated: byte-identical at --jobs 1 and 2, in every format", 
   CHECK(csv.out.find(",,extension,rounds,8\r\n") != std::string::npos);
 }
 
-TEST_CASE("until-separated: needs a cost profile, and one column is not compared", "[tails]") {
+TEST_CASE("until-separated: needs a cost profile; one column runs until its own tail stops "
+          "narrowing",
+          "[tails]") {
   const CliOutcome r = run_cli({"--scenario", "rt-arm-loop", "--until-separated", "--profile",
                                 "none"});
   CHECK(r.status == 2);
   CHECK(r.err.find("--until-separated needs a cost profile") != std::string::npos);
+  // The same doublings as column A of "unpatched,unpatched" above: nothing
+  // to separate from, so its own interval decides.
   const nlohmann::json j = run_json(tails("unpatched"));
-  CHECK(j["workloads"][0]["extension"]["outcome"] == "one column");
-  CHECK(j["workloads"][0]["extension"]["rounds"] == 1);
+  CHECK(j["workloads"][0]["extension"]["outcome"] == "stopped narrowing");
+  CHECK(j["workloads"][0]["extension"]["rounds"] == 16);
+}
+
+namespace {
+// The rt-arm preset's bursty PREEMPT_RT item, shorter: 128-object bursts
+// of 4 users per CPU and a 3 us irq every 20 us delay runs of waits.
+std::vector<std::string> bursty(const std::string& policies, std::vector<std::string> more = {}) {
+  std::vector<std::string> a = {
+      "--scenario", "rt-arm-loop", "--set", "rt=1", "--set", "cpus=8", "--set", "bg_per_cpu=4",
+      "--set", "bg_burst=128", "--set", "irq_period_ns=20000", "--set", "irq_dur_ns=3000",
+      "--set", "messages=1000", "--policy", policies, "--profile",
+      testing::repo_file(testing::kTestProfile)};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+}  // namespace
+
+TEST_CASE("seeds: latency pooled over seeds, intervals over them; identical runs not pooled",
+          "[tails]") {
+  // Each seed's own run, then the pool.
+  std::vector<nlohmann::json> one;
+  for (int s = 1; s <= 5; ++s) one.push_back(run_json(bursty("unpatched", {"--seed", std::to_string(s)})));
+  const nlohmann::json j = run_json(bursty("unpatched", {"--seeds", "5"}));
+  const auto& w = j["workloads"][0];
+  CHECK(w["seeds"]["first"] == 1);
+  CHECK(w["seeds"]["count"] == 5);
+  CHECK(w["seeds"]["pooled"] == true);
+  const auto& pool = w["policies"][0]["latency"]["futex_wait"];
+  uint64_t count = 0;
+  std::vector<double> p999;
+  for (const auto& r : one) {
+    const auto& l = r["workloads"][0]["policies"][0]["latency"]["futex_wait"];
+    count += l["count"].get<uint64_t>();
+    p999.push_back(l["p99.9_ns"].get<double>());
+  }
+  CHECK(pool["count"] == count);
+  // Counts and times are the first seed's.
+  CHECK(w["policies"][0]["total"] == one[0]["workloads"][0]["policies"][0]["total"]);
+  // The seeds' own p99.9 differ (a burst lands on other waits), and the
+  // interval holds the order-statistic interval for their median: with 5
+  // seeds that is their smallest and largest.
+  std::sort(p999.begin(), p999.end());
+  REQUIRE(p999.front() < p999.back());
+  CHECK(pool["p99.9_ns_lo90"].get<double>() <= p999.front());
+  REQUIRE(pool["p99.9_ns_hi90"].is_number());
+  CHECK(pool["p99.9_ns_hi90"].get<double>() >= p999.back());
+  // One seed's 1000 waits leave the p99.9 unbounded above; five bound it.
+  CHECK(one[0]["workloads"][0]["policies"][0]["latency"]["futex_wait"]["p99.9_ns_hi90"].is_null());
+  // The table says what it pooled; CSV carries it too.
+  const CliOutcome t = run_cli(bursty("unpatched", {"--seeds", "5"}));
+  CHECK(t.out.find("--seeds 5: samples pooled over seeds 1..5") != std::string::npos);
+  const CliOutcome csv = run_cli(bursty("unpatched", {"--seeds", "5", "--format", "csv"}));
+  CHECK(csv.out.find(",,seeds,count,5\r\n") != std::string::npos);
+  // Byte-identical at any --jobs (the command line masked).
+  const CliOutcome two = run_cli(bursty("unpatched", {"--seeds", "5", "--jobs", "2"}));
+  const std::string a = t.out.substr(t.out.find('\n')), b = two.out.substr(two.out.find('\n'));
+  CHECK(a.substr(a.find("futex_wait ops")) == b.substr(b.find("futex_wait ops")));
+
+  // A workload that draws nothing from the seed: five copies of one run
+  // are not replications, so its samples stand alone.
+  const nlohmann::json d = run_json({"--scenario", "sparse-fill", "--set", "slots=256", "--set",
+                                     "installs=256", "--seeds", "5", "--profile",
+                                     testing::repo_file(testing::kTestProfile)});
+  const nlohmann::json d1 = run_json({"--scenario", "sparse-fill", "--set", "slots=256", "--set",
+                                      "installs=256", "--latency", "--profile",
+                                      testing::repo_file(testing::kTestProfile)});
+  CHECK(d["workloads"][0]["seeds"]["pooled"] == false);
+  CHECK(d["workloads"][0]["policies"][0]["latency"] == d1["workloads"][0]["policies"][0]["latency"]);
+}
+
+TEST_CASE("seeds: bad counts, no profile and the work budget are one line, exit 2", "[tails]") {
+  for (const char* n : {"0", "2", "4", "65", "x", "-5"}) {
+    INFO(n);
+    const CliOutcome r = run_cli(bursty("unpatched", {"--seeds", n}));
+    CHECK(r.status == 2);
+    CHECK(r.err.find(std::string("--seeds '") + n + "': expected 1, or an integer in 5..64") !=
+          std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  const CliOutcome np = run_cli({"--scenario", "rt-arm-loop", "--seeds", "5", "--profile", "none"});
+  CHECK(np.status == 2);
+  CHECK(np.err.find("--seeds needs a cost profile") != std::string::npos);
+  // 1000 messages x 2 (warm-up + 1 round) per seed: 5 seeds ask 10000.
+  const CliOutcome b = run_cli(bursty("unpatched", {"--seeds", "5", "--max-work", "9999"}));
+  CHECK(b.status == 2);
+  CHECK(b.err.find("5 seeds") != std::string::npos);
+  CHECK(run_cli(bursty("unpatched", {"--seeds", "5", "--max-work", "10000"})).status == 0);
 }
 
 TEST_CASE("until-separated: docs/stats.md states the rule's numbers", "[tails][docs]") {

@@ -145,6 +145,16 @@ bool build_request(const ParsedFlags& f, RunRequest* req, std::string* error) {
            false;
   if (v.count("seed") && !absl::SimpleAtoi(v["seed"], &req->seed))
     return *error = fmt::format("--seed '{}': expected an integer in 0..2^64-1", v["seed"]), false;
+  if (v.count("seeds") &&
+      (!absl::SimpleAtoi(v["seeds"], &req->seeds) ||
+       (req->seeds != 1 && (req->seeds < kMinSeeds || req->seeds > kMaxSeeds))))
+    return *error = fmt::format("--seeds '{}': expected 1, or an integer in {}..{} (fewer than {} "
+                                "seeds cannot bound a percentile over them at 90 %)",
+                                v["seeds"], kMinSeeds, kMaxSeeds, kMinSeeds),
+           false;
+  if (req->seeds > 1 && req->seed > UINT64_MAX - req->seeds)
+    return *error = fmt::format("--seeds {}: seeds {}.. run past 2^64-1", req->seeds, req->seed),
+           false;
   for (const std::string& spec : f.fails) {
     RunRequest::Fault fault{};
     if (!parse_fault(spec, &fault, error)) return false;
@@ -259,6 +269,8 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   const bool extend = v.count("until-separated") > 0;
   if (extend && !have_cost)
     return cli_fail("--until-separated needs a cost profile (latency is in model time)");
+  if (req.seeds > 1 && !have_cost)
+    return cli_fail("--seeds needs a cost profile (it pools latency, which is in model time)");
   if (v.count("quiet")) warning.clear();
   // The plain table prints no call-site view but KASAN's "in <site>":
   // run without scopes, and again with them only if a report needs one.
@@ -269,7 +281,7 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   if (auto_sites) cfg.call_sites = false;
   RunResult result;
   if (extend) run_until_separated(&cfg, &result);
-  else run(cfg, &result);
+  else run_pooled(cfg, &result);
   if (auto_sites && any_kasan(result)) {
     cfg.call_sites = true;
     run(cfg, &result);

@@ -52,6 +52,10 @@ constexpr Flag kReportFlags[] = {
     {"per-cache", T::nothing, "table: new and discarded slabs of every cache per round"},
     {"latency", T::nothing,
      "table: model-time latency percentiles where tasks contend, with their samples; lock waits"},
+    {"seeds", T::value,
+     "latency: pool N seeds from --seed, percentile intervals over them too (1, or 5..64; "
+     "needs a cost profile)",
+     "N"},
     {"until-separated", T::nothing,
      "double the measured rounds until the policies' p99.9 latency intervals separate or stop "
      "narrowing, within --max-work (implies --latency; needs a cost profile)"},

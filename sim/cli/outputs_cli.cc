@@ -90,7 +90,7 @@ void detail_views(const ParsedFlags& f, ReportOptions* ro) {
   ro->counts = all || ro->all_counters || on("counts");
   ro->phases = all || on("phases");
   ro->latency_hist = on("latency-hist");
-  ro->latency = all || ro->latency_hist || on("latency") || on("until-separated");
+  ro->latency = all || ro->latency_hist || on("latency") || on("until-separated") || on("seeds");
   ro->explain = all || on("explain");
   ro->perf_stat = all || on("perf-stat");
   if (auto c = f.v.find("cache"); c != f.v.end()) ro->cache = c->second;

@@ -200,7 +200,7 @@ ordered_json latency_json(const Latencies& lat) {
     for (const LatencyPoint& pt : kLatencyPoints) {
       if (pt.p <= 0) continue;
       const std::string n(pt.name);
-      const LatencyHist::Interval iv = h.percentile_interval(pt.p);
+      const LatencyHist::Interval iv = l.interval(pt.p);
       k[n + "_ns"] = h.percentile_ns(pt.p);
       k[n + "_ns_lo90"] = iv.lo_ns;  // null: no upper bound from these samples
       k[n + "_ns_hi90"] = std::isfinite(iv.hi_ns) ? ordered_json(iv.hi_ns) : ordered_json(nullptr);
@@ -347,6 +347,8 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
       wj["extension"] = {{"outcome", e.outcome}, {"kind", e.kind}, {"rounds_from", e.rounds_from},
                          {"rounds", e.rounds}, {"doublings", e.doublings}};
     }
+    if (w.seeds.count > 1)
+      wj["seeds"] = {{"first", w.seeds.first}, {"count", w.seeds.count}, {"pooled", w.seeds.pooled}};
     ordered_json ps = ordered_json::array();
     for (size_t i = 0; i < w.policies.size(); ++i) {
       ordered_json pj = policy_json(r.record, w.policies[i], o);
@@ -410,6 +412,13 @@ std::string format_csv(const RunResult& r, const ReportOptions& o) {
       line(pre, "extension", "rounds", std::to_string(e.rounds));
       line(pre, "extension", "doublings", std::to_string(e.doublings));
     }
+    if (w.seeds.count > 1) {
+      const std::string pre =
+          run + csv_field(w.label) + "," + csv_field(params_text(w.params)) + ",,";
+      line(pre, "seeds", "first", std::to_string(w.seeds.first));
+      line(pre, "seeds", "count", std::to_string(w.seeds.count));
+      line(pre, "seeds", "pooled", w.seeds.pooled ? "true" : "false");
+    }
     for (const PolicyResult& p : w.policies) {
       const std::string pre = run + csv_field(w.label) + "," + csv_field(params_text(w.params)) +
                               "," + csv_field(p.policy) + ",";
@@ -439,7 +448,7 @@ std::string format_csv(const RunResult& r, const ReportOptions& o) {
           line(pre, "latency:" + l.kind, n,
                fmt::format("{}", pt.p > 0 ? l.hist.percentile_ns(pt.p) : l.hist.max_ns()));
           if (pt.p <= 0) continue;
-          const LatencyHist::Interval iv = l.hist.percentile_interval(pt.p);
+          const LatencyHist::Interval iv = l.interval(pt.p);
           line(pre, "latency:" + l.kind, n + "_lo90", fmt::format("{}", iv.lo_ns));
           line(pre, "latency:" + l.kind, n + "_hi90", fmt::format("{}", iv.hi_ns));  // inf: none
         }

@@ -22,10 +22,14 @@ std::vector<std::string> kinds_of(const WorkloadResult& w) {
   return kinds;
 }
 
-const LatencyHist* find_kind(const PolicyResult& p, const std::string& kind) {
+const OpLatency* find_op(const PolicyResult& p, const std::string& kind) {
   for (const OpLatency& l : p.latency)
-    if (l.kind == kind && l.hist.count()) return &l.hist;
+    if (l.kind == kind && l.hist.count()) return &l;
   return nullptr;
+}
+const LatencyHist* find_kind(const PolicyResult& p, const std::string& kind) {
+  const OpLatency* l = find_op(p, kind);
+  return l ? &l->hist : nullptr;
 }
 
 // One unit for a row, from its largest value: ns below 10 us, us below
@@ -78,6 +82,19 @@ bool contended(const WorkloadResult& w) {
   return false;
 }
 
+// --seeds N: what the latency rows pooled.
+std::string seeds_line(const WorkloadResult& w) {
+  const WorkloadResult::SeedPool& s = w.seeds;
+  if (s.count <= 1) return "";
+  if (!s.pooled)
+    return fmt::format("  --seeds {}: the {} runs (seeds {}..{}) were identical, the workload "
+                       "draws nothing from the seed: one run's samples\n",
+                       s.count, s.count, s.first, s.first + s.count - 1);
+  return fmt::format("  --seeds {}: samples pooled over seeds {}..{}; each interval also holds "
+                     "the seeds' own estimates' median (docs/stats.md)\n",
+                     s.count, s.first, s.first + s.count - 1);
+}
+
 std::string format_latency_block(const WorkloadResult& w, bool hist) {
   const std::vector<std::string> kinds = kinds_of(w);
   if (kinds.empty() || !contended(w)) return "";
@@ -99,7 +116,8 @@ std::string format_latency_block(const WorkloadResult& w, bool hist) {
       for (const PolicyResult& p : w.policies) {
         const LatencyHist* h = find_kind(p, kind);
         v.push_back(!h ? -1 : pt.p > 0 ? h->percentile_ns(pt.p) : h->max_ns());
-        iv.push_back(h && pt.p > 0 ? h->percentile_interval(pt.p) : LatencyHist::Interval{});
+        const OpLatency* op = find_op(p, kind);
+        iv.push_back(op && pt.p > 0 ? op->interval(pt.p) : LatencyHist::Interval{});
         top = std::max(top, v.back());
         if (std::isfinite(iv.back().hi_ns)) top = std::max(top, iv.back().hi_ns);
       }
@@ -126,6 +144,7 @@ std::string format_latency_block(const WorkloadResult& w, bool hist) {
       "  90% interval: where the percentile lies (order statistics, docs/stats.md)\n";
   render(&out, rows, w.policies.size());
   out += extension_line(w);
+  out += seeds_line(w);
   // Lock waits of the measured program and of the background users.
   std::vector<Row> waits;
   for (const char* m : {"lock_waits", "lock_wait_ns", "list_lock_waits", "list_lock_wait_ns",

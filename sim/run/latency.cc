@@ -71,6 +71,21 @@ LatencyHist::Interval LatencyHist::percentile_interval(double p) const {
   return iv;
 }
 
+LatencyHist::Interval OpLatency::interval(double p) const {
+  LatencyHist::Interval iv = hist.percentile_interval(p);
+  if (seeds.size() < 2) return iv;
+  std::vector<double> est;
+  for (const LatencyHist& h : seeds)
+    if (h.count()) est.push_back(h.percentile_ns(p));
+  std::sort(est.begin(), est.end());
+  const auto [l, u] = quantile_ranks(est.size(), 0.5);
+  const double lo = l >= 1 ? est[l - 1] : 0;
+  const double hi = u <= est.size() ? est[u - 1] : std::numeric_limits<double>::infinity();
+  iv.lo_ns = std::min(iv.lo_ns, lo);
+  iv.hi_ns = std::max(iv.hi_ns, hi);
+  return iv;
+}
+
 std::pair<uint64_t, uint64_t> quantile_ranks(uint64_t n, double q, double level) {
   if (n == 0) return {0, 1};
   q = std::clamp(q, 0.0, 1.0);

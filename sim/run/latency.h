@@ -86,7 +86,16 @@ class LatencyHist {
 // the operation counted plus the time it waited (locks, idle exit).
 struct OpLatency {
   std::string kind;
-  LatencyHist hist;
+  LatencyHist hist;  // every sample; with `seeds`, the sum of theirs
+  // --seeds N: each seed's own histogram, in seed order (empty: one run,
+  // or N runs that were identical and so were not pooled).
+  std::vector<LatencyHist> seeds = {};
+  // The 90 % interval of the p-th percentile (docs/stats.md): the
+  // order-statistic interval of `hist`, and with `seeds` widened to hold
+  // the distribution-free interval for the median of the seeds' own
+  // estimates, which carries what the samples of one run share (a
+  // background burst delays several operations in a row).
+  LatencyHist::Interval interval(double p) const;
 };
 using Latencies = std::vector<OpLatency>;
 

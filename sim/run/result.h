@@ -135,6 +135,13 @@ struct WorkloadResult {
     int64_t rounds_from = 0, rounds = 0;  // measured rounds asked for, and run
     int doublings = 0;
   } extension;
+  // --seeds N (sim/run/extend.h): the seeds the latency was pooled over
+  // (first, count) and whether they were (identical runs are not).
+  struct SeedPool {
+    uint64_t first = 0;
+    uint32_t count = 1;
+    bool pooled = false;
+  } seeds = {};
 };
 
 struct RunResult {

@@ -181,12 +181,17 @@ bool resolve_run(const RunRequest& req, RunConfig* out, std::string* error) {
     columns += w.columns.size();
     out->workloads.push_back(std::move(w));
   }
+  // --seeds N runs every column N times.
+  out->work = req.seeds > 1 && out->work > UINT64_MAX / req.seeds ? UINT64_MAX
+                                                                 : out->work * std::max(req.seeds, 1u);
   if (out->work > req.max_work)
-    return *error = fmt::format("the run asks for {} operations ({} column(s) of {} workload(s)); "
+    return *error = fmt::format("the run asks for {} operations ({} column(s) of {} workload(s){}); "
                                 "the work budget is {} (--max-work N raises it)",
                                 out->work == UINT64_MAX ? "more than 2^64"
                                                         : std::to_string(out->work),
-                                columns, items.size(), req.max_work),
+                                columns, items.size(),
+                                req.seeds > 1 ? fmt::format(", {} seeds", req.seeds) : "",
+                                req.max_work),
            false;
   return true;
 }

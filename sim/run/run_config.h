@@ -28,6 +28,9 @@ struct BackgroundTrace;
 
 // 10^9 operations: about a minute of simulation (docs/reliability.md).
 inline constexpr uint64_t kDefaultMaxWork = 1000000000;
+// --seeds: fewer than 5 cannot bound the median of the seeds' estimates
+// at 90 % (0.5^4 = 6.25 % > 5 % of 4 seeds fall on one side of it).
+inline constexpr uint32_t kMinSeeds = 5, kMaxSeeds = 64;
 
 // What the user asked for, as spelled (the CLI, a --config file, a sweep
 // point). resolve_run() checks every name and number in it.
@@ -45,6 +48,9 @@ struct RunRequest {
   // for together (ScenarioInfo::work), checked before anything runs.
   uint64_t max_work = kDefaultMaxWork;
   uint64_t seed = 1;
+  // --seeds N: the latency is pooled over seeds seed..seed+N-1, its
+  // percentile intervals taken over them too (1, or kMinSeeds..kMaxSeeds).
+  uint32_t seeds = 1;
   int jobs = 1;  // worker threads (results do not depend on it)
   // Allocation failures injected at each point (--fail), for robustness
   // runs: with probability `prob` (draws seeded from `seed`), or on every
