@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -209,6 +210,13 @@ TEST_CASE("seeds: bad counts, no profile and the work budget are one line, exit 
   CHECK(b.status == 2);
   CHECK(b.err.find("5 seeds") != std::string::npos);
   CHECK(run_cli(bursty("unpatched", {"--seeds", "5", "--max-work", "10000"})).status == 0);
+  // A run configuration names its file, line and field.
+  testing::TempDir d("seeds");
+  const std::string cfg = d / "run.toml";
+  std::ofstream(cfg) << "scenario = \"rt-arm-loop\"\nseeds = \"3\"\n";
+  const CliOutcome c = run_cli({"--config", cfg});
+  CHECK(c.status == 2);
+  CHECK(c.err.find(cfg + ":2: seeds: '3': expected 1, or an integer in 5..64") != std::string::npos);
 }
 
 TEST_CASE("until-separated: docs/stats.md states the rule's numbers", "[tails][docs]") {

@@ -90,6 +90,19 @@ std::string list_text() {
 }  // namespace
 
 // --fail POINT=PROBABILITY or POINT=nth:N. "slab" is slab_alloc.
+std::string max_work_error(const std::string& text, uint64_t* out) {
+  if (absl::SimpleAtoi(text, out) && *out > 0) return "";
+  return fmt::format("'{}': expected an integer in 1..2^64-1", text);
+}
+
+std::string seeds_error(const std::string& text, uint32_t* out) {
+  if (absl::SimpleAtoi(text, out) && (*out == 1 || (*out >= kMinSeeds && *out <= kMaxSeeds)))
+    return "";
+  return fmt::format("'{}': expected 1, or an integer in {}..{} (fewer than {} seeds cannot "
+                     "bound a percentile over them at 90 %)",
+                     text, kMinSeeds, kMaxSeeds, kMinSeeds);
+}
+
 bool parse_fault(const std::string& spec, RunRequest::Fault* out, std::string* error) {
   const size_t eq = spec.find('=');
   const std::string point = spec.substr(0, eq), value = eq == std::string::npos ? "" : spec.substr(eq + 1);
@@ -138,20 +151,14 @@ bool build_request(const ParsedFlags& f, RunRequest* req, std::string* error) {
     }
     if (req->policies.size() > 8) return *error = "--policy: at most 8 columns", false;
   }
-  if (v.count("max-work") &&
-      (!absl::SimpleAtoi(v["max-work"], &req->max_work) || req->max_work == 0))
-    return *error = fmt::format("--max-work '{}': expected an integer in 1..2^64-1",
-                                v["max-work"]),
-           false;
+  if (v.count("max-work"))
+    if (std::string why = max_work_error(v["max-work"], &req->max_work); !why.empty())
+      return *error = "--max-work " + why, false;
   if (v.count("seed") && !absl::SimpleAtoi(v["seed"], &req->seed))
     return *error = fmt::format("--seed '{}': expected an integer in 0..2^64-1", v["seed"]), false;
-  if (v.count("seeds") &&
-      (!absl::SimpleAtoi(v["seeds"], &req->seeds) ||
-       (req->seeds != 1 && (req->seeds < kMinSeeds || req->seeds > kMaxSeeds))))
-    return *error = fmt::format("--seeds '{}': expected 1, or an integer in {}..{} (fewer than {} "
-                                "seeds cannot bound a percentile over them at 90 %)",
-                                v["seeds"], kMinSeeds, kMaxSeeds, kMinSeeds),
-           false;
+  if (v.count("seeds"))
+    if (std::string why = seeds_error(v["seeds"], &req->seeds); !why.empty())
+      return *error = "--seeds " + why, false;
   if (req->seeds > 1 && req->seed > UINT64_MAX - req->seeds)
     return *error = fmt::format("--seeds {}: seeds {}.. run past 2^64-1", req->seeds, req->seed),
            false;

@@ -72,6 +72,10 @@ bool check_output_flags(std::string_view command, const ParsedFlags& f, std::str
 std::span<const Flag> report_flags();
 // --fail POINT=PROBABILITY or POINT=nth:N (cli.cc); `error` names the spec.
 bool parse_fault(const std::string& spec, RunRequest::Fault* out, std::string* error);
+// --max-work and --seeds values ("" error: fine). The command line and a
+// run configuration (which names the file and line) check them alike.
+std::string max_work_error(const std::string& text, uint64_t* out);
+std::string seeds_error(const std::string& text, uint32_t* out);
 // Exit status 2 and one line on stderr: control characters in `msg`
 // (user strings included) are escaped, so it cannot span lines.
 CliOutcome cli_fail(const std::string& msg);

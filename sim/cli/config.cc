@@ -144,6 +144,12 @@ bool check_value(const TomlReader& r, const std::string& key, const toml::node& 
         return r.fail(&node, "knobs." + std::string(k.str()), why);
     }
   if (key == "kernel" && !iou::profile_by_name(f.v.at("kernel"), &why)) return r.fail(&v, key, why);
+  uint64_t max_work = 0;
+  uint32_t seeds = 0;
+  if (key == "max-work" && !(why = max_work_error(f.v.at(key), &max_work)).empty())
+    return r.fail(&v, key, why);
+  if (key == "seeds" && !(why = seeds_error(f.v.at(key), &seeds)).empty())
+    return r.fail(&v, key, why);
   if (key == "machine" && !iou::machine_by_name(f.v.at("machine"), &why)) return r.fail(&v, key, why);
   if (key == "scenario") {
     const ScenarioRegistry& reg = ScenarioRegistry::get();
