@@ -124,7 +124,7 @@ TEST_CASE("config round trip: every report flag reaches the dump", "[config][rou
   const std::map<std::string, std::string> values = {
       {"scenario", "waitv"},     {"policy", "unpatched,waitv-cache"},
       {"kernel", "v6.13"},       {"machine", "vm-2vcpu"},
-      {"max-work", "5000000"},
+      {"max-work", "5000000"}, {"seeds", "5"},
       {"seed", "18446744073709551615"},
       {"format", "csv"},         {"jobs", "3"},
       {"fail", "slab=nth:10"},   {"set", "rounds=2"},
