@@ -39,20 +39,21 @@ programs() {
 
 # The kernel's call sites (the function kmalloc()/kmem_cache_alloc() was
 # called from) and the model's call-site scope each one's allocations
-# fall in; "task": the task's io_uring context, which the model has not.
+# fall in (create_io_worker: an io-wq worker, which no modelled operation
+# makes).
 sitemap='io_uring_setup io_ring_ctx_alloc
 io_alloc_cache_init io_ring_ctx_alloc
-io_create_region io_ring_ctx_alloc
 percpu_ref_init io_ring_ctx_alloc
+io_create_region io_allocate_scq_urings
 io_cache_alloc_new io_cache_alloc_new
 io_futexv_prep io_futexv_prep
 io_alloc_file_tables io_sqe_files_register
 io_rsrc_data_alloc io_sqe_files_register
 __io_alloc_req_refill io_alloc_req_refill
-__io_uring_add_tctx_node task
-io_uring_alloc_task_context task
-io_wq_create task
-create_io_worker task'
+__io_uring_add_tctx_node io_uring_add_tctx_node
+io_uring_alloc_task_context io_uring_alloc_task_context
+io_wq_create io_wq_create
+create_io_worker create_io_worker'
 
 # The model's quantities: allocations (kmalloc + kmem_cache_alloc) by the
 # innermost call-site scope (a scope's own, its callees' subtracted; a
@@ -81,7 +82,6 @@ kernel_q() {
     !($2 in m) { q["unmapped:" $2 ":" $3 ":" $1] += $4; next }
     $1 == "alloc" { q["alloc:site:" m[$2]] += $4; q["live:site:" m[$2]] += $4 }
     $1 == "freed" { q["live:site:" m[$2]] -= $4 }
-    m[$2] == "task" { next }  # per cache: allocations at the model call sites only
     $1 == "alloc" { q["alloc:cache:" $3] += $4 }
     $1 == "freed" { q["free:cache:" $3] += $4 }
     END { for (k in q) printf "%s\t%d\n", k, q[k] }' "$1"

@@ -40,7 +40,7 @@ TEST_CASE("futex: 100,000 failing FUTEX_WAITs with futex-return-to-cache do one 
   s.io->ring_exit(r, kKworker);
   CHECK(kfrees_of(s, 144) == 1);
   CHECK(s.mm.calls().back().cpu == kKworker.cpu);
-  CHECK(s.mm.live_objects() == 0);
+  CHECK(s.live_after_task_exit() == 0);
   CHECK(s.mm.reports().empty());
 }
 
@@ -57,7 +57,7 @@ TEST_CASE("futex: unpatched, 100,000 failing FUTEX_WAITs do 100,000 kmalloc + kf
   CHECK(s.ev(Event::futex_arm_fail_kfree) == 100000);
   s.io->ring_exit(r, kKworker);
   CHECK(kfrees_of(s, 144) == 100000);  // nothing was cached
-  CHECK(s.mm.live_objects() == 0);
+  CHECK(s.live_after_task_exit() == 0);
 }
 
 TEST_CASE("futex: event loop with 39% failed arms does 0.39 kmalloc+kfree per message",
@@ -92,7 +92,7 @@ TEST_CASE("futex: event loop with 39% failed arms does 0.39 kmalloc+kfree per me
     CHECK(s->ev(Event::futex_complete) == 61000);
     s->io->ring_exit(r, kKworker);
     CHECK(kfrees_of(*s, 144) == 39001);  // the last message was a success
-    CHECK(s->mm.live_objects() == 0);
+    CHECK(s->live_after_task_exit() == 0);
   }
   SECTION("futex-return-to-cache") {
     auto [s, r] = run("futex-return-to-cache");
@@ -100,7 +100,7 @@ TEST_CASE("futex: event loop with 39% failed arms does 0.39 kmalloc+kfree per me
     CHECK(kfrees_of(*s, 144) == 0);
     s->io->ring_exit(r, kKworker);
     CHECK(kfrees_of(*s, 144) == 1);
-    CHECK(s->mm.live_objects() == 0);
+    CHECK(s->live_after_task_exit() == 0);
   }
 }
 
@@ -144,7 +144,7 @@ TEST_CASE("futex: WAITV is one allocation and one free per request",
       // 16 requests in flight per enter: two bulk refills, once.
       CHECK(s.mm.count(Op::kmem_cache_alloc_bulk) == 2);
       s.io->ring_exit(r, kKworker);
-      CHECK(s.mm.live_objects() == 0);
+      CHECK(s.live_after_task_exit() == 0);
       CHECK(s.mm.reports().empty());
     }
   }
@@ -170,7 +170,7 @@ TEST_CASE("futex: WAITV sizes, limits, arm failure", "[io_uring][futex][seed000]
   CHECK(s.mm.count_if([](const Call& c) {
     return c.op == Op::kfree && c.size == 20488 && c.cpu == kKworker.cpu;
   }) == 1);
-  CHECK(s.mm.live_objects() == 0);
+  CHECK(s.live_after_task_exit() == 0);
 }
 
 TEST_CASE("futex: armed waits cancelled at ring exit return to the cache",
@@ -182,13 +182,17 @@ TEST_CASE("futex: armed waits cancelled at ring exit return to the cache",
   CHECK(futex_kmallocs(s) == 40);
   s.mm.clear_calls();
   // Exit: 40 cancels complete with -ECANCELED; io_cache_free keeps 32 and
-  // kfrees 8 (cache full); teardown then kfrees the 32. All on the kworker.
+  // kfrees 8 (cache full); teardown then kfrees the 32. All on the kworker
+  // but the ring's io_tctx_node, which the task drops itself (task_work).
   s.io->ring_exit(r, kKworker);
   CHECK(s.ev(Event::futex_cancel) == 40);
   CHECK(s.ev(Event::io_cache_put_full) == 8);
   CHECK(kfrees_of(s, 144) == 40);
-  CHECK(s.mm.count_if([](const Call& c) { return c.op == Op::kfree && c.cpu != kKworker.cpu; }) == 0);
-  CHECK(s.mm.live_objects() == 0);
+  CHECK(s.mm.count_if([](const Call& c) { return c.op == Op::kfree && c.cpu != kKworker.cpu; }) == 1);
+  CHECK(s.mm.count_if([](const Call& c) {
+    return c.op == Op::kfree && c.cpu == kApp.cpu && c.size == kIoTctxNodeSize;
+  }) == 1);
+  CHECK(s.live_after_task_exit() == 0);
   CHECK(s.mm.reports().empty());
 }
 
@@ -208,6 +212,6 @@ TEST_CASE("futex: allocation failures complete the request with an error",
   s.mm.fail_if = nullptr;
   CHECK(s.ev(Event::cqe_post) == 2);  // the two failed requests
   s.io->ring_exit(r, kKworker);
-  CHECK(s.mm.live_objects() == 0);
+  CHECK(s.live_after_task_exit() == 0);
   CHECK(s.mm.reports().empty());
 }

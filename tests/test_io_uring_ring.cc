@@ -41,6 +41,12 @@ void mixed_scenario(Sim& s) {
   send_fill(s, src, dst, 10);
   s.io->ring_exit(src, kKworker);
   s.io->ring_exit(dst, kKworker);
+  s.io->task_exit_all();
+}
+
+uint64_t kmallocs_of(const Sim& s, uint64_t size, gfp_t gfp) {
+  return s.mm.count_if(
+      [&](const Call& c) { return c.op == Op::kmalloc && c.size == size && c.gfp == gfp; });
 }
 
 }  // namespace
@@ -51,31 +57,72 @@ TEST_CASE("ring: create allocates ctx, cancel table and cache arrays, exit frees
     Sim s("v6.18");
     const int r = s.io->ring_create(kApp);  // 256 SQ, 512 CQ entries
     REQUIRE(r == 0);
-    // ctx: kzalloc(1472) (kmalloc-2k); cancel table: ilog2(512) - 5 = 4
-    // bits -> 16 * 64 B; entries arrays: apoll 32, futex 32 (256 B each),
-    // netmsg, rw, cmd, msg, node, imu 128 (1024 B each).
-    CHECK(s.mm.count_if([](const Call& c) {
-      return c.op == Op::kmalloc && c.size == 1472 && c.gfp == (GFP_KERNEL | __GFP_ZERO);
-    }) == 1);
-    CHECK(s.mm.count(Op::kvmalloc) == 9);
+    // ctx: kzalloc(1472) (kmalloc-2k); percpu_ref data kzalloc(56); cancel
+    // table: ilog2(512) - 5 = 4 bits -> 16 * 64 B; entries arrays: apoll 32,
+    // futex 32 (256 B each), netmsg, rw, cmd, node, imu 128 (1024 B each;
+    // no msg_cache on 6.18); region page arrays: rings 192 + 512 * 16 +
+    // 256 * 4 B = 3 pages (24 B), SQEs 256 * 64 B = 4 pages (32 B). The
+    // task's first ring: io_uring_task (320), io_wq_hash (40), io_wq (808),
+    // and the ring's io_tctx_node (32). The live kernel's 6.18 trace makes
+    // the same 12 + 4 (docs/measure.md).
+    CHECK(kmallocs_of(s, 1472, GFP_KERNEL | __GFP_ZERO) == 1);
+    CHECK(kmallocs_of(s, 56, GFP_KERNEL | __GFP_ZERO) == 1);
+    CHECK(kmallocs_of(s, 320, GFP_KERNEL | __GFP_ZERO) == 1);
+    CHECK(kmallocs_of(s, 40, GFP_KERNEL | __GFP_ZERO) == 1);
+    CHECK(kmallocs_of(s, 808, GFP_KERNEL | __GFP_ZERO) == 1);
+    CHECK(kmallocs_of(s, 32, GFP_KERNEL) == 1);
+    CHECK(s.mm.count(Op::kmalloc) == 6);
+    CHECK(s.mm.count(Op::kvmalloc) == 10);
     CHECK(s.mm.count(Op::kvmalloc, 256) == 2);
-    CHECK(s.mm.count(Op::kvmalloc, 1024) == 7);  // 6 arrays + the cancel table
+    CHECK(s.mm.count(Op::kvmalloc, 1024) == 6);  // 5 arrays + the cancel table
+    CHECK(s.mm.count(Op::kvmalloc, 24) == 1);
+    CHECK(s.mm.count(Op::kvmalloc, 32) == 1);
     CHECK(s.mm.count_if([](const Call& c) {
       return c.op == Op::kvmalloc && c.gfp == GFP_KERNEL_ACCOUNT;
     }) == 1);
+    CHECK(s.mm.count_if([](const Call& c) {
+      return c.op == Op::kvmalloc && c.gfp == (GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN);
+    }) == 2);
+    CHECK(s.io->task_contexts() == 1);
     s.mm.clear_calls();
     REQUIRE(s.io->ring_exit(r, kKworker) == 0);
-    CHECK(s.mm.count(Op::kvfree) == 9);
-    CHECK(s.mm.count(Op::kfree) == 1);
+    CHECK(s.mm.count(Op::kvfree) == 10);
+    // ctx, percpu_ref data, the node (on the task); the hash stays: the
+    // task's io_wq holds it.
+    CHECK(s.mm.count(Op::kfree) == 3);
+    CHECK(s.mm.count_if([](const Call& c) { return c.op == Op::kfree && c.cpu == kApp.cpu; }) == 1);
+    CHECK(s.mm.live_objects() == 3);
+    s.mm.clear_calls();
+    s.io->task_exit_all();  // io_wq, its hash reference (the last), the io_uring_task
+    CHECK(s.mm.count(Op::kfree) == 3);
     CHECK(s.mm.live_objects() == 0);
+    CHECK(s.io->task_contexts() == 0);
     CHECK(s.io->ring_exit(r, kKworker) == kEBADF);
     CHECK(s.io->futex_wait(r, true) == kEBADF);
   }
-  SECTION("v6.13 has no node/imu cache arrays") {
+  SECTION("v6.13 has no node/imu cache arrays, and a msg_cache") {
     Sim s("v6.13");
     s.io->ring_create(kApp, RingParams{8, 0, false});  // 16 CQ: hash bits clamp to 1
-    CHECK(s.mm.count(Op::kvmalloc) == 7);
+    CHECK(s.mm.count(Op::kvmalloc) == 9);           // 6 arrays, cancel table, 2 regions
     CHECK(s.mm.count(Op::kvmalloc, 2 * 64) == 1);
+    CHECK(s.mm.count(Op::kvmalloc, 8) == 2);        // one page each
+    CHECK(s.io->ring(0).msg_cache.max_cached == IO_ALLOC_CACHE_MAX);
+  }
+  SECTION("v6.12 and v6.13 have msg_cache; v6.18 and v7.x do not") {
+    for (const char* k : {"v6.12", "v6.13", "v6.18", "v7.1"}) {
+      Sim s(k);
+      s.io->ring_create(kApp);
+      CHECK(s.io->ring(0).msg_cache.max_cached ==
+            (std::string(k) < "v6.14" ? IO_ALLOC_CACHE_MAX : 0u));
+    }
+  }
+  SECTION("a CQ size that is not a power of two is rounded up first") {
+    Sim s("v6.18");
+    s.io->ring_create(kApp, RingParams{100, 300, false});  // 128 SQ, 512 CQ
+    CHECK(s.mm.count(Op::kvmalloc, 16 * 64) == 6);  // cancel table 4 bits, as for 512
+    // rings: 192 + 512 * 16 + 128 * 4 = 8896 B -> 3 pages; SQEs 8 KiB -> 2.
+    CHECK(s.mm.count(Op::kvmalloc, 24) == 1);
+    CHECK(s.mm.count(Op::kvmalloc, 16) == 1);
   }
   SECTION("the kernel instance creates io_kiocb (and io_rsrc_node with node-slab)") {
     Sim s("v6.18", "node-slab");
@@ -86,6 +133,53 @@ TEST_CASE("ring: create allocates ctx, cancel table and cache arrays, exit frees
     CHECK(s.mm.cache(s.io->rsrc_node_cachep()).object_size == 24);
     Sim u("v6.18");
     CHECK(u.io->rsrc_node_cachep() == kNoCache);
+  }
+}
+
+TEST_CASE("ring: one io_uring context per task, one tctx node per ring, freed at task exit",
+          "[io_uring][ring][tctx]") {
+  Sim s("v6.18");
+  const int a = s.io->ring_create(kApp);
+  const int b = s.io->ring_create(kApp);
+  const int c = s.io->ring_create(kOtherCpu);
+  // Per task: io_uring_task + io_wq, and a hash_map on its first ring;
+  // per ring: one io_tctx_node.
+  CHECK(kmallocs_of(s, 320, GFP_KERNEL | __GFP_ZERO) == 2);
+  CHECK(kmallocs_of(s, 808, GFP_KERNEL | __GFP_ZERO) == 2);
+  CHECK(kmallocs_of(s, 40, GFP_KERNEL | __GFP_ZERO) == 2);
+  CHECK(kmallocs_of(s, 32, GFP_KERNEL) == 3);
+  CHECK(s.io->ring(a).hash_map != kNull);
+  CHECK(s.io->ring(b).hash_map == kNull);
+  CHECK(s.io->ring(c).hash_map != kNull);
+  CHECK(s.io->task_contexts() == 2);
+  // The tasks exit before the rings' teardown: their nodes go with them
+  // (on their CPUs), and a ring's teardown drops the last hash reference.
+  s.mm.clear_calls();
+  s.io->task_exit_all();
+  CHECK(s.mm.count(Op::kfree) == 3 + 2 * 2);  // 3 nodes, 2 x (io_wq, tctx)
+  CHECK(s.io->task_contexts() == 0);
+  s.mm.clear_calls();
+  s.io->ring_exit(a, kKworker);
+  CHECK(s.mm.count(Op::kfree) == 3);  // ctx, percpu_ref data, hash_map (last reference)
+  s.io->ring_exit(b, kKworker);
+  s.io->ring_exit(c, kKworker);
+  CHECK(s.mm.live_objects() == 0);
+  // A new ring after the exit: a fresh task context.
+  s.mm.clear_calls();
+  s.io->ring_create(kApp);
+  CHECK(kmallocs_of(s, 320, GFP_KERNEL | __GFP_ZERO) == 1);
+  CHECK(s.live_after_task_exit() > 0);  // the ring is still open
+}
+
+TEST_CASE("ring: a failed task context fails the ring set-up and frees what it built",
+          "[io_uring][ring][tctx][faults]") {
+  for (uint32_t size : {320u, 40u, 808u, 32u}) {
+    Sim s("v6.18");
+    s.mm.fail_if = [size](const Call& c) { return c.op == Op::kmalloc && c.size == size; };
+    CHECK(s.io->ring_create(kApp) == kENOMEM);
+    CHECK(s.io->task_contexts() == (size == 32 ? 1u : 0u));
+    s.mm.fail_if = nullptr;
+    CHECK(s.live_after_task_exit() == 0);
   }
 }
 
@@ -119,7 +213,7 @@ TEST_CASE("ring: request cache refills in bulks of 8 and returns requests on com
   s.io->ring_exit(r, kKworker);
   CHECK(s.cache_calls(Op::kmem_cache_free, rc) == 27);
   CHECK(s.ev(Event::req_cache_free) == 27);
-  CHECK(s.mm.live_objects() == 0);
+  CHECK(s.live_after_task_exit() == 0);
 }
 
 TEST_CASE("ring: teardown frees everything under every profile and policy",
@@ -134,7 +228,7 @@ TEST_CASE("ring: teardown frees everything under every profile and policy",
       DYNAMIC_SECTION(p.name << " " << spec) {
         Sim s(p.name, spec);
         mixed_scenario(s);
-        CHECK(s.mm.live_objects() == 0);
+        CHECK(s.live_after_task_exit() == 0);
         CHECK(s.mm.reports().empty());
         CHECK(s.ev(Event::ring_teardown) == 2);
       }

@@ -66,7 +66,7 @@ TEST_CASE("rsrc: F0 first fill of 4,096 sparse slots, v6.18 unpatched",
   CHECK(f.s.io->ring(f.dst).node_cache.nr_cached == 128);
   f.s.io->exit_all(kKworker);
   CHECK(f.s.mm.count(Op::kfree, 24) == 3968 + 128 + 1);  // + source's node
-  CHECK(f.s.mm.live_objects() == 0);
+  CHECK(f.s.live_after_task_exit() == 0);
   CHECK(f.s.mm.reports().empty());
 }
 
@@ -82,7 +82,7 @@ TEST_CASE("rsrc: F0 under older profiles", "[io_uring][rsrc][seed004]") {
     f.s.io->files_unregister(f.dst);
     CHECK(f.s.mm.count(Op::kfree, 32) == 4096);
     f.s.io->exit_all(kKworker);
-    CHECK(f.s.mm.live_objects() == 0);
+    CHECK(f.s.live_after_task_exit() == 0);
   }
   SECTION("v6.12: installs allocate nothing") {
     F0 f("v6.12", "unpatched", 4096);
@@ -93,7 +93,7 @@ TEST_CASE("rsrc: F0 under older profiles", "[io_uring][rsrc][seed004]") {
     f.s.io->files_unregister(f.dst);
     CHECK(f.d(Event::fput) == 4096);
     f.s.io->exit_all(kKworker);
-    CHECK(f.s.mm.live_objects() == 0);
+    CHECK(f.s.live_after_task_exit() == 0);
   }
 }
 
@@ -128,7 +128,7 @@ TEST_CASE("rsrc: bulk refill is one kmem_cache_alloc_bulk per 32 misses",
   CHECK(f.d(Event::io_cache_alloc_new) == 128);
   CHECK(f.d(Event::node_cache_hit) == 4096 - 128);
   f.s.io->exit_all(kKworker);
-  CHECK(f.s.mm.live_objects() == 0);
+  CHECK(f.s.live_after_task_exit() == 0);
   CHECK(f.s.mm.reports().empty());
 }
 
@@ -156,7 +156,7 @@ TEST_CASE("rsrc: prefill takes every allocation off the install path",
     CHECK(s.bulk_calls(nc) == 0);
     CHECK(s.cache_calls(Op::kmem_cache_alloc, nc) == 0);
     s.io->exit_all(kKworker);
-    CHECK(s.mm.live_objects() == 0);
+    CHECK(s.live_after_task_exit() == 0);
     CHECK(s.mm.reports().empty());
   }
   SECTION("8,192 slots: prefill 4,096, then bulk refill for the other 4,096") {
@@ -174,7 +174,7 @@ TEST_CASE("rsrc: prefill takes every allocation off the install path",
     CHECK(f.d(Event::io_cache_alloc_new) == 128);
     CHECK(f.d(Event::node_cache_hit) == 4096 + 128 * 31);
     f.s.io->exit_all(kKworker);
-    CHECK(f.s.mm.live_objects() == 0);
+    CHECK(f.s.live_after_task_exit() == 0);
   }
   SECTION("prefill-optin only prefills registrations that opt in") {
     F0 no("v6.18", "node-slab+bulk-refill+prefill-optin", 4096, false);
@@ -212,7 +212,7 @@ TEST_CASE("rsrc: same-ring remove + refill of 4,096 files", "[io_uring][rsrc][se
     CHECK(f->d(Event::io_cache_alloc_new) == 3968);
     CHECK(node_kmallocs(f->s) == 3968);
     f->s.io->exit_all(kKworker);
-    CHECK(f->s.mm.live_objects() == 0);
+    CHECK(f->s.live_after_task_exit() == 0);
   }
   SECTION("node-slab+bulk-refill: same 128 kept; 3,968 misses served by 124 bulks") {
     auto f = setup("node-slab+bulk-refill");
@@ -227,7 +227,7 @@ TEST_CASE("rsrc: same-ring remove + refill of 4,096 files", "[io_uring][rsrc][se
     CHECK(f->d(Event::io_cache_alloc_new) == 124);
     CHECK(f->d(Event::node_cache_hit) == 128 + 124 * 31);
     f->s.io->exit_all(kKworker);
-    CHECK(f->s.mm.live_objects() == 0);
+    CHECK(f->s.live_after_task_exit() == 0);
   }
   SECTION("prefill: the grown cache keeps all 4,096; 0 frees, 0 misses") {
     auto f = setup("node-slab+bulk-refill+prefill");
@@ -242,7 +242,7 @@ TEST_CASE("rsrc: same-ring remove + refill of 4,096 files", "[io_uring][rsrc][se
     CHECK(f->d(Event::node_cache_hit) == 4096);
     CHECK(f->s.bulk_calls(nc) == 0);
     f->s.io->exit_all(kKworker);
-    CHECK(f->s.mm.live_objects() == 0);
+    CHECK(f->s.live_after_task_exit() == 0);
   }
 }
 
@@ -264,7 +264,7 @@ TEST_CASE("rsrc: install allocates the new node before resetting the old one",
   CHECK(s.io->ring(r).node_cache.nr_cached == 1);
   CHECK(s.io->ring(r).files.test_bit(5));
   s.io->exit_all(kKworker);
-  CHECK(s.mm.live_objects() == 0);
+  CHECK(s.live_after_task_exit() == 0);
   CHECK(s.mm.reports().empty());
 }
 
@@ -281,7 +281,7 @@ TEST_CASE("rsrc: slot allocation, errors and the CPU doing the install",
     REQUIRE(f.s.io->files_update_remove(f.dst, 2, 1) == 1);
     CHECK(f.s.io->msg_ring_send_fd(f.src, f.dst, 0, IORING_FILE_INDEX_ALLOC) == 2);
     f.s.io->exit_all(kKworker);
-    CHECK(f.s.mm.live_objects() == 0);
+    CHECK(f.s.live_after_task_exit() == 0);
   }
   SECTION("errors") {
     F0 f("v6.18", "unpatched", 4);
@@ -301,7 +301,7 @@ TEST_CASE("rsrc: slot allocation, errors and the CPU doing the install",
     CHECK(f.s.io->files_register_sparse(bare, 4) == kEBADF);
     CHECK(f.d(Event::io_rsrc_node_alloc) == 0);
     f.s.io->exit_all(kKworker);
-    CHECK(f.s.mm.live_objects() == 0);
+    CHECK(f.s.live_after_task_exit() == 0);
   }
   SECTION("inline install runs on the source CPU, DEFER_TASKRUN on the target's") {
     Sim s("v6.18");
@@ -319,8 +319,11 @@ TEST_CASE("rsrc: slot allocation, errors and the CPU doing the install",
     }) == 4);
     s.mm.clear_calls();
     s.io->exit_all(kKworker);
-    CHECK(s.mm.count_if([](const Call& c) { return c.cpu != kKworker.cpu; }) == 0);
-    CHECK(s.mm.live_objects() == 0);
+    // Ring teardown runs on the kworker; each task frees its own io_uring
+    // context: 2 io_tctx_nodes, 2 x (io_wq, io_uring_task) and the 2
+    // io_wq_hashes whose last reference the io_wqs held.
+    CHECK(s.mm.count_if([](const Call& c) { return c.cpu != kKworker.cpu; }) == 8);
+    CHECK(s.live_after_task_exit() == 0);
   }
 }
 
@@ -342,7 +345,7 @@ TEST_CASE("rsrc: non-sparse register allocates a node per slot, update sets rese
   CHECK(node_kmallocs(s) == 0);
   CHECK(s.ev(Event::node_cache_hit) == 100);
   s.io->exit_all(kKworker);
-  CHECK(s.mm.live_objects() == 0);
+  CHECK(s.live_after_task_exit() == 0);
   CHECK(s.mm.reports().empty());
 }
 
@@ -370,7 +373,7 @@ TEST_CASE("rsrc: slab-prime keeps one anchor per primed page until unregister",
     REQUIRE(s.io->files_unregister(r) == 0);
     CHECK(s.mm.count(Op::kfree, 24) == 33);
     s.io->exit_all(kKworker);
-    CHECK(s.mm.live_objects() == 0);
+    CHECK(s.live_after_task_exit() == 0);
   }
   SECTION("node-slab, and a small table still primes one page") {
     // 10 slots: 10 objects back need 11 allocations on one page.
@@ -383,7 +386,7 @@ TEST_CASE("rsrc: slab-prime keeps one anchor per primed page until unregister",
     CHECK(s.cache_calls(Op::kmem_cache_free, nc) == 10);
     CHECK(s.io->ring(r).files.anchors.size() == 1);
     s.io->exit_all(kKworker);
-    CHECK(s.mm.live_objects() == 0);
+    CHECK(s.live_after_task_exit() == 0);
     CHECK(s.mm.reports().empty());
   }
 }

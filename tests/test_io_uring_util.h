@@ -42,6 +42,12 @@ struct Sim {
   }
 
   uint64_t ev(Event e) const { return mm.events()[e]; }
+  // Objects still live once the program's tasks have exited too (their
+  // io_uring contexts outlive the rings, as in the kernel).
+  uint64_t live_after_task_exit() {
+    io->task_exit_all();
+    return mm.live_objects();
+  }
   Counters snap() { return mm.events(); }
   uint64_t since(const Counters& before, Event e) { return mm.events()[e] - before[e]; }
 

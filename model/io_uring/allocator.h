@@ -73,6 +73,12 @@ enum : SiteId {
   kSiteNodeKzalloc = 0x10009u,      // 6.13 io_rsrc_node_alloc(): kzalloc
   kSiteSlabPrime = 0x1000au,        // slab-prime diagnostic
   kSitePrefillObjs = 0x1000bu,      // io_alloc_cache_prefill(): kmalloc-based fill
+  kSitePercpuRef = 0x1000cu,        // percpu_ref_init(): ctx->refs' percpu_ref_data
+  kSiteRegionPages = 0x1000du,      // io_create_region(): the region's page array
+  kSiteTctx = 0x1000eu,             // io_uring_alloc_task_context(): struct io_uring_task
+  kSiteWqHash = 0x1000fu,           // io_init_wq_offload(): ctx->hash_map
+  kSiteIoWq = 0x10010u,             // io_wq_create(): struct io_wq
+  kSiteTctxNode = 0x10011u,         // __io_uring_add_tctx_node(): struct io_tctx_node
 };
 
 // The same task, making a call from a named site.
@@ -96,6 +102,12 @@ inline std::string_view site_name(SiteId s) {
     case kSiteNodeKzalloc: return "io_rsrc_node_alloc";
     case kSiteSlabPrime: return "io_rsrc_slab_prime";
     case kSitePrefillObjs: return "io_alloc_cache_prefill";
+    case kSitePercpuRef: return "percpu_ref_init";
+    case kSiteRegionPages: return "io_create_region";
+    case kSiteTctx: return "io_uring_alloc_task_context";
+    case kSiteWqHash: return "io_init_wq_offload";
+    case kSiteIoWq: return "io_wq_create";
+    case kSiteTctxNode: return "__io_uring_add_tctx_node";
     default: return "";
   }
 }

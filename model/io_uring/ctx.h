@@ -62,6 +62,11 @@ struct IoRingCtx {
   Ptr ctx_mem = kNull;         // kzalloc(sizeof(struct io_ring_ctx))
   Ptr ring_node = kNull;       // v6.12 ctx->rsrc_node (per_ring_rsrc_node)
   Ptr cancel_hbs = kNull;      // cancel_table.hbs
+  Ptr refs_data = kNull;       // ctx->refs: percpu_ref_init()'s percpu_ref_data
+  Ptr ring_region = kNull;     // ctx->ring_region's page array (SQ/CQ rings)
+  Ptr sq_region = kNull;       // ctx->sq_region's page array (SQEs)
+  Ptr hash_map = kNull;        // ctx->hash_map (io_wq_hash), set by the first task context
+  Ptr tctx_node = kNull;       // the submitter's io_tctx_node for this ring
 
   // The per-ring io_alloc_caches, in io_ring_ctx_alloc()'s order.
   IoAllocCache apoll_cache, netmsg_cache, rw_cache, cmd_cache, msg_cache;

@@ -3,6 +3,9 @@
 // creates. Every operation in this layer takes an IoKernel<A>&.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "model/io_uring/allocator.h"
 #include "model/sched/cpufreq.h"
 #include "model/sched/idle.h"
@@ -14,6 +17,30 @@ namespace simcache::iou {
 // sizeof(struct io_mapped_ubuf) + 32 bvecs (IO_CACHED_BVECS_SEGS), derived
 // in docs/sources.md §2; only the imu_cache array is allocated.
 inline constexpr uint32_t kImuCacheElemSize = 568;
+
+// Sizes of the ring set-up and task-context objects, 6.18 x86-64 (the
+// bytes_req of the live kernel's kmem:kmalloc events, docs/measure.md;
+// every profile uses them: their kmalloc classes are the same in v6.12
+// and v7.x).
+inline constexpr uint32_t kPercpuRefDataSize = 56;  // struct percpu_ref_data
+inline constexpr uint32_t kIoRingsHeader = 192;     // offsetof(struct io_rings, cqes)
+inline constexpr uint32_t kCqeSize = 16;            // struct io_uring_cqe
+inline constexpr uint32_t kSqeSize = 64;            // struct io_uring_sqe
+inline constexpr uint32_t kIoUringTaskSize = 320;   // struct io_uring_task
+inline constexpr uint32_t kIoWqHashSize = 40;       // struct io_wq_hash
+inline constexpr uint32_t kIoWqSize = 808;          // struct io_wq
+inline constexpr uint32_t kIoTctxNodeSize = 32;     // struct io_tctx_node
+
+// One task's io_uring context (current->io_uring): made on the task's
+// first ring, freed when the task exits. Tasks are told apart by CPU and
+// memory cgroup (a model task is pinned to one CPU in one memcg).
+struct IoUringTask {
+  CpuId cpu = 0;
+  MemcgId memcg = kRootMemcg;
+  Ptr tctx = kNull;   // kzalloc(sizeof(struct io_uring_task))
+  Ptr io_wq = kNull;  // tctx->io_wq
+  Ptr wq_hash = kNull;  // the io_wq's reference on a ring's hash_map
+};
 
 template <IoAllocator A>
 struct IoKernel {
@@ -32,6 +59,10 @@ struct IoKernel {
   IowaitBoost freq_boost;
   // Virtual ns the waiting CPU spent idle in I/O-wait sleeps (priced runs).
   double iowait_ns = 0;
+  // Live task contexts (tctx.h) and the references on each io_wq_hash
+  // (one from its ring, one per io_wq that took it).
+  std::vector<IoUringTask> tasks;
+  std::vector<std::pair<Ptr, uint32_t>> wq_hash_refs;
 
   // Mirrors io_uring_init(), 6.18: the io_kiocb cache (SLAB_HWCACHE_ALIGN |
   // SLAB_PANIC | SLAB_ACCOUNT | SLAB_TYPESAFE_BY_RCU; its usercopy window

@@ -7,6 +7,7 @@
 
 #include "model/io_uring/futex.h"
 #include "model/io_uring/rsrc.h"
+#include "model/io_uring/tctx.h"
 
 namespace simcache::iou {
 
@@ -59,35 +60,47 @@ void io_free_alloc_caches(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
 }
 
 // Mirrors io_ring_ctx_alloc(), 6.16-6.18: kzalloc the ctx, the cancel hash
-// table (clamp(ilog2(cq_entries) - 5, 1, 8) bits), then every per-ring
-// cache (all are attempted, as the kernel ORs the results); any failure
-// frees what was built. Element sizes of apoll/netmsg/rw/cmd are not
-// derived: the model issues no operation that allocates from them.
+// table (clamp(ilog2(cq_entries) - 5, 1, 8) bits, of the CQ size rounded
+// up to a power of two as io_uring_fill_params() leaves it), the
+// percpu_ref's data (percpu_ref_init(): kzalloc of struct percpu_ref_data,
+// GFP_KERNEL; the counters themselves are per-CPU memory), then every
+// per-ring cache (all are attempted, as the kernel ORs the results): apoll,
+// netmsg, rw, cmd, msg (profiles with has_msg_cache), futex, rsrc. Any
+// failure frees what was built. Element sizes of apoll/netmsg/rw/cmd are
+// not derived: the model issues no operation that allocates from them.
 template <IoAllocator A>
 int io_ring_ctx_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   SiteScope scope(k.mm, CallSite::io_ring_ctx_alloc);
   ctx.ctx_mem = k.mm.kmalloc(k.profile.io_ring_ctx_size, GFP_KERNEL | __GFP_ZERO,
                              at_site(t, kSiteCtx));
   if (ctx.ctx_mem == kNull) return kENOMEM;
-  const uint32_t cq = std::max<uint32_t>(ctx.params.cq_entries, 1);
+  const uint32_t cq =
+      std::bit_ceil(std::clamp<uint32_t>(ctx.params.cq_entries, 1, IORING_MAX_CQ_ENTRIES));
   const int bits = std::clamp(static_cast<int>(std::bit_width(cq)) - 1 - 5, 1, 8);
   int ret = io_alloc_hash_table(k, ctx, static_cast<uint32_t>(bits), t);
+  if (ret == 0) {
+    ctx.refs_data = k.mm.kmalloc(kPercpuRefDataSize, GFP_KERNEL | __GFP_ZERO,
+                                 at_site(t, kSitePercpuRef));
+    if (ctx.refs_data == kNull) ret = kENOMEM;
+  }
   if (ret == 0) {
     ret |= io_alloc_cache_init(k.mm, ctx.apoll_cache, IO_POLL_ALLOC_CACHE_MAX, 0, 0, t);
     const uint32_t max = io_cache_max(k, IO_ALLOC_CACHE_MAX);
     ret |= io_alloc_cache_init(k.mm, ctx.netmsg_cache, max, 0, 0, t);
     ret |= io_alloc_cache_init(k.mm, ctx.rw_cache, max, 0, 0, t);
     ret |= io_alloc_cache_init(k.mm, ctx.cmd_cache, max, 0, 0, t);
-    ret |= io_alloc_cache_init(k.mm, ctx.msg_cache, max, k.profile.io_kiocb_size, 0, t);
+    if (k.profile.has_msg_cache)
+      ret |= io_alloc_cache_init(k.mm, ctx.msg_cache, max, k.profile.io_kiocb_size, 0, t);
     ret |= io_futex_cache_init(k, ctx, t);
     ret |= io_rsrc_cache_init(k, ctx, t);
   }
   if (ret == 0 && k.profile.per_ring_rsrc_node) ret = io_rsrc_ring_node_switch(k, ctx, t);
   if (ret != 0) {
     io_free_alloc_caches(k, ctx, t);
+    if (ctx.refs_data != kNull) k.mm.kfree(ctx.refs_data, t);
     k.mm.kvfree(ctx.cancel_hbs, t);
     k.mm.kfree(ctx.ctx_mem, t);
-    ctx.cancel_hbs = ctx.ctx_mem = kNull;
+    ctx.cancel_hbs = ctx.ctx_mem = ctx.refs_data = kNull;
     return kENOMEM;
   }
   ctx.live = true;
@@ -111,8 +124,10 @@ void io_ring_exit_cancel(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
 
 // Mirrors io_ring_ctx_free(), 6.16-6.18, run on the kworker: files
 // unregister (nodes -> node_cache up to its size, the rest freed), every
-// per-ring cache freed, cached requests kmem_cache_free'd, the cancel
-// table and the ctx freed.
+// per-ring cache freed, the two regions' page arrays (io_rings_free()),
+// the percpu_ref data (percpu_ref_exit()), cached requests
+// kmem_cache_free'd, the ring's reference on its hash_map
+// (io_wq_put_hash()), the cancel table and the ctx freed.
 template <IoAllocator A>
 void io_ring_ctx_free(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   SiteScope scope(k.mm, CallSite::io_ring_ctx_free);
@@ -120,10 +135,13 @@ void io_ring_ctx_free(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   if (ctx.files.registered) io_sqe_files_unregister(k, ctx, kworker);
   if (ctx.ring_node != kNull) io_free_ring_node(k, ctx, kworker);
   io_free_alloc_caches(k, ctx, kworker);
+  io_rings_free(k, ctx, kworker);
+  if (ctx.refs_data != kNull) k.mm.kfree(ctx.refs_data, kworker);
   io_req_caches_free(k, ctx, kworker);
+  if (ctx.hash_map != kNull) io_wq_put_hash(k, ctx.hash_map, kworker);
   k.mm.kvfree(ctx.cancel_hbs, kworker);
   k.mm.kfree(ctx.ctx_mem, kworker);
-  ctx.cancel_hbs = ctx.ctx_mem = kNull;
+  ctx.cancel_hbs = ctx.ctx_mem = ctx.refs_data = ctx.hash_map = kNull;
   ctx.live = false;
   ev(k.mm, Event::ring_teardown);
 }

@@ -53,31 +53,69 @@ class IoUring {
   // Virtual ns the waiting CPU has spent idle in I/O-wait sleeps so far.
   double iowait_ns() const { return k_.iowait_ns; }
 
-  // io_uring_setup(): returns the new RingId, or kENOMEM.
+  // io_uring_setup(): returns the new RingId, or kENOMEM. As
+  // io_uring_create(): io_ring_ctx_alloc(), io_allocate_scq_urings(), then
+  // __io_uring_add_tctx_node() for the creating task (its io_uring context
+  // on its first ring, tctx.h); a failure after the ctx exists tears the
+  // ring down (io_ring_ctx_wait_and_kill()).
   int ring_create(const Task& submitter, const RingParams& params = {}) {
     IoRingCtx ctx;
     ctx.submitter = submitter;
     ctx.params = params;
     if (ctx.params.cq_entries == 0) ctx.params.cq_entries = 2 * params.sq_entries;
     if (io_ring_ctx_alloc(k_, ctx, submitter) != 0) return failed(kENOMEM);
+    if (io_allocate_scq_urings(k_, ctx, submitter) != 0 ||
+        io_uring_add_tctx_node(k_, ctx, submitter) != 0) {
+      io_uring_del_tctx_node(k_, ctx, submitter);
+      io_ring_ctx_free(k_, ctx, submitter);
+      return failed(kENOMEM);
+    }
     ev(k_.mm, Event::ring_create);
     rings_.push_back(std::move(ctx));
     return static_cast<int>(rings_.size() - 1);
   }
 
-  // Last close of the ring: cancel, then io_ring_ctx_free() on `kworker`.
+  // Last close of the ring: io_ring_exit_work() has the creating task drop
+  // its io_tctx_node (task_work, on the task), then cancels and runs
+  // io_ring_ctx_free() on `kworker`.
   int ring_exit(RingId r, const Task& kworker) {
     IoRingCtx* c = live(r);
     if (c == nullptr) return kEBADF;
+    io_uring_del_tctx_node(k_, *c, c->submitter);
     io_ring_ctx_free(k_, *c, kworker);
     release(*c);
     return 0;
   }
 
-  // Tears down every live ring (end-of-run leak checks).
+  // The program's tasks exit (do_exit(): io_uring_files_cancel() ->
+  // io_uring_clean_tctx(), then __io_uring_free()): each task's nodes of
+  // rings still open, its io_wq (and the io_wq's hash reference) and its
+  // io_uring_task are freed, on the task. Rings stay open (their
+  // teardown is the file's last close).
+  void task_exit_all() {
+    SiteScope scope(k_.mm, CallSite::io_uring_clean_tctx);
+    while (!k_.tasks.empty()) {
+      Task t;
+      t.cpu = k_.tasks.front().cpu;
+      t.memcg = k_.tasks.front().memcg;
+      for (IoRingCtx& c : rings_)
+        if (c.live && same_task(k_.tasks.front(), c.submitter)) io_uring_del_tctx_node(k_, c, t);
+      io_uring_free_task_context(k_, t);
+    }
+  }
+  // Task contexts alive (tests).
+  size_t task_contexts() const { return k_.tasks.size(); }
+
+  // Tears down every live ring, then the tasks' io_uring contexts
+  // (end-of-run leak checks).
   void exit_all(const Task& kworker) {
     for (IoRingCtx& c : rings_)
-      if (c.live) io_ring_ctx_free(k_, c, kworker), release(c);
+      if (c.live) {
+        io_uring_del_tctx_node(k_, c, c.submitter);
+        io_ring_ctx_free(k_, c, kworker);
+        release(c);
+      }
+    task_exit_all();
   }
 
   // One io_uring_enter(): the SQE operations between begin and end are its

@@ -33,7 +33,12 @@ namespace simcache {
   X(io_alloc_cache_free)        \
   X(io_futex_wait)              \
   X(io_futexv_prep)             \
-  X(io_alloc_req_refill)
+  X(io_alloc_req_refill)         \
+  X(io_allocate_scq_urings)     \
+  X(io_uring_alloc_task_context) \
+  X(io_wq_create)               \
+  X(io_uring_add_tctx_node)     \
+  X(io_uring_clean_tctx)
 
 enum class CallSite : uint8_t {
 #define SC_SITE(n) n,

@@ -25,7 +25,9 @@ CustomWorkload make_ops_workload(std::shared_ptr<const OpProgram> prog, Hook hoo
                        std::string* error) {
     OpExec ex(env, rec, prog->names);
     if (hook) hook(ex);
-    return ex.run(*prog, error);
+    const bool ok = ex.run(*prog, error);
+    env.io.task_exit_all();  // the program exits: its tasks' io_uring contexts
+    return ok;
   };
   return w;
 }

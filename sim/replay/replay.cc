@@ -524,6 +524,7 @@ CustomWorkload trace_workload(const TraceSummary& s, std::function<void(OpExec&)
       if (parse_trace_line(line, &ev, &col, &why)) rp->event(ev);
     if (r.failed()) return *error = r.error(), false;
     rp->end();
+    env.io.task_exit_all();  // the traced program's tasks exit: their io_uring contexts
     // Objects the capture ended with are live, not leaks: free them after
     // the counts are taken.
     *at_end = [rp] { rp->release(); };

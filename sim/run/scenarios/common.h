@@ -149,6 +149,18 @@ inline void remove_recorded_slots(Env& e, RingId r, std::vector<uint32_t>* slots
   slots->clear();
 }
 
+// A driver as the measurement program runs: its body, then the program's
+// exit, where each task's io_uring context is freed (do_exit(): the io_wq,
+// the io_tctx_nodes of rings still open, the io_uring_task). Counted in
+// the run's total like the kit's process exit. A driver that leaves
+// teardown to tasks it spawned has those rings' nodes freed here instead,
+// on the same task, with the same counts.
+template <DriverFn F>
+void program(Env& e, const Params& p, Recorder& rec) {
+  F(e, p, rec);
+  e.io.task_exit_all();
+}
+
 // Runs `smoke` + `warmup` unmeasured rounds and `rounds` measured ones.
 template <class F>
 void run_rounds(const Params& p, F&& round) {

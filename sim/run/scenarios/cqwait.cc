@@ -158,7 +158,7 @@ void register_cqwait(ScenarioRegistry& r) {
                  "us",
                  {{"device_us", 20, 1, 1000000,
                    "the read's device latency: the waiter sleeps this long with it in flight"}},
-                 run_qd1_read,
+                 program<run_qd1_read>,
                  {"wait-schedule", "wait-io-schedule"}};
   for (const ParamSpec& s : common_params()) q.params.push_back(s);
   r.add(q, cycles_work);
@@ -169,7 +169,7 @@ void register_cqwait(ScenarioRegistry& r) {
                  {{"timeout_us", 1000, 1, 1000000, "how long each wait sleeps"},
                   {"submitted", 1, 0, 1,
                    "1: the task submitted before (cached task refs); 0: it never did"}},
-                 run_idle_wait};
+                 program<run_idle_wait>};
   for (const ParamSpec& s : common_params()) i.params.push_back(s);
   r.add(i, cycles_work);
   r.add_preset(qd1_preset());

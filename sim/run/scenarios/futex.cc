@@ -205,14 +205,14 @@ void register_waitv(ScenarioRegistry& r) {
                  "pair", "ns",
                  {{"vectors", 8, 1, 64, "WAITV requests per cycle"},
                   {"width", 8, 1, 128, "futex words per vector (FUTEX_WAITV_MAX 128)"}},
-                 run_waitv};
+                 program<run_waitv>};
   v.params.insert(v.params.end(), common.begin(), common.end());
   r.add(v, waitv_work);
   ScenarioInfo s{"wait-wake", "s0: scalar control, 32 FUTEX_WAIT then 32 FUTEX_WAKE",
                  "pair", "ns",
                  {{"vectors", 32, 1, 4096, "FUTEX_WAIT requests per cycle"},
                   {"width", 0, 0, 0, "0: scalar FUTEX_WAIT"}},
-                 run_waitv};
+                 program<run_waitv>};
   s.params.insert(s.params.end(), common.begin(), common.end());
   r.add(s, waitv_work);
 }
@@ -233,7 +233,7 @@ void register_arm_fail(ScenarioRegistry& r) {
           {"loop_prio", 0, 0, 99, "with background users: the loop's priority (0 SCHED_OTHER)"},
           {"rt", 0, 0, 1, "1: CONFIG_PREEMPT_RT"},
       },
-      run_arm_fail};
+      program<run_arm_fail>};
   const std::vector<ParamSpec> mix = background_params(/*per_cpu=*/0);
   info.params.insert(info.params.end(), mix.begin(), mix.end());
   r.add(info, arm_fail_work);

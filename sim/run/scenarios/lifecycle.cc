@@ -166,7 +166,7 @@ void register_node_cache_coldwarm(ScenarioRegistry& r) {
              {"warmup", 3, 0, 10000, "untimed warm-up rounds"},
              {"smoke", 0, 0, 1, "untimed smoke round"},
          },
-         run_coldwarm}, coldwarm_work);
+         program<run_coldwarm>}, coldwarm_work);
 }
 
 void register_lifecycle(ScenarioRegistry& r) {
@@ -185,7 +185,7 @@ void register_lifecycle(ScenarioRegistry& r) {
              {"warmup", 3, 0, 10000, "untimed warm-up operations"},
              {"prefill_flag", 0, 0, 1, "registration passes the prefill opt-in flag"},
          },
-         run_lifecycle}, lifecycle_work);
+         program<run_lifecycle>}, lifecycle_work);
 }
 
 }  // namespace simcache::sim

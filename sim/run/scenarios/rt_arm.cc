@@ -143,7 +143,7 @@ void register_rt_arm(ScenarioRegistry& r) {
           {"warmup", 1, 0, 10000, "untimed warm-up rounds"},
           {"smoke", 0, 0, 1, "untimed smoke round"},
       },
-      run_rt_arm,
+      program<run_rt_arm>,
       {"unpatched", "futex-return-to-cache"}};
   const std::vector<ParamSpec> mix = background_params(/*per_cpu=*/1);
   info.params.insert(info.params.begin() + 5, mix.begin(), mix.end());

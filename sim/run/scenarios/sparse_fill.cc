@@ -84,7 +84,7 @@ void register_sparse_fill(ScenarioRegistry& r) {
              {"defer_taskrun", 0, 0, 1, "target ring uses SINGLE_ISSUER|DEFER_TASKRUN"},
              {"prefill_flag", 0, 0, 1, "registration passes the prefill opt-in flag"},
          },
-         run_sparse_fill}, sparse_fill_work);
+         program<run_sparse_fill>}, sparse_fill_work);
 }
 
 }  // namespace simcache::sim
