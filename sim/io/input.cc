@@ -199,24 +199,21 @@ bool read_input(const std::string& path, std::string_view what, std::string* out
   const std::string limit = max ? fmt::format("its limit of {} bytes", max) : input_limit_hint();
   if (!src->is_pipe() && src->size() > cap)
     return *error = fmt::format("{}: {} is larger than {}", src->name(), what, limit), false;
-  // Read straight into `out` (no bounce buffer: fewer pages touched).
-  constexpr size_t kChunk = 65536;
   out->clear();
-  if (!src->is_pipe()) out->reserve(static_cast<size_t>(src->size()) + kChunk);
+  if (!src->is_pipe()) out->reserve(static_cast<size_t>(src->size()));
+  char buf[65536];
   size_t line = 1, line_start = 0;
   for (;;) {
-    const size_t from = out->size();
-    out->resize(from + kChunk);
-    const long n = src->read_at(from, out->data() + from, kChunk);
-    out->resize(from + static_cast<size_t>(std::max(n, 0L)));
+    const long n = src->read_at(out->size(), buf, sizeof buf);
     if (n < 0)
       return *error = fmt::format("{}: cannot read {}: {}", src->name(), what, std::strerror(errno)),
              false;
     if (n == 0) break;
-    if (out->size() > cap) {
+    if (out->size() + static_cast<size_t>(n) > cap) {
       out->clear();
       return *error = fmt::format("{}: {} is larger than {}", src->name(), what, limit), false;
     }
+    out->append(buf, static_cast<size_t>(n));
     // Every line, the one still open at the end of what was read
     // included, holds at most max_line bytes before its '\n'.
     const char* const data = out->data();
