@@ -271,3 +271,40 @@ TEST_CASE("edited measurements and mapping are read as written, with their own h
   CHECK(lines(b.err) == 1);
   CHECK(b.err.find("broken.tsv:") != std::string::npos);
 }
+
+TEST_CASE("an edit to the data directory's own profile and rows is what a default run uses",
+          "[shipped][profile][measure]") {
+  const TempDir d("shipped_datadir");
+  std::filesystem::create_directories(d / "profiles");
+  std::filesystem::create_directories(d / "measurements");
+  std::string profile = read_text(kProfile), rows = read_text(kRows);
+  put(d / "profiles/mapping.toml", read_text(kMapping));
+  put(d / "profiles/i7-12700KF.toml", profile);
+  put(d / "measurements/calibration.tsv", rows);
+  const char* old = std::getenv("SIMCACHE_DATA_DIR");
+  const std::string saved = old ? old : "";
+  ::setenv("SIMCACHE_DATA_DIR", d.p.c_str(), 1);
+  const CliOutcome same = run_cli(run_args());
+  // The shipped value of msg_ring_send_fd and SF-157's row, both edited.
+  const size_t at = profile.find("value = 42.1537\n");
+  REQUIRE(at != std::string::npos);
+  profile.replace(at, 15, "value = 52.1537");
+  put(d / "profiles/i7-12700KF.toml", profile);
+  const size_t row = rows.find("\t118.406665\t");
+  REQUIRE(row != std::string::npos);
+  rows.replace(row, 12, "\t128.406665\t");
+  put(d / "measurements/calibration.tsv", rows);
+  const CliOutcome edited = run_cli(run_args());
+  if (old)
+    ::setenv("SIMCACHE_DATA_DIR", saved.c_str(), 1);
+  else
+    ::unsetenv("SIMCACHE_DATA_DIR");
+  const CliOutcome shipped = run_cli(run_args());
+  REQUIRE(same.status == 0);
+  REQUIRE(edited.status == 0);
+  REQUIRE(shipped.status == 0);
+  CHECK(same.out == shipped.out);  // the same bytes elsewhere: the same report
+  CHECK(edited.out != shipped.out);
+  CHECK(header_hash(edited.out) == sha256_hex(profile).substr(0, 8));
+  CHECK(edited.out.find(sha256_hex(rows)) != std::string::npos);
+}

@@ -187,9 +187,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: gen_shipped DATA_DIR OUT.cc\n");
     return 2;
   }
-  std::string text, error;
-  if (!simcache::sim::generate(argv[1], &text, &error) ||
-      !simcache::sim::write_file_atomic(argv[2], text, &error)) {
+  std::string text, error, old, ignored;
+  if (!simcache::sim::generate(argv[1], &text, &error)) {
+    std::fprintf(stderr, "gen_shipped: %s\n", error.c_str());
+    return 2;
+  }
+  // Unchanged text is not rewritten: the build (ninja's restat) then
+  // recompiles nothing after a library change that leaves the data alone.
+  if (simcache::sim::read_input(argv[2], "the generated file", &old, &ignored) && old == text)
+    return 0;
+  if (!simcache::sim::write_file_atomic(argv[2], text, &error)) {
     std::fprintf(stderr, "gen_shipped: %s\n", error.c_str());
     return 2;
   }
