@@ -251,3 +251,36 @@ TEST_CASE("outputs: concurrent writers each rename a whole file", "[io]") {
   CHECK((got == a || got == b));
   CHECK(d.names() == std::vector<std::string>{"out"});
 }
+
+TEST_CASE("inputs: read whole, every byte kept, the line cap exact at any chunk boundary",
+          "[io]") {
+  const TempDir d("whole");
+  const size_t max = input_limits().max_line;
+  std::string text, why;
+  bool bom = true;
+  // Lines of every length up to 300 bytes, across several 64 KiB reads.
+  std::string many;
+  for (size_t i = 0; many.size() < 300000; ++i) many += std::string(i % 300, 'a' + i % 26) + "\n";
+  put(d / "many.txt", many);
+  REQUIRE(read_input(d / "many.txt", "the trace", &text, &why, 0, &bom));
+  CHECK(text == many);
+  CHECK_FALSE(bom);
+  put(d / "bom.txt", "\xEF\xBB\xBF" + many);
+  REQUIRE(read_input(d / "bom.txt", "the trace", &text, &why, 0, &bom));
+  CHECK(text == many);
+  CHECK(bom);
+  // The last line, without its newline: at the cap it is read, one byte
+  // more is an error naming its line.
+  put(d / "edge.txt", "a\n" + std::string(max, 'x'));
+  CHECK(read_input(d / "edge.txt", "the trace", &text, &why));
+  CHECK(text.size() == max + 2);
+  put(d / "over.txt", "a\nb\n" + std::string(max + 1, 'x'));
+  CHECK_FALSE(read_input(d / "over.txt", "the trace", &text, &why));
+  CHECK(why.find("over.txt:3: line longer than the limit") != std::string::npos);
+  CHECK(text.empty());
+  // A long line that ends exactly where a 64 KiB read ends, then more.
+  const std::string at_chunk = std::string(65535, 'y') + "\n" + "tail\n";
+  put(d / "chunk.txt", at_chunk);
+  REQUIRE(read_input(d / "chunk.txt", "the trace", &text, &why));
+  CHECK(text == at_chunk);
+}

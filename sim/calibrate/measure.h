@@ -7,9 +7,12 @@
 #include <map>
 #include <optional>
 #include <memory>
+#include <span>
+#include <string_view>
 #include <string>
 #include <vector>
 
+#include "sim/cost/shipped.h"
 #include "sim/run/engine.h"
 #include "sim/report/report.h"
 #include "sim/run/result.h"
@@ -153,6 +156,27 @@ Params shape_params(const MappedRow& r, const FitSettings& fit);
 // averaged: what report tables show beside the model.
 std::vector<MeasuredPoint> measured_points(const std::vector<MappedRow>& rows,
                                            const FitSettings& fit);
+
+// The points a report shows beside the model: every row `map` maps,
+// grouped by measured_points(); rows no rule maps are left out.
+std::vector<MeasuredPoint> report_points(const Mapping& map, const std::vector<MeasuredRow>& rows);
+// report_points() of the shipped mapping and measured rows, compiled in
+// (sim/cost/shipped.h); false when the binary has none.
+bool shipped_report_points(std::vector<MeasuredPoint>* out);
+// The generated table: each point's parameters and ids are ranges
+// [first, first + count) of `params` and `ids`.
+struct ShippedPoint {
+  std::string_view scenario, kernel, policy;
+  double value_ns;
+  uint32_t param_first, param_count, id_first, id_count;
+};
+struct ShippedPoints {
+  std::span<const ShippedPoint> points;
+  std::span<const ShippedKeyValue> params;
+  std::span<const std::string_view> ids;
+};
+// Defined by the generated file; absent (null) in binaries without it.
+[[gnu::weak]] const ShippedPoints* generated_shipped_points();
 
 // Compact id list: "SF-001..SF-003, SF-197".
 std::string id_ranges(const std::vector<std::string>& ids);

@@ -301,4 +301,29 @@ std::vector<MeasuredPoint> measured_points(const std::vector<MappedRow>& rows,
   return out;
 }
 
+std::vector<MeasuredPoint> report_points(const Mapping& map, const std::vector<MeasuredRow>& rows) {
+  std::vector<MappedRow> mapped;
+  std::vector<std::string> skipped;
+  std::string ignored;
+  map_rows(map, rows, &mapped, &skipped, &ignored);
+  return measured_points(mapped, map.fit);
+}
+
+bool shipped_report_points(std::vector<MeasuredPoint>* out) {
+  if (!generated_shipped_points) return false;
+  const ShippedPoints* s = generated_shipped_points();
+  if (!s) return false;
+  out->clear();
+  out->reserve(s->points.size());
+  for (const ShippedPoint& p : s->points) {
+    MeasuredPoint m{std::string(p.scenario), {}, std::string(p.kernel), std::string(p.policy),
+                    p.value_ns, {}};
+    for (const ShippedKeyValue& kv : s->params.subspan(p.param_first, p.param_count))
+      m.params.emplace(std::string(kv.key), kv.value);
+    for (std::string_view id : s->ids.subspan(p.id_first, p.id_count)) m.ids.emplace_back(id);
+    out->push_back(std::move(m));
+  }
+  return true;
+}
+
 }  // namespace simcache::sim

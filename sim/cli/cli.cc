@@ -8,6 +8,8 @@
 #include <cmath>
 
 #include "sim/cost/cost.h"
+#include "sim/cost/shipped.h"
+#include "sim/io/input.h"
 #include "sim/run/engine.h"
 #include "sim/run/extend.h"
 #include <fmt/format.h>
@@ -202,24 +204,38 @@ bool load_run_mapping(const ParsedFlags& f, Mapping* map, bool* have, std::strin
 
 // Measured rows shown beside the model: --measurements, or the shipped
 // rows, data/measurements/calibration.tsv. Rows no rule maps are left out.
+// The shipped mapping and rows, byte for byte, give their compiled-in
+// points (sim/cost/shipped.h): nothing is parsed, mapped or hashed.
 bool load_measured(const ParsedFlags& f, Mapping* map, bool have_map,
-                   std::vector<MeasuredPoint>* pts, std::string* file, std::string* error) {
+                   std::vector<MeasuredPoint>* pts, MeasuredFiles* files, std::string* error) {
   auto it = f.v.find("measurements");
   std::string path = it == f.v.end() ? find_data_file("measurements/calibration.tsv") : it->second;
   if (path.empty() || path == "none") return true;
+  std::string mpath, mtext;
+  const ShippedFile* shipped_map = nullptr;
   if (!have_map) {
-    const std::string mpath = find_data_file("profiles/mapping.toml");
+    mpath = find_data_file("profiles/mapping.toml");
     if (mpath.empty()) return *error = "no mapping file found (pass --mapping FILE)", false;
-    if (!load_mapping(mpath, map, error)) return false;
+    bool bom = false;
+    if (!read_input(mpath, "the mapping file", &mtext, error, 0, &bom)) return false;
+    shipped_map = shipped_match(mtext, bom);
+    if (shipped_map && shipped_map->rel != "profiles/mapping.toml") shipped_map = nullptr;
+    if (!shipped_map && !parse_mapping(mtext, mpath, map, error)) return false;
   }
+  std::string text;
+  bool bom = false;
+  if (!read_input(path, "the measurements", &text, error, 0, &bom)) return false;
+  const ShippedFile* shipped_rows = InputSource::is_pipe_path(path) ? nullptr : shipped_match(text, bom);
+  if (shipped_map && shipped_rows && shipped_rows->rel == "measurements/calibration.tsv" &&
+      shipped_report_points(pts)) {
+    *files = {path, std::string(shipped_rows->sha256), std::string(shipped_map->sha256)};
+    return true;
+  }
+  if (shipped_map && !parse_mapping(mtext, mpath, map, error)) return false;
   std::vector<MeasuredRow> rows;
-  std::vector<MappedRow> mapped;
-  std::vector<std::string> skipped;
-  if (!read_measurements(path, &rows, error)) return false;
-  std::string ignored;
-  map_rows(*map, rows, &mapped, &skipped, &ignored);
-  *pts = measured_points(mapped, map->fit);
-  *file = path;
+  if (!parse_measurements(text, escape_line(path), &rows, error)) return false;
+  *pts = report_points(*map, rows);
+  files->file = path;
   return true;
 }
 
@@ -267,10 +283,12 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   ReportOptions ro;
   // A --measurements file given is read and checked even when no cost
   // profile uses it (--profile none): a broken file is an error either way.
+  MeasuredFiles measured_files;
   if ((have_cost || v.count("measurements")) &&
-      !load_measured(f, &map, have_map, &measured, &ro.measured_file, &error))
+      !load_measured(f, &map, have_map, &measured, &measured_files, &error))
     return cli_fail(error);
-  if (!have_cost) measured.clear(), ro.measured_file.clear();
+  if (!have_cost) measured.clear(), measured_files = {};
+  ro.measured_file = measured_files.file;
   if (v.count("explain") && !have_cost)
     return cli_fail("--explain needs a cost profile (it splits the time per operation)");
   const bool extend = v.count("until-separated") > 0;
@@ -294,7 +312,7 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
     run(cfg, &result);
   }
   fill_run_record(args, have_cost ? &cost : nullptr, &result);
-  record_report_inputs(f, ro.measured_file, &result);
+  record_report_inputs(f, measured_files, &result);
   detail_views(f, &ro);
   if (have_cost) ro.cost = &cost;
   if (!measured.empty()) ro.measured = &measured;

@@ -96,10 +96,16 @@ bool parse_jobs(const ParsedFlags& f, int* jobs, std::string* error);
 struct RunResult;
 class CostModel;
 void fill_run_record(const std::vector<std::string>& args, const CostModel* cost, RunResult* r);
+// The measured rows a report shows and where they came from (load_measured()).
+struct MeasuredFiles {
+  std::string file;  // the measurements' path, "" for none
+  // SHA-256 of the measurements and of the mapping when known without
+  // hashing (a shipped file's compiled-in copy); "": hash the file.
+  std::string file_sha256, mapping_sha256;
+};
 // The report run's input files in the record, with their SHA-256: the
-// measurements shown (`measurements`: their path, "" for none), the
-// mapping that placed them, a background trace.
-void record_report_inputs(const ParsedFlags& f, const std::string& measurements, RunResult* r);
+// measurements shown, the mapping that placed them, a background trace.
+void record_report_inputs(const ParsedFlags& f, const MeasuredFiles& measured, RunResult* r);
 bool kernel_outputs(const ParsedFlags& f, const RunResult& r, std::string* text,
                     std::string* error);
 // The table's detail views from the flags (--counts, --phases,

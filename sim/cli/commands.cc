@@ -335,7 +335,17 @@ Parsed parse_command(const Args& args, bool subcommands, const Command** cmd, Pa
       CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
       if (!c.alias.empty()) sub->alias(std::string(c.alias));
       bound.emplace_back();
-      declare(c, sub, &bound.back());
+      // Only the command the first word names gets its flags: another
+      // command's name later on is refused below whatever follows it, and
+      // declaring every command's flags was most of a short run's
+      // command-line parsing (docs/performance.md, "Start-up").
+      if (!args.empty() && !c.name.empty() && (args[0] == c.name || args[0] == c.alias)) {
+        declare(c, sub, &bound.back());
+      } else {
+        bound.back().cmd = &c;
+        bound.back().app = sub;
+        sub->allow_extras(true);
+      }
     }
   }
   // A subcommand is the first word; anything after it is its own.

@@ -78,7 +78,9 @@ void fill_run_record(const std::vector<std::string>& args, const CostModel* cost
   if (cost) {
     r->record.cost_profile = cost->name;
     std::string error;
-    r->record.cost_profile_hash = cost->path.empty() ? "built-in" : sha256_file(cost->path, "the cost profile", &error);
+    r->record.cost_profile_hash = cost->path.empty()     ? "built-in"
+                                  : !cost->sha256.empty() ? cost->sha256
+                                  : sha256_file(cost->path, "the cost profile", &error);
     if (r->record.cost_profile_hash.empty()) r->record.cost_profile_hash = "unreadable";
   }
 }
@@ -97,15 +99,16 @@ void detail_views(const ParsedFlags& f, ReportOptions* ro) {
   ro->per_cache = all || on("per-cache") || !ro->cache.empty();
 }
 
-void record_report_inputs(const ParsedFlags& f, const std::string& measurements,
-                          RunResult* r) {
-  if (!measurements.empty()) {
-    record_input(&r->record, "measurements", measurements,
-                 f.v.count("measurements") ? "" : "data/measurements/calibration.tsv");
+void record_report_inputs(const ParsedFlags& f, const MeasuredFiles& measured, RunResult* r) {
+  if (!measured.file.empty()) {
+    record_input(&r->record, "measurements", measured.file,
+                 f.v.count("measurements") ? "" : "data/measurements/calibration.tsv",
+                 measured.file_sha256);
     if (auto m = f.v.find("mapping"); m != f.v.end())
       record_input(&r->record, "mapping", m->second);
     else if (const std::string mapping = find_data_file("profiles/mapping.toml"); !mapping.empty())
-      record_input(&r->record, "mapping", mapping, "data/profiles/mapping.toml");
+      record_input(&r->record, "mapping", mapping, "data/profiles/mapping.toml",
+                   measured.mapping_sha256);
   }
   if (auto b = f.v.find("background-trace"); b != f.v.end())
     record_input(&r->record, "background trace", b->second);

@@ -108,7 +108,7 @@ CliOutcome run_sweep_cli(const ParsedFlags& f, const Args& args) {
   RunRecord inputs;
   record_input(&inputs, "grid", pos[0]);
   for (const auto& [name, cost] : o.costs) {
-    if (!cost->path.empty()) record_input(&inputs, "cost profile", cost->path, name);
+    if (!cost->path.empty()) record_input(&inputs, "cost profile", cost->path, name, cost->sha256);
     else inputs.inputs.push_back({"cost profile", name, "", "built in"});
   }
   // Each line's record: what reproduces it. Of the flags only --profile

@@ -78,6 +78,9 @@ class CostModel {
   std::string name;  // "i7-12700KF"
   std::string description;
   std::string path;  // file it was loaded from ("" if built in memory)
+  // SHA-256 of the bytes it was read from when load_profile() knew it
+  // without hashing (a shipped profile's compiled-in copy); "" otherwise.
+  std::string sha256;
   std::vector<CostParam> params;
   std::optional<NoiseModel> noise;
   // Posterior correlations between parameters (row-major, params x

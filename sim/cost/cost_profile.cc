@@ -10,6 +10,7 @@
 #include <set>
 
 #include "sim/cost/cost.h"
+#include "sim/cost/shipped.h"
 #include "sim/cost/toml_reader.h"
 #include <fmt/format.h>
 
@@ -222,7 +223,14 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
 
 bool load_profile(const std::string& path, CostModel* out, std::string* error) {
   std::string text;
-  if (!read_input(path, "the profile", &text, error)) return false;
+  bool had_bom = false;
+  if (!read_input(path, "the profile", &text, error, 0, &had_bom)) return false;
+  // A shipped profile's bytes: its compiled-in parse (sim/cost/shipped.h).
+  if (const ShippedFile* f = shipped_match(text, had_bom); f && shipped_profile(f->rel, out)) {
+    out->path = path;
+    out->sha256 = std::string(f->sha256);
+    return true;
+  }
   return parse_profile(text, path, out, error);
 }
 

@@ -189,15 +189,18 @@ long InputSource::read_at(uint64_t off, char* buf, size_t n) {
 }
 
 bool read_input(const std::string& path, std::string_view what, std::string* out,
-                std::string* error, size_t max) {
+                std::string* error, size_t max, bool* had_bom) {
+  if (had_bom) *had_bom = false;
   if (!input_limits_error().empty()) return *error = input_limits_error(), false;
   const size_t cap = max ? max : input_limits().max_bytes;
+  const size_t max_line = input_limits().max_line;
   const auto src = InputSource::open(path, what, error, /*reread=*/false);
   if (!src) return false;
   const std::string limit = max ? fmt::format("its limit of {} bytes", max) : input_limit_hint();
   if (!src->is_pipe() && src->size() > cap)
     return *error = fmt::format("{}: {} is larger than {}", src->name(), what, limit), false;
   out->clear();
+  if (!src->is_pipe()) out->reserve(static_cast<size_t>(src->size()));
   char buf[65536];
   size_t line = 1, line_start = 0;
   for (;;) {
@@ -210,22 +213,27 @@ bool read_input(const std::string& path, std::string_view what, std::string* out
       out->clear();
       return *error = fmt::format("{}: {} is larger than {}", src->name(), what, limit), false;
     }
-    const size_t from = out->size();
     out->append(buf, static_cast<size_t>(n));
-    for (size_t i = from; i < out->size(); ++i) {
-      if ((*out)[i] == '\n') {
-        ++line, line_start = i + 1;
-        continue;
-      }
-      if (i - line_start >= input_limits().max_line) {  // a line of more than max_line bytes
+    // Every line, the one still open at the end of what was read
+    // included, holds at most max_line bytes before its '\n'.
+    const char* const data = out->data();
+    for (size_t i = out->size() - static_cast<size_t>(n);;) {
+      const void* nl = std::memchr(data + i, '\n', out->size() - i);
+      const size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - data) : out->size();
+      if (end - line_start > max_line) {
         out->clear();
         return *error = fmt::format("{}:{}: line longer than {}", src->name(), line,
                                     line_limit_hint()),
                false;
       }
+      if (!nl) break;
+      ++line, line_start = i = end + 1;
     }
   }
-  if (std::string_view(*out).substr(0, kBom.size()) == kBom) out->erase(0, kBom.size());
+  if (std::string_view(*out).substr(0, kBom.size()) == kBom) {
+    out->erase(0, kBom.size());
+    if (had_bom) *had_bom = true;
+  }
   return true;
 }
 

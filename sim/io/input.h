@@ -88,9 +88,11 @@ class InputSource {
 };
 
 // Reads a whole input into memory: at most `max` bytes (0: the process
-// limit), every line at most the line limit, a leading BOM dropped.
+// limit), every line at most the line limit, a leading BOM dropped
+// (`had_bom`, if given, says whether there was one: the bytes of the file
+// are then the BOM and `out`).
 bool read_input(const std::string& path, std::string_view what, std::string* out,
-                std::string* error, size_t max = 0);
+                std::string* error, size_t max = 0, bool* had_bom = nullptr);
 
 // Lines of an input, streamed: the buffer holds one line at a time, so
 // memory is flat in the input's length. A second LineInput on the same

@@ -28,12 +28,15 @@ std::string esc(std::string_view s) { return iou::escape_controls(s, 200); }
 // written before its state is published, and the handler calls only
 // async-signal-safe functions (unlink, openat, getdents64, unlinkat).
 enum SlotState : int { kFree = 0, kFile = 1, kDir = 2, kBusy = 3 };
+// Every member initialised, so the table is constant-initialised: it
+// stays in untouched zero pages until a slot is used, instead of 64 page
+// faults in a static constructor at every start (docs/performance.md).
 struct Slot {
   std::atomic<int> state{kFree};
-  char path[PATH_MAX];
+  char path[PATH_MAX] = {};
 };
 constexpr int kSlots = 64;
-Slot g_slots[kSlots];
+constinit Slot g_slots[kSlots];
 std::mutex g_slot_mu;
 
 void remove_tree_at(int parent, const char* name, int depth) {

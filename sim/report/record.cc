@@ -139,9 +139,9 @@ std::string sha256_file(const std::string& path, std::string_view what, std::str
 }
 
 void record_input(RunRecord* r, std::string role, const std::string& path,
-                  const std::string& shown) {
+                  const std::string& shown, std::string_view sha256) {
   std::string error;
-  std::string hash = sha256_file(path, role, &error);
+  std::string hash = sha256.empty() ? sha256_file(path, role, &error) : std::string(sha256);
   std::string note = hash.empty() ? error : "";
   r->inputs.push_back({std::move(role), shown.empty() ? path : shown, std::move(hash), std::move(note)});
 }

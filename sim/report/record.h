@@ -30,9 +30,11 @@ std::string sha256_file(const std::string& path, std::string_view what, std::str
 // path as given and the SHA-256 of its bytes (sha256_file()).
 // With no hash, `note` says why (a pipe read once).
 // `shown`: the path as the record shows it, if not `path` (a shipped
-// file: "data/..." rather than this machine's directory).
+// file: "data/..." rather than this machine's directory). `sha256`: the
+// digest when the caller knows it for the bytes it read (a shipped file's
+// compiled-in copy, sim/cost/shipped.h): the file is not read again.
 void record_input(RunRecord* r, std::string role, const std::string& path,
-                  const std::string& shown = "");
+                  const std::string& shown = "", std::string_view sha256 = "");
 
 // The record's command line: "simcache" and the arguments, each quoted
 // for a POSIX shell where it needs it.
