@@ -134,6 +134,38 @@ TEST_CASE("sparse-fill counts the idle prefilled nodes at any teardown lag",
   }
 }
 
+TEST_CASE("entries arrays and rings created behind a queued teardown are reported",
+          "[scenario][rsrc][record]") {
+  // A 6.18 ring sets up its io_alloc_caches with IO_ALLOC_CACHE_MAX (128)
+  // pointers each (1 KiB), apoll's with IO_POLL_ALLOC_CACHE_MAX (64);
+  // prefill's node cache holds 4096 (32 KiB).
+  // Smoke + 1 warm-up + 3 measured rounds: with teardown_lag=1 each ring
+  // after the first is created before its predecessor's teardown runs.
+  for (const char* lag : {"0", "1"}) {
+    INFO("teardown_lag=" << lag);
+    const RunResult r = run_ok("sparse-fill", {"unpatched", "node-slab+prefill"},
+                               {{"installs", "64"}, {"rounds", "3"}, {"warmup", "1"},
+                                {"teardown_lag", lag}});
+    CHECK(col(r, 0).metrics.at("entries_bytes_node_cache") == 128 * 8);
+    CHECK(col(r, 1).metrics.at("entries_bytes_node_cache") == 4096 * 8);
+    const int64_t others = col(r, 0).metrics.at("entries_bytes") - 128 * 8;
+    CHECK(others > 0);
+    CHECK(others % (128 * 8) == 64 * 8);
+    CHECK(col(r, 1).metrics.at("entries_bytes") == others + 4096 * 8);
+    for (size_t c : {0, 1})
+      CHECK(col(r, c).metrics.at("rings_created_teardown_queued") == (lag[0] == '1' ? 4 : 0));
+  }
+  // Serial lifecycle: every operation after the first creates its ring
+  // before the previous one's teardown; paced tears down first.
+  for (const char* mode : {"0", "1"}) {
+    INFO("mode=" << mode);
+    const RunResult r = run_ok("lifecycle", {"unpatched"},
+                               {{"mode", mode}, {"slots", "256"}, {"installs", "64"},
+                                {"groups", "1"}, {"ops", "4"}, {"warmup", "2"}});
+    CHECK(col(r, 0).metrics.at("rings_created_teardown_queued") == (mode[0] == '0' ? 5 : 0));
+  }
+}
+
 TEST_CASE("same-ring remove and refill: the unpatched cache keeps 128 nodes",
           "[scenario][rsrc]") {
   const RunResult r = run_ok("lifecycle", {"unpatched", "node-slab+bulk-refill+prefill"},

@@ -71,7 +71,7 @@ bool OpExec::exec_ring(const Op& op, iou::RingId r, std::string* error) {
     case OpKind::nop: io.io_uring_enter(r, static_cast<uint32_t>(op.n)); break;
     case OpKind::snapshot:
       if (rec_.measured() && r >= 0) {  // as the drivers do: measured rounds only
-        rec_.metric("bytes_retained", ring_cache_bytes(env_, r));
+        ring_metrics(env_, rec_, r);
         rec_.metric("nodes_unused", unused_nodes(env_.mm.events() - round_start_));
       }
       break;

@@ -48,6 +48,20 @@ inline uint64_t cache_slot_size(Env& e, const iou::IoAllocCache& c) {
   return kmalloc_size(kmalloc_index(c.elem_size));
 }
 
+// The entries arrays of a ring's io_alloc_caches: io_alloc_cache_init()'s
+// kvmalloc_array() of max_cached pointers, for every cache the ring set
+// up (all), and for its node cache alone.
+inline int64_t entries_bytes(Env& e, RingId r, bool node_only) {
+  const iou::IoRingCtx& c = e.io.ring(r);
+  int64_t b = 0;
+  for (const iou::IoAllocCache* ac :
+       {&c.apoll_cache, &c.netmsg_cache, &c.rw_cache, &c.cmd_cache, &c.msg_cache, &c.futex_cache,
+        &c.waitv_cache, &c.node_cache, &c.imu_cache})
+    if (ac->entries_mem != kNull && (!node_only || ac == &c.node_cache))
+      b += static_cast<int64_t>(ac->max_cached) * 8;
+  return b;
+}
+
 // Bytes a ring's node, futex and (waitv-cache) WAITV caches hold: parked objects plus the
 // pointer arrays (the RFC's "4096 x 32 bytes plus a 32 KiB pointer array").
 inline int64_t ring_cache_bytes(Env& e, RingId r) {
@@ -58,6 +72,13 @@ inline int64_t ring_cache_bytes(Env& e, RingId r) {
     b += static_cast<int64_t>(ac->max_cached) * 8;
   }
   return b;
+}
+
+// The memory metrics of the measured ring (docs/stats.md "Model metrics").
+inline void ring_metrics(Env& e, Recorder& rec, RingId r) {
+  rec.metric("bytes_retained", ring_cache_bytes(e, r));
+  rec.metric("entries_bytes", entries_bytes(e, r, false));
+  rec.metric("entries_bytes_node_cache", entries_bytes(e, r, true));
 }
 
 // One ring's io_uring caches now (a closed ring: all zero, not live).

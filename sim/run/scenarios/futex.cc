@@ -45,7 +45,7 @@ void run_waitv(Env& e, const Params& p, Recorder& rec) {
         e.io.enter_end(r);
       }
     }
-    rec.metric("bytes_retained", ring_cache_bytes(e, r));  // futex_cache, waitv-cache
+    ring_metrics(e, rec, r);  // futex_cache, waitv-cache
     rec.end_round(static_cast<uint64_t>(p.at("cycles") * vectors));
   };
   run_rounds(p, round);

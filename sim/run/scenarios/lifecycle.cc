@@ -46,6 +46,7 @@ enum Mode : int64_t { kSerial = 0, kPaced = 1, kReuse = 2 };
 struct Pending {
   RingId ring = -1;
   bool measured = false;
+  int64_t created_behind = 0;  // rings created while a teardown was queued
 };
 
 // Tears down the pending ring and returns the counts it made, which
@@ -63,6 +64,7 @@ Counters exit_pending(Env& e, Recorder& rec, Pending* pending, RingId src) {
 // its counts go to *teardown. Returns the ring, -1 on -ENOMEM.
 RingId new_registered(Env& e, Recorder& rec, const Params& p, RingId src, Pending* pending,
                       Counters* teardown) {
+  pending->created_behind += pending->ring >= 0;  // its teardown is still queued
   const RingId dst = e.io.ring_create(e.submitter, {256, 0, false});
   if (dst < 0) return dst;
   rec.timed_begin("registration");
@@ -118,14 +120,15 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
     rec.timed_end();
     snap(e, rec, mode == kReuse ? "refill" : "fill", src, dst);
     if (measured) {
-      rec.metric("bytes_retained", ring_cache_bytes(e, dst));
+      ring_metrics(e, rec, dst);
       // the teardown's counts are not this ring's cache traffic
       rec.metric("nodes_unused", unused_nodes(e.mm.events() - start - teardown));
     }
     if (mode != kReuse) {
       e.io.files_unregister(dst);
       snap(e, rec, "unregister", src, dst);
-      pending = {dst, measured};
+      pending.ring = dst;
+      pending.measured = measured;
       if (mode == kPaced) exit_pending(e, rec, &pending, src);
     }
     rec.end_round(1);
@@ -137,6 +140,7 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
   exit_pending(e, rec, &pending, src);
   if (reuse_ring >= 0) exit_ring(e, rec, reuse_ring, "target", true, src);
   exit_ring(e, rec, src, "source", true);
+  rec.metric("rings_created_teardown_queued", pending.created_behind);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
   if (src < 0) return;  // -ENOMEM (injected failures): nothing to measure
   e.io.files_register(src, 1);
   RingId pending = -1;  // a closed ring whose kworker teardown has not run
+  int64_t queued_at_create = 0;  // rings created while `pending` was queued
   bool pending_measured = false;
   bool last_measured = false;  // the source's teardown goes with the last round's
   auto round = [&](bool measured, bool smoke) {
@@ -21,6 +22,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
     const int64_t installs = smoke ? 256 : p.at("installs");
     rec.begin_round(measured);
     const Counters start = e.mm.events();
+    queued_at_create += pending >= 0;  // its teardown is still queued
     const RingId dst = e.io.ring_create(e.submitter, {256, 0, defer});
     if (dst < 0) {
       rec.end_round(0);
@@ -40,7 +42,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
     rec.timed_end();
     snap(e, rec, "fill", src, dst);
     if (measured) {
-      rec.metric("bytes_retained", ring_cache_bytes(e, dst));
+      ring_metrics(e, rec, dst);
       // the teardown drains the previous ring's cache: not this ring's traffic
       rec.metric("nodes_unused", unused_nodes(e.mm.events() - start - teardown));
     }
@@ -56,6 +58,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
   };
   run_rounds(p, round);
   if (pending >= 0) exit_ring(e, rec, pending, "target", pending_measured, src);
+  rec.metric("rings_created_teardown_queued", queued_at_create);
   exit_ring(e, rec, src, "source", last_measured);
 }
 
