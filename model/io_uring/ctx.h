@@ -81,6 +81,7 @@ struct IoRingCtx {
   uint32_t nr_req_allocated = 0;
 
   uint32_t batch_depth = 0;    // > 0 inside enter_begin()/enter_end()
+  bool first_use_done = false;  // ring_first_use counted (first enter or MSG_RING into it)
   uint64_t cq_pending = 0;     // CQEs posted and not yet reaped
 
   IoFileTable files;

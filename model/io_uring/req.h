@@ -34,6 +34,17 @@ bool io_alloc_req_refill(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   return true;
 }
 
+// The first request work against a freshly created ring (its first
+// io_uring_enter(), or the first MSG_RING delivered into it): the work
+// that touches its new ring pages, context and table arrays cold. Not a
+// kernel function: a priced event, counted once per ring.
+template <IoAllocator A>
+void ring_first_use(IoKernel<A>& k, IoRingCtx& ctx) {
+  if (ctx.first_use_done) return;
+  ctx.first_use_done = true;
+  ev(k.mm, Event::ring_first_use);
+}
+
 // Mirrors io_alloc_req() with io_alloc_req_refill(): pop the free list,
 // refilling it when empty. Returns kNull when the refill fails (the
 // kernel's io_submit_sqes() then stops and returns -EAGAIN).

@@ -124,6 +124,7 @@ class IoUring {
     IoRingCtx* c = live(r);
     if (c == nullptr) return kEBADF;
     if (c->batch_depth++ == 0) ev(k_.mm, Event::io_uring_enter);
+    ring_first_use(k_, *c);
     return 0;
   }
   int enter_end(RingId r) {
