@@ -84,6 +84,9 @@ inline void require_same_counts(const sim::RunResult& expected, const sim::RunRe
     CHECK(a[i].timed_ops == b[i].timed_ops);
     CHECK(a[i].ops_per_round == b[i].ops_per_round);
     for (const auto& [k, v] : a[i].metrics) {
+      // How the driver orders ring teardowns against set-ups: an op
+      // stream has no queued teardown, it runs each exit where it stands.
+      if (k == "rings_created_teardown_queued") continue;
       INFO("metric " << k);
       REQUIRE(b[i].metrics.count(k));
       CHECK(b[i].metrics.at(k) == v);

@@ -5,6 +5,8 @@
 // hash in the record and the same exit-2 errors as before.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -25,6 +27,23 @@ using simcache::testing::repo_file;
 using simcache::testing::TempDir;
 
 namespace {
+
+// Where the shipped profile's msg_ring_send_fd value sits ("value = V\n"
+// right after its name), and V: the edits below change that one price,
+// whatever a refit made it.
+size_t price_at(const std::string& text, double* v) {
+  const std::string key = "name = \"msg_ring_send_fd\"\nvalue = ";
+  const size_t k = text.find(key);
+  if (k == std::string::npos) return std::string::npos;
+  const size_t at = k + key.size() - 8;  // at "value = "
+  *v = std::stod(text.substr(at + 8, text.find('\n', at) - at - 8));
+  return at;
+}
+// Replaces the value at `at` (a "value = V" line) with `nv`.
+void set_price(std::string* text, size_t at, double nv) {
+  const size_t eol = text->find('\n', at);
+  text->replace(at, eol - at, fmt::format("value = {}", nv));
+}
 
 const std::string kProfileRel = "profiles/i7-12700KF.toml";
 const std::string kProfile = repo_file("data/" + kProfileRel);
@@ -155,16 +174,17 @@ TEST_CASE("a copy of the shipped profile loads its compiled-in form, an edited o
 
   // One value edited: the edit is what the run uses.
   std::string edited = text;
-  const size_t at = edited.find("value = 42.1537\n");
+  double shipped = 0;
+  const size_t at = price_at(edited, &shipped);
   REQUIRE(at != std::string::npos);
-  edited.replace(at, 15, "value = 52.1537");
+  set_price(&edited, at, shipped + 10);
   put(d / "edited.toml", edited);
   CostModel e;
   REQUIRE(load_profile(d / "edited.toml", &e, &error));
   CHECK(e.sha256.empty());
   REQUIRE(e.find("msg_ring_send_fd"));
-  CHECK(e.find("msg_ring_send_fd")->value == 52.1537);
-  CHECK(m.find("msg_ring_send_fd")->value == 42.1537);
+  CHECK(e.find("msg_ring_send_fd")->value == shipped + 10);
+  CHECK(m.find("msg_ring_send_fd")->value == shipped);
 
   // Through the command line: the header names each file's own hash and
   // the edited price moves the time.
@@ -197,9 +217,10 @@ TEST_CASE("an edited shipped profile that breaks a range check is still exit 2, 
           "[shipped][profile]") {
   const TempDir d("shipped_bad");
   std::string text = read_text(kProfile);
-  const size_t at = text.find("value = 42.1537\n");
+  double shipped = 0;
+  const size_t at = price_at(text, &shipped);
   REQUIRE(at != std::string::npos);
-  text.replace(at, 15, "value = -42.153");
+  set_price(&text, at, -shipped);
   put(d / "bad.toml", text);
   const size_t line = static_cast<size_t>(std::count(text.begin(), text.begin() + at, '\n')) + 1;
   auto args = run_args();
@@ -286,9 +307,10 @@ TEST_CASE("an edit to the data directory's own profile and rows is what a defaul
   ::setenv("SIMCACHE_DATA_DIR", d.p.c_str(), 1);
   const CliOutcome same = run_cli(run_args());
   // The shipped value of msg_ring_send_fd and SF-157's row, both edited.
-  const size_t at = profile.find("value = 42.1537\n");
+  double price = 0;
+  const size_t at = price_at(profile, &price);
   REQUIRE(at != std::string::npos);
-  profile.replace(at, 15, "value = 52.1537");
+  set_price(&profile, at, price + 10);
   put(d / "profiles/i7-12700KF.toml", profile);
   const size_t row = rows.find("\t118.406665\t");
   REQUIRE(row != std::string::npos);

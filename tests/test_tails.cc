@@ -112,8 +112,8 @@ TEST_CASE("until-separated: byte-identical at --jobs 1 and 2, in every format", 
   CHECK(csv.out.find(",,extension,rounds,8\r\n") != std::string::npos);
 }
 
-TEST_CASE("until-separated: needs a cost profile; one column runs until its own tail stops "
-          "narrowing",
+TEST_CASE("until-separated: needs a cost profile and one column runs until its own tail "
+          "stops narrowing",
           "[tails]") {
   const CliOutcome r = run_cli({"--scenario", "rt-arm-loop", "--until-separated", "--profile",
                                 "none"});
@@ -140,7 +140,8 @@ std::vector<std::string> bursty(const std::string& policies, std::vector<std::st
 }
 }  // namespace
 
-TEST_CASE("seeds: latency pooled over seeds, intervals over them; identical runs not pooled",
+TEST_CASE("seeds: latency pooled over seeds with intervals over them and identical runs not "
+          "pooled",
           "[tails]") {
   // Each seed's own run, then the pool.
   std::vector<nlohmann::json> one;
