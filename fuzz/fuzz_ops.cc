@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "fuzz/fuzz_util.h"
 #include "sim/replay/ops.h"
 
@@ -22,7 +24,14 @@ using simcache::fuzz::kMaxWork;
 
 // The work of `nodes` with repeats multiplied out and macro calls
 // expanded as OpExec expands them (depth <= 16), saturating at kMaxWork + 1.
-uint64_t work(const OpProgram& p, const std::vector<OpNode>& nodes, OpNames& names, int depth) {
+// A call's work is memoized by depth, macro and arguments, as the parser's
+// own count is: without it a body calling a macro twice re-expands a
+// subtree per call (thousands of parses of megabyte arguments, a CI hang),
+// although the parser accepted the program (its distinct expansions are
+// capped at 64 MiB).
+using Memo = absl::flat_hash_map<std::string, uint64_t>;
+uint64_t work(const OpProgram& p, const std::vector<OpNode>& nodes, OpNames& names, int depth,
+              Memo& memo) {
   uint64_t total = 0;
   for (const OpNode& n : nodes) {
     if (total > kMaxWork) break;
@@ -30,7 +39,7 @@ uint64_t work(const OpProgram& p, const std::vector<OpNode>& nodes, OpNames& nam
       add_work(&total, 1);
       add_work(&total, simcache::fuzz::op_weight(n.op));
     } else if (n.kind == OpNode::kRepeat) {
-      const uint64_t body = work(p, n.body, names, depth);
+      const uint64_t body = work(p, n.body, names, depth, memo);
       if (n.count > 0 && body > 0)
         add_work(&total, static_cast<uint64_t>(n.count) > kMaxWork / body
                              ? kMaxWork + 1
@@ -39,10 +48,19 @@ uint64_t work(const OpProgram& p, const std::vector<OpNode>& nodes, OpNames& nam
       add_work(&total, 1);
       const auto m = p.macros.find(n.macro);
       if (depth >= 16 || m == p.macros.end()) continue;  // the run stops there
+      std::string key = std::to_string(depth) + " " + n.macro;
+      for (const auto& [k, v] : n.args) key += " " + k + "=" + v;
+      if (auto it = memo.find(key); it != memo.end()) {
+        add_work(&total, it->second);
+        continue;
+      }
       std::vector<OpNode> body;
       std::string err;
+      uint64_t w = 0;
       if (parse_macro_body(m->second, p.file, n.args, names, &body, &err))
-        add_work(&total, work(p, body, names, depth + 1));
+        w = work(p, body, names, depth + 1, memo);
+      memo.emplace(std::move(key), w);
+      add_work(&total, w);
     }
   }
   return total;
@@ -73,7 +91,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Execute what was parsed, as run-ops does (sim/replay/emit.cc,
   // make_ops_workload), if it is small enough.
   OpNames scratch = p.names;
-  if (work(p, p.nodes, scratch, 0) > kMaxWork) return 0;
+  Memo memo;
+  if (work(p, p.nodes, scratch, 0, memo) > kMaxWork) return 0;
   CustomWorkload w;
   w.name = "run-ops";
   w.label = "run-ops fuzz.ops";

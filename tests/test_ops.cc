@@ -127,6 +127,28 @@ TEST_CASE("a hand-written op file: kmalloc, caches, macros and leaks", "[ops]") 
   std::remove(path.c_str());
 }
 
+TEST_CASE("a call node runs its expansion every time: 15 levels, 2 calls each, doubling arguments", "[ops]") {
+  // m1 calls m2 twice, ..., m14 calls m15 twice: 2^14 calls of m15, each
+  // one kmalloc and one kfree. The arguments double at every level (the
+  // executor resolves a call node once, not once per run of it).
+  const std::string path = "ops_fanout.ops";
+  {
+    std::ofstream f(path);
+    f << "unit object ns\n";
+    for (int i = 1; i < 15; ++i)
+      f << "define m" << i << "\ncall m" << i + 1 << " a=$a$a id=$id\ncall m" << i + 1
+        << " a=$a$a id=$id\nend\n";
+    f << "define m15\n0 t kmalloc obj=$id size=64\n0 t kfree obj=$id\nend\n"
+         "call m1 a=0123456789abcdef id=3\n";
+  }
+  const RunResult r = run_ops(path, request({"unpatched"}, "v6.18"));
+  const PolicyResult& p = r.workloads[0].policies[0];
+  CHECK(p.total[Event::kmalloc] == 16384);
+  CHECK(p.total[Event::kfree] == 16384);
+  CHECK(p.kasan.empty());
+  std::remove(path.c_str());
+}
+
 TEST_CASE("run-ops --emit-ops writes a flat op file that runs to the same counts", "[ops]") {
   const std::string out = "emitted_arm_fail.ops";
   std::string err;

@@ -14,6 +14,7 @@
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
+#include <absl/container/node_hash_map.h>
 
 #include "sim/run/scenario.h"
 
@@ -220,7 +221,14 @@ class OpExec {
   // Handles whose allocation returned NULL: their free is a no-op, as
   // kfree(NULL) is (a later allocation at the handle takes it back).
   absl::flat_hash_set<uint64_t> null_objs_, null_pages_;
-  absl::flat_hash_map<std::string, std::vector<OpNode>> expanded_;  // macro calls
+  absl::node_hash_map<std::string, std::vector<OpNode>> expanded_;  // macro calls (stable)
+  // The expansion each call node of the running program resolved to. A
+  // node's arguments never change, so the second time a node runs it is
+  // found by address: the key above (as long as the arguments, which may
+  // double at every nesting level) is built once per node, not once per
+  // execution. Expanded bodies live in expanded_, a node map whose values
+  // stay put; cleared by run().
+  absl::flat_hash_map<const OpNode*, const std::vector<OpNode>*> by_node_;
   std::vector<CacheId> cache_ids_;
   uint64_t peak_objs_ = 0;
   uint32_t last_freed_site_ = 0;

@@ -220,6 +220,8 @@ bool OpExec::exec(const Op& op, std::string* error) {
 
 bool OpExec::call(const OpProgram& p, const OpNode& n, int depth, std::string* error) {
   if (depth >= 16) return *error = fmt::format("{}:{}:1: macro calls nested deeper than 16", p.file, n.line), false;
+  if (auto known = by_node_.find(&n); known != by_node_.end())
+    return run_nodes(p, *known->second, depth + 1, error);
   auto m = p.macros.find(n.macro);
   if (m == p.macros.end())
     return *error = fmt::format("{}:{}:1: unknown macro '{}'", p.file, n.line, n.macro), false;
@@ -231,7 +233,9 @@ bool OpExec::call(const OpProgram& p, const OpNode& n, int depth, std::string* e
     if (!parse_macro_body(m->second, p.file, n.args, names_, &body, error)) return false;
     it = expanded_.emplace(key, std::move(body)).first;
   }
-  return run_nodes(p, it->second, depth + 1, error);
+  const std::vector<OpNode>* body = &it->second;
+  by_node_.emplace(&n, body);
+  return run_nodes(p, *body, depth + 1, error);
 }
 
 bool OpExec::run_nodes(const OpProgram& p, const std::vector<OpNode>& nodes, int depth,
@@ -252,6 +256,7 @@ bool OpExec::run_nodes(const OpProgram& p, const std::vector<OpNode>& nodes, int
 }
 
 bool OpExec::run(const OpProgram& p, std::string* error) {
+  by_node_.clear();
   for (size_t i = names_.tasks.size(); i < p.names.tasks.size(); ++i) names_.tasks.push_back(p.names.tasks[i]);
   return run_nodes(p, p.nodes, 0, error);
 }
