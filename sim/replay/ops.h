@@ -120,6 +120,10 @@ struct OpProgram {
 inline constexpr uint64_t kDefaultMaxOps = 100'000'000;
 struct OpLimits {
   uint64_t max_ops = kDefaultMaxOps;  // run-ops --max-ops
+  // Bytes of macro text all distinct calls may expand to, each level
+  // counted (docs/ops.md, Limits). Fixed for users; the fuzz target
+  // lowers it to keep every input fast.
+  uint64_t max_expanded_bytes = uint64_t{1} << 26;
 };
 // The limits parse_op_program() and load_op_file() apply when given none:
 // this thread's, set by a ScopedOpLimits (the CLI's --max-ops), else the
@@ -139,9 +143,10 @@ class ScopedOpLimits {
 // The weighted operation count of a program (saturating at 2^100), or
 // false with "FILE:LINE:COL: why" (a macro body that does not parse, an
 // unknown macro, calls nested deeper than 16) for what running it would
-// reach. `over` (optional): the first top-level line at which the running
-// total passes `max_ops`, 0 if none.
-bool count_op_program(const OpProgram& p, uint64_t max_ops, unsigned __int128* total,
+// reach, or expansion past `limits.max_expanded_bytes`. `over`
+// (optional): the first top-level line at which the running total passes
+// `limits.max_ops`, 0 if none.
+bool count_op_program(const OpProgram& p, const OpLimits& limits, unsigned __int128* total,
                       uint32_t* over, std::string* error);
 
 // Parses a whole op file's text. Errors: "FILE:LINE:COL: message"; a

@@ -225,7 +225,7 @@ struct OpCounter {
   OpNames scratch;
   absl::flat_hash_map<std::string, Big> memo;  // "depth macro k=v..." -> count
   uint64_t expanded = 0;                        // bytes of macro text expanded so far
-  static constexpr uint64_t kMaxExpandedBytes = uint64_t{1} << 26;
+  uint64_t max_expanded = OpLimits{}.max_expanded_bytes;
 
   static Big weight(const Op& op) {
     if (op.kind != OpKind::nop) return 1;
@@ -269,10 +269,10 @@ struct OpCounter {
     for (const auto& [ln, text] : m->second.lines)
       bytes += text.size() + longest * static_cast<uint64_t>(std::count(text.begin(), text.end(), '$'));
     expanded += bytes;
-    if (expanded > kMaxExpandedBytes)
+    if (expanded > max_expanded)
       return *error = fmt::format("{}:{}:1: macro expansion passes {} bytes (calls with distinct "
                                   "arguments, each level counted)",
-                                  p.file, n.line, kMaxExpandedBytes),
+                                  p.file, n.line, max_expanded),
              false;
     std::vector<OpNode> body;
     if (!parse_macro_body(m->second, p.file, n.args, scratch, &body, error)) return false;
@@ -289,9 +289,10 @@ const OpLimits& current_op_limits() { return tl_limits; }
 ScopedOpLimits::ScopedOpLimits(const OpLimits& l) : saved_(tl_limits) { tl_limits = l; }
 ScopedOpLimits::~ScopedOpLimits() { tl_limits = saved_; }
 
-bool count_op_program(const OpProgram& p, uint64_t max_ops, unsigned __int128* total,
+bool count_op_program(const OpProgram& p, const OpLimits& limits, unsigned __int128* total,
                       uint32_t* over, std::string* error) {
-  OpCounter c{p, error, p.names, {}, 0};
+  OpCounter c{p, error, p.names, {}, 0, limits.max_expanded_bytes};
+  const uint64_t max_ops = limits.max_ops;
   Big sum = 0;
   if (over) *over = 0;
   for (const OpNode& n : p.nodes) {
@@ -333,7 +334,7 @@ bool parse_unescaped(std::string_view text, const std::string& file, OpProgram* 
   if (!p.block(lines, &i, &out->nodes, 0, 0)) return false;
   Big total = 0;
   uint32_t over = 0;
-  if (!count_op_program(*out, limits.max_ops, &total, &over, error)) return false;
+  if (!count_op_program(*out, limits, &total, &over, error)) return false;
   if (over)
     return *error = fmt::format("{}:{}:1: the program asks for {} operations (repeats, "
                                 "calls and nop nr expanded), above the budget of {} "
