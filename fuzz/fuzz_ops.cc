@@ -1,13 +1,17 @@
 // libFuzzer target: the op-format parser (sim/replay/ops.h) on arbitrary
-// text. It must return true or false with a "FILE:LINE:COL: why" message,
+// text, in memory and as a streamed file (the two must agree). It must
+// return true or false with a "FILE:LINE:COL: why" message,
 // never crash, hang or read out of bounds; a parsed program must print
 // back (format_op) and reparse. A parsed program whose expanded work is
 // small (fuzz_util.h, kMaxWork) then runs through the model as
 // `simcache run-ops` runs it, with KASAN histories and the end-of-run
 // leak and invariant checks on.
 // Seeds: fuzz/corpus/<target>/; run with scripts/fuzz.
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,6 +19,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "fuzz/fuzz_util.h"
+#include "sim/io/output.h"
 #include "sim/replay/ops.h"
 
 namespace {
@@ -76,10 +81,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // sooner (each expansion is parsed again below and by the run).
   OpLimits limits;
   limits.max_expanded_bytes = uint64_t{1} << 20;
-  if (!parse_op_program(text, "fuzz.ops", &p, &err, limits)) {
-    if (err.rfind("fuzz.ops:", 0) != 0) __builtin_trap();
-    return 0;
+  const bool parsed = parse_op_program(text, "fuzz.ops", &p, &err, limits);
+  if (!parsed && err.rfind("fuzz.ops:", 0) != 0) __builtin_trap();
+  // The same bytes as a file, as run-ops reads one: streamed a piece at a
+  // time (load_op_file), with the same verdict and the same message. A
+  // byte-order mark is dropped by the file reader only.
+  static const std::string path = "fuzz-" + std::to_string(getpid()) + ".ops";
+  auto streamed = std::make_shared<OpProgram>();
+  bool loaded = false;
+  {
+    std::string werr, lerr;
+    if (!simcache::sim::write_file_atomic(path, std::string(text), &werr)) __builtin_trap();
+    const ScopedOpLimits scoped(limits);
+    loaded = load_op_file(path, streamed.get(), &lerr);
+    std::remove(path.c_str());
+    if (text.rfind("\xEF\xBB\xBF", 0) != 0) {
+      if (loaded != parsed) __builtin_trap();
+      if (!parsed && lerr != path + err.substr(8)) __builtin_trap();  // after "fuzz.ops"
+    }
   }
+  if (!parsed || !loaded) return 0;
   for (const OpNode& n : p.nodes) {
     if (n.kind != OpNode::kOp) continue;
     const std::string line = format_op(n.op, p.names);
@@ -100,10 +121,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CustomWorkload w;
   w.name = "run-ops";
   w.label = "run-ops fuzz.ops";
-  w.run = [prog](Env& env, const Params&, Recorder& rec, std::function<void()>*,
-                 std::string* error) {
-    OpExec ex(env, rec, prog->names);
-    return ex.run(*prog, error);
+  w.run = [streamed](Env& env, const Params&, Recorder& rec, std::function<void()>*,
+                     std::string* error) {
+    OpExec ex(env, rec, streamed->names);
+    return ex.run(*streamed, error);
   };
   simcache::fuzz::run_model(w, {}, std::hash<std::string_view>{}(text));
   return 0;

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <fstream>
 
+#include "sim/io/input.h"
 #include "sim/replay/ops.h"
+#include "sim/replay/replay.h"
 #include "test_replay_util.h"
 
 using namespace simcache;
@@ -147,6 +149,51 @@ TEST_CASE("a call node runs its expansion every time: 15 levels, 2 calls each, d
   CHECK(p.total[Event::kfree] == 16384);
   CHECK(p.kasan.empty());
   std::remove(path.c_str());
+}
+
+TEST_CASE("an op file is streamed: no top-level nodes held, the same counts and errors as its text", "[ops]") {
+  const RunRequest req = request({"unpatched", "node-slab+bulk-refill+prefill"}, "v6.18");
+  for (const std::string name : {"sparse-fill", "arm-fail", "waitv"}) {
+    INFO(name);
+    const std::string path = source_path("data/ops/" + name + ".ops");
+    OpProgram loaded;
+    std::string err;
+    REQUIRE(load_op_file(path, &loaded, &err));
+    CHECK(loaded.nodes.empty());  // read again, a piece at a time, by each run
+    CHECK(loaded.source != nullptr);
+    std::string text;
+    REQUIRE(read_input(path, "the op file", &text, &err));
+    auto in_memory = std::make_shared<OpProgram>();
+    REQUIRE(parse_op_program(text, path, in_memory.get(), &err));
+    CHECK_FALSE(in_memory->nodes.empty());
+    CHECK(loaded.macros.size() == in_memory->macros.size());
+    CHECK(loaded.names.tasks.size() == in_memory->names.tasks.size());
+    RunResult r;
+    REQUIRE(run_custom(req, ops_program_workload(in_memory), &r, &err));
+    require_same_counts(r, run_ops(path, req));
+  }
+  // Errors: the same message from the file as from its text, including
+  // the ones found only once the whole file is read (an unclosed block
+  // after a later parse error; the budget, named at its line).
+  for (const std::string text :
+       {"1 app kmalloc obj=1 size=8\nrepeat 3\n1 app kfree obj=1\n", "end\n",
+        "define m\n1 app kfree obj=$x\nend\ncall m y=1\n1 app bogus\n",
+        "repeat 4294967296\nrepeat 4294967296\n1 app kfree obj=1\nend\nend\n",
+        "task app memcg=user\n\n# c\n1 app kmalloc obj=1 size=8 gfp=NOPE\n"}) {
+    INFO(text);
+    const std::string path = "ops_stream.ops";
+    {
+      std::ofstream f(path);
+      f << text;
+    }
+    OpProgram a, b;
+    std::string ea, eb;
+    CHECK_FALSE(parse_op_program(text, path, &a, &ea));
+    CHECK_FALSE(load_op_file(path, &b, &eb));
+    CHECK(ea == eb);
+    CHECK(ea.rfind(path + ":", 0) == 0);
+    std::remove(path.c_str());
+  }
 }
 
 TEST_CASE("run-ops --emit-ops writes a flat op file that runs to the same counts", "[ops]") {

@@ -75,6 +75,10 @@ struct OpWriter {
 
 }  // namespace
 
+CustomWorkload ops_program_workload(std::shared_ptr<const OpProgram> prog) {
+  return make_ops_workload(std::move(prog), {});
+}
+
 bool ops_workload(const std::string& path, CustomWorkload* w, std::string* error) {
   auto prog = std::make_shared<OpProgram>();
   if (!load_op_file(path, prog.get(), error)) return false;

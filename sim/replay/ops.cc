@@ -94,7 +94,15 @@ bool set_field(const Key& k, std::string_view v, OpNames& names, Op* op, uint32_
   switch (k.field) {
     case kCache: op->cache = names.cache(v); return true;
     case kSite: op->site = names.site(v); return true;
-    case kGfp: return parse_gfp(v, /*strict=*/true, &op->gfp, why);
+    case kGfp: {
+      // Files repeat a handful of flag sets: the last one parsed is kept.
+      thread_local std::string last;
+      thread_local gfp_t last_gfp = 0;
+      if (!last.empty() && v == last) return op->gfp = last_gfp, true;
+      if (!parse_gfp(v, /*strict=*/true, &op->gfp, why)) return false;
+      last.assign(v), last_gfp = op->gfp;
+      return true;
+    }
     case kSlabFlags: return parse_slab_flags(v, sflags, why);
     case kSlot:
       if (v == "alloc") return op->slot = -1, true;
@@ -143,6 +151,12 @@ bool op_kind_by_name(std::string_view name, OpKind* out) {
   return false;
 }
 
+uint16_t OpNames::task(std::string_view name) {
+  auto it = task_ix.find(absl::string_view(name.data(), name.size()));
+  if (it != task_ix.end()) return static_cast<uint16_t>(it->second);  // < kMaxTasks
+  return task(name, default_user_task(name));
+}
+
 uint16_t OpNames::task(std::string_view name, bool user_default) {
   auto it = task_ix.find(absl::string_view(name.data(), name.size()));
   if (it != task_ix.end()) return static_cast<uint16_t>(it->second);  // < kMaxTasks
@@ -185,8 +199,8 @@ bool parse_op_args(OpKind kind, std::string_view args, size_t col0, OpNames& nam
   size_t pos = 0;
   while (pos < args.size()) {
     if (args[pos] == ' ' || args[pos] == '\t') { ++pos; continue; }
-    size_t end = args.find_first_of(" \t", pos);
-    if (end == std::string_view::npos) end = args.size();
+    size_t end = pos;  // not find_first_of: it calls memchr per character
+    while (end < args.size() && args[end] != ' ' && args[end] != '\t') ++end;
     const std::string_view tok = args.substr(pos, end - pos);
     const size_t col = col0 + pos;
     const size_t eq = tok.find('=');

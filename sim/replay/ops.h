@@ -72,6 +72,8 @@ struct OpNames {
   // the last entry, "(more-tasks)" (docs/ops.md, Limits).
   static constexpr size_t kMaxTasks = 65536;
   uint16_t task(std::string_view name, bool user_default);
+  // The same, the default from the name (default_user_task) when new.
+  uint16_t task(std::string_view name);
   uint32_t cache(std::string_view name);  // adds an empty entry if new
   uint32_t site(std::string_view name);
 };
@@ -105,12 +107,18 @@ struct OpMacro {
   uint32_t line = 0;
   std::vector<std::pair<uint32_t, std::string>> lines;  // (line, text)
 };
+class InputSource;
+// A parsed op file. From text (parse_op_program) its top-level nodes are
+// kept in `nodes`; from a file (load_op_file) they are not: `source` is
+// the file, read again a piece at a time by every run (stream_op_program),
+// so memory is flat in the file's length (docs/ops.md, Limits).
 struct OpProgram {
   std::string file;
   std::string op_unit = "op", time_unit = "ns";  // `unit OP_UNIT [ns|us]`
   OpNames names;
   std::vector<OpNode> nodes;
   absl::flat_hash_map<std::string, OpMacro> macros;
+  std::shared_ptr<InputSource> source;
 };
 
 // Work budget of an op file (docs/ops.md, "Budgets"): the operations it
@@ -155,7 +163,17 @@ bool parse_op_program(std::string_view text, const std::string& file, OpProgram*
                       std::string* error);
 bool parse_op_program(std::string_view text, const std::string& file, OpProgram* out,
                       std::string* error, const OpLimits& limits);
+// Reads an op file once (pass 1): every line is parsed and the operations
+// counted as they come, but only the names, units and macros are kept.
+// Errors as parse_op_program's, and the input's (a long line, a read error).
 bool load_op_file(const std::string& path, OpProgram* out, std::string* error);
+// Hands `run` the program's top-level nodes: all of `nodes` at once, or for
+// a loaded file each piece (a line, or a repeat block through its end) in
+// file order, parsed again from `source`. False when `run` is, or when the
+// file cannot be read again as it was.
+bool stream_op_program(const OpProgram& p,
+                       const std::function<bool(const std::vector<OpNode>&)>& run,
+                       std::string* error);
 // A macro's body with `$key`s replaced by a call's arguments.
 bool parse_macro_body(const OpMacro& m, const std::string& file,
                       const std::vector<std::pair<std::string, std::string>>& args,
@@ -231,8 +249,8 @@ class OpExec {
   // node's arguments never change, so the second time a node runs it is
   // found by address: the key above (as long as the arguments, which may
   // double at every nesting level) is built once per node, not once per
-  // execution. Expanded bodies live in expanded_, a node map whose values
-  // stay put; cleared by run().
+  // execution. Only nodes inside expanded bodies (depth > 0), which live in
+  // expanded_, a node map whose values stay put; cleared by run().
   absl::flat_hash_map<const OpNode*, const std::vector<OpNode>*> by_node_;
   std::vector<CacheId> cache_ids_;
   uint64_t peak_objs_ = 0;

@@ -220,8 +220,12 @@ bool OpExec::exec(const Op& op, std::string* error) {
 
 bool OpExec::call(const OpProgram& p, const OpNode& n, int depth, std::string* error) {
   if (depth >= 16) return *error = fmt::format("{}:{}:1: macro calls nested deeper than 16", p.file, n.line), false;
-  if (auto known = by_node_.find(&n); known != by_node_.end())
-    return run_nodes(p, *known->second, depth + 1, error);
+  // Only nodes inside an expansion (depth > 0) are looked up by address:
+  // they live in expanded_. A streamed program's top-level nodes are
+  // parsed into a buffer that the next chunk reuses.
+  if (depth > 0)
+    if (auto known = by_node_.find(&n); known != by_node_.end())
+      return run_nodes(p, *known->second, depth + 1, error);
   auto m = p.macros.find(n.macro);
   if (m == p.macros.end())
     return *error = fmt::format("{}:{}:1: unknown macro '{}'", p.file, n.line, n.macro), false;
@@ -234,7 +238,7 @@ bool OpExec::call(const OpProgram& p, const OpNode& n, int depth, std::string* e
     it = expanded_.emplace(key, std::move(body)).first;
   }
   const std::vector<OpNode>* body = &it->second;
-  by_node_.emplace(&n, body);
+  if (depth > 0) by_node_.emplace(&n, body);
   return run_nodes(p, *body, depth + 1, error);
 }
 
@@ -258,7 +262,8 @@ bool OpExec::run_nodes(const OpProgram& p, const std::vector<OpNode>& nodes, int
 bool OpExec::run(const OpProgram& p, std::string* error) {
   by_node_.clear();
   for (size_t i = names_.tasks.size(); i < p.names.tasks.size(); ++i) names_.tasks.push_back(p.names.tasks[i]);
-  return run_nodes(p, p.nodes, 0, error);
+  return stream_op_program(
+      p, [&](const std::vector<OpNode>& nodes) { return run_nodes(p, nodes, 0, error); }, error);
 }
 
 void OpExec::free_obj(const Obj& o, const Task& t) {

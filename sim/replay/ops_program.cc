@@ -22,11 +22,13 @@ struct Tok {
   size_t col;  // 1-based
 };
 
-// Splits on blanks up to a '#' comment.
-std::vector<Tok> tokens(std::string_view line) {
-  std::vector<Tok> out;
+// Splits on blanks up to a '#' comment, into `out` (its capacity reused);
+// at most `limit` tokens.
+void tokens(std::string_view line, std::vector<Tok>* to, size_t limit = SIZE_MAX) {
+  std::vector<Tok>& out = *to;
+  out.clear();
   size_t i = 0;
-  while (i < line.size()) {
+  while (i < line.size() && out.size() < limit) {
     const char c = line[i];
     if (c == '#') break;
     if (c == ' ' || c == '\t' || c == '\r') { ++i; continue; }
@@ -37,6 +39,10 @@ std::vector<Tok> tokens(std::string_view line) {
     out.push_back({line.substr(i, e - i), i + 1});
     i = e;
   }
+}
+std::vector<Tok> tokens(std::string_view line) {
+  std::vector<Tok> out;
+  tokens(line, &out);
   return out;
 }
 
@@ -46,6 +52,9 @@ struct Parser {
   OpProgram* prog = nullptr;  // top level only: `unit`
   absl::flat_hash_map<std::string, OpMacro>* macros;  // null inside a macro body
   std::string* error;
+  std::vector<std::vector<Tok>> tok_bufs = {};  // one per block depth, kept between lines
+  std::string last_task = {};                    // the last op line's task and its index
+  int32_t last_task_ix = -1;
 
   bool fail(uint32_t line, size_t col, const std::string& msg) {
     *error = fmt::format("{}:{}:{}: {}", file, line, col, msg);
@@ -81,7 +90,9 @@ struct Parser {
     n->kind = OpNode::kOp;
     n->line = ln;
     n->op.cpu = static_cast<CpuId>(cpu);
-    n->op.task = names.task(t[1].text, default_user_task(t[1].text));
+    if (t[1].text != last_task || last_task_ix < 0)  // files run one task for long stretches
+      last_task.assign(t[1].text), last_task_ix = names.task(t[1].text);
+    n->op.task = static_cast<uint16_t>(last_task_ix);
     const size_t rest = t[2].col - 1 + t[2].text.size();
     std::string_view args = line.substr(rest);
     if (size_t h = args.find('#'); h != std::string_view::npos) args = args.substr(0, h);
@@ -95,11 +106,16 @@ struct Parser {
   // Parses lines[i..] into `out` until an `end` (inside a block) or the end.
   bool block(const std::vector<std::pair<uint32_t, std::string_view>>& lines, size_t* i,
              std::vector<OpNode>* out, int depth, uint32_t opened) {
+    if (tok_bufs.size() <= static_cast<size_t>(depth)) tok_bufs.resize(17);  // depth <= 16
+    std::vector<Tok>& t = tok_bufs[static_cast<size_t>(depth)];
     for (; *i < lines.size(); ++*i) {
       const auto [ln, line] = lines[*i];
-      const std::vector<Tok> t = tokens(line);
+      tokens(line, &t, 3);  // an op line needs CPU TASK OP: parse_op_args reads the rest
       if (t.empty()) continue;
       const std::string_view w = t[0].text;
+      if (w == "task" || w == "unit" || w == "repeat" || w == "define" || w == "call" ||
+          w == "end")
+        tokens(line, &t);
       if (w == "end") {
         if (depth == 0) return fail(ln, t[0].col, "'end' without repeat or define");
         return true;
@@ -325,25 +341,156 @@ bool parse_op_program(std::string_view text, const std::string& file, OpProgram*
 }
 
 namespace {
-bool parse_unescaped(std::string_view text, const std::string& file, OpProgram* out,
-                     std::string* error, const OpLimits& limits) {
+
+// The first token of a line, as tokens() would give it ("" for a blank or
+// comment line).
+std::string_view first_token(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+  size_t e = i;
+  while (e < line.size() && line[e] != ' ' && line[e] != '\t' && line[e] != '\r' &&
+         line[e] != '#')
+    ++e;
+  return line.substr(i, e - i);
+}
+
+// One top-level piece of an op file: a line, or a `define` or `repeat`
+// block through its `end` (to the end of the file when it has none, where
+// the parser reports it). The file is parsed and run a piece at a time,
+// so only blocks are ever held whole, never the file.
+struct Chunk {
+  enum Kind { kOther, kDefine, kDecl } kind = kOther;  // kDecl: task, unit
+  std::vector<std::pair<uint32_t, std::string_view>> lines;
+  std::vector<std::string> store;  // the lines' bytes; capacity kept between pieces
+
+  // Reads the next piece from next(&line_no, &line); false at the end.
+  template <class Next>
+  bool read(Next&& next) {
+    lines.clear();
+    kind = kOther;
+    int nest = 0;
+    uint32_t ln = 0;
+    std::string_view line;
+    // The views are taken once the piece is whole: store may grow (and
+    // move its short strings) while it is read.
+    auto done = [&] {
+      for (size_t k = 0; k < lines.size(); ++k) lines[k].second = store[k];
+      return !lines.empty();
+    };
+    while (next(&ln, &line)) {
+      const std::string_view w = first_token(line);
+      if (lines.empty() && w.empty()) continue;  // blank or comment between pieces
+      if (store.size() <= lines.size()) store.emplace_back();
+      store[lines.size()].assign(line);
+      lines.emplace_back(ln, std::string_view());
+      if (lines.size() == 1)
+        kind = w == "define" ? kDefine : w == "task" || w == "unit" ? kDecl : kOther;
+      if (w == "repeat" || w == "define") ++nest;
+      else if (w == "end") --nest;
+      if (nest <= 0) return done();
+    }
+    return done();
+  }
+};
+
+// Pass 1 over an op file, a piece at a time: parses every line (tasks,
+// units, macros into `out`; nodes into `keep` when given, else dropped)
+// and counts the operations as they come. A parse error anywhere is
+// reported before a count error or the budget, as when the whole tree was
+// parsed first.
+template <class Next>
+bool parse_pieces(Next&& next, const std::string& file, OpProgram* out, std::vector<OpNode>* keep,
+                  std::string* error, const OpLimits& limits) {
   out->file = file;
   Parser p{file, out->names, out, &out->macros, error};
-  const auto lines = split_lines(text);
-  size_t i = 0;
-  if (!p.block(lines, &i, &out->nodes, 0, 0)) return false;
-  Big total = 0;
+  std::string count_error;
+  OpCounter c{*out, &count_error, {}, {}, 0, limits.max_expanded_bytes};
+  Chunk chunk;
+  std::vector<OpNode> nodes;
+  Big sum = 0;
   uint32_t over = 0;
-  if (!count_op_program(*out, limits, &total, &over, error)) return false;
+  while (chunk.read(next)) {
+    nodes.clear();
+    size_t i = 0;
+    if (!p.block(chunk.lines, &i, &nodes, 0, 0)) return false;
+    for (const OpNode& n : nodes) {
+      if (!count_error.empty()) break;
+      Big one = 0;
+      if (!c.node(n, 0, &one)) break;
+      sum = sat_add(sum, one);
+      if (over == 0 && sum > limits.max_ops) over = n.line;
+    }
+    if (keep) std::move(nodes.begin(), nodes.end(), std::back_inserter(*keep));
+  }
+  if (!count_error.empty()) return *error = count_error, false;
   if (over)
     return *error = fmt::format("{}:{}:1: the program asks for {} operations (repeats, "
                                 "calls and nop nr expanded), above the budget of {} "
                                 "(--max-ops N raises it)",
-                                file, over, big_text(total), limits.max_ops),
+                                file, over, big_text(sum), limits.max_ops),
            false;
   return true;
 }
+
+bool parse_unescaped(std::string_view text, const std::string& file, OpProgram* out,
+                     std::string* error, const OpLimits& limits) {
+  const auto lines = split_lines(text);
+  size_t at = 0;
+  auto next = [&](uint32_t* ln, std::string_view* line) {
+    if (at == lines.size()) return false;
+    *ln = lines[at].first, *line = lines[at].second;
+    ++at;
+    return true;
+  };
+  return parse_pieces(next, file, out, &out->nodes, error, limits);
+}
+
+// A streamed file's lines, numbered from 1; a read error or an over-long
+// line ends them with `error` set.
+struct StreamLines {
+  LineInput in;
+  bool operator()(uint32_t* ln, std::string_view* line) {
+    if (!in.next(line)) return false;
+    *ln = static_cast<uint32_t>(std::min<uint64_t>(in.line_no(), UINT32_MAX));
+    return true;
+  }
+};
+
 }  // namespace
+
+bool load_op_file(const std::string& path, OpProgram* out, std::string* error) {
+  auto src = InputSource::open(path, "the op file", error);
+  if (!src) return false;
+  StreamLines lines{LineInput(src)};
+  const bool ok = parse_pieces(lines, path, out, nullptr, error, current_op_limits());
+  if (lines.in.failed()) return *error = lines.in.error(), false;
+  if (!ok) return *error = iou::escape_controls(*error), false;
+  out->source = std::move(src);
+  return true;
+}
+
+bool stream_op_program(const OpProgram& p,
+                       const std::function<bool(const std::vector<OpNode>&)>& run,
+                       std::string* error) {
+  if (!p.source) return run(p.nodes);
+  OpNames names = p.names;  // complete after pass 1: lookups only
+  Parser parser{p.file, names, nullptr, nullptr, error};
+  StreamLines lines{LineInput(p.source)};
+  Chunk chunk;
+  std::vector<OpNode> nodes;
+  while (chunk.read(lines)) {
+    if (chunk.kind != Chunk::kOther) continue;  // taken in pass 1
+    nodes.clear();
+    size_t i = 0;
+    if (!parser.block(chunk.lines, &i, &nodes, 0, 0)) {
+      *error = iou::escape_controls(*error) + " (the file changed while it ran)";
+      return false;
+    }
+    if (!run(nodes)) return false;
+  }
+  if (lines.in.failed()) return *error = lines.in.error(), false;
+  return true;
+}
 
 bool parse_macro_body(const OpMacro& m, const std::string& file,
                       const std::vector<std::pair<std::string, std::string>>& args,
@@ -372,10 +519,5 @@ bool parse_macro_body(const OpMacro& m, const std::string& file,
   return false;
 }
 
-bool load_op_file(const std::string& path, OpProgram* out, std::string* error) {
-  std::string text;
-  if (!read_input(path, "the op file", &text, error)) return false;
-  return parse_op_program(text, path, out, error);
-}
 
 }  // namespace simcache::sim

@@ -18,8 +18,12 @@
 
 namespace simcache::sim {
 
-// run-ops FILE: the file is parsed once; every column runs it.
+// run-ops FILE: the file is read and checked once (load_op_file); every
+// column streams it again.
 bool ops_workload(const std::string& path, CustomWorkload* w, std::string* error);
+// The workload of a program already parsed (from text, or loaded): what
+// run-ops runs for it.
+CustomWorkload ops_program_workload(std::shared_ptr<const OpProgram> prog);
 
 // Work budget of a replay (docs/ops.md, "Budgets"): the lines a trace may
 // have (every line is parsed, event or not); replay --max-events raises it.
