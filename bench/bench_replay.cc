@@ -2,7 +2,8 @@
 // second on one core for the parser alone, the first pass (read + parse)
 // and a full replay column (read + parse + simulate), on a generated
 // kmem-only trace in the 6.x format with 256 live objects.
-// Goal: >= 4 million trace lines per second for a replay column.
+// Goal: >= 4 million trace lines per second for a replay column. And
+// run-ops on a flat op file (BM_RunOpsFlat), the same goal.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -103,5 +104,45 @@ void BM_TraceReplayColumn(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kLines);
 }
 BENCHMARK(BM_TraceReplayColumn)->Unit(benchmark::kMillisecond);
+
+// run-ops on a flat op file of 10^6 lines (kmalloc/kfree pairs, 256 live
+// handles): the check pass (load_op_file) and one column streaming it
+// again, as `simcache run-ops FILE` runs. Goal: >= 4 M lines/s; `goal` is
+// the rate over 4 M (1.0 = met).
+const std::string& op_file() {
+  static const std::string path = [] {
+    const std::string p = std::filesystem::path(trace_file()).parent_path() / "pairs.ops";
+    std::FILE* f = std::fopen(p.c_str(), "wb");
+    if (!f) std::abort();
+    std::fprintf(f, "unit object ns\ntask app memcg=user\n");
+    for (uint64_t i = 0; i < kLines; i += 2) {
+      const uint64_t h = (i / 2) % kLive + 1;
+      std::fprintf(f, "%u app kmalloc obj=%llu size=%u gfp=GFP_KERNEL\n%u app kfree obj=%llu\n",
+                   static_cast<unsigned>(i % 2), static_cast<unsigned long long>(h),
+                   static_cast<unsigned>(32 << (i % 4)), static_cast<unsigned>((i + 1) % 2),
+                   static_cast<unsigned long long>(h));
+    }
+    std::fclose(f);
+    return p;
+  }();
+  return path;
+}
+
+void BM_RunOpsFlat(benchmark::State& state) {
+  const std::string& path = op_file();
+  RunRequest req;
+  req.policies = {"unpatched"};
+  std::string err;
+  for (auto _ : state) {
+    CustomWorkload w;
+    if (!ops_workload(path, &w, &err)) state.SkipWithError(err.c_str());
+    RunResult r;
+    benchmark::DoNotOptimize(run_custom(req, w, &r, &err));
+  }
+  state.SetItemsProcessed(state.iterations() * (kLines + 2));
+  state.counters["goal"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * (kLines + 2)) / 4e6, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_RunOpsFlat)->Unit(benchmark::kMillisecond);
 
 }  // namespace
