@@ -1,6 +1,7 @@
 #include "sim/replay/text.h"
 
 #include <array>
+#include <utility>
 
 
 #include <fmt/format.h>
@@ -134,17 +135,37 @@ bool parse_field_u64(std::string_view name, std::string_view v, uint64_t lo, uin
   return true;
 }
 
+gfp_t kernel_gfp_bits(uint64_t raw) {
+  // (kernel bit, model bit): the kernel's values of ___GFP_* in bits 0-22.
+  static constexpr std::pair<uint32_t, gfp_t> kBits[] = {
+      {0x01u, __GFP_DMA},          {0x10u, __GFP_RECLAIMABLE},   {0x20u, __GFP_HIGH},
+      {0x100u, __GFP_ZERO},        {0x400u, __GFP_DIRECT_RECLAIM}, {0x800u, __GFP_KSWAPD_RECLAIM},
+      {0x2000u, __GFP_NOWARN},     {0x8000u, __GFP_NOFAIL},      {0x10000u, __GFP_NORETRY},
+      {0x40000u, __GFP_COMP},      {0x80000u, __GFP_NOMEMALLOC}, {0x200000u, __GFP_THISNODE},
+      {0x400000u, __GFP_ACCOUNT},
+  };
+  gfp_t g = 0;
+  for (const auto& [k, m] : kBits)
+    if (raw & k) g |= m;
+  return g;
+}
+
 bool parse_gfp(std::string_view s, bool strict, gfp_t* out, std::string* why) {
   *out = 0;
   if (s.empty()) return *why = "empty gfp flags", false;
   uint64_t raw = 0;
-  if (s == "0" || (s.size() > 2 && s[0] == '0' && s[1] == 'x' && parse_u64(s, &raw)))
-    return true;  // raw values are kernel-build specific: no model bits
+  if (s == "0") return true;
+  if (s.size() > 2 && s[0] == '0' && s[1] == 'x' && parse_u64(s, &raw))
+    return *out = kernel_gfp_bits(raw), true;
   bool ok = true;
   split_bar(s, [&](std::string_view n) {
     for (const GfpName& g : gfp_names())
       if (g.name == n) return void(*out |= g.bits);
-    if (n.rfind("0x", 0) == 0) return;  // leftover bits show_gfp_flags() prints in hex
+    // Leftover bits show_gfp_flags() prints in hex: the ones it has no
+    // name for.
+    if (n.size() > 2 && n[0] == '0' && n[1] == 'x' && parse_u64(n, &raw))
+      return void(*out |= kernel_gfp_bits(raw));
+    if (n.rfind("0x", 0) == 0) return;
     if (strict && ok) *why = fmt::format("unknown gfp flag '{}'", n), ok = false;
   });
   return ok;

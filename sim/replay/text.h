@@ -30,10 +30,18 @@ bool parse_field_u64(std::string_view name, std::string_view v, uint64_t lo, uin
 // "field 'NAME': V is outside [LO, HI]".
 std::string outside(std::string_view name, std::string_view v, int64_t lo, int64_t hi);
 
-// "GFP_KERNEL|__GFP_ZERO" as show_gfp_flags() prints it (or "0x..").
-// strict: unknown names are errors (op files); otherwise they are ignored,
-// as kernels add flags over versions (traces).
+// "GFP_KERNEL|__GFP_ZERO" as show_gfp_flags() prints it, or a raw value
+// ("0x400dc0", as trace-cmd report -R and the fields option print it),
+// decoded by kernel_gfp_bits(). strict: unknown names are errors (op
+// files); otherwise they are ignored, as kernels add flags over versions
+// (traces).
 bool parse_gfp(std::string_view s, bool strict, gfp_t* out, std::string* why);
+// The model's bits of a kernel gfp mask. Only bits 0 to 22 are read: their
+// values are the same in every kernel the profiles model (gfp_types.h,
+// from 6.0; gfp.h before), up to ___GFP_ACCOUNT (0x400000). The bits above
+// depend on the build's configuration (KASAN_HW_TAGS, LOCKDEP,
+// SLAB_OBJ_EXT) and are ignored.
+gfp_t kernel_gfp_bits(uint64_t raw);
 // "HWCACHE_ALIGN|ACCOUNT" (SLAB_ prefix optional) or "0".
 bool parse_slab_flags(std::string_view s, slab_flags_t* out, std::string* why);
 std::string format_slab_flags(slab_flags_t f);
