@@ -179,7 +179,8 @@ TEST_CASE("an op file is streamed: no top-level nodes held, the same counts and 
        {"1 app kmalloc obj=1 size=8\nrepeat 3\n1 app kfree obj=1\n", "end\n",
         "define m\n1 app kfree obj=$x\nend\ncall m y=1\n1 app bogus\n",
         "repeat 4294967296\nrepeat 4294967296\n1 app kfree obj=1\nend\nend\n",
-        "task app memcg=user\n\n# c\n1 app kmalloc obj=1 size=8 gfp=NOPE\n"}) {
+        "task app memcg=user\n\n# c\n1 app kmalloc obj=1 size=8 gfp=NOPE\n",
+        "define a\ncall nope\nend\ncall a\n"}) {
     INFO(text);
     const std::string path = "ops_stream.ops";
     {
@@ -194,6 +195,29 @@ TEST_CASE("an op file is streamed: no top-level nodes held, the same counts and 
     CHECK(ea.rfind(path + ":", 0) == 0);
     std::remove(path.c_str());
   }
+  // A macro body may call a macro defined further down (it runs after the
+  // whole file is read): counted once every macro is known.
+  const std::string fwd = "ops_forward.ops";
+  {
+    std::ofstream f(fwd);
+    f << "define a\ncall b id=$id\nend\ncall a id=3\ndefine b\n"
+         "1 app kmalloc obj=$id size=8\n1 app kfree obj=$id\nend\ncall a id=4\n";
+  }
+  OpProgram text_prog;
+  std::string text, ferr;
+  REQUIRE(read_input(fwd, "the op file", &text, &ferr));
+  CHECK(parse_op_program(text, fwd, &text_prog, &ferr));
+  INFO(ferr);
+  const RunResult r = run_ops(fwd, req);
+  CHECK(r.workloads[0].policies[0].total[Event::kmalloc] == 2);
+  {
+    const ScopedOpLimits tight(OpLimits{3});  // 4 operations: the budget names the last call
+    OpProgram over;
+    CHECK_FALSE(load_op_file(fwd, &over, &ferr));
+    CHECK(ferr == fwd + ":9:1: the program asks for 4 operations (repeats, calls and nop nr "
+                        "expanded), above the budget of 3 (--max-ops N raises it)");
+  }
+  std::remove(fwd.c_str());
 }
 
 TEST_CASE("run-ops --emit-ops writes a flat op file that runs to the same counts", "[ops]") {

@@ -148,15 +148,6 @@ class ScopedOpLimits {
  private:
   OpLimits saved_;
 };
-// The weighted operation count of a program (saturating at 2^100), or
-// false with "FILE:LINE:COL: why" (a macro body that does not parse, an
-// unknown macro, calls nested deeper than 16) for what running it would
-// reach, or expansion past `limits.max_expanded_bytes`. `over`
-// (optional): the first top-level line at which the running total passes
-// `limits.max_ops`, 0 if none.
-bool count_op_program(const OpProgram& p, const OpLimits& limits, unsigned __int128* total,
-                      uint32_t* over, std::string* error);
-
 // Parses a whole op file's text. Errors: "FILE:LINE:COL: message"; a
 // program over its budget is an error at the line that passes it.
 bool parse_op_program(std::string_view text, const std::string& file, OpProgram* out,

@@ -305,22 +305,6 @@ const OpLimits& current_op_limits() { return tl_limits; }
 ScopedOpLimits::ScopedOpLimits(const OpLimits& l) : saved_(tl_limits) { tl_limits = l; }
 ScopedOpLimits::~ScopedOpLimits() { tl_limits = saved_; }
 
-bool count_op_program(const OpProgram& p, const OpLimits& limits, unsigned __int128* total,
-                      uint32_t* over, std::string* error) {
-  OpCounter c{p, error, p.names, {}, 0, limits.max_expanded_bytes};
-  const uint64_t max_ops = limits.max_ops;
-  Big sum = 0;
-  if (over) *over = 0;
-  for (const OpNode& n : p.nodes) {
-    Big one = 0;
-    if (!c.node(n, 0, &one)) return false;
-    sum = sat_add(sum, one);
-    if (over && *over == 0 && sum > max_ops) *over = n.line;
-  }
-  *total = sum;
-  return true;
-}
-
 bool parse_op_program(std::string_view text, const std::string& file, OpProgram* out,
                       std::string* error) {
   return parse_op_program(text, file, out, error, current_op_limits());
@@ -393,42 +377,57 @@ struct Chunk {
   }
 };
 
+// The operations counted so far, and the first top-level line at which
+// they passed the budget (0: none).
+struct Budget {
+  Big sum = 0;
+  uint32_t over = 0;
+};
+
+bool count_nodes(OpCounter& c, const std::vector<OpNode>& nodes, const OpLimits& limits,
+                 Budget* b) {
+  for (const OpNode& n : nodes) {
+    Big one = 0;
+    if (!c.node(n, 0, &one)) return false;
+    b->sum = sat_add(b->sum, one);
+    if (b->over == 0 && b->sum > limits.max_ops) b->over = n.line;
+  }
+  return true;
+}
+
+bool within_budget(const std::string& file, const Budget& b, const OpLimits& limits,
+                   std::string* error) {
+  if (b.over == 0) return true;
+  *error = fmt::format("{}:{}:1: the program asks for {} operations (repeats, calls and nop nr "
+                       "expanded), above the budget of {} (--max-ops N raises it)",
+                       file, b.over, big_text(b.sum), limits.max_ops);
+  return false;
+}
+
 // Pass 1 over an op file, a piece at a time: parses every line (tasks,
 // units, macros into `out`; nodes into `keep` when given, else dropped)
-// and counts the operations as they come. A parse error anywhere is
-// reported before a count error or the budget, as when the whole tree was
-// parsed first.
+// and counts the operations as they come. False on a parse error only: a
+// parse error anywhere comes first, as when the whole tree was parsed
+// before counting. A count that fails (a macro body calling a macro
+// defined further down, or a real error) sets *recount: the caller counts
+// again once every macro is known, which finds the real errors.
 template <class Next>
 bool parse_pieces(Next&& next, const std::string& file, OpProgram* out, std::vector<OpNode>* keep,
-                  std::string* error, const OpLimits& limits) {
+                  std::string* error, const OpLimits& limits, Budget* b, bool* recount) {
   out->file = file;
   Parser p{file, out->names, out, &out->macros, error};
   std::string count_error;
   OpCounter c{*out, &count_error, {}, {}, 0, limits.max_expanded_bytes};
   Chunk chunk;
   std::vector<OpNode> nodes;
-  Big sum = 0;
-  uint32_t over = 0;
+  *recount = false;
   while (chunk.read(next)) {
     nodes.clear();
     size_t i = 0;
     if (!p.block(chunk.lines, &i, &nodes, 0, 0)) return false;
-    for (const OpNode& n : nodes) {
-      if (!count_error.empty()) break;
-      Big one = 0;
-      if (!c.node(n, 0, &one)) break;
-      sum = sat_add(sum, one);
-      if (over == 0 && sum > limits.max_ops) over = n.line;
-    }
+    if (!*recount && !count_nodes(c, nodes, limits, b)) *recount = true;
     if (keep) std::move(nodes.begin(), nodes.end(), std::back_inserter(*keep));
   }
-  if (!count_error.empty()) return *error = count_error, false;
-  if (over)
-    return *error = fmt::format("{}:{}:1: the program asks for {} operations (repeats, "
-                                "calls and nop nr expanded), above the budget of {} "
-                                "(--max-ops N raises it)",
-                                file, over, big_text(sum), limits.max_ops),
-           false;
   return true;
 }
 
@@ -442,7 +441,15 @@ bool parse_unescaped(std::string_view text, const std::string& file, OpProgram* 
     ++at;
     return true;
   };
-  return parse_pieces(next, file, out, &out->nodes, error, limits);
+  Budget b;
+  bool recount = false;
+  if (!parse_pieces(next, file, out, &out->nodes, error, limits, &b, &recount)) return false;
+  if (recount) {
+    b = {};
+    OpCounter c{*out, error, {}, {}, 0, limits.max_expanded_bytes};
+    if (!count_nodes(c, out->nodes, limits, &b)) return false;
+  }
+  return within_budget(file, b, limits, error);
 }
 
 // A streamed file's lines, numbered from 1; a read error or an over-long
@@ -461,11 +468,23 @@ struct StreamLines {
 bool load_op_file(const std::string& path, OpProgram* out, std::string* error) {
   auto src = InputSource::open(path, "the op file", error);
   if (!src) return false;
+  const OpLimits& limits = current_op_limits();
   StreamLines lines{LineInput(src)};
-  const bool ok = parse_pieces(lines, path, out, nullptr, error, current_op_limits());
+  Budget b;
+  bool recount = false;
+  const bool ok = parse_pieces(lines, path, out, nullptr, error, limits, &b, &recount);
   if (lines.in.failed()) return *error = lines.in.error(), false;
   if (!ok) return *error = iou::escape_controls(*error), false;
   out->source = std::move(src);
+  if (recount) {  // read once more, counting with every macro known
+    b = {};
+    OpCounter c{*out, error, {}, {}, 0, limits.max_expanded_bytes};
+    if (!stream_op_program(
+            *out, [&](const std::vector<OpNode>& nodes) { return count_nodes(c, nodes, limits, &b); },
+            error))
+      return out->source.reset(), *error = iou::escape_controls(*error), false;
+  }
+  if (!within_budget(path, b, limits, error)) return out->source.reset(), false;
   return true;
 }
 
