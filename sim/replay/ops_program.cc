@@ -326,18 +326,6 @@ bool parse_op_program(std::string_view text, const std::string& file, OpProgram*
 
 namespace {
 
-// The first token of a line, as tokens() would give it ("" for a blank or
-// comment line).
-std::string_view first_token(std::string_view line) {
-  size_t i = 0;
-  while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-  size_t e = i;
-  while (e < line.size() && line[e] != ' ' && line[e] != '\t' && line[e] != '\r' &&
-         line[e] != '#')
-    ++e;
-  return line.substr(i, e - i);
-}
-
 // One top-level piece of an op file: a line, or a `define` or `repeat`
 // block through its `end` (to the end of the file when it has none, where
 // the parser reports it). The file is parsed and run a piece at a time,
@@ -346,6 +334,7 @@ struct Chunk {
   enum Kind { kOther, kDefine, kDecl } kind = kOther;  // kDecl: task, unit
   std::vector<std::pair<uint32_t, std::string_view>> lines;
   std::vector<std::string> store;  // the lines' bytes; capacity kept between pieces
+  std::vector<Tok> first;          // a line's first token
 
   // Reads the next piece from next(&line_no, &line); false at the end.
   template <class Next>
@@ -362,7 +351,8 @@ struct Chunk {
       return !lines.empty();
     };
     while (next(&ln, &line)) {
-      const std::string_view w = first_token(line);
+      tokens(line, &first, 1);
+      const std::string_view w = first.empty() ? std::string_view() : first[0].text;
       if (lines.empty() && w.empty()) continue;  // blank or comment between pieces
       if (store.size() <= lines.size()) store.emplace_back();
       store[lines.size()].assign(line);
