@@ -3,8 +3,13 @@
 // repeats and the executor's checks.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "sim/io/input.h"
 #include "sim/replay/ops.h"
@@ -218,6 +223,28 @@ TEST_CASE("an op file is streamed: no top-level nodes held, the same counts and 
                         "expanded), above the budget of 3 (--max-ops N raises it)");
   }
   std::remove(fwd.c_str());
+}
+
+TEST_CASE("run-ops reads an op file from a pipe: checked once, every column from the spool", "[ops]") {
+  const std::string path = source_path("data/ops/arm-fail.ops");
+  std::string text, err;
+  REQUIRE(read_input(path, "the op file", &text, &err));
+  const std::string fifo = "ops_fifo_" + std::to_string(::getpid());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    for (size_t at = 0; fd >= 0 && at < text.size();) {
+      const ssize_t n = ::write(fd, text.data() + at, text.size() - at);
+      if (n <= 0) break;
+      at += static_cast<size_t>(n);
+    }
+    if (fd >= 0) ::close(fd);
+  });
+  const RunRequest req = request({"unpatched", "futex-return-to-cache"}, "v6.18");
+  const RunResult piped = run_ops(fifo, req);
+  writer.join();
+  std::remove(fifo.c_str());
+  require_same_counts(run_ops(path, req), piped);
 }
 
 TEST_CASE("run-ops --emit-ops writes a flat op file that runs to the same counts", "[ops]") {
