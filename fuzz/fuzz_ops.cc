@@ -9,6 +9,7 @@
 // Seeds: fuzz/corpus/<target>/; run with scripts/fuzz.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -44,8 +45,10 @@ uint64_t work(const OpProgram& p, const std::vector<OpNode>& nodes, OpNames& nam
       add_work(&total, 1);
       add_work(&total, simcache::fuzz::op_weight(n.op));
     } else if (n.kind == OpNode::kRepeat) {
-      const uint64_t body = work(p, n.body, names, depth, memo);
-      if (n.count > 0 && body > 0)
+      // At least one per iteration, as the parser counts: an empty body
+      // still loops (`repeat 4294967296` of a `repeat 0` hung a run).
+      const uint64_t body = std::max<uint64_t>(work(p, n.body, names, depth, memo), 1);
+      if (n.count > 0)
         add_work(&total, static_cast<uint64_t>(n.count) > kMaxWork / body
                              ? kMaxWork + 1
                              : static_cast<uint64_t>(n.count) * body);

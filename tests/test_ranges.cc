@@ -166,6 +166,15 @@ TEST_CASE("nested repeats asking 2^64 operations are refused before anything run
   CHECK(parse_err(deep).find("asks for more than 2^100 operations") != std::string::npos);
   CHECK(parse_err("repeat 4294967297\nend\n") ==
         "t.ops:1:8: field 'repeat': 4294967297 is outside [0, 4294967296]");
+  // An iteration or a call that does nothing still costs one: a loop of
+  // 2^32 empty iterations was within the budget and spun (a fuzz hang).
+  CHECK(parse_err("repeat 4294967296\nrepeat 0\n0 t timed_begin\nend\nend\n") ==
+        "t.ops:1:1: the program asks for 4294967296 operations (repeats, calls and nop nr "
+        "expanded), above the budget of 100000000 (--max-ops N raises it)");
+  CHECK(parse_err("define e\nend\nrepeat 200000000\ncall e\nend\n") ==
+        "t.ops:3:1: the program asks for 200000000 operations (repeats, calls and nop nr "
+        "expanded), above the budget of 100000000 (--max-ops N raises it)");
+  CHECK(parse_err("repeat 7\nend\n", OpLimits{7}) == "");
   // Calls expand with their arguments; the line named is the top-level
   // one that passes the budget.
   const std::string calls =

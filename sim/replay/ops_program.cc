@@ -266,7 +266,9 @@ struct OpCounter {
       if (n.count == 0) return *out = 0, true;  // never runs: nothing in it is reached
       Big body = 0;
       if (!nodes(n.body, depth, &body)) return false;
-      return *out = sat_mul(body, static_cast<uint64_t>(n.count)), true;
+      // An iteration that does nothing (a body of `repeat 0` blocks, a
+      // call of an empty macro) still costs the loop: one each.
+      return *out = sat_mul(std::max<Big>(body, 1), static_cast<uint64_t>(n.count)), true;
     }
     if (depth >= 16)
       return *error = fmt::format("{}:{}:1: macro calls nested deeper than 16", p.file, n.line),
@@ -294,6 +296,7 @@ struct OpCounter {
     if (!parse_macro_body(m->second, p.file, n.args, scratch, &body, error)) return false;
     Big c = 0;
     if (!nodes(body, depth + 1, &c)) return false;
+    c = std::max<Big>(c, 1);  // a call that expands to nothing still runs: one
     memo.emplace(std::move(key), c);
     return *out = c, true;
   }
