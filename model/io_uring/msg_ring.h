@@ -45,11 +45,12 @@ int io_msg_send_fd(IoKernel<A>& k, IoRingCtx& src, IoRingCtx* dst, uint32_t src_
     if (remote) ev(k.mm, Event::task_work_run);
     const Task& on = remote ? dst->submitter : src.submitter;
     ret = io_fixed_fd_install_locked(k, *dst, dst_slot, on);
-    if (ret >= 0) ring_first_use(k, *dst);
-    if (ret < 0)
+    if (ret < 0) {
       ev(k.mm, Event::fput);  // REQ_F_NEED_CLEANUP: io_msg_ring_cleanup()
-    else
+    } else {
+      ring_first_use(k, *dst);
       io_post_cqe(k, *dst);
+    }
   }
   io_post_cqe(k, src);
   io_req_complete_defer(src, req);

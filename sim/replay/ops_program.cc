@@ -424,6 +424,16 @@ bool parse_pieces(Next&& next, const std::string& file, OpProgram* out, std::vec
   return true;
 }
 
+// The count again, once every macro is known: over the kept tree, or one
+// more read of a loaded file (stream_op_program hands either).
+bool count_again(const OpProgram& p, const OpLimits& limits, Budget* b, std::string* error) {
+  *b = {};
+  OpCounter c{p, error, {}, {}, 0, limits.max_expanded_bytes};
+  return stream_op_program(
+      p, [&](const std::vector<OpNode>& nodes) { return count_nodes(c, nodes, limits, b); },
+      error);
+}
+
 bool parse_unescaped(std::string_view text, const std::string& file, OpProgram* out,
                      std::string* error, const OpLimits& limits) {
   const auto lines = split_lines(text);
@@ -437,11 +447,7 @@ bool parse_unescaped(std::string_view text, const std::string& file, OpProgram* 
   Budget b;
   bool recount = false;
   if (!parse_pieces(next, file, out, &out->nodes, error, limits, &b, &recount)) return false;
-  if (recount) {
-    b = {};
-    OpCounter c{*out, error, {}, {}, 0, limits.max_expanded_bytes};
-    if (!count_nodes(c, out->nodes, limits, &b)) return false;
-  }
+  if (recount && !count_again(*out, limits, &b, error)) return false;
   return within_budget(file, b, limits, error);
 }
 
@@ -469,14 +475,8 @@ bool load_op_file(const std::string& path, OpProgram* out, std::string* error) {
   if (lines.in.failed()) return *error = lines.in.error(), false;
   if (!ok) return *error = iou::escape_controls(*error), false;
   out->source = std::move(src);
-  if (recount) {  // read once more, counting with every macro known
-    b = {};
-    OpCounter c{*out, error, {}, {}, 0, limits.max_expanded_bytes};
-    if (!stream_op_program(
-            *out, [&](const std::vector<OpNode>& nodes) { return count_nodes(c, nodes, limits, &b); },
-            error))
-      return out->source.reset(), *error = iou::escape_controls(*error), false;
-  }
+  if (recount && !count_again(*out, limits, &b, error))  // one more read
+    return out->source.reset(), *error = iou::escape_controls(*error), false;
   if (!within_budget(path, b, limits, error)) return out->source.reset(), false;
   return true;
 }
