@@ -1,6 +1,7 @@
 // Trace replay throughput (docs/performance.md, "Trace replay"): lines per
 // second on one core for the parser alone, the first pass (read + parse)
-// and a full replay column (read + parse + simulate), on a generated
+// a full replay column (read + parse + simulate) after it, and the one
+// pass replay runs for a regular file (BM_TraceReplayOnePass), on a generated
 // kmem-only trace in the 6.x format with 256 live objects.
 // Goal: >= 4 million trace lines per second for a replay column. And
 // run-ops on a flat op file (BM_RunOpsFlat), the same goal.
@@ -104,6 +105,27 @@ void BM_TraceReplayColumn(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kLines);
 }
 BENCHMARK(BM_TraceReplayColumn)->Unit(benchmark::kMillisecond);
+
+// `simcache replay FILE` with one policy: one pass that checks, counts and
+// replays each line (docs/ops.md, "One pass"). Goal: >= 4 M lines/s;
+// `goal` is the rate over 4 M (1.0 = met).
+void BM_TraceReplayOnePass(benchmark::State& state) {
+  const std::string& path = trace_file();
+  RunRequest req;
+  req.policies = {"unpatched"};
+  std::string err;
+  for (auto _ : state) {
+    auto sp = std::make_shared<SinglePass>();
+    if (!open_trace(path, {}, &sp->opened, &err)) std::abort();
+    RunResult r;
+    benchmark::DoNotOptimize(run_custom(req, trace_workload_single(sp), &r, &err));
+    if (!sp->done) std::abort();
+  }
+  state.SetItemsProcessed(state.iterations() * kLines);
+  state.counters["goal"] = benchmark::Counter(static_cast<double>(state.iterations() * kLines) / 4e6,
+                                              benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_TraceReplayOnePass)->Unit(benchmark::kMillisecond);
 
 // run-ops on a flat op file of 10^6 lines (kmalloc/kfree pairs, 256 live
 // handles): the check pass (load_op_file) and one column streaming it

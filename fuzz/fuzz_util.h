@@ -62,8 +62,9 @@ inline uint64_t op_weight(const sim::Op& op) {
 // (a trace may free what it never allocated), not a crash; a crash, UB,
 // a leak or a hang is. A refusal must say why (the CLI escapes it to one
 // line: a macro body's parse error at its call may quote raw bytes).
-inline void run_model(const sim::CustomWorkload& w,
-                      std::vector<std::pair<std::string, std::string>> sets, size_t pick) {
+inline bool run_model(const sim::CustomWorkload& w,
+                      std::vector<std::pair<std::string, std::string>> sets, size_t pick,
+                      sim::RunResult* out = nullptr) {
   static const char* const kColumns[] = {
       "unpatched", "node-slab+bulk-refill+prefill", "futex-return-to-cache+waitv-cache",
       "node-slab-account+prefill-grow+memcg-batch-charge+memcg-batch-free",
@@ -76,7 +77,10 @@ inline void run_model(const sim::CustomWorkload& w,
   req.call_sites = (pick & 8) != 0;  // both the scoped and the unscoped paths
   sim::RunResult r;
   std::string err;
-  if (!sim::run_custom(req, w, &r, &err) && err.empty()) std::abort();
+  const bool ok = sim::run_custom(req, w, &r, &err);
+  if (!ok && err.empty()) std::abort();
+  if (out) *out = std::move(r);
+  return ok;
 }
 
 }  // namespace simcache::fuzz

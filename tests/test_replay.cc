@@ -4,10 +4,14 @@
 // scenario -> ops -> trace -> replay.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "sim/cli/cli.h"
+#include "sim/report/record.h"
 #include "test_replay_util.h"
 
 using namespace simcache;
@@ -50,6 +54,39 @@ std::string generate(const std::string& path, uint64_t lines, uint64_t live) {
   }
   std::fclose(f);
   return path;
+}
+
+// A replay as one pass (SinglePass): each column checks and replays
+// every line as it reads it.
+struct OnePass {
+  bool ok = false, invalid = false, done = false, retry_io_uring = false;
+  TraceSummary s;
+  RunResult r;
+  std::string err;
+};
+OnePass one_pass(const std::string& path, const RunRequest& req, bool assume_io_uring = false) {
+  auto sp = std::make_shared<SinglePass>();
+  OnePass out;
+  REQUIRE(open_trace(path, {}, &sp->opened, &out.err));
+  sp->assume_io_uring = assume_io_uring;
+  out.ok = run_custom(req, trace_workload_single(sp), &out.r, &out.err);
+  out.invalid = sp->invalid;
+  out.retry_io_uring = sp->retry_io_uring;
+  out.done = sp->done;
+  out.s = sp->result;
+  return out;
+}
+
+// A CLI output without its record's command line (which names the flags).
+std::string without_command(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, out;
+  bool wrapped = false;  // the table's "  command:" line and its continuations
+  while (std::getline(in, line)) {
+    wrapped = line.rfind("  command:", 0) == 0 || (wrapped && line.rfind("           ", 0) == 0);
+    if (!wrapped && line.find("command_line") == std::string::npos) out += line + "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -362,4 +399,153 @@ TEST_CASE("the kit's live-kernel captures replay with exact counts", "[replay][t
     CHECK(total(r, Event::futex_wait_arm_fail) == w.arm_fail);
     CHECK(r.workloads[0].policies[0].kasan.empty());
   }
+}
+
+TEST_CASE("replay reads each line once where the trace allows: the first pass's summary and counts",
+          "[replay]") {
+  std::vector<std::string> files;
+  for (const char* dir : {"tests/data/traces", "data/traces"})
+    for (const auto& e : std::filesystem::directory_iterator(source_path(dir))) {
+      const std::string ext = e.path().extension().string();
+      if (ext == ".txt" || ext == ".dat" || ext == ".trace") files.push_back(e.path().string());
+    }
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 18);
+  int one = 0, two = 0, retried = 0;
+  for (const std::string& path : files) {
+    INFO(path);
+    TraceSummary s;
+    std::string err;
+    REQUIRE(scan_trace(path, {}, &s, &err));
+    RunRequest req = request({"unpatched", "slab-nomerge"}, "v6.18");
+    // A capture whose ring set-up allocates (io_* call sites) before its
+    // io_uring_create line is retried assuming io_uring events.
+    bool io_site_first = false;
+    {
+      std::ifstream in(path, std::ios::binary);
+      std::string line;
+      TraceEvent ev;
+      size_t col = 0;
+      std::string why;
+      while (std::getline(in, line) && !io_site_first) {
+        if (!parse_trace_line(line, &ev, &col, &why)) continue;
+        if (ev.kind >= TraceKind::uring_create && ev.kind <= TraceKind::uring_complete) break;
+        io_site_first = (ev.kind == TraceKind::kmalloc || ev.kind == TraceKind::kmem_cache_alloc) &&
+                        (ev.call_site.rfind("io_", 0) == 0 || ev.call_site.rfind("__io_", 0) == 0);
+      }
+    }
+    OnePass p = one_pass(path, req);
+    CHECK(p.retry_io_uring == (io_site_first && s.io_uring && !s.markers && s.max_cpu < kReplayMinCpus));
+    if (p.retry_io_uring) p = one_pass(path, req, true), ++retried;
+    // The guess fails exactly where the first pass finds round markers or
+    // a CPU the default machine lacks.
+    const bool needs_two = s.markers || s.max_cpu >= kReplayMinCpus;
+    CHECK(p.invalid == needs_two);
+    CHECK(p.ok == !needs_two);
+    if (needs_two) {
+      CHECK(p.err == path + ": the trace needs two passes");
+      ++two;
+      continue;
+    }
+    ++one;
+    REQUIRE(p.done);
+    CHECK(p.s.lines == s.lines);
+    CHECK(p.s.events == s.events);
+    CHECK(p.s.skipped == s.skipped);
+    CHECK(p.s.first_skipped == s.first_skipped);
+    CHECK(p.s.max_cpu == s.max_cpu);
+    CHECK(p.s.io_uring == s.io_uring);
+    CHECK_FALSE(p.s.markers);
+    RunResult classic;
+    REQUIRE(run_custom(req, trace_workload(s), &classic, &err));
+    require_same_counts(classic, p.r);
+  }
+  // Every kind is exercised: most fixtures in one pass, the kit's
+  // live-kernel captures after a retry, the 6.x one (CPU 23) in two.
+  CHECK(one >= 12);
+  CHECK(retried >= 2);
+  CHECK(two >= 1);
+}
+
+TEST_CASE("an io_uring event after an io_* kmem event is replayed again assuming io_uring events, with the same output",
+          "[replay][cli]") {
+  const std::string kmem =
+      "  t-7  [001] ..... 1.000001: kmalloc: call_site=io_ring_ctx_alloc+0x1/0x2 "
+      "ptr=ffff888000001000 bytes_req=64 bytes_alloc=64 gfp_flags=GFP_KERNEL\n";
+  const std::string create =
+      "  t-7  [001] ..... 1.000002: io_uring_create: ring 00000000deadbeef, fd 3, sq size 8, "
+      "cq size 16, flags 0x0\n";
+  const std::string late = write_temp("replay_iosite_late.txt", kmem + create);
+  const std::string early = write_temp("replay_iosite_early.txt", create + kmem);
+  const OnePass a = one_pass(late, request({"unpatched"}, "v6.18"));
+  CHECK(a.invalid);
+  CHECK(a.retry_io_uring);
+  const OnePass again = one_pass(late, request({"unpatched"}, "v6.18"), true);
+  CHECK_FALSE(again.invalid);
+  CHECK(again.ok);
+  CHECK(metric(again.r, "trace_io_uring_kmem_modelled") == 1);
+  const OnePass b = one_pass(early, request({"unpatched"}, "v6.18"));
+  CHECK_FALSE(b.invalid);
+  CHECK(b.ok);
+  CHECK(b.s.io_uring);
+  CHECK(metric(b.r, "trace_io_uring_kmem_modelled") == 1);
+  for (const std::string& path : {late, early}) {
+    INFO(path);
+    const CliOutcome x = run_cli({"replay", path, "--profile", "none", "--format", "csv"});
+    const CliOutcome y =
+        run_cli({"replay", path, "--profile", "none", "--format", "csv", "--two-pass"});
+    CHECK(x.status == 0);
+    CHECK(x.status == y.status);
+    CHECK(without_command(x.out) == without_command(y.out));
+    CHECK(x.err == y.err);
+    CHECK(x.out.find("trace_io_uring_kmem_modelled,1") != std::string::npos);
+  }
+  std::remove(late.c_str());
+  std::remove(early.c_str());
+}
+
+TEST_CASE("replay in one pass and in two: the same report, errors and input hash",
+          "[replay][cli]") {
+  const std::string bad = write_temp("replay_two_bad.txt",
+      "  bash-7  [001] ..... 1.000001: kmalloc: call_site=f+0x1/0x2 ptr=0000000000001000 bytes_req=8 bytes_alloc=8 gfp_flags=GFP_KERNEL\n"
+      "  bash-7  [001] ..... 1.000002: kmalloc: call_site=f+0x1/0x2 ptr=zz bytes_req=8\n"
+      "  bash-7  [001] ..... 1.000003: kfree: call_site=f+0x1/0x2 ptr=0000000000001000\n");
+  struct Case {
+    std::string file;
+    std::vector<std::string> flags;
+    int status;
+  };
+  const std::vector<Case> cases = {
+      {fixture("lkml-2019-kmem.txt"), {"--format", "csv"}, 0},
+      {fixture("ftrace-io_uring-6x.txt"), {"--format", "json", "--policy", "unpatched,node-slab"}, 0},
+      {fixture("ftrace-6x-kmem.txt"), {"--format", "csv"}, 0},  // CPU 23: two passes either way
+      {fixture("kmem-cat.dat"), {"--format", "csv"}, 0},         // a trace.dat's text
+      {source_path("data/traces/e0-390.trace"), {"--format", "csv"}, 0},  // round markers
+      {fixture("lkml-2019-kmem.txt"), {"--counts"}, 0},
+      {bad, {"--format", "csv"}, 0},    // a skipped line, and its warning
+      {bad, {"--strict"}, 2},           // the first pass's error
+      {bad, {"--max-events", "2"}, 2},  // the budget
+      {bad, {"--format", "yaml"}, 2},   // a flag's error comes first, as before
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"replay", c.file, "--profile", "none"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    INFO(args[1] << " " << args.back());
+    const CliOutcome x = run_cli(args);
+    args.push_back("--two-pass");
+    const CliOutcome y = run_cli(args);
+    CHECK(x.status == c.status);
+    CHECK(y.status == c.status);
+    CHECK(without_command(x.out) == without_command(y.out));
+    CHECK(x.err == y.err);
+    // The record's hash, where the output shows it, is that of the file's bytes.
+    if (c.status == 0 && (c.flags[0] == "--format" || c.flags[0] == "--counts")) {
+      std::string err;
+      CHECK(x.out.find(sha256_file(c.file, "the trace", &err)) != std::string::npos);
+    }
+  }
+  CHECK(run_cli({"replay", bad, "--max-events", "2"}).err ==
+        "simcache: " + bad + ":3: the trace has more than 2 lines, the replay budget "
+                             "(--max-events N raises it)\n");
+  std::remove(bad.c_str());
 }

@@ -187,6 +187,8 @@ constexpr Flag kReplayFlags[] = {
     SIMCACHE_CUSTOM_FLAGS,
     {"strict", T::nothing, "stop at the first malformed line instead of skipping it"},
     {"max-events", T::value, "work budget: lines the trace may have (default 1000000000)", "N"},
+    {"two-pass", T::nothing,
+     "check every line before any column runs (the output is the same; one pass is the default)"},
 };
 #undef SIMCACHE_CUSTOM_FLAGS
 

@@ -85,8 +85,12 @@ std::string site_table(const RunResult& r) {
 }
 
 // `input`: the op file's or the trace's entry of the run record.
+// What a report says of its input, known once the run has read it: the
+// workload's note and the input's record entry. False: exit 2 with *error.
+using Describe = std::function<bool(std::string* note, RunRecord::Input* input, std::string* error)>;
+
 CliOutcome report(const ParsedFlags& f, const Args& args, const RunRequest& req,
-                  const CustomWorkload& w, const std::string& note, RunRecord::Input input) {
+                  const CustomWorkload& w, const Describe& describe) {
   auto v = f.v;
   const std::string format = v.count("format") ? v["format"] : "table";
   if (format != "table" && format != "json" && format != "csv")
@@ -104,6 +108,9 @@ CliOutcome report(const ParsedFlags& f, const Args& args, const RunRequest& req,
     return cli_fail("--explain needs a cost profile (it splits the time per operation)");
   RunResult result;
   if (!run_custom(req, w, &result, &error)) return cli_fail(error);
+  std::string note;
+  RunRecord::Input input;
+  if (!describe(&note, &input, &error)) return cli_fail(error);
   if (!note.empty()) result.workloads[0].note = note;
   fill_run_record(args, have_cost ? &cost : nullptr, &result);
   result.record.inputs.insert(result.record.inputs.begin(), std::move(input));
@@ -157,8 +164,31 @@ CliOutcome run_ops_cli(const ParsedFlags& f, const Args& args) {
   record_input(&hashed, "op file", file);
   CustomWorkload w;
   if (!ops_workload(file, &w, &error)) return cli_fail(error);
-  return report(f, args, req, w, "", hashed.inputs.at(0));
+  return report(f, args, req, w, [&](std::string*, RunRecord::Input* input, std::string*) {
+    *input = hashed.inputs.at(0);
+    return true;
+  });
 }
+
+namespace {
+
+std::string trace_note(const TraceSummary& s) {
+  std::string note = fmt::format("trace: {} lines, {} events, {} skipped", s.lines, s.events,
+                                 s.skipped);
+  if (s.skipped) note += fmt::format(" (first: {})", s.first_skipped);
+  note += s.io_uring ? "; io_uring events drive the io_uring model"
+                     : "; kmem events through kmalloc routing and SLUB";
+  return note;
+}
+
+CliOutcome with_skipped(CliOutcome out, const TraceSummary& s) {
+  if (out.status != 2 && s.skipped)
+    out.err += fmt::format("simcache: replay: {} malformed line(s) skipped; first: {}\n",
+                           s.skipped, s.first_skipped);
+  return out;
+}
+
+}  // namespace
 
 CliOutcome run_replay_cli(const ParsedFlags& f, const Args& args) {
   const std::string& file = f.pos.at(0);  // exactly one (commands.cc)
@@ -168,28 +198,63 @@ CliOutcome run_replay_cli(const ParsedFlags& f, const Args& args) {
   ReplayOptions o;
   o.strict = f.v.count("strict") > 0;
   if (!parse_budget(f, "max-events", &o.max_events, &error)) return cli_fail(error);
-  TraceSummary s;
-  if (!scan_trace(file, o, &s, &error)) return cli_fail(error);
   bool cpus_set = false;
   for (const auto& [k, v] : req.sets) cpus_set |= k == "cpus";
-  if (!cpus_set && s.max_cpu >= 20) req.sets.emplace_back("cpus", std::to_string(s.max_cpu + 1));
+  // The trace's SHA-256 goes into the run record, which only JSON, CSV
+  // and a table's detail views print: hashing 740 MB costs as much CPU
+  // as replaying a third of it.
+  ReportOptions shown;
+  detail_views(f, &shown);
+  const bool hash = (f.v.count("format") && f.v.at("format") != "table") ||
+                    table_shows_record(shown);
+  const std::string unhashed = "not hashed: the report does not show its inputs";
+  // One pass where the trace allows it (SinglePass): a regular file or a
+  // trace.dat's text. Any failure, or a trace that breaks the pass's
+  // guess, is then done again as two passes, so errors and their order
+  // are the two-pass ones.
+  bool single = !f.v.count("two-pass") && !f.v.count("emit-ops") && !InputSource::is_pipe_path(file);
+  for (bool assume_io_uring = false; single; assume_io_uring = true) {
+    auto sp = std::make_shared<SinglePass>();
+    if (!open_trace(file, o, &sp->opened, &error)) return cli_fail(error);
+    sp->options = o;
+    sp->cpus_set = cpus_set;
+    sp->assume_io_uring = assume_io_uring;
+    auto sha = std::make_shared<Sha256>();
+    if (hash && !sp->opened.dat) sp->tap = [sha](std::string_view b) { sha->add(b); };
+    CliOutcome out = report(f, args, req, trace_workload_single(sp),
+                            [&](std::string* note, RunRecord::Input* input, std::string* err) {
+                              if (!sp->done) return *err = "replay: no column finished", false;
+                              *note = trace_note(sp->result);
+                              // A trace.dat's record is its own bytes, not its text's.
+                              if (!hash) return *input = {"trace", file, "", unhashed}, true;
+                              *input = {"trace", file,
+                                        sp->opened.dat ? sha256_source(*sp->opened.src, err)
+                                                       : sha->hex(),
+                                        ""};
+                              return !input->sha256.empty();
+                            });
+    if (out.status != 2) return with_skipped(std::move(out), sp->result);
+    single = sp->retry_io_uring && !assume_io_uring;
+  }
+  TraceSummary s;
+  if (!scan_trace(file, o, &s, &error)) return cli_fail(error);
+  if (!cpus_set && s.max_cpu >= kReplayMinCpus)
+    req.sets.emplace_back("cpus", std::to_string(s.max_cpu + 1));
   if (f.v.count("emit-ops")) {
     if (!emit_trace_ops(s, f.v.at("emit-ops"), req, &error)) return cli_fail(error);
     return {0, "", ""};
   }
-  std::string note = fmt::format("trace: {} lines, {} events, {} skipped", s.lines, s.events,
-                                 s.skipped);
-  if (s.skipped) note += fmt::format(" (first: {})", s.first_skipped);
-  note += s.io_uring ? "; io_uring events drive the io_uring model"
-                     : "; kmem events through kmalloc routing and SLUB";
+  const std::string note = trace_note(s);
   // The trace as scanned (a pipe's spool): its SHA-256 is that of its bytes.
-  RunRecord::Input input{"trace", file, sha256_source(*s.src, &error), ""};
-  if (input.sha256.empty()) return cli_fail(error);
-  CliOutcome out = report(f, args, req, trace_workload(s), note, std::move(input));
-  if (out.status != 2 && s.skipped)
-    out.err += fmt::format("simcache: replay: {} malformed line(s) skipped; first: {}\n",
-                           s.skipped, s.first_skipped);
-  return out;
+  RunRecord::Input input{"trace", file, "", unhashed};
+  if (hash && (input = {"trace", file, sha256_source(*s.src, &error), ""}).sha256.empty())
+    return cli_fail(error);
+  return with_skipped(report(f, args, req, trace_workload(s),
+                             [&](std::string* n, RunRecord::Input* in, std::string*) {
+                               *n = note, *in = input;
+                               return true;
+                             }),
+                      s);
 }
 
 }  // namespace simcache::sim

@@ -259,6 +259,7 @@ bool LineInput::fill() {
     return false;
   }
   if (n == 0) eof_ = true;
+  if (tap_ && n > 0) tap_(std::string_view(buf_.data() + end_, static_cast<size_t>(n)));
   if (off_ == 0 && n >= 3 && std::string_view(buf_.data(), 3) == kBom) begin_ = 3;
   off_ += static_cast<uint64_t>(n);
   end_ += static_cast<size_t>(n);

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -105,12 +106,16 @@ class LineInput {
   // the file and line).
   bool next(std::string_view* line);
   uint64_t line_no() const { return line_no_; }
+  // `tap` sees every byte read from the source, in order, as it is read
+  // (a hash of the input taken on the same pass: replay).
+  void set_tap(std::function<void(std::string_view)> tap) { tap_ = std::move(tap); }
   const std::string& error() const { return error_; }
   bool failed() const { return !error_.empty(); }
 
  private:
   bool fill();
   std::shared_ptr<InputSource> src_;
+  std::function<void(std::string_view)> tap_;
   std::vector<char> buf_;
   size_t begin_ = 0, end_ = 0;
   uint64_t off_ = 0;

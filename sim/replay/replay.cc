@@ -91,6 +91,9 @@ class Replayer {
   void event(const TraceEvent& ev);
   void end();
   OpExec& exec() { return exec_; }
+  // Whether a kmem event of an io_* call site was replayed (and so its
+  // handling depended on s.io_uring).
+  bool io_site_seen() const { return io_site_; }
   // Frees what the capture ended with (objects and pages), on the kworker.
   void release() { exec_.free_all(env_.kworker); }
 
@@ -195,7 +198,7 @@ class Replayer {
   std::string last_task_;
   std::vector<uint16_t> cpu_task_;
   uint16_t last_ix_ = 0;
-  bool have_last_ = false;
+  bool have_last_ = false, io_site_ = false;
   int64_t replayed_ = 0, failed_ = 0, before_capture_ = 0, implicit_free_ = 0, null_free_ = 0,
           covered_count_ = 0, unmodelled_ = 0, peak_pages_ = 0, peak_maps_ = 0;
 };
@@ -203,7 +206,9 @@ class Replayer {
 void Replayer::kmem(const TraceEvent& ev) {
   std::string_view fn = site_fn(ev.call_site);
   if (fn == "0x0" || fn == "0") fn = {};  // no call site recorded
-  if (s_.io_uring && (fn.rfind("io_", 0) == 0 || fn.rfind("__io_", 0) == 0)) {
+  const bool io_site = fn.rfind("io_", 0) == 0 || fn.rfind("__io_", 0) == 0;
+  io_site_ |= io_site;
+  if (s_.io_uring && io_site) {
     covered_[ev.ptr] = true;  // the io_uring model allocates these itself
     ++covered_count_;
     return;
@@ -440,9 +445,70 @@ void Replayer::end() {
   }
 }
 
+// "FILE:LINE", or for a trace.dat "FILE:record N".
+std::string at_line(const TraceSummary& s, uint64_t n) {
+  return s.dat ? fmt::format("{}:record {}", s.file, n) : fmt::format("{}:{}", s.file, n);
+}
+
+// The first pass's work on one line (line number `no`, read into `line`):
+// the budget, the parse (into `ev`; *parsed is parse_trace_line's
+// verdict), a marker's op, and the counts of `s`. False on an error that
+// ends the replay (the budget, or --strict), in *error.
+class LineCheck {
+ public:
+  LineCheck(const ReplayOptions& o, TraceSummary* s) : o_(o), s_(s) {}
+  bool operator()(std::string_view line, uint64_t no, TraceEvent* ev, bool* parsed,
+                  std::string* error) {
+    TraceSummary& s = *s_;
+    if (s.lines == o_.max_events)
+      return *error = fmt::format("{}: the trace has more than {} lines, the replay budget "
+                                  "(--max-events N raises it)",
+                                  iou::escape_controls(at_line(s, no), 200), o_.max_events),
+             false;
+    ++s.lines;
+    size_t col = 1;
+    why_.clear();
+    bool ok = *parsed = parse_trace_line(line, ev, &col, &why_);
+    if (ok && ev->kind == TraceKind::marker) {  // the op must parse too
+      const size_t sp = ev->text.find(' ');
+      OpKind k;
+      Op op;
+      const std::string_view w = ev->text.substr(0, sp);
+      const size_t at = static_cast<size_t>(ev->text.data() - line.data());
+      if (w != "task" && !op_kind_by_name(w, &k)) ok = false, col = at + 1, why_ = fmt::format("marker: unknown operation '{}'", w);
+      else if (w != "task" && !parse_op_args(k, sp == std::string_view::npos ? "" : ev->text.substr(sp), at + sp + 1, scratch_, &op, &why_)) {
+        ok = false;
+        col = std::stoul(why_.substr(0, why_.find(':')));
+        why_ = why_.substr(why_.find(':') + 2);
+      }
+      s.markers |= ok && (w == "round_begin" || w == "timed_begin");
+    }
+    if (!ok) {
+      // `why` may quote the line: escaped, so the message stays one line.
+      const std::string where =
+          fmt::format("{}:{}: {}", at_line(s, no), col, iou::escape_controls(why_));
+      if (o_.strict) return *error = where, false;
+      if (!s.skipped++) s.first_skipped = where;
+      return true;
+    }
+    if (ev->kind == TraceKind::none) return true;
+    ++s.events;
+    s.max_cpu = std::max(s.max_cpu, ev->cpu);
+    // io_uring tracepoints, not syscalls: a kmem trace may record close() too.
+    s.io_uring |= ev->kind >= TraceKind::uring_create && ev->kind <= TraceKind::uring_complete;
+    return true;
+  }
+
+ private:
+  const ReplayOptions& o_;
+  TraceSummary* s_;
+  OpNames scratch_;
+  std::string why_;
+};
+
 }  // namespace
 
-bool scan_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s,
+bool open_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s,
                 std::string* error) {
   *s = TraceSummary{};
   s->file = path;
@@ -452,52 +518,19 @@ bool scan_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s
     s->dat = true;
     if (!(s->text = trace_dat_as_text(*s->src, o.max_events, error))) return false;
   }
-  // "FILE:LINE", or for a trace.dat "FILE:record N".
-  auto at_line = [&](uint64_t n) {
-    return s->dat ? fmt::format("{}:record {}", path, n) : fmt::format("{}:{}", path, n);
-  };
+  return true;
+}
+
+bool scan_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s,
+                std::string* error) {
+  if (!open_trace(path, o, s, error)) return false;
   LineInput r(s->text);
   std::string_view line;
   TraceEvent ev;
-  OpNames scratch;
-  while (r.next(&line)) {
-    if (s->lines == o.max_events)
-      return *error = fmt::format("{}: the trace has more than {} lines, the replay budget "
-                                  "(--max-events N raises it)",
-                                  iou::escape_controls(at_line(r.line_no()), 200), o.max_events),
-             false;
-    ++s->lines;
-    size_t col = 1;
-    std::string why;
-    bool ok = parse_trace_line(line, &ev, &col, &why);
-    if (ok && ev.kind == TraceKind::marker) {  // the op must parse too
-      const size_t sp = ev.text.find(' ');
-      OpKind k;
-      Op op;
-      const std::string_view w = ev.text.substr(0, sp);
-      const size_t at = static_cast<size_t>(ev.text.data() - line.data());
-      if (w != "task" && !op_kind_by_name(w, &k)) ok = false, col = at + 1, why = fmt::format("marker: unknown operation '{}'", w);
-      else if (w != "task" && !parse_op_args(k, sp == std::string_view::npos ? "" : ev.text.substr(sp), at + sp + 1, scratch, &op, &why)) {
-        ok = false;
-        col = std::stoul(why.substr(0, why.find(':')));
-        why = why.substr(why.find(':') + 2);
-      }
-      s->markers |= ok && (w == "round_begin" || w == "timed_begin");
-    }
-    if (!ok) {
-      // `why` may quote the line: escaped, so the message stays one line.
-      const std::string where =
-          fmt::format("{}:{}: {}", at_line(r.line_no()), col, iou::escape_controls(why));
-      if (o.strict) return *error = where, false;
-      if (!s->skipped++) s->first_skipped = where;
-      continue;
-    }
-    if (ev.kind == TraceKind::none) continue;
-    ++s->events;
-    s->max_cpu = std::max(s->max_cpu, ev.cpu);
-    // io_uring tracepoints, not syscalls: a kmem trace may record close() too.
-    s->io_uring |= ev.kind >= TraceKind::uring_create && ev.kind <= TraceKind::uring_complete;
-  }
+  LineCheck check(o, s);
+  bool parsed = false;
+  while (r.next(&line))
+    if (!check(line, r.line_no(), &ev, &parsed, error)) return false;
   if (r.failed()) return *error = r.error(), false;
   return true;
 }
@@ -528,6 +561,48 @@ CustomWorkload trace_workload(const TraceSummary& s, std::function<void(OpExec&)
     // Objects the capture ended with are live, not leaks: free them after
     // the counts are taken.
     *at_end = [rp] { rp->release(); };
+    return true;
+  };
+  return w;
+}
+
+CustomWorkload trace_workload_single(std::shared_ptr<SinglePass> sp) {
+  CustomWorkload w = trace_workload(sp->opened);
+  w.op_unit = "event";  // the guess: no round markers
+  w.run = [sp](Env& env, const Params& p, Recorder& rec, std::function<void()>* at_end,
+               std::string* error) {
+    // This column's own first pass, kept beside the replay.
+    auto s = std::make_shared<TraceSummary>(sp->opened);
+    s->io_uring = sp->assume_io_uring;
+    LineInput r(s->text);
+    if (sp->tap && !sp->tap_taken.exchange(true)) r.set_tap(sp->tap);
+    auto rp = std::make_shared<Replayer>(env, rec, *s, p);
+    LineCheck check(sp->options, s.get());
+    auto give_up = [&] {
+      sp->invalid = true;
+      return *error = fmt::format("{}: the trace needs two passes", s->file), false;
+    };
+    std::string_view line;
+    TraceEvent ev;
+    bool parsed = false;
+    while (r.next(&line)) {
+      const bool io_uring_before = s->io_uring;
+      if (!check(line, r.line_no(), &ev, &parsed, error)) return false;
+      if (!parsed) continue;
+      if (s->markers || (!sp->cpus_set && ev.cpu >= kReplayMinCpus)) return give_up();
+      if (s->io_uring && !io_uring_before && rp->io_site_seen()) {
+        sp->retry_io_uring = true;
+        return give_up();
+      }
+      if ((s->lines & 4095) == 0 && sp->invalid.load(std::memory_order_relaxed)) return give_up();
+      rp->event(ev);
+    }
+    if (r.failed()) return *error = r.error(), false;
+    rp->end();
+    env.io.task_exit_all();
+    *at_end = [rp, s] { rp->release(); };
+    std::lock_guard<std::mutex> lock(sp->mu);
+    if (!sp->done) sp->result = *s, sp->done = true;
     return true;
   };
   return w;

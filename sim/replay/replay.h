@@ -4,13 +4,15 @@
 // the round-trip tests use: a run's ops as an op file, and as a trace.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
 
 #include "sim/io/input.h"
-
-#include <cstdint>
-#include <memory>
-#include <string>
 
 #include "sim/replay/ops.h"
 #include "sim/replay/trace.h"
@@ -51,10 +53,47 @@ struct TraceSummary {
   bool markers = false;       // simcache round/timed markers
 };
 
-// Pass 1: parses every line. strict: fails at the first malformed one
-// with "FILE:LINE:COL: why".
+// Opens a trace (a trace.dat is rendered as text, trace_dat.h) without
+// reading its lines: `s` gets file, src, text and dat.
+bool open_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s,
+                std::string* error);
+// Pass 1: opens the trace and parses every line. strict: fails at the
+// first malformed one with "FILE:LINE:COL: why".
 bool scan_trace(const std::string& path, const ReplayOptions& o, TraceSummary* s,
                 std::string* error);
+// Without --set cpus, a trace's machine has max(this, highest traced CPU
+// + 1) CPUs.
+inline constexpr uint32_t kReplayMinCpus = 20;
+
+// One pass instead of two (docs/ops.md, "Trace replay"): each column
+// checks, counts and replays every line as it reads it, on the guess the
+// first pass would confirm for most traces: no round markers, no CPU at
+// or above kReplayMinCpus (unless cpus was set), and no io_uring-level
+// event after a kmem event of an io_* call site. A line that breaks the
+// guess stops every column and marks the pass `invalid`: the caller then
+// scans and replays as two passes, which gives what the guess would have.
+// Only the io_uring guess is retried instead: a real capture's ring
+// set-up allocates (io_* call sites) before io_uring_create is traced, so
+// the second attempt assumes io_uring events from the start.
+struct SinglePass {
+  TraceSummary opened;  // from open_trace()
+  ReplayOptions options;
+  bool cpus_set = false;
+  // The guess about io_uring-level events: none (false), or some, known
+  // from an earlier attempt that met one after an io_* kmem event.
+  bool assume_io_uring = false;
+  // Sees every byte of the trace, in order, on one column's read (the
+  // record's hash). Only for a source read here to its end.
+  std::function<void(std::string_view)> tap;
+  // Written by the columns.
+  std::mutex mu;
+  bool done = false;    // `result` holds a finished column's summary
+  TraceSummary result;  // as scan_trace() would have found it
+  std::atomic<bool> invalid{false}, tap_taken{false};
+  // The guess failed only on io_uring: one pass with assume_io_uring holds.
+  std::atomic<bool> retry_io_uring{false};
+};
+CustomWorkload trace_workload_single(std::shared_ptr<SinglePass> sp);
 // The replay workload for a scanned trace. Params: the machine's (cpus
 // defaults to max(20, highest traced CPU + 1)) and waitv_width (FUTEX_WAITV
 // entries: traces do not record sqe->len).

@@ -110,6 +110,14 @@ nlohmann::ordered_json typed_value(const RunRecord& rec, const PolicyResult& p,
 
 }  // namespace
 
+struct Sha256::Impl {
+  Digest d;
+};
+Sha256::Sha256() : d_(std::make_unique<Impl>()) {}
+Sha256::~Sha256() = default;
+void Sha256::add(std::string_view bytes) { d_->d.add(bytes.data(), bytes.size()); }
+std::string Sha256::hex() { return d_->d.hex(); }
+
 std::string sha256_hex(std::string_view bytes) {
   Digest d;
   d.add(bytes.data(), bytes.size());

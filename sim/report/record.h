@@ -18,6 +18,21 @@ class InputSource;
 
 // SHA-256 of `bytes`, 64 lower-case hex digits.
 std::string sha256_hex(std::string_view bytes);
+// SHA-256 taken piece by piece, as an input is read (replay hashes its
+// trace on the pass that replays it).
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void add(std::string_view bytes);
+  std::string hex();  // once, after the last add()
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> d_;
+};
 // SHA-256 of every byte of an opened input, from its start (a pipe opened
 // to be re-read is hashed from its spool). "" and `error` on a read error.
 std::string sha256_source(InputSource& src, std::string* error);

@@ -52,6 +52,9 @@ inline constexpr LatencyPoint kLatencyPoints[] = {
     {50, "p50"}, {90, "p90"}, {99, "p99"}, {99.9, "p99.9"}, {0, "max"}};
 
 std::string format_table(const RunResult& r, const ReportOptions& o = {});
+// Whether a table shows the run record (the inputs and their hashes):
+// only a detail view does. JSON and CSV always do.
+bool table_shows_record(const ReportOptions& o);
 // The summary screen the table opens with (report_summary.cc): at most 40
 // lines of 80 columns.
 std::string format_summary(const RunResult& r, const ReportOptions& o = {});

@@ -358,10 +358,13 @@ const MeasuredPoint* find_measured(const ReportOptions& o, const RunResult& r,
   return nullptr;
 }
 
+bool table_shows_record(const ReportOptions& o) {
+  return o.counts || o.phases || o.per_cache || o.latency || o.explain || o.perf_stat;
+}
+
 std::string format_table(const RunResult& r, const ReportOptions& o) {
   std::string out = format_summary(r, o);
-  if (!o.counts && !o.phases && !o.per_cache && !o.latency && !o.explain && !o.perf_stat)
-    return out;
+  if (!table_shows_record(o)) return out;
   // The details: the whole run record, then each workload's views.
   out += fmt::format("\nsimcache {} (git {}): {} (kernel {}, seed {})\n", r.version,
                      r.record.git_commit.substr(0, 12), r.scenario, r.kernel, r.seed);
