@@ -43,6 +43,18 @@ static double b_memset(long n) {  // ns per byte zeroed, 32 KiB in cache
   }
   return (now() - t) / n / sizeof buf;
 }
+// ns per memset() call of 32 bytes (a kzalloc'd io_rsrc_node's size),
+// through a pointer so the compiler cannot inline it into stores: the
+// fixed part of a zeroing call, beside memset_32k's per-byte part.
+static void* (*volatile memset_fn)(void*, int, size_t) = memset;
+static double b_memset_small(long n) {
+  double t = now();
+  for (long i = 0; i < n; i++) {
+    memset_fn(buf + (i & 63) * 64, 0, 32);
+    __asm__ volatile("" ::"r"(buf) : "memory");
+  }
+  return (now() - t) / n;
+}
 static double b_page(long n) {  // mmap + first touch + munmap of one page
   double t = now();
   for (long i = 0; i < n; i++) {
@@ -84,6 +96,7 @@ int main(void) {
   run("syscall_getppid", "ns/call", b_syscall, 1000000);
   run("fcntl_getfl", "ns/call", b_fget, 1000000);
   run("memset_32k", "ns/byte", b_memset, 20000);
+  run("memset_32", "ns/call", b_memset_small, 10000000);
   run("page_mmap_touch_unmap", "ns/page", b_page, 50000);
   run("io_uring_nop_qd1", "ns/sqe", b_nop1, 200000);
   run("io_uring_nop_qd64", "ns/sqe", b_nop64, 2000000);

@@ -119,7 +119,7 @@ uint32_t io_cache_stash(A& a, IoAllocCache& c, uint32_t nr, const Task& t) {
   uint32_t i = 0;
   for (; i < nr; i++) {
     Ptr p = c.entries[base + i];
-    if (c.init_clear) ev(a, Event::zero_bytes, c.init_clear);
+    if (c.init_clear) ev(a, Event::zero_bytes, c.init_clear), ev(a, Event::zero_call);
     if (!a.kasan_mempool_poison_object(p, t)) {
       ev(a, Event::io_cache_poison_refused);
       break;
@@ -170,7 +170,7 @@ Ptr io_cache_alloc_new(A& a, IoAllocCache& c, gfp_t gfp, const Task& t) {
   else
     obj = io_cache_bulk_refill(a, c, gfp, site);
   ev(a, Event::io_cache_alloc_new);
-  if (obj != kNull && c.init_clear) ev(a, Event::zero_bytes, c.init_clear);
+  if (obj != kNull && c.init_clear) ev(a, Event::zero_bytes, c.init_clear), ev(a, Event::zero_call);
   return obj;
 }
 

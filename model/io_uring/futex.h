@@ -127,7 +127,7 @@ int io_futex_waitv(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, bool words_match
   const bool cached = k.policy.waitv_cache_max != 0 && nr <= k.policy.waitv_cache_nr;
   Ptr data = cached ? io_alloc_cache_get(k.mm, ctx.waitv_cache, t) : kNull;
   if (data != kNull && k.policy.waitv_cache_zero)
-    ev(k.mm, Event::zero_bytes, waitv_alloc_size(k.profile, nr));
+    ev(k.mm, Event::zero_bytes, waitv_alloc_size(k.profile, nr)), ev(k.mm, Event::zero_call);
   if (data == kNull) {
     const uint32_t size = cached ? ctx.waitv_cache.elem_size : waitv_alloc_size(k.profile, nr);
     data = k.mm.kmalloc(size, gfp, at_site(t, kSiteWaitv));

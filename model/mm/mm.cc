@@ -230,7 +230,7 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
     }
     l.memcg = t.memcg;
   }
-  if (gfp & __GFP_ZERO) events_.add(Event::zero_bytes, size);
+  if (gfp & __GFP_ZERO) events_.add(Event::zero_bytes, size), events_.add(Event::zero_call);
   l.live = true;
   uint32_t id;
   if (!free_large_ids_.empty()) {

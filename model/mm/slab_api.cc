@@ -115,7 +115,10 @@ bool Slub::ensure_obj_exts(int32_t id, const Task& t) {
 // mirrors slab_post_alloc_hook() -> memcg_slab_post_alloc_hook().
 bool Slub::post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   const KmemCache& c0 = caches_[s];
-  if (gfp & __GFP_ZERO) ev_->add(Event::zero_bytes, uint64_t(n) * c0.g.object_size);
+  if (gfp & __GFP_ZERO) {  // one memset per object (slab_post_alloc_hook's loop)
+    ev_->add(Event::zero_bytes, uint64_t(n) * c0.g.object_size);
+    ev_->add(Event::zero_call, static_cast<uint64_t>(n));
+  }
   if (!backend_->kmem_online() || t.memcg == kRootMemcg) return true;
   if (!(gfp & __GFP_ACCOUNT) && !(c0.flags & SLAB_ACCOUNT)) return true;
   if (gfp & __GFP_NO_OBJ_EXT) return true;
