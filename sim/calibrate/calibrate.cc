@@ -54,7 +54,11 @@ std::string event_names(const CostParam& p) {
 struct BayesFit {
   std::vector<double> x;
   Matrix cov;  // posterior covariance of x
-  double speed = 1, s = 0, sv = 0, su = 0, dof = 0;
+  double speed = 1, speed_memory = 1, s = 0, sv = 0, su = 0, dof = 0;
+  // The factor on parameter j's prior: 1, speed or speed_memory by its class.
+  double factor(SpeedClass c) const {
+    return c == SpeedClass::none ? 1.0 : c == SpeedClass::memory ? speed_memory : speed;
+  }
   bool converged = true;
   // Bounds of the error-model search each estimate sits at (within 1e-3
   // of the logarithm): the search could not place it.
@@ -94,7 +98,7 @@ struct ErrorModel {
   }
 };
 
-// The rows' prior predictive as a function of the speed factor k, on
+// The rows' prior predictive as a function of the speed factors, on
 // the logarithm of a row's time (the errors are relative: log y_i =
 // log(a_i x) + u + v + e), with log(a_i x) linearised at x^ = k z^ (z^
 // the prior means, then the fit's own shape: a Laplace approximation at
@@ -106,50 +110,63 @@ struct ErrorModel {
 // inadequacy at its cap absorbs. For rows of scaled parameters only, the
 // residuals and the covariance do not depend on k beyond log k itself.
 struct PriorPredictive {
-  // Per row, the parts from the scaled (s) and definition (d) parameters:
-  // a_i z^, a_i (mu - z^); per pair, sum_j a_ij tau_j^2 a_kj.
-  std::vector<double> ly, ps, pd, os, od;
-  Matrix gs, gd;
+  // Per row and speed class c (none, cpu, memory): a_i z^ and
+  // a_i (mu - z^) over the class's parameters; per pair, sum_j a_ij
+  // tau_j^2 a_kj. `memory_counted`: some row counts a memory-class price.
+  std::vector<double> ly, p[3], o[3];
+  Matrix g[3];
+  bool memory_counted = false;
   PriorPredictive(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
-                  const std::vector<double>& tau, const std::vector<bool>& scaled,
+                  const std::vector<double>& tau, const std::vector<SpeedClass>& cls,
                   const std::vector<double>& zhat)
-      : ly(a.rows), ps(a.rows, 0.0), pd(a.rows, 0.0), os(a.rows, 0.0), od(a.rows, 0.0),
-        gs(a.rows, a.rows), gd(a.rows, a.rows) {
+      : ly(a.rows) {
     const size_t n = a.rows, np = a.cols;
+    for (int c = 0; c < 3; ++c) p[c].assign(n, 0.0), o[c].assign(n, 0.0), g[c] = Matrix(n, n);
     for (size_t i = 0; i < n; ++i) {
       ly[i] = std::log(y[i]);
       for (size_t j = 0; j < np; ++j) {
-        (scaled[j] ? ps : pd)[i] += a(i, j) * zhat[j];
-        (scaled[j] ? os : od)[i] += a(i, j) * (mu[j] - zhat[j]);
+        const int c = static_cast<int>(cls[j]);
+        p[c][i] += a(i, j) * zhat[j];
+        o[c][i] += a(i, j) * (mu[j] - zhat[j]);
+        memory_counted |= cls[j] == SpeedClass::memory && a(i, j) > 0;
       }
     }
     for (size_t i = 0; i < n; ++i)
       for (size_t k = 0; k < n; ++k)
         for (size_t j = 0; j < np; ++j)
-          (scaled[j] ? gs : gd)(i, k) += a(i, j) * tau[j] * a(k, j) * tau[j];
+          g[static_cast<int>(cls[j])](i, k) += a(i, j) * tau[j] * a(k, j) * tau[j];
   }
 };
 
+// The memory factor's prior relative to the CPU one: log(km / k) ~ N(0,
+// sd^2) with sd = log 10 (a 90 % range of 1/44 to 44 times: a bare-metal
+// desktop beside a VM whose kernel paths are several times slower).
+// Without it, rows that do not separate the two would leave km anywhere.
+constexpr double kMemoryRatioSd = 2.302585092994046;
+
 // -log p(log rows | k, s, sv, su) up to a constant, z integrated over its
 // prior.
-double neg_log_marginal(const PriorPredictive& pp, const ErrorModel& em, double k, double s,
-                        double sv, double su) {
+double neg_log_marginal(const PriorPredictive& pp, const ErrorModel& em, double k, double ke,
+                        double s, double sv, double su) {
   const size_t n = pp.ly.size();
+  const double f[3] = {1.0, k, ke};
   std::vector<double> p(n), z(n);
   for (size_t i = 0; i < n; ++i) {
-    p[i] = k * pp.ps[i] + pp.pd[i];
+    p[i] = f[0] * pp.p[0][i] + f[1] * pp.p[1][i] + f[2] * pp.p[2][i];
     if (!(p[i] > 0)) return 1e300;
-    z[i] = pp.ly[i] - std::log(p[i]) - (k * pp.os[i] + pp.od[i]) / p[i];
+    z[i] = pp.ly[i] - std::log(p[i]) -
+           (f[0] * pp.o[0][i] + f[1] * pp.o[1][i] + f[2] * pp.o[2][i]) / p[i];
   }
   Matrix m = em.sigma(s, sv, su), l;
   for (size_t i = 0; i < n; ++i)
     for (size_t c = 0; c < n; ++c)
-      m(i, c) += (k * k * pp.gs(i, c) + pp.gd(i, c)) / (p[i] * p[c]);
+      m(i, c) += (pp.g[0](i, c) + k * k * pp.g[1](i, c) + ke * ke * pp.g[2](i, c)) / (p[i] * p[c]);
   if (!cholesky(m, &l)) return 1e300;
   forward_solve(l, &z);
   double q = 0, logdet = 0;
   for (size_t i = 0; i < n; ++i) q += z[i] * z[i], logdet += 2 * std::log(l(i, i));
-  return 0.5 * (q + logdet);
+  const double r = std::log(ke / k) / kMemoryRatioSd;
+  return 0.5 * (q + logdet + r * r);
 }
 
 // Minimises f over each coordinate in turn within [lo, hi]: a scan of the
@@ -193,51 +210,56 @@ void coordinate_search(F f, size_t dims, const double* lo, const double* hi, dou
   }
 }
 
-// The speed factor and the three log-sds. The speed factor is searched
-// relative to k0, the geometric mean of measured over prior-predicted
-// row times, within a factor of 30 either way: the search itself scales
-// with the rows.
+// The speed factors and the three log-sds. The CPU speed factor k is
+// searched relative to k0, the geometric mean of measured over
+// prior-predicted row times, within a factor of 30 either way (the search
+// itself scales with the rows); the memory factor as its ratio to k,
+// within a factor of 100 either way, under its prior (kMemoryRatioSd).
 void fit_error_model(const PriorPredictive& pp, const ErrorModel& em, double s_min,
                      BayesFit* f) {
   const size_t n = pp.ly.size();
   double lk0 = 0;
   size_t used = 0;
-  for (size_t i = 0; i < n; ++i)
-    if (pp.ps[i] > 0 && std::exp(pp.ly[i]) > pp.pd[i])
-      lk0 += std::log((std::exp(pp.ly[i]) - pp.pd[i]) / pp.ps[i]), ++used;
-  // Within a factor of 30 of k0 either way: the search scales with the rows.
+  for (size_t i = 0; i < n; ++i) {
+    const double scaled = pp.p[1][i] + pp.p[2][i];
+    if (scaled > 0 && std::exp(pp.ly[i]) > pp.p[0][i])
+      lk0 += std::log((std::exp(pp.ly[i]) - pp.p[0][i]) / scaled), ++used;
+  }
   lk0 = used ? lk0 / static_cast<double>(used) : 0;
-  const double span = std::log(30.0), cap = std::log(0.3);
-  const double lo[4] = {lk0 - span, std::log(s_min), std::log(1e-5), std::log(1e-5)};
-  const double hi[4] = {lk0 + span, cap, cap, cap};
-  double th[4] = {lk0, std::log(std::max(s_min, 0.01)), std::log(0.01), std::log(0.01)};
+  const double span = std::log(30.0), rspan = pp.memory_counted ? std::log(100.0) : 0,
+               cap = std::log(0.3);
+  const double lo[5] = {lk0 - span, -rspan, std::log(s_min), std::log(1e-5), std::log(1e-5)};
+  const double hi[5] = {lk0 + span, rspan, cap, cap, cap};
+  double th[5] = {lk0, 0, std::log(std::max(s_min, 0.01)), std::log(0.01), std::log(0.01)};
   coordinate_search(
       [&](const double* t) {
-        return neg_log_marginal(pp, em, std::exp(t[0]), std::exp(t[1]), std::exp(t[2]),
-                                std::exp(t[3]));
+        return neg_log_marginal(pp, em, std::exp(t[0]), std::exp(t[0] + t[1]), std::exp(t[2]),
+                                std::exp(t[3]), std::exp(t[4]));
       },
-      4, lo, hi, th);
+      5, lo, hi, th);
   f->speed = std::exp(th[0]);
-  f->s = std::exp(th[1]);
+  f->speed_memory = std::exp(th[0] + th[1]);
+  f->s = std::exp(th[2]);
   // A component at the search's floor is absent.
-  f->sv = th[2] <= lo[2] + 1e-3 ? 0.0 : std::exp(th[2]);
-  f->su = th[3] <= lo[3] + 1e-3 ? 0.0 : std::exp(th[3]);
-  f->speed_at_bound = th[0] <= lo[0] + 1e-3 || th[0] >= hi[0] - 1e-3;
-  f->s_at_floor = th[1] <= lo[1] + 1e-3 && s_min > 0;
-  f->s_at_cap = th[1] >= cap - 1e-3;
-  f->sv_at_cap = th[2] >= cap - 1e-3;
-  f->su_at_cap = th[3] >= cap - 1e-3;
+  f->sv = th[3] <= lo[3] + 1e-3 ? 0.0 : std::exp(th[3]);
+  f->su = th[4] <= lo[4] + 1e-3 ? 0.0 : std::exp(th[4]);
+  f->speed_at_bound = th[0] <= lo[0] + 1e-3 || th[0] >= hi[0] - 1e-3 ||
+                      (pp.memory_counted && (th[1] <= lo[1] + 1e-3 || th[1] >= hi[1] - 1e-3));
+  f->s_at_floor = th[2] <= lo[2] + 1e-3 && s_min > 0;
+  f->s_at_cap = th[2] >= cap - 1e-3;
+  f->sv_at_cap = th[3] >= cap - 1e-3;
+  f->su_at_cap = th[4] >= cap - 1e-3;
 }
 
 // Given the error model and the speed factor: the posterior mode of z
 // (NNLS in u = z / tau on the whitened rows over the prior rows) and the
 // Laplace covariance of x = K z.
 void solve_params(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
-                  const std::vector<double>& tau, const std::vector<bool>& scaled,
+                  const std::vector<double>& tau, const std::vector<SpeedClass>& cls,
                   const ErrorModel& em, BayesFit* f) {
   const size_t n = a.rows, np = a.cols;
   std::vector<double> k(np);
-  for (size_t j = 0; j < np; ++j) k[j] = scaled[j] ? f->speed : 1.0;
+  for (size_t j = 0; j < np; ++j) k[j] = f->factor(cls[j]);
   Matrix l;
   if (!cholesky(em.sigma(f->s, f->sv, f->su), &l)) cholesky(em.sigma(f->s, 0, 0), &l);
   Matrix m(n + np, np);
@@ -274,7 +296,7 @@ void solve_params(const Matrix& a, const std::vector<double>& y, const std::vect
 // shape z^ = x / K, until (k, s, sv, su) move by less than 1e-6
 // (relative) or after 8 rounds.
 BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
-                   const std::vector<double>& tau, const std::vector<bool>& scaled,
+                   const std::vector<double>& tau, const std::vector<SpeedClass>& cls,
                    const std::vector<size_t>& config, const std::vector<size_t>& shape,
                    const std::vector<double>& spread, double s_min) {
   const size_t np = a.cols;
@@ -283,16 +305,16 @@ BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vec
   std::vector<double> zhat = mu;
   for (int round = 0; round < 8; ++round) {
     const BayesFit prev = f;
-    fit_error_model(PriorPredictive(a, y, mu, tau, scaled, zhat), em, s_min, &f);
-    solve_params(a, y, mu, tau, scaled, em, &f);
+    fit_error_model(PriorPredictive(a, y, mu, tau, cls, zhat), em, s_min, &f);
+    solve_params(a, y, mu, tau, cls, em, &f);
     auto near = [](double p, double q) { return std::fabs(p - q) <= 1e-6 * std::max(p, q); };
-    if (round > 0 && near(prev.speed, f.speed) && near(prev.s, f.s) && near(prev.sv, f.sv) &&
-        near(prev.su, f.su))
+    if (round > 0 && near(prev.speed, f.speed) && near(prev.speed_memory, f.speed_memory) &&
+        near(prev.s, f.s) && near(prev.sv, f.sv) && near(prev.su, f.su))
       break;
     // The next linearisation point; a row it would predict at 0 keeps the
     // previous one.
     std::vector<double> next(np);
-    for (size_t j = 0; j < np; ++j) next[j] = f.x[j] / (scaled[j] ? f.speed : 1.0);
+    for (size_t j = 0; j < np; ++j) next[j] = f.x[j] / f.factor(cls[j]);
     bool positive = true;
     for (size_t i = 0; i < a.rows && positive; ++i) {
       double p = 0;
@@ -326,11 +348,15 @@ EffectRelation row_relation(const MappedRow& a, const MappedRow& b, const FitSet
                                                       : EffectRelation::same_shape;
 }
 
-// The speed factor scales every prior but a definition's and a hardware
-// latency's (sim/cost/cost_params.def says which by the source's prefix).
-bool speed_scaled(const CostParam& p) {
-  return p.prior_source.rfind("definition", 0) != 0 && p.prior_source.rfind("hardware:", 0) != 0;
+// The speed factors scale every prior but a definition's and a hardware
+// latency's; streaming memory work's by the memory factor
+// (sim/cost/cost_params.def says which by the source's prefix).
+SpeedClass speed_class(const CostParam& p) {
+  if (p.prior_source.rfind("definition", 0) == 0 || p.prior_source.rfind("hardware:", 0) == 0)
+    return SpeedClass::none;
+  return p.prior_source.rfind("memory:", 0) == 0 ? SpeedClass::memory : SpeedClass::cpu;
 }
+bool speed_scaled(const CostParam& p) { return speed_class(p) != SpeedClass::none; }
 
 double predict_ns(const CostModel& m, const PerOpCounts& c) {
   double t = 0;
@@ -352,13 +378,13 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     for (size_t i = 0; i < a.rows; ++i)
       if (a(i, j) > 0) rep.params[j].rows.push_back(rows[i].row.id);
   std::vector<double> y, mu, tau;
-  std::vector<bool> scaled;
+  std::vector<SpeedClass> cls;
   for (const MappedRow& r : rows) y.push_back(r.value_ns);
   for (const CostParam& p : structure.params) {
     mu.push_back(p.prior >= 0 ? p.prior : p.value);
     // A parameter without a prior uncertainty is held at its value.
     tau.push_back(std::max(p.prior_sd > 0 ? p.prior_sd : 0.0, 1e-9 * (1 + mu.back())));
-    scaled.push_back(speed_scaled(p));
+    cls.push_back(speed_class(p));
   }
   size_t nconf = 0, nshape = 0;
   const std::vector<size_t> config = classes(
@@ -380,12 +406,12 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     spread[i] = row_spread(rows[i].row.note);
     if (spread[i] > 0) rep.gate_failed.push_back({rows[i].row.id, spread[i]});
   }
-  const BayesFit bf = bayes_fit(a, y, mu, tau, scaled, config, shape, spread, fit.noise_cv);
+  const BayesFit bf = bayes_fit(a, y, mu, tau, cls, config, shape, spread, fit.noise_cv);
   // The priors on this machine: the priors' machine's, times its speed.
-  for (size_t j = 0; j < np; ++j)
-    if (scaled[j]) mu[j] *= bf.speed, tau[j] *= bf.speed;
+  for (size_t j = 0; j < np; ++j) mu[j] *= bf.factor(cls[j]), tau[j] *= bf.factor(cls[j]);
   rep.converged = bf.converged;
   rep.speed = bf.speed;
+  rep.speed_memory = bf.speed_memory;
   rep.row_noise = bf.s;
   rep.inadequacy = bf.sv;
   rep.inadequacy_shape = bf.su;
@@ -427,7 +453,7 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     p.value = bf.x[j];
     p.stderr_ns = sd;
     p.prior = mu[j];
-    p.prior_sd = scaled[j] ? bf.speed * structure.params[j].prior_sd : structure.params[j].prior_sd;
+    p.prior_sd = bf.factor(cls[j]) * structure.params[j].prior_sd;
     p.prior_source = structure.params[j].prior_source;
     p.pinned = pf.status == PinStatus::pinned;
     p.source = p.pinned ? fmt::format("fit: prior + {} rows {} (data share {:.0f}%)", file,
@@ -456,9 +482,9 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   for (const MappedRow& r : rows) ids.push_back(r.row.id);
   rep.model.inadequacy_source = fmt::format(
       "fit: type-II maximum likelihood over {} rows in {} configurations and {} workload "
-      "shapes, beside a measurement noise of {:.3g}% per row and a speed factor of {:.4g} "
-      "on the priors; fitted to {} rows {}",
-      rows.size(), nconf, nshape, 100 * bf.s, bf.speed, file, id_ranges(ids));
+      "shapes, beside a measurement noise of {:.3g}% per row and speed factors of {:.4g} "
+      "(CPU work) and {:.4g} (streaming memory work) on the priors; fitted to {} rows {}",
+      rows.size(), nconf, nshape, 100 * bf.s, bf.speed, bf.speed_memory, file, id_ranges(ids));
   std::string err;
   rep.model.validate(&err);
   return rep;
@@ -489,9 +515,10 @@ std::vector<std::string> fit_problems(const FitReport& r) {
   cap(r.inadequacy_shape_at_cap, "model inadequacy per workload shape", r.inadequacy_shape);
   if (r.speed_at_bound)
     out.push_back(fmt::format(
-        "the speed factor {:.4g} sits at the end of its search (a factor of 30 from the rows' "
-        "level): the priors cannot be scaled to the rows",
-        r.speed));
+        "a speed factor ({:.4g} CPU work, {:.4g} streaming memory work) sits at the end of its search "
+        "(a factor of 30 from the rows' level, or 100 between the two): the priors cannot be "
+        "scaled to the rows",
+        r.speed, r.speed_memory));
   for (size_t j = 0; j < r.params.size(); ++j) {
     const ParamFit& f = r.params[j];
     if (f.rows.empty() || f.fitted > 0) continue;

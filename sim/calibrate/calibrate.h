@@ -64,11 +64,17 @@ bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<Per
 std::string format_row_failures(const std::vector<MappedRow>& rows,
                                 const std::vector<RowFailure>& failed, const FitSettings& fit);
 
-// Whether the fit scales the parameter's prior by the machine's speed
-// factor: every price on the priors' machine is; a definition ("1000 ns
-// per microsecond of sleep": its prior_source begins "definition") and a
-// hardware latency (a C-state's exit latency: "hardware:") are not.
-bool speed_scaled(const CostParam& p);
+// Which of the machine's speed factors scales a parameter's prior: none
+// for a definition ("1000 ns per microsecond of sleep": its prior_source
+// begins "definition") and a hardware latency (a C-state's exit latency:
+// "hardware:"); the memory factor for per-byte or per-slot work that
+// streams through memory ("memory:": zeroing, a table's slots), which
+// runs near the memory's bandwidth on a machine whose kernel paths are
+// slow (a VM); the CPU factor for every other price on the priors'
+// machine.
+enum class SpeedClass : uint8_t { none = 0, cpu = 1, memory = 2 };
+SpeedClass speed_class(const CostParam& p);
+bool speed_scaled(const CostParam& p);  // speed_class(p) != none
 
 // How two rows are related for the fit's error model and an effect's
 // interval: the same configuration (scenario, shape parameters, phase,
@@ -101,8 +107,9 @@ struct FitReport {
   size_t max_row = 0;
   bool converged = true;
   // The machine's speed relative to the priors' (every scaled prior is
-  // the table's times it), by type-II maximum likelihood.
-  double speed = 1;
+  // the table's times it), by type-II maximum likelihood: for CPU work,
+  // and for streaming memory work (SpeedClass::memory).
+  double speed = 1, speed_memory = 1;
   double row_noise = 0;         // relative measurement noise of a row (>= noise_cv)
   double inadequacy = 0;        // relative model error of one configuration (CostModel)
   double inadequacy_shape = 0;  // ... shared by the configurations of one workload shape

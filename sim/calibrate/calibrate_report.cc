@@ -131,8 +131,9 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                        const std::string& measurements, const Mapping& m) {
   std::string out = fmt::format(
       "simcache calibrate: {} rows of {}, mapping {}\n"
-      "fit: Gaussian prior per parameter (sim/cost_params.def) times one speed factor for\n"
-      "the machine + rows on relative error, non-negative (NNLS on the stacked system);\n"
+      "fit: Gaussian prior per parameter (sim/cost_params.def) times the machine's speed\n"
+      "factor (one for CPU work, one for streaming memory work) + rows on relative\n"
+      "error, non-negative (NNLS on the stacked system);\n"
       "rows with identical counts share one\n"
       "model error (inadequacy), so do the rows of one workload shape; row noise at\n"
       "least {:.3g}%; a parameter is pinned when its posterior sd is at most {:.0f}% of\n"
@@ -152,8 +153,10 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
       "rms relative residual {:.2f}%, largest {:+.2f}% ({})\n", r.rms_rel * 100,
       rows.empty() ? 0.0 : (r.predicted[r.max_row] / rows[r.max_row].value_ns - 1) * 100,
       rows.empty() ? "" : rows[r.max_row].row.id);
-  out += fmt::format("speed factor {:.4f} x the priors' machine, by type-II maximum likelihood\n",
-                     r.speed);
+  out += fmt::format(
+      "speed factor {:.4f} x the priors' machine for CPU work, {:.4f} for streaming memory work "
+      "(zeroing, a table's slots), by type-II maximum likelihood\n",
+      r.speed, r.speed_memory);
   out += fmt::format(
       "measurement noise of a row {:.2f}%; model inadequacy {:.2f}% per configuration ({} "
       "configurations) and {:.2f}% per workload shape ({} shapes), by type-II maximum "
