@@ -549,3 +549,21 @@ TEST_CASE("replay in one pass and in two: the same report, errors and input hash
                              "(--max-events N raises it)\n");
   std::remove(bad.c_str());
 }
+
+TEST_CASE("an ignored line on a high CPU keeps the one pass: the first pass counts events only",
+          "[replay]") {
+  const std::string path = write_temp("replay_cpu23_other.txt",
+      "  bash-7  [001] ..... 1.000001: kmalloc: call_site=f+0x1/0x2 ptr=0000000000001000 bytes_req=8 bytes_alloc=8 gfp_flags=GFP_KERNEL\n"
+      "  kworker-9  [023] ..... 1.000002: sched_switch: prev_comm=a prev_pid=1 next_comm=b next_pid=2\n"
+      "  bash-7  [001] ..... 1.000003: kfree: call_site=f+0x1/0x2 ptr=0000000000001000\n");
+  TraceSummary s;
+  std::string err;
+  REQUIRE(scan_trace(path, {}, &s, &err));
+  CHECK(s.max_cpu == 1);
+  const OnePass p = one_pass(path, request({"unpatched"}, "v6.18"));
+  CHECK_FALSE(p.invalid);
+  CHECK(p.ok);
+  CHECK(p.s.max_cpu == 1);
+  CHECK(p.s.events == 2);
+  std::remove(path.c_str());
+}

@@ -589,7 +589,8 @@ CustomWorkload trace_workload_single(std::shared_ptr<SinglePass> sp) {
       const bool io_uring_before = s->io_uring;
       if (!check(line, r.line_no(), &ev, &parsed, error)) return false;
       if (!parsed) continue;
-      if (s->markers || (!sp->cpus_set && ev.cpu >= kReplayMinCpus)) return give_up();
+      // max_cpu as the first pass counts it: events only.
+      if (s->markers || (!sp->cpus_set && s->max_cpu >= kReplayMinCpus)) return give_up();
       if (s->io_uring && !io_uring_before && rp->io_site_seen()) {
         sp->retry_io_uring = true;
         return give_up();
