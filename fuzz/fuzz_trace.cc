@@ -81,8 +81,9 @@ void replay(const std::string& path, size_t pick) {
       if (!sp->retry_io_uring || assume || !s.io_uring) std::abort();
       continue;
     }
-    if (s.markers || s.max_cpu >= kReplayMinCpus || one_ok != ran) std::abort();
-    if (!one_ok) return;
+    if (one_ok != ran) std::abort();
+    if (!one_ok) return;  // both refused alike (the request itself, before any line)
+    if (s.markers || s.max_cpu >= kReplayMinCpus) std::abort();
     const TraceSummary& r = sp->result;
     if (!sp->done || r.lines != s.lines || r.events != s.events || r.skipped != s.skipped ||
         r.first_skipped != s.first_skipped || r.io_uring != s.io_uring)
