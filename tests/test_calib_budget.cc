@@ -48,7 +48,7 @@ std::vector<MappedRow> mapped(const std::string& tsv) {
   return out;
 }
 
-bool one_line(const std::string& s) {
+bool budget_one_line(const std::string& s) {
   return !s.empty() && s.back() == '\n' && s.find('\n') == s.size() - 1;
 }
 
@@ -67,7 +67,7 @@ TEST_CASE("calibrate budget: 1M installs x 10,000 rounds is refused at once, nam
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     CHECK(r.status == 2);
     CHECK(r.out.empty());
-    CHECK(one_line(r.err));
+    CHECK(budget_one_line(r.err));
     CHECK(r.err.find("calib_big.tsv:2:") != std::string::npos);
     CHECK(r.err.find("row X-1") != std::string::npos);
     CHECK(r.err.find(std::to_string((2ull << 20) * 10004) + " operations") != std::string::npos);
@@ -84,7 +84,7 @@ TEST_CASE("calibrate budget: --max-work sets the budget, checked before any simu
   // (4096 slots + 4096 installs) x 19 rounds = 155,648.
   const CliOutcome low = run_cli({"validate", "--measurements", tsv.path(), "--max-work", "155647"});
   CHECK(low.status == 2);
-  CHECK(one_line(low.err));
+  CHECK(budget_one_line(low.err));
   CHECK(low.err.find("asks for 155648 operations") != std::string::npos);
   CHECK(low.err.find("the budget is 155647 (--max-work N") != std::string::npos);
   for (const char* bad : {"0", "-1", "x", "1e9", ""}) {

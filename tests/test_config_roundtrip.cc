@@ -26,7 +26,7 @@ using Args = std::vector<std::string>;
 
 namespace {
 
-CliOutcome ok(const Args& args) {
+CliOutcome roundtrip_ok(const Args& args) {
   CliOutcome o = run_cli(args);
   INFO(o.err);
   REQUIRE(o.status == 0);
@@ -63,7 +63,7 @@ void round_trip(const std::string& name, const Args& flags, const std::string& o
   INFO(direct.err);
   REQUIRE((direct.status == 0 || direct.status == 3));
   const std::string direct_text = output.empty() ? direct.out : read_text(output);
-  const CliOutcome dump = ok(with(flags, {"--dump-config"}));
+  const CliOutcome dump = roundtrip_ok(with(flags, {"--dump-config"}));
   const TempFile cfg("roundtrip_" + name + ".toml", dump.out);
   INFO(dump.out);
   const CliOutcome again = run_cli({"--config", cfg.path()});
@@ -74,7 +74,7 @@ void round_trip(const std::string& name, const Args& flags, const std::string& o
   REQUIRE(!direct_text.empty());
   CHECK(without_command_line(again_text) == without_command_line(direct_text));
   // And the dump of the dump is the dump.
-  CHECK(ok({"--config", cfg.path(), "--dump-config"}).out == dump.out);
+  CHECK(roundtrip_ok({"--config", cfg.path(), "--dump-config"}).out == dump.out);
 }
 
 const Args kSmallFill = {"--scenario", "sparse-fill", "--set",    "slots=1024",
@@ -143,7 +143,7 @@ TEST_CASE("config round trip: every report flag reaches the dump", "[config][rou
     const Command* cmd = nullptr;
     std::string text;
     REQUIRE(parse_command(args, true, &cmd, &direct, &text) == Parsed::run);
-    const CliOutcome dump = ok(with(args, {"--dump-config"}));
+    const CliOutcome dump = roundtrip_ok(with(args, {"--dump-config"}));
     const TempFile cfg("everyflag.toml", dump.out);
     ParsedFlags loaded;
     std::string error;

@@ -43,7 +43,7 @@ RunResult run_wait(const std::string& kernel, int64_t delay_us, int64_t predict_
   return r;
 }
 
-const PolicyResult& col(const RunResult& r, size_t i) { return r.workloads.at(0).policies.at(i); }
+const PolicyResult& idle_col(const RunResult& r, size_t i) { return r.workloads.at(0).policies.at(i); }
 
 // Names of the events whose counts differ between two counter blocks.
 std::set<std::string> differing(const Counters& a, const Counters& b) {
@@ -138,8 +138,8 @@ TEST_CASE("idle: wait-wake counts one sleep, entry, exit and wake per cycle, exa
   // 1 vector, 64 cycles x 3 measured rounds = 192 timed sleeps of 1000 us;
   // the warm-up round adds 64 more to the total.
   const RunResult r = run_wait("v6.4.4", 1000);
-  const Counters& s = col(r, 0).timed;  // wait-schedule: C8
-  const Counters& io = col(r, 1).timed; // wait-io-schedule: C1E
+  const Counters& s = idle_col(r, 0).timed;  // wait-schedule: C8
+  const Counters& io = idle_col(r, 1).timed; // wait-io-schedule: C1E
   CHECK(s[Event::cqwait_sleep] == 192);
   CHECK(s[Event::cqwait_sleep_us] == 192000);
   CHECK(s[Event::idle_enter] == 192);
@@ -150,7 +150,7 @@ TEST_CASE("idle: wait-wake counts one sleep, entry, exit and wake per cycle, exa
   CHECK(io[Event::cqwait_iowait] == 192);
   CHECK(io[Event::idle_exit_c1e] == 192);
   CHECK(io[Event::idle_exit_c8] == 0);
-  CHECK(col(r, 0).total[Event::cqwait_sleep] == 256);
+  CHECK(idle_col(r, 0).total[Event::cqwait_sleep] == 256);
   // Schedule and io_schedule differ only in the iowait mark and the state.
   CHECK(differing(s, io) ==
         std::set<std::string>{"cqwait_iowait", "cqwait_iowait_us", "idle_exit_c1e", "idle_exit_c8"});
@@ -159,14 +159,14 @@ TEST_CASE("idle: wait-wake counts one sleep, entry, exit and wake per cycle, exa
   for (const auto& [kernel, delay] : {std::pair{"v6.4.4", 50}, std::pair{"v6.18", 1000}}) {
     const RunResult q = run_wait(kernel, delay);
     INFO(kernel << " " << delay);
-    CHECK(differing(col(q, 0).timed, col(q, 1).timed) ==
+    CHECK(differing(idle_col(q, 0).timed, idle_col(q, 1).timed) ==
           std::set<std::string>{"cqwait_iowait", "cqwait_iowait_us"});
   }
   // A mispredicted 50 us sleep (predicted 2000 us): C10 against C1E.
   const RunResult m = run_wait("v6.4.4", 50, 2000);
-  CHECK(col(m, 0).timed[Event::idle_exit_c10] == 192);
-  CHECK(col(m, 1).timed[Event::idle_exit_c1e] == 192);
-  CHECK(col(m, 0).timed[Event::cqwait_sleep_us] == 192 * 50);
+  CHECK(idle_col(m, 0).timed[Event::idle_exit_c10] == 192);
+  CHECK(idle_col(m, 1).timed[Event::idle_exit_c1e] == 192);
+  CHECK(idle_col(m, 0).timed[Event::cqwait_sleep_us] == 192 * 50);
 }
 
 TEST_CASE("idle: wake_delay_us=0 changes no count, and a delay only adds idle events",
@@ -187,18 +187,18 @@ TEST_CASE("idle: wake_delay_us=0 changes no count, and a delay only adds idle ev
       return r;
     }();
     for (size_t c = 0; c < 2; ++c) {
-      CHECK(differing(col(zero, c).total, col(none, c).total).empty());
+      CHECK(differing(idle_col(zero, c).total, idle_col(none, c).total).empty());
       for (const std::string& e : kIdleEvents) {
         Event ev;
         REQUIRE(event_by_name(e, &ev));
-        CHECK(col(zero, c).total[ev] == 0);
+        CHECK(idle_col(zero, c).total[ev] == 0);
       }
     }
     // The policy is inert without a sleep.
-    CHECK(differing(col(zero, 0).total, col(zero, 1).total).empty());
+    CHECK(differing(idle_col(zero, 0).total, idle_col(zero, 1).total).empty());
     // A sleep adds exactly the idle events and nothing else.
     const RunResult slept = run_wait("v6.4.4", 1000, 0, {"unpatched", "wait-schedule"}, scenario);
-    std::set<std::string> d = differing(col(zero, 0).total, col(slept, 0).total);
+    std::set<std::string> d = differing(idle_col(zero, 0).total, idle_col(slept, 0).total);
     for (const std::string& e : d) CHECK(kIdleEvents.count(e) == 1);
     CHECK(d.count("cqwait_sleep") == 1);
   }

@@ -15,14 +15,14 @@ using namespace simcache::iou;
 using Catch::Matchers::Contains;
 
 namespace {
-struct Parsed {
+struct ParsedSet {
   bool ok;
   std::string error;
   PolicySet p;
   MmConfig mm;
 };
-Parsed parse(std::string_view spec, std::string_view profile = "v6.18") {
-  Parsed r;
+ParsedSet parse(std::string_view spec, std::string_view profile = "v6.18") {
+  ParsedSet r;
   const KernelProfile* prof = profile_by_name(profile, nullptr);
   REQUIRE(prof != nullptr);
   r.ok = parse_policies(spec, prof, &r.p, &r.mm, &r.error);
@@ -99,7 +99,7 @@ TEST_CASE("policies: the table is registered whole, under today's names",
 }
 
 TEST_CASE("policies: unpatched is the null baseline", "[io_uring][policy]") {
-  const Parsed r = parse("unpatched");
+  const ParsedSet r = parse("unpatched");
   REQUIRE(r.ok);
   const PolicySet d;
   CHECK(r.p.futex_return_to_cache == d.futex_return_to_cache);
@@ -113,7 +113,7 @@ TEST_CASE("policies: unpatched is the null baseline", "[io_uring][policy]") {
 }
 
 TEST_CASE("policies: combinations set exactly their fields", "[io_uring][policy]") {
-  Parsed r = parse("node-slab+bulk-refill+prefill");
+  ParsedSet r = parse("node-slab+bulk-refill+prefill");
   REQUIRE(r.ok);
   CHECK(r.p.node_alloc == NodeAlloc::slab);
   CHECK(r.p.bulk_refill == 32);
@@ -142,7 +142,7 @@ TEST_CASE("policies: combinations set exactly their fields", "[io_uring][policy]
 
 TEST_CASE("policies: parse errors name the bad token and list valid names",
           "[io_uring][policy]") {
-  Parsed r = parse("node-slab+bogus");
+  ParsedSet r = parse("node-slab+bogus");
   CHECK_FALSE(r.ok);
   CHECK_THAT(r.error, Contains("unknown policy 'bogus'") && Contains("valid policies: ") &&
                           Contains("node-slab-account") && Contains("futex-return-to-cache"));
@@ -166,7 +166,7 @@ TEST_CASE("policies: parse errors name the bad token and list valid names",
 }
 
 TEST_CASE("policies: combination and profile checks", "[io_uring][policy]") {
-  Parsed r = parse("bulk-refill");
+  ParsedSet r = parse("bulk-refill");
   CHECK_FALSE(r.ok);
   CHECK_THAT(r.error, Contains("bulk-refill needs node-slab or node-slab-account"));
   r = parse("prefill");  // over kmalloc'd nodes: one kmalloc per node

@@ -61,7 +61,7 @@ RunResult run_prog(const std::string& scenario, const std::string& kernel_name,
   return r;
 }
 
-const PolicyResult& col(const RunResult& r, size_t i) { return r.workloads.at(0).policies.at(i); }
+const PolicyResult& iowait_col(const RunResult& r, size_t i) { return r.workloads.at(0).policies.at(i); }
 
 int64_t share_ppm(const PolicyResult& p) {
   const auto it = p.metrics.find("iowait_ppm");
@@ -147,7 +147,7 @@ TEST_CASE("iowait: the era profiles' shares differ as the kernel history says", 
                        Want{"v6.12", true}, Want{"v6.18", true}}) {
     INFO(w.kernel);
     const RunResult pure = run_prog("idle-wait", w.kernel, {"unpatched"}, {{"submitted", "0"}});
-    const PolicyResult& p = col(pure, 0);
+    const PolicyResult& p = iowait_col(pure, 0);
     CHECK(p.timed[Event::cqwait_sleep] == 64);
     CHECK(p.timed[Event::cqwait_iowait] == (w.gate ? 0 : 64));
     CHECK(p.timed[Event::cqwait_iowait_us] == (w.gate ? 0 : 64 * 1000));
@@ -155,19 +155,19 @@ TEST_CASE("iowait: the era profiles' shares differ as the kernel history says", 
     if (w.gate) CHECK(share_ppm(p) == 0);
     else CHECK(share_ppm(p) > 990000);  // the waiter's CPU is ~all iowait
     const RunResult refs = run_prog("idle-wait", w.kernel, {"unpatched"}, {{"submitted", "1"}});
-    CHECK(col(refs, 0).timed[Event::cqwait_iowait] == 64);
-    CHECK(share_ppm(col(refs, 0)) == Approx(expected_share_ppm(col(refs, 0))).margin(1));
+    CHECK(iowait_col(refs, 0).timed[Event::cqwait_iowait] == 64);
+    CHECK(share_ppm(iowait_col(refs, 0)) == Approx(expected_share_ppm(iowait_col(refs, 0))).margin(1));
     const RunResult read = run_prog("qd1-read", w.kernel, {"unpatched"}, {});
-    CHECK(col(read, 0).timed[Event::cqwait_iowait] == 64);
-    CHECK(share_ppm(col(read, 0)) == Approx(expected_share_ppm(col(read, 0))).margin(1));
-    CHECK(share_ppm(col(read, 0)) > 0);
+    CHECK(iowait_col(read, 0).timed[Event::cqwait_iowait] == 64);
+    CHECK(share_ppm(iowait_col(read, 0)) == Approx(expected_share_ppm(iowait_col(read, 0))).margin(1));
+    CHECK(share_ppm(iowait_col(read, 0)) > 0);
   }
   // NO_IOWAIT on a kernel that has it: nothing is I/O wait, in flight or not.
   for (const char* scenario : {"qd1-read", "idle-wait"}) {
     const RunResult r = run_prog(scenario, "v6.18", {"unpatched", "no-iowait"}, {});
-    CHECK(col(r, 0).timed[Event::cqwait_iowait] == 64);
-    CHECK(col(r, 1).timed[Event::cqwait_iowait] == 0);
-    CHECK(share_ppm(col(r, 1)) == 0);
+    CHECK(iowait_col(r, 0).timed[Event::cqwait_iowait] == 64);
+    CHECK(iowait_col(r, 1).timed[Event::cqwait_iowait] == 0);
+    CHECK(share_ppm(iowait_col(r, 1)) == 0);
   }
 }
 
@@ -179,8 +179,8 @@ TEST_CASE("iowait: the metric needs a priced run", "[iowait][scenario]") {
   RunResult r;
   std::string err;
   REQUIRE(run(req, &r, &err));
-  CHECK(col(r, 0).metrics.count("iowait_ppm") == 0);
-  CHECK(col(r, 0).timed[Event::cqwait_iowait] == 4);
+  CHECK(iowait_col(r, 0).metrics.count("iowait_ppm") == 0);
+  CHECK(iowait_col(r, 0).timed[Event::cqwait_iowait] == 4);
 }
 
 TEST_CASE("cpufreq: the iowait boost doubles from 1/8, decays and resets", "[iowait][cpufreq]") {
@@ -206,21 +206,21 @@ TEST_CASE("cpufreq: a boosting governor slows every plain wake, and iowait ones 
   // qd1-read, 32 x (1 warm-up + 2 measured) reads of 20 us on v6.5-rc2.
   const RunResult on = run_prog("qd1-read", "v6.5-rc2", {"wait-schedule", "wait-io-schedule"},
                                 {{"cpufreq_iowait_boost", "1"}});
-  CHECK(col(on, 0).total[Event::cpufreq_slow_wake] == 96);  // no boost at all
-  CHECK(col(on, 0).total[Event::cpufreq_iowait_boost] == 0);
+  CHECK(iowait_col(on, 0).total[Event::cpufreq_slow_wake] == 96);  // no boost at all
+  CHECK(iowait_col(on, 0).total[Event::cpufreq_iowait_boost] == 0);
   // 1/8, 1/4, 1/2, then the maximum: three slow wakes, all in the warm-up.
-  CHECK(col(on, 1).total[Event::cpufreq_slow_wake] == 3);
-  CHECK(col(on, 1).timed[Event::cpufreq_slow_wake] == 0);
-  CHECK(col(on, 1).total[Event::cpufreq_iowait_boost] == 96);
+  CHECK(iowait_col(on, 1).total[Event::cpufreq_slow_wake] == 3);
+  CHECK(iowait_col(on, 1).timed[Event::cpufreq_slow_wake] == 0);
+  CHECK(iowait_col(on, 1).total[Event::cpufreq_iowait_boost] == 96);
   // Sleeps longer than a tick reset it every time: every wake is slow.
   const RunResult slow = run_prog("qd1-read", "v6.5-rc2", {"wait-io-schedule"},
                                   {{"cpufreq_iowait_boost", "1"}, {"device_us", "1500"}});
-  CHECK(col(slow, 0).total[Event::cpufreq_slow_wake] == 96);
+  CHECK(iowait_col(slow, 0).total[Event::cpufreq_slow_wake] == 96);
   // Without the machine's boost nothing of it is counted.
   const RunResult off = run_prog("qd1-read", "v6.5-rc2", {"wait-schedule", "wait-io-schedule"}, {});
   for (size_t c = 0; c < 2; ++c) {
-    CHECK(col(off, c).total[Event::cpufreq_slow_wake] == 0);
-    CHECK(col(off, c).total[Event::cpufreq_iowait_boost] == 0);
+    CHECK(iowait_col(off, c).total[Event::cpufreq_slow_wake] == 0);
+    CHECK(iowait_col(off, c).total[Event::cpufreq_iowait_boost] == 0);
   }
   // The difference in time is the slow wakes' prior, per read.
   const CostModel& m = simcache::testing::test_profile();
@@ -274,8 +274,8 @@ TEST_CASE("idle: the Cascade Lake table (skx_cstates) and menu's choices on it",
   // In the program, on the machine: a 10 us read, schedule() against io_schedule().
   const RunResult r = run_prog("qd1-read", "v6.5-rc2", {"wait-schedule", "wait-io-schedule"},
                                {{"device_us", "10"}}, "cascadelake-w");
-  CHECK(col(r, 0).timed[Event::idle_exit_skx_c1] == 64);
-  CHECK(col(r, 1).timed[Event::idle_exit_poll] == 64);
+  CHECK(iowait_col(r, 0).timed[Event::idle_exit_skx_c1] == 64);
+  CHECK(iowait_col(r, 1).timed[Event::idle_exit_poll] == 64);
 }
 
 namespace {
@@ -314,7 +314,7 @@ std::string answers_markdown() {
         const RunResult o = run_on("qd1-read", other, {"wait-schedule", "wait-io-schedule"},
                                    {{"device_us", std::to_string(dev)},
                                     {"cpufreq_iowait_boost", std::to_string(boost)}});
-        for (size_t c = 0; c < 2; ++c) CHECK(col(o, c).timed.v == col(r, c).timed.v);
+        for (size_t c = 0; c < 2; ++c) CHECK(iowait_col(o, c).timed.v == iowait_col(r, c).timed.v);
       }
       const WorkloadResult& w = r.workloads.at(0);
       const PolicyTime a = policy_time(m, w, w.policies.at(0));
@@ -338,9 +338,9 @@ std::string answers_markdown() {
     const RunResult pure = run_on("idle-wait", kern, pol, {{"submitted", "0"}});
     const RunResult refs = run_on("idle-wait", kern, pol, {{"submitted", "1"}});
     out += fmt::format("| {} | {:.1f}% | {:.1f}% | {:.1f}% |\n", k,
-                       static_cast<double>(share_ppm(col(read, 0))) / 1e4,
-                       static_cast<double>(share_ppm(col(pure, 0))) / 1e4,
-                       static_cast<double>(share_ppm(col(refs, 0))) / 1e4);
+                       static_cast<double>(share_ppm(iowait_col(read, 0))) / 1e4,
+                       static_cast<double>(share_ppm(iowait_col(pure, 0))) / 1e4,
+                       static_cast<double>(share_ppm(iowait_col(refs, 0))) / 1e4);
   }
   return out;
 }

@@ -41,15 +41,15 @@ const std::string kRecord =
     "\"grid_sha256\":\"\",\"cost_profile_sha256\":\"\"}}";
 
 // A fresh directory, removed with everything in it at scope exit.
-struct TempDir {
+struct SweepDir {
   fs::path path;
-  TempDir() {
+  SweepDir() {
     path = fs::temp_directory_path() /
            ("simcache-sweep-test-" + std::to_string(::getpid()) + "-" +
             std::to_string(reinterpret_cast<uintptr_t>(this)));
     fs::create_directories(path);
   }
-  ~TempDir() {
+  ~SweepDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
@@ -60,7 +60,7 @@ struct TempDir {
   }
 };
 
-CliOutcome ok(const std::vector<std::string>& args) {
+CliOutcome sweep_ok(const std::vector<std::string>& args) {
   CliOutcome o = run_cli(args);
   INFO(o.err);
   REQUIRE(o.status == 0);
@@ -82,7 +82,7 @@ const char* kGrid =
 
 TEST_CASE("config: a run configuration round-trips and runs as its command line",
           "[config]") {
-  TempDir d;
+  SweepDir d;
   const std::string cfg = d.file("run.toml",
                                  "scenario = \"sparse-fill\"\n"
                                  "policy = [\"node-slab+prefill\", \"prefill-grow\"]\n"
@@ -90,14 +90,14 @@ TEST_CASE("config: a run configuration round-trips and runs as its command line"
                                  "profile = \"none\"\n"
                                  "[set]\nslots = 1024\ninstalls = 64\nrounds = 1\nwarmup = 0\n"
                                  "[knobs]\nprefill_max = 512\n");
-  const std::string dump1 = ok({"--config", cfg, "--dump-config"}).out;
+  const std::string dump1 = sweep_ok({"--config", cfg, "--dump-config"}).out;
   CHECK_THAT(dump1, Contains("prefill_max = 512"));
   CHECK_THAT(dump1, Contains("'node_alloc=slab+prefill=always+prefill_max=512'"));
   CHECK_THAT(dump1, Contains("teardown_lag = 1"));  // every parameter, resolved
   const std::string again = d.file("dump.toml", dump1);
-  CHECK(ok({"--config", again, "--dump-config"}).out == dump1);
+  CHECK(sweep_ok({"--config", again, "--dump-config"}).out == dump1);
   const std::string by_flags =
-      ok({"--scenario", "sparse-fill", "--policy", "node-slab+prefill,prefill-grow", "--format",
+      sweep_ok({"--scenario", "sparse-fill", "--policy", "node-slab+prefill,prefill-grow", "--format",
           "csv", "--profile", "none", "--set", "slots=1024", "--set", "installs=64", "--set",
           "rounds=1", "--set", "warmup=0", "--set", "policy.prefill_max=512"})
           .out;
@@ -109,19 +109,19 @@ TEST_CASE("config: a run configuration round-trips and runs as its command line"
       if (l.find(",record,command_line,") == std::string::npos) out += l + "\n";
     return out;
   };
-  CHECK(no_cmd(ok({"--config", cfg}).out) == no_cmd(by_flags));
-  CHECK(no_cmd(ok({"--config", again}).out) == no_cmd(by_flags));
+  CHECK(no_cmd(sweep_ok({"--config", cfg}).out) == no_cmd(by_flags));
+  CHECK(no_cmd(sweep_ok({"--config", again}).out) == no_cmd(by_flags));
   CHECK(no_cmd(by_flags) != by_flags);  // the record line was there
   // The command line wins over the file.
-  CHECK(ok({"--config", cfg, "--set", "policy.prefill_max=4096", "--dump-config"}).out ==
-        ok({"--config", cfg, "--set", "policy.prefill_max=4096", "--dump-config"}).out);
-  CHECK_THAT(ok({"--config", cfg, "--set", "policy.prefill_max=4096", "--dump-config"}).out,
+  CHECK(sweep_ok({"--config", cfg, "--set", "policy.prefill_max=4096", "--dump-config"}).out ==
+        sweep_ok({"--config", cfg, "--set", "policy.prefill_max=4096", "--dump-config"}).out);
+  CHECK_THAT(sweep_ok({"--config", cfg, "--set", "policy.prefill_max=4096", "--dump-config"}).out,
              Contains("prefill_max = 4096"));
 }
 
 TEST_CASE("config: a bad configuration is one line with file, line and field, exit 2",
           "[config]") {
-  TempDir d;
+  SweepDir d;
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"scenario = \"waitv\"\nseed = -1\n", ":2: seed: expected a non-negative integer ("},
       {"scenario = \"waitv\"\nbogus = 1\n", ":2: bogus: unknown field"},
@@ -148,19 +148,19 @@ TEST_CASE("config: a bad configuration is one line with file, line and field, ex
 
 TEST_CASE("sweep: sharded and threaded sweeps merge into the same bytes, skips say why",
           "[sweep]") {
-  TempDir d;
+  SweepDir d;
   const std::string grid = d.file("grid.toml", kGrid);
-  const std::string one = ok({"sweep", grid, "--jobs", "1"}).out;
+  const std::string one = sweep_ok({"sweep", grid, "--jobs", "1"}).out;
   // 2 kernels x 2 slot counts x 3 policies = 12 points, one line each.
   CHECK(std::count(one.begin(), one.end(), '\n') == 12);
-  CHECK(ok({"sweep", grid, "--jobs", "2"}).out == one);
+  CHECK(sweep_ok({"sweep", grid, "--jobs", "2"}).out == one);
   std::vector<std::string> merge = {"merge"};
   for (int i = 2; i >= 0; --i) {  // any order of shard files
     const std::string out = d.file("s" + std::to_string(i) + ".jsonl");
-    ok({"sweep", grid, "--shard", std::to_string(i) + "/3", "--output", out});
+    sweep_ok({"sweep", grid, "--shard", std::to_string(i) + "/3", "--output", out});
     merge.push_back(out);
   }
-  CHECK(ok(merge).out == one);
+  CHECK(sweep_ok(merge).out == one);
   // v6.13 has no node cache: both node policies' points are skipped.
   CHECK_THAT(one, Contains("\"policy\":\"node-slab+prefill\",\"reason\":\"node-slab/"
                            "node-slab-account need a kernel profile with a per-ring node cache"));
@@ -168,16 +168,16 @@ TEST_CASE("sweep: sharded and threaded sweeps merge into the same bytes, skips s
   for (size_t at = 0; (at = one.find("\"status\":\"skipped\"", at)) != std::string::npos; ++at)
     ++skipped;
   CHECK(skipped == 4);
-  const std::string csv = ok({"merge", d.path.string() + "/s0.jsonl", "--format", "csv"}).out;
+  const std::string csv = sweep_ok({"merge", d.path.string() + "/s0.jsonl", "--format", "csv"}).out;
   CHECK(csv.rfind("point,workload,scenario,", 0) == 0);
 }
 
 TEST_CASE("sweep: a machines axis runs each point on its machine row", "[sweep]") {
-  TempDir d;
+  SweepDir d;
   std::string grid = "scenario = \"sparse-fill\"\nmachines = [";
   for (const iou::MachineInfo& m : iou::machines()) grid += "\"" + std::string(m.name) + "\",";
   grid += "]\n[params]\nslots = 256\ninstalls = 64\nrounds = 1\nwarmup = 0\n";
-  const std::string out = ok({"sweep", d.file("m.toml", grid), "--profile", "none"}).out;
+  const std::string out = sweep_ok({"sweep", d.file("m.toml", grid), "--profile", "none"}).out;
   std::istringstream in(out);
   size_t n = 0;
   for (std::string l; std::getline(in, l); ++n) {
@@ -198,7 +198,7 @@ TEST_CASE("sweep: a machines axis runs each point on its machine row", "[sweep]"
 
 TEST_CASE("sweep: bad grids, shards and shard files fail with one line and exit 2",
           "[sweep]") {
-  TempDir d;
+  SweepDir d;
   const std::string g1 = d.file("g1.toml", "scenario = \"sparse-fill\"\nkernels = [\"v9\"]\n");
   CHECK_THAT(run_cli({"sweep", g1}).err, Contains(g1 + ": kernel: unknown kernel profile 'v9'"));
   const std::string g2 =
@@ -231,7 +231,7 @@ TEST_CASE("sweep: bad grids, shards and shard files fail with one line and exit 
 }
 
 TEST_CASE("sweep: merge checks each record's fields and types once, on reading", "[sweep]") {
-  TempDir d;
+  SweepDir d;
   const std::string out = d.file("out.csv");
   // A record missing a field the formatters need (the fuzzer's first crash).
   std::string missing = kRecord;
@@ -260,25 +260,25 @@ TEST_CASE("sweep: merge checks each record's fields and types once, on reading",
   CHECK(run_cli({"merge", f3}).err ==
         "simcache: " + f3 + ":1: field 'knobs': 'prefill_max': expected a string\n");
   // The valid record merges and formats.
-  CHECK(ok({"merge", good, "--format", "table"}).out.find("unpatched") != std::string::npos);
+  CHECK(sweep_ok({"merge", good, "--format", "table"}).out.find("unpatched") != std::string::npos);
   // Values one ulp apart (1e17, 1e17 + 16) once stalled the chart's tick loop.
   std::string a = kRecord, b = kRecord;
   a.replace(a.find("53248"), 5, "100000000000000000");
   b.replace(b.find("53248"), 5, "100000000000000016");
   b.replace(b.find("\"point\":0"), 9, "\"point\":1");
   const std::string near = d.file("near.jsonl", a + "\n" + b + "\n");
-  ok({"merge", near, "--plot", d.file("near.svg"), "--output", out});
+  sweep_ok({"merge", near, "--plot", d.file("near.svg"), "--output", out});
   CHECK(fs::exists(d.path / "near.svg"));
 }
 
 TEST_CASE("plots: the HTML report renders in headless Chromium with every series",
           "[plot]") {
-  TempDir d;
+  SweepDir d;
   const std::string grid = d.file("grid.toml", kGrid);
   const std::string html = d.file("report.html"), svg = d.file("report.svg");
-  ok({"sweep", grid, "--html", html, "--plot", svg, "--output", d.file("out.jsonl")});
+  sweep_ok({"sweep", grid, "--html", html, "--plot", svg, "--output", d.file("out.jsonl")});
   // The same sweep draws the same bytes.
-  ok({"sweep", grid, "--plot", d.file("again.svg"), "--output", d.file("out2.jsonl")});
+  sweep_ok({"sweep", grid, "--plot", d.file("again.svg"), "--output", d.file("out2.jsonl")});
   CHECK(read_text(svg) == read_text(d.file("again.svg")));
   const std::string page = read_text(html);
   // Series: v6.13 unpatched, then v6.18's three columns.
@@ -334,7 +334,7 @@ size_t find_point(const std::vector<nlohmann::json>& r, const std::string& polic
 TEST_CASE("sweep: effects between points carry the report's intervals, across shapes both "
           "shapes' inadequacy",
           "[sweep]") {
-  TempDir d;
+  SweepDir d;
   const std::string grid = d.file("grid.toml",
                                   "scenario = \"sparse-fill\"\n"
                                   "policies = [\"unpatched\", \"node-slab+prefill\"]\n"
@@ -342,7 +342,7 @@ TEST_CASE("sweep: effects between points carry the report's intervals, across sh
                                   "rounds = 1\nwarmup = 0\nsmoke = 0\n");
   const std::string svg = d.file("o.svg"), html = d.file("o.html");
   const std::vector<nlohmann::json> recs =
-      parse_lines(ok({"sweep", grid, "--plot", svg, "--html", html}).out);
+      parse_lines(sweep_ok({"sweep", grid, "--plot", svg, "--html", html}).out);
   REQUIRE(recs.size() == 4);
   CostModel m;
   std::string err;
@@ -412,7 +412,7 @@ TEST_CASE("sweep: effects between points carry the report's intervals, across sh
                                    "[params]\nslots = 4096\ninstalls = 64\n"
                                    "rounds = 1\nwarmup = 0\nsmoke = 0\n"
                                    "[knobs]\nprefill_max = [64, 4096]\n");
-  const std::vector<nlohmann::json> krecs = parse_lines(ok({"sweep", kgrid}).out);
+  const std::vector<nlohmann::json> krecs = parse_lines(sweep_ok({"sweep", kgrid}).out);
   const std::vector<PointEffects> kfx = sweep_effects(krecs, "prefill_max", {{"i7-12700KF", &m}});
   REQUIRE(kfx.size() == 2);
   REQUIRE(kfx[1].vs_x.valid);
@@ -421,12 +421,12 @@ TEST_CASE("sweep: effects between points carry the report's intervals, across sh
 
 TEST_CASE("sweep: merge prices effects only with the profile the lines were priced with",
           "[sweep]") {
-  TempDir d;
+  SweepDir d;
   const std::string grid = d.file("grid.toml",
                                   "scenario = \"sparse-fill\"\n"
                                   "policies = [\"unpatched\", \"node-slab+prefill\"]\n"
                                   "[params]\ninstalls = 64\nrounds = 1\nwarmup = 0\nsmoke = 0\n");
-  std::string lines = ok({"sweep", grid}).out;
+  std::string lines = sweep_ok({"sweep", grid}).out;
   // The same lines with another profile's hash in their record.
   const std::string key = "\"cost_profile_sha256\":\"";
   for (size_t at = 0; (at = lines.find(key, at)) != std::string::npos; at += key.size())

@@ -52,7 +52,7 @@ struct Dir {
   std::string file(const std::string& n) const { return (path / n).string(); }
 };
 
-CliOutcome ok(const std::vector<std::string>& args) {
+CliOutcome page_ok(const std::vector<std::string>& args) {
   CliOutcome o = run_cli(args);
   INFO(o.err);
   REQUIRE(o.status == 0);
@@ -150,7 +150,7 @@ TEST_CASE("plots: docs/sweeps.md's grid is data/grids/sparse-fill.toml and its c
   REQUIRE(doc.find("```sh\n" + shown + "\n```") != std::string::npos);
   CHECK(doc.find("runs its 216 points (162 ok;") != std::string::npos);
   Dir d;
-  ok({"sweep", kGridPath, "--output", d.file("sweep.jsonl"), "--html", d.file("sweep.html")});
+  page_ok({"sweep", kGridPath, "--output", d.file("sweep.jsonl"), "--html", d.file("sweep.html")});
   const std::string out = read_text(d.file("sweep.jsonl"));
   CHECK(std::count(out.begin(), out.end(), '\n') == 216);
   size_t ok_points = 0;
@@ -166,7 +166,7 @@ TEST_CASE("plots: the sweep page of the docs' grid (series, looks, small multipl
           "[plot]") {
   Dir d;
   const std::string html = d.file("page.html"), svg = d.file("page.svg");
-  ok({"sweep", kGridPath, "--jobs", "1", "--quiet", "--output", d.file("out.jsonl"), "--html",
+  page_ok({"sweep", kGridPath, "--jobs", "1", "--quiet", "--output", d.file("out.jsonl"), "--html",
       html, "--plot", svg});
   const std::string page = read_text(html);
   const std::vector<Chart> charts = charts_of(page);
@@ -236,7 +236,7 @@ TEST_CASE("plots: the sweep page of the docs' grid (series, looks, small multipl
                   sha256_hex(read_text(kGridPath)) + "</code>") != std::string::npos);
   CHECK(page.find("<tr><td>cost profile i7-12700KF</td><td><code>sha256 ") != std::string::npos);
   // The same bytes at any --jobs (the command line aside).
-  ok({"sweep", kGridPath, "--jobs", "2", "--quiet", "--output", d.file("out2.jsonl"), "--html",
+  page_ok({"sweep", kGridPath, "--jobs", "2", "--quiet", "--output", d.file("out2.jsonl"), "--html",
       d.file("page2.html"), "--plot", d.file("page2.svg")});
   CHECK(read_text(d.file("page2.svg")) == read_text(svg));
   const auto drop_command = [](std::string s) {
@@ -272,7 +272,7 @@ TEST_CASE("plots: the sweep page of the docs' grid (series, looks, small multipl
 TEST_CASE("plots: no text of a chart is clipped, laid out in headless Chromium", "[plot]") {
   Dir d;
   const std::string html = d.file("page.html");
-  ok({"sweep", kGridPath, "--quiet", "--output", d.file("out.jsonl"), "--html", html});
+  page_ok({"sweep", kGridPath, "--quiet", "--output", d.file("out.jsonl"), "--html", html});
   int texts = 0;
   CHECK(clipped_texts(d, read_text(html), &texts) == "");
   CHECK(texts > 14 * 20);

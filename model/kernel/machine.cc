@@ -5,7 +5,7 @@
 namespace simcache::iou {
 namespace {
 
-constexpr MachineField kFields[] = {
+constexpr MachineField kMachineFields[] = {
 #define MACHINE_FIELD(NAME, MIN, MAX, UNIT, HELP) {#NAME, MIN, MAX, UNIT, HELP},
 #include "model/kernel/machine.def"
 };
@@ -27,19 +27,19 @@ constexpr MachineInfo kMachines[] = {
 constexpr bool check() {
   for (const MachineInfo& m : kMachines)
     for (size_t f = 0; f < kNumMachineFields; ++f)
-      if (m.values[f] < kFields[f].min || m.values[f] > kFields[f].max) return false;
+      if (m.values[f] < kMachineFields[f].min || m.values[f] > kMachineFields[f].max) return false;
   return true;
 }
 static_assert(check(), "machine.def: a machine's value is outside its field's range");
 
 }  // namespace
 
-std::span<const MachineField> machine_fields() { return kFields; }
+std::span<const MachineField> machine_fields() { return kMachineFields; }
 std::span<const MachineInfo> machines() { return kMachines; }
 
 int64_t MachineInfo::value(std::string_view field) const {
   for (size_t f = 0; f < kNumMachineFields; ++f)
-    if (kFields[f].name == field) return values[f];
+    if (kMachineFields[f].name == field) return values[f];
   return -1;
 }
 

@@ -46,23 +46,23 @@ constexpr uint32_t min_of(uint32_t declared) {
   else return declared;
 }
 
-constexpr PolicyFieldInfo kFields[] = {
+constexpr PolicyFieldInfo kPolicyFields[] = {
 #define POLICY_FIELD(Type, name, def, layer, unit, lo, hi, short_name, source, description) \
   PolicyFieldInfo{PolicyFieldId::name, #name, #Type, #layer, description, kind_of<Type>(),   \
                   values_of<Type>(), unit, min_of<Type>(lo), max_of<Type>(hi), short_name,  \
                   source, static_cast<uint32_t>(Type{def})},
 #include "model/kernel/policy_fields.def"
 };
-static_assert(std::size(kFields) == kNumPolicyFields);
+static_assert(std::size(kPolicyFields) == kNumPolicyFields);
 
 // The table's own rules: a default is in range (or `kernel`), short keys
 // are unique and no short key is another field's full name.
 constexpr bool knob_table_ok() {
-  for (const PolicyFieldInfo& f : kFields) {
+  for (const PolicyFieldInfo& f : kPolicyFields) {
     if (f.min > f.max) return false;
     if (f.def_raw != kFromKernel && (f.def_raw < f.min || f.def_raw > f.max)) return false;
     if (f.def_raw == kFromKernel && f.kind != FieldKind::unsigned_int) return false;
-    for (const PolicyFieldInfo& g : kFields) {
+    for (const PolicyFieldInfo& g : kPolicyFields) {
       if (f.short_name.empty() || &f == &g) continue;
       if (f.short_name == g.short_name || f.short_name == g.name) return false;
     }
@@ -73,14 +73,14 @@ static_assert(knob_table_ok(), "model/kernel/policy_fields.def: see knob_table_o
 
 }  // namespace
 
-std::span<const PolicyFieldInfo> policy_fields() { return kFields; }
+std::span<const PolicyFieldInfo> policy_fields() { return kPolicyFields; }
 
 const PolicyFieldInfo& policy_field(PolicyFieldId id) {
-  return kFields[static_cast<size_t>(id)];
+  return kPolicyFields[static_cast<size_t>(id)];
 }
 
 const PolicyFieldInfo* policy_field_by_name(std::string_view name) {
-  for (const PolicyFieldInfo& f : kFields)
+  for (const PolicyFieldInfo& f : kPolicyFields)
     if (f.name == name) return &f;
   return nullptr;
 }
@@ -151,7 +151,7 @@ bool parse_field_value(const PolicyFieldInfo& f, std::string_view text, uint32_t
 }
 
 const PolicyFieldInfo* knob_by_key(std::string_view key) {
-  for (const PolicyFieldInfo& f : kFields)
+  for (const PolicyFieldInfo& f : kPolicyFields)
     if (f.name == key || (!f.short_name.empty() && f.short_name == key)) return &f;
   return nullptr;
 }
@@ -189,7 +189,7 @@ static bool set_knob_raw(std::string_view name, std::string_view text, PolicySet
   if (f == nullptr) {
     if (error) {
       std::string names;
-      for (const PolicyFieldInfo& g : kFields) names += fmt::format("{}{}", names.empty() ? "" : ", ", g.name);
+      for (const PolicyFieldInfo& g : kPolicyFields) names += fmt::format("{}{}", names.empty() ? "" : ", ", g.name);
       *error = fmt::format("unknown knob 'policy.{}'; valid knobs: {}", name, names);
     }
     return false;
@@ -227,7 +227,7 @@ void export_to_mm(const PolicySet& p, MmConfig& mm) {
 std::string knob_spec(const PolicySet& p) {
   const PolicySet d;
   std::string s;
-  for (const PolicyFieldInfo& f : kFields) {
+  for (const PolicyFieldInfo& f : kPolicyFields) {
     const uint32_t raw = field_raw(p, f.id);
     if (raw == field_raw(d, f.id)) continue;
     s += fmt::format("{}{}={}", s.empty() ? "" : "+", f.name, field_value_text(f.id, raw));
@@ -238,7 +238,7 @@ std::string knob_spec(const PolicySet& p) {
 std::vector<PolicyFieldValue> policy_record(const PolicySet& p) {
   std::vector<PolicyFieldValue> out;
   out.reserve(kNumPolicyFields);
-  for (const PolicyFieldInfo& f : kFields) {
+  for (const PolicyFieldInfo& f : kPolicyFields) {
     const uint32_t raw = field_raw(p, f.id);
     out.push_back({&f, raw, field_value_text(f.id, raw)});
   }

@@ -70,7 +70,7 @@ constexpr KernelFieldType type_of(std::string_view t) {
 
 #define KERNEL_FIELD(TYPE, NAME, DEFAULT, UNIT, LABEL, SOURCE) \
   KernelFieldInfo{#NAME, UNIT, LABEL, SOURCE, type_of(#TYPE)},
-constexpr KernelFieldInfo kFields[] = {
+constexpr KernelFieldInfo kKernelFields[] = {
 #include "model/kernel/kernel_profile.def"
 };
 
@@ -85,12 +85,12 @@ std::string text_of(MemcgShape v, KernelFieldType) {
 
 }  // namespace
 
-std::span<const KernelFieldInfo> kernel_profile_fields() { return kFields; }
+std::span<const KernelFieldInfo> kernel_profile_fields() { return kKernelFields; }
 
 std::string kernel_field_text(const KernelProfile& p, size_t i) {
   size_t k = 0;
 #define KERNEL_FIELD(TYPE, NAME, ...) \
-  if (i == k++) return text_of(p.NAME, kFields[i].type);
+  if (i == k++) return text_of(p.NAME, kKernelFields[i].type);
 #include "model/kernel/kernel_profile.def"
   return "";
 }

@@ -281,6 +281,11 @@ double delta_noise(const PolicyTime& a, const PolicyTime& b) {
   return std::sqrt(a.stderr_rel * a.stderr_rel + b.stderr_rel * b.stderr_rel + d * d);
 }
 
+std::string format_time_in(double ns, std::string_view time_unit) {
+  const double v = ns / unit_scale(time_unit);
+  return time_unit == "ns" ? fmt::format("{:.1f}", v) : fmt::format("{:.2f}", v);
+}
+
 double unit_scale(std::string_view time_unit) {
   if (time_unit == "us") return 1e3;
   if (time_unit == "ms") return 1e6;

@@ -213,6 +213,9 @@ double delta_noise(const PolicyTime& a, const PolicyTime& b);
 
 // ns per `unit` ("ns" or "us").
 double unit_scale(std::string_view time_unit);
+// A time per op in `time_unit` as the reports print it: one decimal in
+// ns, two in us or ms.
+std::string format_time_in(double ns, std::string_view time_unit);
 
 // Profiles (sim/cost/cost_profile.cc). The built-in default profile is a file
 // in the data directory: $SIMCACHE_DATA_DIR, else the source tree's data/

@@ -49,11 +49,11 @@ struct Cursor {
   }
 };
 
-struct Name {
+struct EventName {
   std::string_view name;
   TraceKind kind;
 };
-constexpr Name kEvents[] = {
+constexpr EventName kEvents[] = {
     {"kmalloc", TraceKind::kmalloc},
     {"kmalloc_node", TraceKind::kmalloc},
     {"kmem_cache_alloc", TraceKind::kmem_cache_alloc},
@@ -76,7 +76,7 @@ constexpr Name kEvents[] = {
 };
 
 TraceKind kind_of(std::string_view name) {
-  for (const Name& n : kEvents)
+  for (const EventName& n : kEvents)
     if (n.name == name) return n.kind;
   return TraceKind::none;
 }
@@ -99,10 +99,10 @@ bool fail(size_t* col, size_t at, std::string* why, std::string msg) {
 struct Range {
   int64_t lo, hi;
 };
-constexpr int64_t kMaxI64 = INT64_MAX;
+constexpr int64_t kTraceMax = INT64_MAX;
 constexpr Range kCpuRange{0, 4095};                 // [CPU], as the op format's CPU
 constexpr Range kPidRange{0, 4194304};              // PID_MAX_LIMIT (64-bit)
-constexpr Range kBytesRange{0, kMaxI64};            // kmalloc: size_t bytes_req/bytes_alloc
+constexpr Range kBytesRange{0, kTraceMax};            // kmalloc: size_t bytes_req/bytes_alloc
 constexpr Range kCacheBytesRange{0, 4194304};       // kmem_cache_alloc: a slab object, <= KMALLOC_MAX_SIZE
 constexpr Range kNodeRange{-1, 1023};               // NUMA_NO_NODE .. MAX_NUMNODES - 1
 constexpr Range kBoolRange{0, 1};                   // accounted=0|1
@@ -110,7 +110,7 @@ constexpr Range kOrderRange{0, 10};                 // MAX_PAGE_ORDER
 constexpr Range kFdRange{-1, INT32_MAX};            // io_uring_create "fd %d"
 constexpr Range kSqRange{1, 32768};                 // IORING_MAX_ENTRIES
 constexpr Range kCqRange{1, 65536};                 // IORING_MAX_CQ_ENTRIES
-constexpr Range kFlagsRange{0, kMaxI64};            // "flags 0x%x" / "0x%llx"
+constexpr Range kFlagsRange{0, kTraceMax};            // "flags 0x%x" / "0x%llx"
 constexpr Range kOpcodeRange{0, 255};               // sqe->opcode is a u8
 constexpr Range kNrFilesRange{0, INT32_MAX};        // nr_user_files %d
 constexpr Range kResultRange{INT32_MIN, INT32_MAX};  // result %d / ret %ld of an int

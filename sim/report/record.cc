@@ -14,24 +14,8 @@
 #include "sim/io/input.h"
 
 namespace simcache::sim {
-namespace {
 
-struct Digest {
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  Digest() { EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr); }
-  ~Digest() { EVP_MD_CTX_free(ctx); }
-  Digest(const Digest&) = delete;
-  Digest& operator=(const Digest&) = delete;
-  void add(const void* p, size_t n) { EVP_DigestUpdate(ctx, p, n); }
-  std::string hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx, md, &len);
-    std::string out;
-    for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", md[i]);
-    return out;
-  }
-};
+namespace {
 
 const std::string* field(const RunRecord& rec, std::string_view name) {
   for (const auto& [k, v] : rec.kernel_profile)
@@ -110,22 +94,34 @@ nlohmann::ordered_json typed_value(const RunRecord& rec, const PolicyResult& p,
 
 }  // namespace
 
+// OpenSSL's SHA-256 context.
 struct Sha256::Impl {
-  Digest d;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  Impl() { EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr); }
+  ~Impl() { EVP_MD_CTX_free(ctx); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 };
 Sha256::Sha256() : d_(std::make_unique<Impl>()) {}
 Sha256::~Sha256() = default;
-void Sha256::add(std::string_view bytes) { d_->d.add(bytes.data(), bytes.size()); }
-std::string Sha256::hex() { return d_->d.hex(); }
+void Sha256::add(std::string_view bytes) { EVP_DigestUpdate(d_->ctx, bytes.data(), bytes.size()); }
+std::string Sha256::hex() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(d_->ctx, md, &len);
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", md[i]);
+  return out;
+}
 
 std::string sha256_hex(std::string_view bytes) {
-  Digest d;
-  d.add(bytes.data(), bytes.size());
+  Sha256 d;
+  d.add(bytes);
   return d.hex();
 }
 
 std::string sha256_source(InputSource& src, std::string* error) {
-  Digest d;
+  Sha256 d;
   char buf[65536];
   for (uint64_t off = 0;;) {
     const long n = src.read_at(off, buf, sizeof buf);
@@ -134,7 +130,7 @@ std::string sha256_source(InputSource& src, std::string* error) {
                                   std::strerror(errno)),
              "";
     if (n == 0) break;
-    d.add(buf, static_cast<size_t>(n));
+    d.add(std::string_view(buf, static_cast<size_t>(n)));
     off += static_cast<uint64_t>(n);
   }
   return d.hex();

@@ -7,11 +7,10 @@
 #include "sim/cost/cost.h"
 #include <fmt/format.h>
 #include "sim/report/report.h"
+#include "sim/report/table_layout.h"
 
 namespace simcache::sim {
 namespace {
-
-const char kNames[] = "ABCDEFGH";
 
 std::string group_line(const CostModel& m, const std::vector<double>& contrib, double total,
                        double scale, const std::string& unit) {

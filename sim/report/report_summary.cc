@@ -21,11 +21,6 @@ namespace {
 
 constexpr size_t kWidth = 80;
 
-std::string fmt_time(double ns, const std::string& unit) {
-  const double v = ns / unit_scale(unit);
-  return unit == "ns" ? fmt::format("{:.1f}", v) : fmt::format("{:.2f}", v);
-}
-
 // A change in percent: two decimals below 1 %, one below 1000 %.
 std::string pct(double d) {
   const double p = d * 100;
@@ -274,7 +269,7 @@ std::string grid(const Ctx& c, const WorkloadResult& w) {
     Row model{"  " + unit + "/" + w.op_unit, {}, {}}, vs{"  vs A", {}, {}}, meas{"  measured", {}, {}};
     bool any = false;
     for (size_t i = 0; i < ps.size(); ++i) {
-      model.text.push_back(fmt_time(t[i].per_op_ns, unit));
+      model.text.push_back(format_time_in(t[i].per_op_ns, unit));
       if (i == 0 || t[0].per_op_ns <= 0) {
         vs.text.push_back("");
         meas.text.push_back(i == 0 ? "" : "-");
@@ -337,7 +332,7 @@ std::string compact(const Ctx& c, const std::vector<const WorkloadResult*>& ws) 
     if (c.o.cost) {
       const PolicyTime t0 = policy_time(*c.o.cost, *w, w->policies[0]);
       const PolicyTime t1 = policy_time(*c.o.cost, *w, w->policies[1]);
-      row += fmt::format(" {:>10} {:>10}", fmt_time(t0.per_op_ns, wu), fmt_time(t1.per_op_ns, wu));
+      row += fmt::format(" {:>10} {:>10}", format_time_in(t0.per_op_ns, wu), format_time_in(t1.per_op_ns, wu));
       if (t0.per_op_ns > 0) {
         const EffectInterval e = effect_interval(*c.o.cost, t0, t1);
         row += "  " + pct(e.effect) + " " + interval(e);

@@ -77,11 +77,6 @@ void render(std::string* out, const std::vector<Row>& rows, size_t ncols) {
 
 namespace {
 
-std::string fmt_time(double ns, const std::string& unit) {
-  const double v = ns / unit_scale(unit);
-  return unit == "ns" ? fmt::format("{:.1f}", v) : fmt::format("{:.2f}", v);
-}
-
 std::string fmt_delta(double d, double noise) {
   return fmt::format("{:+.2f}%{}", d * 100, std::fabs(d) < noise ? " (n.s.)" : "");
 }
@@ -106,9 +101,9 @@ void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions&
   bool any = false;
   std::vector<const MeasuredPoint*> mp;
   for (size_t i = 0; i < ps.size(); ++i) {
-    model.text.push_back(fmt_time(t[i].per_op_ns, unit));
-    iv.text.push_back(fmt::format("[{}, {}]{}", fmt_time(t[i].interval_lo_ns, unit),
-                                  fmt_time(t[i].interval_hi_ns, unit),
+    model.text.push_back(format_time_in(t[i].per_op_ns, unit));
+    iv.text.push_back(fmt::format("[{}, {}]{}", format_time_in(t[i].interval_lo_ns, unit),
+                                  format_time_in(t[i].interval_hi_ns, unit),
                                   t[i].prior_based ? "*" : ""));
     se.text.push_back(fmt::format("+-{:.2f}%", t[i].stderr_rel * 100));
     const double noise = delta_noise(t[0], t[i]);
@@ -121,7 +116,7 @@ void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions&
     delta.text.push_back(d);
     delta_iv.text.push_back(di);
     mp.push_back(find_measured(o, r, w, ps[i]));
-    meas.text.push_back(mp[i] ? fmt_time(mp[i]->value_ns, unit) : "-");
+    meas.text.push_back(mp[i] ? format_time_in(mp[i]->value_ns, unit) : "-");
     mdelta.text.push_back(
         i == 0 || !mp[0] || !mp[i] ? "" : fmt_delta(mp[i]->value_ns / mp[0]->value_ns - 1, noise));
     if (mp[i]) {
@@ -139,8 +134,8 @@ void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions&
     Row ph{"  phase " + t[0].phases[k].name, {}, {}};
     for (size_t i = 0; i < ps.size(); ++i) {
       const PolicyTime::Phase* f = k < t[i].phases.size() ? &t[i].phases[k] : nullptr;
-      ph.text.push_back(f ? fmt::format("{} +-{}", fmt_time(f->per_op_ns, unit),
-                                        fmt_time(kIntervalZ * f->model_sd_ns, unit))
+      ph.text.push_back(f ? fmt::format("{} +-{}", format_time_in(f->per_op_ns, unit),
+                                        format_time_in(kIntervalZ * f->model_sd_ns, unit))
                           : "-");
     }
     rows->push_back(ph);
