@@ -98,25 +98,29 @@ size_t Mm::remote_tracked() const { return slub_->last_free_slots(); }
 
 // mirrors __do_kmalloc_node().
 Ptr Mm::kmalloc(uint64_t size, gfp_t gfp, const Task& t) {
-  if (size == 0) return kZeroSizePtr;
-  if (size > KMALLOC_MAX_CACHE_SIZE) return alloc_large(size, gfp, t, false);
+  if (size - 1 >= KMALLOC_MAX_CACHE_SIZE) [[unlikely]]  // 0 or large
+    return size == 0 ? kZeroSizePtr : alloc_large(size, gfp, t, false);
   events_.add(Event::kmalloc);
   const uint32_t small = static_cast<uint32_t>(size);  // <= KMALLOC_MAX_CACHE_SIZE here
   const Ptr p = slub_->alloc<true>(kmalloc_cache(small, gfp, t.site), gfp, t);
-  if (p == kNull) events_.add(Event::alloc_failed);
+  if (p == kNull) [[unlikely]] events_.add(Event::alloc_failed);
   return p;
 }
 
-// mirrors kfree().
+// mirrors kfree(). The slab free records the last-free CPU (slab_alloc_remote);
+// only its slow path can file a report.
 void Mm::kfree(Ptr p, const Task& t) {
   if (p == kNull || p == kZeroSizePtr) return;
-  const size_t nrep = slub_->reports.size();
-  if (p & (kLargeBit | kVmallocBit)) {
+  if (p & (kLargeBit | kVmallocBit)) [[unlikely]] {
+    const size_t nrep = slub_->reports.size();
     free_large(p, t, false);
-  } else {
-    events_.add(Event::kfree);
-    slub_->free<true>(kNoCache, p, t);  // records the last-free CPU (slab_alloc_remote)
+    if (slub_->reports.size() != nrep) stamp_reports(nrep);
+    return;
   }
+  events_.add(Event::kfree);
+  if (slub_->free_fast<true>(kNoCache, p, t)) [[likely]] return;
+  const size_t nrep = slub_->reports.size();
+  slub_->free_slow<true>(kNoCache, p, t);
   if (slub_->reports.size() != nrep) stamp_reports(nrep);
 }
 
@@ -130,11 +134,13 @@ Ptr Mm::kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t) {
 void Mm::kmem_cache_free(CacheId s, Ptr p, const Task& t) {
   if (p == kNull) return;
   events_.add(Event::kmem_cache_free);
+  if (!(p & (kLargeBit | kVmallocBit)) && slub_->free_fast<true>(s, p, t)) [[likely]]
+    return;
   const size_t nrep = slub_->reports.size();
   if (p & (kLargeBit | kVmallocBit))
     slub_->report("invalid-free", p, s, "kmem_cache_free() of a non-slab pointer");
   else
-    slub_->free<true>(s, p, t);
+    slub_->free_slow<true>(s, p, t);
   if (slub_->reports.size() != nrep) stamp_reports(nrep);
 }
 
@@ -387,7 +393,7 @@ uint64_t Mm::stat(CacheId s, SlubStat item) const {
 }
 
 uint64_t Mm::stat_cpu(CacheId s, SlubStat item, CpuId cpu) const {
-  return slub_->cache(s).stats[cpu * kNumSlubStats + static_cast<size_t>(item)];
+  return slub_->cache(s).cpu[cpu].stat[static_cast<size_t>(item)];
 }
 
 std::vector<CacheId> Mm::caches() const {

@@ -95,10 +95,12 @@ struct KmemCache {
     // 7.x slub_percpu_sheaves
     int32_t main = -1, spare = -1;
     int32_t rcu_free = -1;  // 7.x pcs->rcu_free: kfree_rcu() objects awaiting a grace period
+    // This CPU's stat items (s->cpu_slab->stat[]), beside the fields the
+    // fast paths already hold: no second index computation.
+    std::array<uint64_t, kNumSlubStats> stat{};
   };
   // Hot fields first (every allocation and free reads them).
   std::vector<Cpu> cpu;
-  std::vector<uint64_t> stats;  // [cpu * kNumSlubStats + item]
   // The same items summed over CPUs, kept as they are counted, so a
   // reader of the cache's totals (the recorder, at every timed boundary)
   // copies one row instead of summing nr_cpus of them.
@@ -142,6 +144,16 @@ class Slub {
   // any pointer that decodes, valid free or not).
   template <bool kNoteCpu = false>
   void free(CacheId s, Ptr p, const Task& t);
+  // free() in two halves, for a caller with work around the slow one
+  // only (the facade names the call site in new reports). free_fast():
+  // a valid free with no memcg uncharge, straight onto this CPU's
+  // freelist (6.18) or main sheaf (7.x); anything else returns false
+  // having changed nothing but the last-free CPU, and free_slow() is then
+  // the whole of free().
+  template <bool kNoteCpu = false>
+  bool free_fast(CacheId s, Ptr p, const Task& t);
+  template <bool kNoteCpu = false>
+  void free_slow(CacheId s, Ptr p, const Task& t);
   int alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_bulk(CacheId s, int n, Ptr* p, const Task& t);
   // kfree_rcu.cc. kfree_bulk(): kmem_cache_free_bulk(NULL, n, p) for slab
@@ -191,8 +203,9 @@ class Slub {
   }
   // For an object the model just handed out: whether a caller last freed
   // it on a CPU other than `cpu`; forgets that free.
-  bool take_remote(Ptr p, CpuId cpu) {
-    CpuId& last = slabs_[slot_of(p)].last_free[idx_of(p)];
+  bool take_remote(Ptr p, CpuId cpu) { return take_remote(slabs_[slot_of(p)], idx_of(p), cpu); }
+  static bool take_remote(Slab& sl, uint32_t idx, CpuId cpu) {
+    CpuId& last = sl.last_free[idx];
     const CpuId was = last;
     last = kNoLastFree;
     return was != kNoLastFree && was != cpu;
@@ -207,8 +220,12 @@ class Slub {
 
   void stat(const KmemCache& c, CpuId cpu, SlubStat item, uint64_t n = 1) {
     KmemCache& m = const_cast<KmemCache&>(c);
-    m.stats[cpu * kNumSlubStats + static_cast<size_t>(item)] += n;
-    m.stat_total[static_cast<size_t>(item)] += n;
+    stat(m, m.cpu[cpu], item, n);
+  }
+  // The same, for a caller holding the CPU's entry (pc is c.cpu[cpu]).
+  void stat(KmemCache& c, KmemCache::Cpu& pc, SlubStat item, uint64_t n = 1) {
+    pc.stat[static_cast<size_t>(item)] += n;
+    c.stat_total[static_cast<size_t>(item)] += n;
     if (const Event e = stat_event(item); e != Event::kCount) ev_->add(e, n);
   }
   // The event a stat item is also counted as, when it is a kernel path
@@ -312,9 +329,25 @@ class Slub {
     if (ev_->locks) ev_->locks->release(LockClass::list_lock, n.lock_id);
   }
   Ptr make_ptr(int32_t slab, uint32_t idx) const;
-  void on_alloc(KmemCache& c, int32_t slab, uint32_t idx, const Task& t);
+  // alloc() without failslab: alloc_fast() is the per-CPU pop when no
+  // post-alloc hook has to run (kNull, having changed nothing, when it
+  // does not apply), alloc_slow() everything.
+  template <bool kNoteCpu>
+  Ptr alloc_fast(CacheId s, gfp_t gfp, const Task& t);
+  template <bool kNoteCpu>
+  Ptr alloc_slow(CacheId s, gfp_t gfp, const Task& t);
+  // The object bookkeeping of an allocation and a free: state, KASAN
+  // history, the cache's live count (c is caches_[sl.cache]).
+  void on_alloc(KmemCache& c, int32_t slab, uint32_t idx, const Task& t) {
+    on_alloc(c, slabs_[slab], idx, t);
+  }
+  void on_alloc(KmemCache& c, Slab& sl, uint32_t idx, const Task& t);
   bool check_free(CacheId s, Ptr p, int32_t* slab, uint32_t* idx);
-  void on_free(int32_t slab, uint32_t idx, const Task& t);
+  void on_free(int32_t slab, uint32_t idx, const Task& t) {
+    Slab& sl = slabs_[slab];
+    on_free(caches_[sl.cache], sl, idx, t);
+  }
+  void on_free(KmemCache& c, Slab& sl, uint32_t idx, const Task& t);
   bool post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_hook(CacheId s, int32_t slab, uint32_t idx, const Task& t);
   struct FreeRun {  // memcg-batch-free: objects awaiting one uncharge
@@ -443,8 +476,7 @@ inline bool Slub::decode(Ptr p, int32_t* slab, uint32_t* idx) const {
   return true;
 }
 
-inline void Slub::on_alloc(KmemCache& c, int32_t id, uint32_t idx, const Task& t) {
-  Slab& sl = slabs_[id];
+inline void Slub::on_alloc(KmemCache& c, Slab& sl, uint32_t idx, const Task& t) {
   sl.state[idx] = ObjState::kAllocated;
   if (cfg_.track_history) {
     ObjHist& h = sl.hist[idx];
@@ -452,7 +484,7 @@ inline void Slub::on_alloc(KmemCache& c, int32_t id, uint32_t idx, const Task& t
     h.alloc_site = t.site;
     h.alloc_cpu = t.cpu;
   }
-  ++c.live;  // c is caches_[sl.cache]
+  ++c.live;
 }
 
 // mirrors do_slab_free(), v6.18: objects of this CPU's slab go onto
@@ -544,12 +576,57 @@ void Slub::get_partial(const KmemCache& c, CpuId cpu, Take&& take) {
   }
 }
 
-// Inline so that the entry point and the generation's fast path are one
-// call from kmalloc()/kfree().
+// The single-object entry points: the per-CPU fast paths inline in the
+// caller (one call from kmalloc()/kfree()), everything else out of line.
 // mirrors slab_alloc_node(): pre-hook (failslab), per-CPU layer, post-hook.
 template <bool kNoteCpu>
-inline Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
+[[gnu::always_inline]] inline Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
   if (faults_->should_fail(FaultPoint::slab_alloc)) return kNull;
+  const Ptr p = alloc_fast<kNoteCpu>(s, gfp, t);
+  return p != kNull ? p : alloc_slow<kNoteCpu>(s, gfp, t);
+}
+
+// The fast paths of alloc_618() (pop_cpu_freelist()) and alloc_7x(), for
+// an allocation that runs no post-alloc hook (no zeroing, no memcg
+// charge): the common case, with the slab and index at hand for the
+// bookkeeping instead of decoded again from the pointer.
+template <bool kNoteCpu>
+[[gnu::always_inline]] inline Ptr Slub::alloc_fast(CacheId s, gfp_t gfp, const Task& t) {
+  KmemCache& c = caches_[s];
+  if ((gfp & (__GFP_ZERO | __GFP_ACCOUNT)) || (c.flags & SLAB_ACCOUNT)) return kNull;
+  KmemCache::Cpu& pc = c.cpu[t.cpu];
+  int32_t id;
+  uint32_t idx;
+  Ptr p;
+  if (v7_) {
+    if (!c.g.sheaf_capacity || pc.main < 0) return kNull;
+    std::vector<Ptr>& objects = sheaves_[pc.main].objects;
+    if (objects.empty()) return kNull;
+    p = objects.back();
+    objects.pop_back();
+    id = slot_of(p);
+    idx = idx_of(p);
+  } else {
+    if (pc.slab < 0 || pc.freelist.empty()) return kNull;
+    id = pc.slab;
+    idx = pc.freelist.back();
+    pc.freelist.pop_back();
+    p = make_ptr(id, idx);
+  }
+  Slab& sl = slabs_[id];
+  on_alloc(c, sl, idx, t);
+  stat(c, pc, SlubStat::ALLOC_FASTPATH);
+  ev_->add(Event::slab_alloc_fast);
+  // PREEMPT_RT (6.18): no lockless pop, local_lock(&s->cpu_slab->lock).
+  if (!v7_ && cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);
+  if constexpr (kNoteCpu) {
+    if (take_remote(sl, idx, t.cpu)) ev_->add(Event::slab_alloc_remote);
+  }
+  return p;
+}
+
+template <bool kNoteCpu>
+[[gnu::noinline]] Ptr Slub::alloc_slow(CacheId s, gfp_t gfp, const Task& t) {
   Ptr p = v7_ ? alloc_7x(s, gfp, t) : alloc_618(s, gfp, t);
   if (p == kNull) return kNull;
   if ((gfp & (__GFP_ZERO | __GFP_ACCOUNT)) || (caches_[s].flags & SLAB_ACCOUNT)) {
@@ -564,7 +641,48 @@ inline Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
 // mirrors slab_free() / kmem_cache_free(): KASAN check, memcg hook, then
 // the generation's do_slab_free()/free_to_pcs().
 template <bool kNoteCpu>
-inline void Slub::free(CacheId s, Ptr p, const Task& t) {
+[[gnu::always_inline]] inline void Slub::free(CacheId s, Ptr p, const Task& t) {
+  if (!free_fast<kNoteCpu>(s, p, t)) free_slow<kNoteCpu>(s, p, t);
+}
+
+// free_slow()'s path for an allocated object of this cache whose free hook
+// has nothing to uncharge, when do_slab_free() (6.18: an object of this
+// CPU's slab) or free_to_pcs() (7.x: a local object, room in the main
+// sheaf) takes the lockless fast path.
+template <bool kNoteCpu>
+[[gnu::always_inline]] inline bool Slub::free_fast(CacheId s, Ptr p, const Task& t) {
+  int32_t id;
+  uint32_t idx;
+  if (!decode(p, &id, &idx)) return false;
+  Slab& sl = slabs_[id];
+  if constexpr (kNoteCpu) sl.last_free[idx] = t.cpu;
+  if ((s != kNoCache && sl.cache != s) || sl.state[idx] != ObjState::kAllocated ||
+      (sl.obj_exts != kNull && sl.objcg[idx] != kRootMemcg))
+    return false;
+  KmemCache& c = caches_[sl.cache];
+  KmemCache::Cpu& pc = c.cpu[t.cpu];
+  if (v7_) {
+    if (!c.g.sheaf_capacity || pc.main < 0 || sl.node != cpu_node(t.cpu)) return false;
+    std::vector<Ptr>& objects = sheaves_[pc.main].objects;
+    if (objects.size() >= c.g.sheaf_capacity) return false;
+    on_free(c, sl, idx, t);
+    objects.push_back(p);  // p decoded: it is make_ptr(id, idx)
+    sl.state[idx] = ObjState::kInSheaf;
+  } else {
+    if (pc.slab != id) return false;
+    on_free(c, sl, idx, t);
+    pc.freelist.push_back(static_cast<uint16_t>(idx));
+    sl.state[idx] = ObjState::kCpuFreelist;
+  }
+  stat(c, pc, SlubStat::FREE_FASTPATH);
+  ev_->add(Event::slab_free_fast);
+  // PREEMPT_RT (6.18): no lockless fast path, local_lock(&s->cpu_slab->lock).
+  if (!v7_ && cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);
+  return true;
+}
+
+template <bool kNoteCpu>
+[[gnu::noinline]] void Slub::free_slow(CacheId s, Ptr p, const Task& t) {
   int32_t id;
   uint32_t idx;
   const bool decoded = decode(p, &id, &idx);
@@ -593,15 +711,14 @@ inline void Slub::ensure_main(CacheId s, const Task& t) {
   if (pcs.main < 0) [[unlikely]] pcs.main = new_sheaf(s);
 }
 
-inline void Slub::on_free(int32_t id, uint32_t idx, const Task& t) {
-  Slab& sl = slabs_[id];
+inline void Slub::on_free(KmemCache& c, Slab& sl, uint32_t idx, const Task& t) {
   if (cfg_.track_history) {
     ObjHist& h = sl.hist[idx];
     h.free_seq = ++seq_;
     h.free_site = t.site;
     h.free_cpu = t.cpu;
   }
-  --caches_[sl.cache].live;
+  --c.live;
 }
 
 }  // namespace simcache
