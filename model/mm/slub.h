@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,18 @@ class Slub {
   // last-free CPU (counting the event when it differs from t.cpu).
   template <bool kNoteCpu = false>
   Ptr alloc(CacheId s, gfp_t gfp, const Task& t);
+  // alloc() in two halves, as free() below: alloc_fast() takes an object
+  // off this CPU's freelist (6.18) or main sheaf (7.x) into *p when no
+  // fault is armed at slab_alloc and no post-alloc hook has to run;
+  // anything else returns false having changed nothing, and alloc_slow()
+  // is then the whole of alloc(). `entry`: the facade's event for the
+  // call (kmalloc, ...), counted first on success (kCount: none), so one
+  // access to the sink serves both layers.
+  template <bool kNoteCpu = false>
+  bool alloc_fast(CacheId s, gfp_t gfp, const Task& t, Ptr* p,
+                  Event entry = Event::kCount);
+  template <bool kNoteCpu = false>
+  Ptr alloc_slow(CacheId s, gfp_t gfp, const Task& t);
   // kNoteCpu: the free comes through the kmalloc facade, which counts
   // slab_alloc_remote: record t.cpu as the object's last-free CPU (for
   // any pointer that decodes, valid free or not).
@@ -149,9 +162,9 @@ class Slub {
   // a valid free with no memcg uncharge, straight onto this CPU's
   // freelist (6.18) or main sheaf (7.x); anything else returns false
   // having changed nothing but the last-free CPU, and free_slow() is then
-  // the whole of free().
+  // the whole of free(). `entry` as for alloc_fast().
   template <bool kNoteCpu = false>
-  bool free_fast(CacheId s, Ptr p, const Task& t);
+  bool free_fast(CacheId s, Ptr p, const Task& t, Event entry = Event::kCount);
   template <bool kNoteCpu = false>
   void free_slow(CacheId s, Ptr p, const Task& t);
   int alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
@@ -329,13 +342,6 @@ class Slub {
     if (ev_->locks) ev_->locks->release(LockClass::list_lock, n.lock_id);
   }
   Ptr make_ptr(int32_t slab, uint32_t idx) const;
-  // alloc() without failslab: alloc_fast() is the per-CPU pop when no
-  // post-alloc hook has to run (kNull, having changed nothing, when it
-  // does not apply), alloc_slow() everything.
-  template <bool kNoteCpu>
-  Ptr alloc_fast(CacheId s, gfp_t gfp, const Task& t);
-  template <bool kNoteCpu>
-  Ptr alloc_slow(CacheId s, gfp_t gfp, const Task& t);
   // The object bookkeeping of an allocation and a free: state, KASAN
   // history, the cache's live count (c is caches_[sl.cache]).
   void on_alloc(KmemCache& c, int32_t slab, uint32_t idx, const Task& t) {
@@ -466,7 +472,10 @@ inline bool Slub::decode(Ptr p, int32_t* slab, uint32_t* idx) const {
   using namespace slub_ptr;
   if (p == kNull || (p & (kLargeBit | kVmallocBit))) return false;
   const uint64_t slot = (p >> kIdxBits) & kSlotMask;
-  if (slot >= slabs_.size()) return false;
+  // slot < slabs_.size(), compared in bytes: no division by sizeof(Slab).
+  const auto bytes = reinterpret_cast<const char*>(std::to_address(slabs_.end())) -
+                     reinterpret_cast<const char*>(slabs_.data());
+  if (slot * sizeof(Slab) >= static_cast<size_t>(bytes)) return false;
   const Slab& sl = slabs_[slot];
   const uint16_t epoch = static_cast<uint16_t>(p >> (kIdxBits + kSlotBits));
   if (sl.where == SlabWhere::kUnused || sl.epoch != epoch) return false;
@@ -581,38 +590,40 @@ void Slub::get_partial(const KmemCache& c, CpuId cpu, Take&& take) {
 // mirrors slab_alloc_node(): pre-hook (failslab), per-CPU layer, post-hook.
 template <bool kNoteCpu>
 [[gnu::always_inline]] inline Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
-  if (faults_->should_fail(FaultPoint::slab_alloc)) return kNull;
-  const Ptr p = alloc_fast<kNoteCpu>(s, gfp, t);
-  return p != kNull ? p : alloc_slow<kNoteCpu>(s, gfp, t);
+  Ptr p;
+  return alloc_fast<kNoteCpu>(s, gfp, t, &p) ? p : alloc_slow<kNoteCpu>(s, gfp, t);
 }
 
 // The fast paths of alloc_618() (pop_cpu_freelist()) and alloc_7x(), for
 // an allocation that runs no post-alloc hook (no zeroing, no memcg
 // charge): the common case, with the slab and index at hand for the
-// bookkeeping instead of decoded again from the pointer.
+// bookkeeping instead of decoded again from the pointer. An unarmed
+// failslab point has nothing to count.
 template <bool kNoteCpu>
-[[gnu::always_inline]] inline Ptr Slub::alloc_fast(CacheId s, gfp_t gfp, const Task& t) {
+[[gnu::always_inline]] inline bool Slub::alloc_fast(CacheId s, gfp_t gfp, const Task& t,
+                                                   Ptr* p, Event entry) {
+  if (faults_->armed(FaultPoint::slab_alloc)) return false;
   KmemCache& c = caches_[s];
-  if ((gfp & (__GFP_ZERO | __GFP_ACCOUNT)) || (c.flags & SLAB_ACCOUNT)) return kNull;
+  if ((gfp & (__GFP_ZERO | __GFP_ACCOUNT)) || (c.flags & SLAB_ACCOUNT)) return false;
   KmemCache::Cpu& pc = c.cpu[t.cpu];
   int32_t id;
   uint32_t idx;
-  Ptr p;
   if (v7_) {
-    if (!c.g.sheaf_capacity || pc.main < 0) return kNull;
+    if (!c.g.sheaf_capacity || pc.main < 0) return false;
     std::vector<Ptr>& objects = sheaves_[pc.main].objects;
-    if (objects.empty()) return kNull;
-    p = objects.back();
+    if (objects.empty()) return false;
+    *p = objects.back();
     objects.pop_back();
-    id = slot_of(p);
-    idx = idx_of(p);
+    id = slot_of(*p);
+    idx = idx_of(*p);
   } else {
-    if (pc.slab < 0 || pc.freelist.empty()) return kNull;
+    if (pc.slab < 0 || pc.freelist.empty()) return false;
     id = pc.slab;
     idx = pc.freelist.back();
     pc.freelist.pop_back();
-    p = make_ptr(id, idx);
+    *p = make_ptr(id, idx);
   }
+  if (entry != Event::kCount) ev_->add(entry);
   Slab& sl = slabs_[id];
   on_alloc(c, sl, idx, t);
   stat(c, pc, SlubStat::ALLOC_FASTPATH);
@@ -622,11 +633,12 @@ template <bool kNoteCpu>
   if constexpr (kNoteCpu) {
     if (take_remote(sl, idx, t.cpu)) ev_->add(Event::slab_alloc_remote);
   }
-  return p;
+  return true;
 }
 
 template <bool kNoteCpu>
 [[gnu::noinline]] Ptr Slub::alloc_slow(CacheId s, gfp_t gfp, const Task& t) {
+  if (faults_->should_fail(FaultPoint::slab_alloc)) return kNull;
   Ptr p = v7_ ? alloc_7x(s, gfp, t) : alloc_618(s, gfp, t);
   if (p == kNull) return kNull;
   if ((gfp & (__GFP_ZERO | __GFP_ACCOUNT)) || (caches_[s].flags & SLAB_ACCOUNT)) {
@@ -650,7 +662,8 @@ template <bool kNoteCpu>
 // CPU's slab) or free_to_pcs() (7.x: a local object, room in the main
 // sheaf) takes the lockless fast path.
 template <bool kNoteCpu>
-[[gnu::always_inline]] inline bool Slub::free_fast(CacheId s, Ptr p, const Task& t) {
+[[gnu::always_inline]] inline bool Slub::free_fast(CacheId s, Ptr p, const Task& t,
+                                                  Event entry) {
   int32_t id;
   uint32_t idx;
   if (!decode(p, &id, &idx)) return false;
@@ -665,11 +678,13 @@ template <bool kNoteCpu>
     if (!c.g.sheaf_capacity || pc.main < 0 || sl.node != cpu_node(t.cpu)) return false;
     std::vector<Ptr>& objects = sheaves_[pc.main].objects;
     if (objects.size() >= c.g.sheaf_capacity) return false;
+    if (entry != Event::kCount) ev_->add(entry);
     on_free(c, sl, idx, t);
     objects.push_back(p);  // p decoded: it is make_ptr(id, idx)
     sl.state[idx] = ObjState::kInSheaf;
   } else {
     if (pc.slab != id) return false;
+    if (entry != Event::kCount) ev_->add(entry);
     on_free(c, sl, idx, t);
     pc.freelist.push_back(static_cast<uint16_t>(idx));
     sl.state[idx] = ObjState::kCpuFreelist;
