@@ -96,6 +96,7 @@ struct KmemCache {
     // 7.x slub_percpu_sheaves
     int32_t main = -1, spare = -1;
     int32_t rcu_free = -1;  // 7.x pcs->rcu_free: kfree_rcu() objects awaiting a grace period
+    NodeId node = 0;        // cpu_to_node() of this CPU
     // This CPU's stat items (s->cpu_slab->stat[]), beside the fields the
     // fast paths already hold: no second index computation.
     std::array<uint64_t, kNumSlubStats> stat{};
@@ -354,6 +355,11 @@ class Slub {
     on_free(caches_[sl.cache], sl, idx, t);
   }
   void on_free(KmemCache& c, Slab& sl, uint32_t idx, const Task& t);
+  // A fast path's events: the facade's `entry` (kCount: none), then SLUB's.
+  void count_entry(Event entry, Event e) {
+    if (entry != Event::kCount) ev_->add(entry, e);
+    else ev_->add(e);
+  }
   bool post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_hook(CacheId s, int32_t slab, uint32_t idx, const Task& t);
   struct FreeRun {  // memcg-batch-free: objects awaiting one uncharge
@@ -609,7 +615,7 @@ template <bool kNoteCpu>
   int32_t id;
   uint32_t idx;
   if (v7_) {
-    if (!c.g.sheaf_capacity || pc.main < 0) return false;
+    if (pc.main < 0) return false;  // only a cache with sheaves has one
     std::vector<Ptr>& objects = sheaves_[pc.main].objects;
     if (objects.empty()) return false;
     *p = objects.back();
@@ -623,11 +629,10 @@ template <bool kNoteCpu>
     pc.freelist.pop_back();
     *p = make_ptr(id, idx);
   }
-  if (entry != Event::kCount) ev_->add(entry);
   Slab& sl = slabs_[id];
   on_alloc(c, sl, idx, t);
   stat(c, pc, SlubStat::ALLOC_FASTPATH);
-  ev_->add(Event::slab_alloc_fast);
+  count_entry(entry, Event::slab_alloc_fast);
   // PREEMPT_RT (6.18): no lockless pop, local_lock(&s->cpu_slab->lock).
   if (!v7_ && cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);
   if constexpr (kNoteCpu) {
@@ -674,25 +679,28 @@ template <bool kNoteCpu>
     return false;
   KmemCache& c = caches_[sl.cache];
   KmemCache::Cpu& pc = c.cpu[t.cpu];
+  // The common bookkeeping, in the order free_slow() counts it.
+  auto commit = [&](ObjState st) [[gnu::always_inline]] {
+    on_free(c, sl, idx, t);
+    sl.state[idx] = st;
+    stat(c, pc, SlubStat::FREE_FASTPATH);
+    count_entry(entry, Event::slab_free_fast);
+  };
+  // Each push comes last: its rare growth then holds nothing else live.
   if (v7_) {
-    if (!c.g.sheaf_capacity || pc.main < 0 || sl.node != cpu_node(t.cpu)) return false;
+    // A main sheaf exists only in a cache with sheaves (capacity > 0).
+    if (pc.main < 0 || sl.node != pc.node) return false;
     std::vector<Ptr>& objects = sheaves_[pc.main].objects;
     if (objects.size() >= c.g.sheaf_capacity) return false;
-    if (entry != Event::kCount) ev_->add(entry);
-    on_free(c, sl, idx, t);
+    commit(ObjState::kInSheaf);
     objects.push_back(p);  // p decoded: it is make_ptr(id, idx)
-    sl.state[idx] = ObjState::kInSheaf;
   } else {
     if (pc.slab != id) return false;
-    if (entry != Event::kCount) ev_->add(entry);
-    on_free(c, sl, idx, t);
+    commit(ObjState::kCpuFreelist);
+    // PREEMPT_RT: no lockless fast path, local_lock(&s->cpu_slab->lock).
+    if (cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);
     pc.freelist.push_back(static_cast<uint16_t>(idx));
-    sl.state[idx] = ObjState::kCpuFreelist;
   }
-  stat(c, pc, SlubStat::FREE_FASTPATH);
-  ev_->add(Event::slab_free_fast);
-  // PREEMPT_RT (6.18): no lockless fast path, local_lock(&s->cpu_slab->lock).
-  if (!v7_ && cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);
   return true;
 }
 
