@@ -90,6 +90,7 @@ struct KmemCache {
   struct Cpu {
     // 6.18 kmem_cache_cpu
     int32_t slab = -1;
+    Ptr slab_base = kNull;            // make_ptr(slab, 0) while slab >= 0
     std::vector<uint16_t> freelist;   // c->freelist: indices into `slab`
     int32_t partial = -1;             // head of the CPU partial chain
     uint32_t partial_slabs = 0;
@@ -627,7 +628,7 @@ template <bool kNoteCpu>
     id = pc.slab;
     idx = pc.freelist.back();
     pc.freelist.pop_back();
-    *p = make_ptr(id, idx);
+    *p = pc.slab_base | idx;  // make_ptr(id, idx)
   }
   Slab& sl = slabs_[id];
   on_alloc(c, sl, idx, t);
