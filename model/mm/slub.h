@@ -613,31 +613,35 @@ template <bool kNoteCpu>
   KmemCache& c = caches_[s];
   if ((gfp & (__GFP_ZERO | __GFP_ACCOUNT)) || (c.flags & SLAB_ACCOUNT)) return false;
   KmemCache::Cpu& pc = c.cpu[t.cpu];
-  int32_t id;
   uint32_t idx;
+  // The common bookkeeping, in the order alloc_slow() counts it.
+  auto commit = [&](int32_t id) [[gnu::always_inline]] {
+    Slab* sl = &slabs_[id];
+    on_alloc(c, *sl, idx, t);
+    stat(c, pc, SlubStat::ALLOC_FASTPATH);
+    count_entry(entry, Event::slab_alloc_fast);
+    return sl;
+  };
+  Slab* sl;
   if (v7_) {
     if (pc.main < 0) return false;  // only a cache with sheaves has one
     std::vector<Ptr>& objects = sheaves_[pc.main].objects;
     if (objects.empty()) return false;
     *p = objects.back();
     objects.pop_back();
-    id = slot_of(*p);
     idx = idx_of(*p);
+    sl = commit(slot_of(*p));
   } else {
     if (pc.slab < 0 || pc.freelist.empty()) return false;
-    id = pc.slab;
     idx = pc.freelist.back();
     pc.freelist.pop_back();
-    *p = pc.slab_base | idx;  // make_ptr(id, idx)
+    *p = pc.slab_base | idx;  // make_ptr(pc.slab, idx)
+    sl = commit(pc.slab);
+    // PREEMPT_RT: no lockless pop, local_lock(&s->cpu_slab->lock).
+    if (cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);
   }
-  Slab& sl = slabs_[id];
-  on_alloc(c, sl, idx, t);
-  stat(c, pc, SlubStat::ALLOC_FASTPATH);
-  count_entry(entry, Event::slab_alloc_fast);
-  // PREEMPT_RT (6.18): no lockless pop, local_lock(&s->cpu_slab->lock).
-  if (!v7_ && cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);
   if constexpr (kNoteCpu) {
-    if (take_remote(sl, idx, t.cpu)) ev_->add(Event::slab_alloc_remote);
+    if (take_remote(*sl, idx, t.cpu)) ev_->add(Event::slab_alloc_remote);
   }
   return true;
 }
