@@ -125,7 +125,7 @@ Ptr Mm::kmalloc_slow(uint64_t size, gfp_t gfp, const Task& t) {
 void Mm::kfree(Ptr p, const Task& t) {
   if (p == kNull || p == kZeroSizePtr) return;
   if (!(p & (kLargeBit | kVmallocBit)) &&
-      slub_->free_fast<true>(kNoCache, p, t, Event::kfree)) [[likely]]
+      slub_->free_valid<true>(kNoCache, p, t, Event::kfree)) [[likely]]
     return;
   kfree_slow(p, t);
 }
@@ -154,7 +154,7 @@ Ptr Mm::kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t) {
 void Mm::kmem_cache_free(CacheId s, Ptr p, const Task& t) {
   if (p == kNull) return;
   if (!(p & (kLargeBit | kVmallocBit)) &&
-      slub_->free_fast<true>(s, p, t, Event::kmem_cache_free)) [[likely]]
+      slub_->free_valid<true>(s, p, t, Event::kmem_cache_free)) [[likely]]
     return;
   events_.add(Event::kmem_cache_free);
   const size_t nrep = slub_->reports.size();

@@ -159,14 +159,16 @@ class Slub {
   // any pointer that decodes, valid free or not).
   template <bool kNoteCpu = false>
   void free(CacheId s, Ptr p, const Task& t);
-  // free() in two halves, for a caller with work around the slow one
-  // only (the facade names the call site in new reports). free_fast():
-  // a valid free with no memcg uncharge, straight onto this CPU's
-  // freelist (6.18) or main sheaf (7.x); anything else returns false
-  // having changed nothing but the last-free CPU, and free_slow() is then
-  // the whole of free(). `entry` as for alloc_fast().
+  // free() in two halves, for a caller with work around the one that
+  // reports (the facade names the call site in new reports).
+  // free_valid(): the free of an allocated object of this cache (any
+  // cache for kNoCache), inline as far as the per-CPU fast path (6.18:
+  // onto this CPU's freelist, 7.x: the main sheaf) and out of line beyond
+  // it; false, having changed nothing but the last-free CPU, for any
+  // other pointer, and free_slow() is then the whole of free(), report
+  // included. `entry` as for alloc_fast().
   template <bool kNoteCpu = false>
-  bool free_fast(CacheId s, Ptr p, const Task& t, Event entry = Event::kCount);
+  bool free_valid(CacheId s, Ptr p, const Task& t, Event entry = Event::kCount);
   template <bool kNoteCpu = false>
   void free_slow(CacheId s, Ptr p, const Task& t);
   int alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
@@ -363,6 +365,7 @@ class Slub {
   }
   bool post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_hook(CacheId s, int32_t slab, uint32_t idx, const Task& t);
+  void free_valid_slow(int32_t slab, uint32_t idx, const Task& t);
   struct FreeRun {  // memcg-batch-free: objects awaiting one uncharge
     MemcgId memcg = kRootMemcg;
     NodeId node = 0, objcg_node = 0;
@@ -664,24 +667,29 @@ template <bool kNoteCpu>
 // the generation's do_slab_free()/free_to_pcs().
 template <bool kNoteCpu>
 [[gnu::always_inline]] inline void Slub::free(CacheId s, Ptr p, const Task& t) {
-  if (!free_fast<kNoteCpu>(s, p, t)) free_slow<kNoteCpu>(s, p, t);
+  if (!free_valid<kNoteCpu>(s, p, t)) free_slow<kNoteCpu>(s, p, t);
 }
 
-// free_slow()'s path for an allocated object of this cache whose free hook
-// has nothing to uncharge, when do_slab_free() (6.18: an object of this
-// CPU's slab) or free_to_pcs() (7.x: a local object, room in the main
-// sheaf) takes the lockless fast path.
+// The fast path inline: an object whose free hook has nothing to
+// uncharge, when do_slab_free() (6.18: an object of this CPU's slab) or
+// free_to_pcs() (7.x: a local object, room in the main sheaf) takes the
+// lockless path. Any other valid free goes on in free_valid_slow().
 template <bool kNoteCpu>
-[[gnu::always_inline]] inline bool Slub::free_fast(CacheId s, Ptr p, const Task& t,
-                                                  Event entry) {
+[[gnu::always_inline]] inline bool Slub::free_valid(CacheId s, Ptr p, const Task& t,
+                                                   Event entry) {
   int32_t id;
   uint32_t idx;
   if (!decode(p, &id, &idx)) return false;
   Slab& sl = slabs_[id];
   if constexpr (kNoteCpu) sl.last_free[idx] = t.cpu;
-  if ((s != kNoCache && sl.cache != s) || sl.state[idx] != ObjState::kAllocated ||
-      (sl.obj_exts != kNull && sl.objcg[idx] != kRootMemcg))
+  if ((s != kNoCache && sl.cache != s) || sl.state[idx] != ObjState::kAllocated)
     return false;
+  auto slow = [&] {
+    if (entry != Event::kCount) ev_->add(entry);
+    free_valid_slow(id, idx, t);
+    return true;
+  };
+  if (sl.obj_exts != kNull && sl.objcg[idx] != kRootMemcg) return slow();
   KmemCache& c = caches_[sl.cache];
   KmemCache::Cpu& pc = c.cpu[t.cpu];
   // The common bookkeeping, in the order free_slow() counts it.
@@ -694,13 +702,13 @@ template <bool kNoteCpu>
   // Each push comes last: its rare growth then holds nothing else live.
   if (v7_) {
     // A main sheaf exists only in a cache with sheaves (capacity > 0).
-    if (pc.main < 0 || sl.node != pc.node) return false;
+    if (pc.main < 0 || sl.node != pc.node) return slow();
     std::vector<Ptr>& objects = sheaves_[pc.main].objects;
-    if (objects.size() >= c.g.sheaf_capacity) return false;
+    if (objects.size() >= c.g.sheaf_capacity) return slow();
     commit(ObjState::kInSheaf);
     objects.push_back(p);  // p decoded: it is make_ptr(id, idx)
   } else {
-    if (pc.slab != id) return false;
+    if (pc.slab != id) return slow();
     commit(ObjState::kCpuFreelist);
     // PREEMPT_RT: no lockless fast path, local_lock(&s->cpu_slab->lock).
     if (cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);
@@ -724,6 +732,12 @@ template <bool kNoteCpu>
     check_free(s, p, &id, &idx);  // reports
     return;
   }
+  free_valid_slow(id, idx, t);
+}
+
+// The rest of slab_free() for an allocated object: memcg hook, KASAN
+// bookkeeping, the generation's do_slab_free()/free_to_pcs().
+[[gnu::noinline]] inline void Slub::free_valid_slow(int32_t id, uint32_t idx, const Task& t) {
   const CacheId owner = slabs_[id].cache;
   if (slabs_[id].obj_exts != kNull) free_hook(owner, id, idx, t);
   on_free(id, idx, t);
