@@ -32,6 +32,8 @@ class FaultInjector {
   void fail_random(FaultPoint p, double prob, uint64_t seed);
   void clear();
 
+  // Whether a rule is set at `p` (should_fail() may then say yes).
+  bool armed(FaultPoint p) const { return rules_[static_cast<size_t>(p)].active; }
   // Called at every decision point; true means "fail this one".
   bool should_fail(FaultPoint p) {
     Rule& r = rules_[static_cast<size_t>(p)];

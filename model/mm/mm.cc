@@ -96,45 +96,72 @@ void Mm::note_alloc(Ptr p, const Task& t) {
 
 size_t Mm::remote_tracked() const { return slub_->last_free_slots(); }
 
-// mirrors __do_kmalloc_node().
+// mirrors __do_kmalloc_node(). The fast path (SLUB's, which counts the
+// kmalloc event too) calls nothing and the slow one is a tail call.
 Ptr Mm::kmalloc(uint64_t size, gfp_t gfp, const Task& t) {
+  if (size - 1 < KMALLOC_MAX_CACHE_SIZE) [[likely]] {  // neither 0 nor large
+    const CacheId s = kmalloc_.lookup_fast(static_cast<uint32_t>(size), gfp);
+    Ptr p;
+    if (s != kNoCache && slub_->alloc_fast<true>(s, gfp, t, &p, Event::kmalloc)) [[likely]]
+      return p;
+  }
+  return kmalloc_slow(size, gfp, t);
+}
+
+// kmalloc() past its fast path: the whole of kmalloc_slab() and
+// slab_alloc_node().
+Ptr Mm::kmalloc_slow(uint64_t size, gfp_t gfp, const Task& t) {
   if (size == 0) return kZeroSizePtr;
   if (size > KMALLOC_MAX_CACHE_SIZE) return alloc_large(size, gfp, t, false);
   events_.add(Event::kmalloc);
-  const uint32_t small = static_cast<uint32_t>(size);  // <= KMALLOC_MAX_CACHE_SIZE here
-  const Ptr p = slub_->alloc<true>(kmalloc_cache(small, gfp, t.site), gfp, t);
+  const uint32_t small = static_cast<uint32_t>(size);
+  const Ptr p = slub_->alloc_slow<true>(kmalloc_cache(small, gfp, t.site), gfp, t);
   if (p == kNull) events_.add(Event::alloc_failed);
   return p;
 }
 
-// mirrors kfree().
+// mirrors kfree(). The slab free records the last-free CPU
+// (slab_alloc_remote); only a slow path can file a report.
 void Mm::kfree(Ptr p, const Task& t) {
   if (p == kNull || p == kZeroSizePtr) return;
+  if (!(p & (kLargeBit | kVmallocBit)) &&
+      slub_->free_valid<true>(kNoCache, p, t, Event::kfree)) [[likely]]
+    return;
+  kfree_slow(p, t);
+}
+
+// kfree() past its fast path.
+void Mm::kfree_slow(Ptr p, const Task& t) {
   const size_t nrep = slub_->reports.size();
   if (p & (kLargeBit | kVmallocBit)) {
     free_large(p, t, false);
   } else {
     events_.add(Event::kfree);
-    slub_->free<true>(kNoCache, p, t);  // records the last-free CPU (slab_alloc_remote)
+    slub_->free_slow<true>(kNoCache, p, t);
   }
   if (slub_->reports.size() != nrep) stamp_reports(nrep);
 }
 
 Ptr Mm::kmem_cache_alloc(CacheId s, gfp_t gfp, const Task& t) {
+  Ptr p;
+  if (slub_->alloc_fast<true>(s, gfp, t, &p, Event::kmem_cache_alloc)) [[likely]] return p;
   events_.add(Event::kmem_cache_alloc);
-  const Ptr p = slub_->alloc<true>(s, gfp, t);
+  p = slub_->alloc_slow<true>(s, gfp, t);
   if (p == kNull) events_.add(Event::alloc_failed);
   return p;
 }
 
 void Mm::kmem_cache_free(CacheId s, Ptr p, const Task& t) {
   if (p == kNull) return;
+  if (!(p & (kLargeBit | kVmallocBit)) &&
+      slub_->free_valid<true>(s, p, t, Event::kmem_cache_free)) [[likely]]
+    return;
   events_.add(Event::kmem_cache_free);
   const size_t nrep = slub_->reports.size();
   if (p & (kLargeBit | kVmallocBit))
     slub_->report("invalid-free", p, s, "kmem_cache_free() of a non-slab pointer");
   else
-    slub_->free<true>(s, p, t);
+    slub_->free_slow<true>(s, p, t);
   if (slub_->reports.size() != nrep) stamp_reports(nrep);
 }
 
@@ -387,7 +414,7 @@ uint64_t Mm::stat(CacheId s, SlubStat item) const {
 }
 
 uint64_t Mm::stat_cpu(CacheId s, SlubStat item, CpuId cpu) const {
-  return slub_->cache(s).stats[cpu * kNumSlubStats + static_cast<size_t>(item)];
+  return slub_->cache(s).cpu[cpu].stat[static_cast<size_t>(item)];
 }
 
 std::vector<CacheId> Mm::caches() const {

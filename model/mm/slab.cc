@@ -46,7 +46,7 @@ CacheId Slub::create(std::string_view name, uint32_t size, uint32_t align,
   for (uint32_t nid = 0; nid < cfg_.nr_nodes; ++nid)
     c.node[nid].lock_id = static_cast<uint32_t>(caches_.size() * cfg_.nr_nodes + nid);
   c.cpu.resize(cfg_.nr_cpus);
-  c.stats.assign(size_t(cfg_.nr_cpus) * kNumSlubStats, 0);
+  for (CpuId cpu = 0; cpu < cfg_.nr_cpus; ++cpu) c.cpu[cpu].node = cpu_node(cpu);
   // One detached freelist holds at most a slab's objects.
   if (scratch_idx_.capacity() < c.g.objects) scratch_idx_.reserve(c.g.objects);
   caches_.push_back(std::move(c));

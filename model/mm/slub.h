@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -89,16 +90,20 @@ struct KmemCache {
   struct Cpu {
     // 6.18 kmem_cache_cpu
     int32_t slab = -1;
+    Ptr slab_base = kNull;            // make_ptr(slab, 0) while slab >= 0
     std::vector<uint16_t> freelist;   // c->freelist: indices into `slab`
     int32_t partial = -1;             // head of the CPU partial chain
     uint32_t partial_slabs = 0;
     // 7.x slub_percpu_sheaves
     int32_t main = -1, spare = -1;
     int32_t rcu_free = -1;  // 7.x pcs->rcu_free: kfree_rcu() objects awaiting a grace period
+    NodeId node = 0;        // cpu_to_node() of this CPU
+    // This CPU's stat items (s->cpu_slab->stat[]), beside the fields the
+    // fast paths already hold: no second index computation.
+    std::array<uint64_t, kNumSlubStats> stat{};
   };
   // Hot fields first (every allocation and free reads them).
   std::vector<Cpu> cpu;
-  std::vector<uint64_t> stats;  // [cpu * kNumSlubStats + item]
   // The same items summed over CPUs, kept as they are counted, so a
   // reader of the cache's totals (the recorder, at every timed boundary)
   // copies one row instead of summing nr_cpus of them.
@@ -137,11 +142,35 @@ class Slub {
   // last-free CPU (counting the event when it differs from t.cpu).
   template <bool kNoteCpu = false>
   Ptr alloc(CacheId s, gfp_t gfp, const Task& t);
+  // alloc() in two halves, as free() below: alloc_fast() takes an object
+  // off this CPU's freelist (6.18) or main sheaf (7.x) into *p when no
+  // fault is armed at slab_alloc and no post-alloc hook has to run;
+  // anything else returns false having changed nothing, and alloc_slow()
+  // is then the whole of alloc(). `entry`: the facade's event for the
+  // call (kmalloc, ...), counted first on success (kCount: none), so one
+  // access to the sink serves both layers.
+  template <bool kNoteCpu = false>
+  bool alloc_fast(CacheId s, gfp_t gfp, const Task& t, Ptr* p,
+                  Event entry = Event::kCount);
+  template <bool kNoteCpu = false>
+  Ptr alloc_slow(CacheId s, gfp_t gfp, const Task& t);
   // kNoteCpu: the free comes through the kmalloc facade, which counts
   // slab_alloc_remote: record t.cpu as the object's last-free CPU (for
   // any pointer that decodes, valid free or not).
   template <bool kNoteCpu = false>
   void free(CacheId s, Ptr p, const Task& t);
+  // free() in two halves, for a caller with work around the one that
+  // reports (the facade names the call site in new reports).
+  // free_valid(): the free of an allocated object of this cache (any
+  // cache for kNoCache), inline as far as the per-CPU fast path (6.18:
+  // onto this CPU's freelist, 7.x: the main sheaf) and out of line beyond
+  // it; false, having changed nothing but the last-free CPU, for any
+  // other pointer, and free_slow() is then the whole of free(), report
+  // included. `entry` as for alloc_fast().
+  template <bool kNoteCpu = false>
+  bool free_valid(CacheId s, Ptr p, const Task& t, Event entry = Event::kCount);
+  template <bool kNoteCpu = false>
+  void free_slow(CacheId s, Ptr p, const Task& t);
   int alloc_bulk(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_bulk(CacheId s, int n, Ptr* p, const Task& t);
   // kfree_rcu.cc. kfree_bulk(): kmem_cache_free_bulk(NULL, n, p) for slab
@@ -191,8 +220,9 @@ class Slub {
   }
   // For an object the model just handed out: whether a caller last freed
   // it on a CPU other than `cpu`; forgets that free.
-  bool take_remote(Ptr p, CpuId cpu) {
-    CpuId& last = slabs_[slot_of(p)].last_free[idx_of(p)];
+  bool take_remote(Ptr p, CpuId cpu) { return take_remote(slabs_[slot_of(p)], idx_of(p), cpu); }
+  static bool take_remote(Slab& sl, uint32_t idx, CpuId cpu) {
+    CpuId& last = sl.last_free[idx];
     const CpuId was = last;
     last = kNoLastFree;
     return was != kNoLastFree && was != cpu;
@@ -207,8 +237,12 @@ class Slub {
 
   void stat(const KmemCache& c, CpuId cpu, SlubStat item, uint64_t n = 1) {
     KmemCache& m = const_cast<KmemCache&>(c);
-    m.stats[cpu * kNumSlubStats + static_cast<size_t>(item)] += n;
-    m.stat_total[static_cast<size_t>(item)] += n;
+    stat(m, m.cpu[cpu], item, n);
+  }
+  // The same, for a caller holding the CPU's entry (pc is c.cpu[cpu]).
+  void stat(KmemCache& c, KmemCache::Cpu& pc, SlubStat item, uint64_t n = 1) {
+    pc.stat[static_cast<size_t>(item)] += n;
+    c.stat_total[static_cast<size_t>(item)] += n;
     if (const Event e = stat_event(item); e != Event::kCount) ev_->add(e, n);
   }
   // The event a stat item is also counted as, when it is a kernel path
@@ -312,11 +346,26 @@ class Slub {
     if (ev_->locks) ev_->locks->release(LockClass::list_lock, n.lock_id);
   }
   Ptr make_ptr(int32_t slab, uint32_t idx) const;
-  void on_alloc(KmemCache& c, int32_t slab, uint32_t idx, const Task& t);
+  // The object bookkeeping of an allocation and a free: state, KASAN
+  // history, the cache's live count (c is caches_[sl.cache]).
+  void on_alloc(KmemCache& c, int32_t slab, uint32_t idx, const Task& t) {
+    on_alloc(c, slabs_[slab], idx, t);
+  }
+  void on_alloc(KmemCache& c, Slab& sl, uint32_t idx, const Task& t);
   bool check_free(CacheId s, Ptr p, int32_t* slab, uint32_t* idx);
-  void on_free(int32_t slab, uint32_t idx, const Task& t);
+  void on_free(int32_t slab, uint32_t idx, const Task& t) {
+    Slab& sl = slabs_[slab];
+    on_free(caches_[sl.cache], sl, idx, t);
+  }
+  void on_free(KmemCache& c, Slab& sl, uint32_t idx, const Task& t);
+  // A fast path's events: the facade's `entry` (kCount: none), then SLUB's.
+  void count_entry(Event entry, Event e) {
+    if (entry != Event::kCount) ev_->add(entry, e);
+    else ev_->add(e);
+  }
   bool post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t);
   void free_hook(CacheId s, int32_t slab, uint32_t idx, const Task& t);
+  void free_valid_slow(int32_t slab, uint32_t idx, const Task& t);
   struct FreeRun {  // memcg-batch-free: objects awaiting one uncharge
     MemcgId memcg = kRootMemcg;
     NodeId node = 0, objcg_node = 0;
@@ -433,7 +482,10 @@ inline bool Slub::decode(Ptr p, int32_t* slab, uint32_t* idx) const {
   using namespace slub_ptr;
   if (p == kNull || (p & (kLargeBit | kVmallocBit))) return false;
   const uint64_t slot = (p >> kIdxBits) & kSlotMask;
-  if (slot >= slabs_.size()) return false;
+  // slot < slabs_.size(), compared in bytes: no division by sizeof(Slab).
+  const auto bytes = reinterpret_cast<const char*>(std::to_address(slabs_.end())) -
+                     reinterpret_cast<const char*>(slabs_.data());
+  if (slot * sizeof(Slab) >= static_cast<size_t>(bytes)) return false;
   const Slab& sl = slabs_[slot];
   const uint16_t epoch = static_cast<uint16_t>(p >> (kIdxBits + kSlotBits));
   if (sl.where == SlabWhere::kUnused || sl.epoch != epoch) return false;
@@ -443,8 +495,7 @@ inline bool Slub::decode(Ptr p, int32_t* slab, uint32_t* idx) const {
   return true;
 }
 
-inline void Slub::on_alloc(KmemCache& c, int32_t id, uint32_t idx, const Task& t) {
-  Slab& sl = slabs_[id];
+inline void Slub::on_alloc(KmemCache& c, Slab& sl, uint32_t idx, const Task& t) {
   sl.state[idx] = ObjState::kAllocated;
   if (cfg_.track_history) {
     ObjHist& h = sl.hist[idx];
@@ -452,7 +503,7 @@ inline void Slub::on_alloc(KmemCache& c, int32_t id, uint32_t idx, const Task& t
     h.alloc_site = t.site;
     h.alloc_cpu = t.cpu;
   }
-  ++c.live;  // c is caches_[sl.cache]
+  ++c.live;
 }
 
 // mirrors do_slab_free(), v6.18: objects of this CPU's slab go onto
@@ -544,11 +595,62 @@ void Slub::get_partial(const KmemCache& c, CpuId cpu, Take&& take) {
   }
 }
 
-// Inline so that the entry point and the generation's fast path are one
-// call from kmalloc()/kfree().
+// The single-object entry points: the per-CPU fast paths inline in the
+// caller (one call from kmalloc()/kfree()), everything else out of line.
 // mirrors slab_alloc_node(): pre-hook (failslab), per-CPU layer, post-hook.
 template <bool kNoteCpu>
-inline Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
+[[gnu::always_inline]] inline Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
+  Ptr p;
+  return alloc_fast<kNoteCpu>(s, gfp, t, &p) ? p : alloc_slow<kNoteCpu>(s, gfp, t);
+}
+
+// The fast paths of alloc_618() (pop_cpu_freelist()) and alloc_7x(), for
+// an allocation that runs no post-alloc hook (no zeroing, no memcg
+// charge): the common case, with the slab and index at hand for the
+// bookkeeping instead of decoded again from the pointer. An unarmed
+// failslab point has nothing to count.
+template <bool kNoteCpu>
+[[gnu::always_inline]] inline bool Slub::alloc_fast(CacheId s, gfp_t gfp, const Task& t,
+                                                   Ptr* p, Event entry) {
+  if (faults_->armed(FaultPoint::slab_alloc)) return false;
+  KmemCache& c = caches_[s];
+  if ((gfp & (__GFP_ZERO | __GFP_ACCOUNT)) || (c.flags & SLAB_ACCOUNT)) return false;
+  KmemCache::Cpu& pc = c.cpu[t.cpu];
+  uint32_t idx;
+  // The common bookkeeping, in the order alloc_slow() counts it.
+  auto commit = [&](int32_t id) [[gnu::always_inline]] {
+    Slab* sl = &slabs_[id];
+    on_alloc(c, *sl, idx, t);
+    stat(c, pc, SlubStat::ALLOC_FASTPATH);
+    count_entry(entry, Event::slab_alloc_fast);
+    return sl;
+  };
+  Slab* sl;
+  if (v7_) {
+    if (pc.main < 0) return false;  // only a cache with sheaves has one
+    std::vector<Ptr>& objects = sheaves_[pc.main].objects;
+    if (objects.empty()) return false;
+    *p = objects.back();
+    objects.pop_back();
+    idx = idx_of(*p);
+    sl = commit(slot_of(*p));
+  } else {
+    if (pc.slab < 0 || pc.freelist.empty()) return false;
+    idx = pc.freelist.back();
+    pc.freelist.pop_back();
+    *p = pc.slab_base | idx;  // make_ptr(pc.slab, idx)
+    sl = commit(pc.slab);
+    // PREEMPT_RT: no lockless pop, local_lock(&s->cpu_slab->lock).
+    if (cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);
+  }
+  if constexpr (kNoteCpu) {
+    if (take_remote(*sl, idx, t.cpu)) ev_->add(Event::slab_alloc_remote);
+  }
+  return true;
+}
+
+template <bool kNoteCpu>
+[[gnu::noinline]] Ptr Slub::alloc_slow(CacheId s, gfp_t gfp, const Task& t) {
   if (faults_->should_fail(FaultPoint::slab_alloc)) return kNull;
   Ptr p = v7_ ? alloc_7x(s, gfp, t) : alloc_618(s, gfp, t);
   if (p == kNull) return kNull;
@@ -564,7 +666,59 @@ inline Ptr Slub::alloc(CacheId s, gfp_t gfp, const Task& t) {
 // mirrors slab_free() / kmem_cache_free(): KASAN check, memcg hook, then
 // the generation's do_slab_free()/free_to_pcs().
 template <bool kNoteCpu>
-inline void Slub::free(CacheId s, Ptr p, const Task& t) {
+[[gnu::always_inline]] inline void Slub::free(CacheId s, Ptr p, const Task& t) {
+  if (!free_valid<kNoteCpu>(s, p, t)) free_slow<kNoteCpu>(s, p, t);
+}
+
+// The fast path inline: an object whose free hook has nothing to
+// uncharge, when do_slab_free() (6.18: an object of this CPU's slab) or
+// free_to_pcs() (7.x: a local object, room in the main sheaf) takes the
+// lockless path. Any other valid free goes on in free_valid_slow().
+template <bool kNoteCpu>
+[[gnu::always_inline]] inline bool Slub::free_valid(CacheId s, Ptr p, const Task& t,
+                                                   Event entry) {
+  int32_t id;
+  uint32_t idx;
+  if (!decode(p, &id, &idx)) return false;
+  Slab& sl = slabs_[id];
+  if constexpr (kNoteCpu) sl.last_free[idx] = t.cpu;
+  if ((s != kNoCache && sl.cache != s) || sl.state[idx] != ObjState::kAllocated)
+    return false;
+  auto slow = [&] {
+    if (entry != Event::kCount) ev_->add(entry);
+    free_valid_slow(id, idx, t);
+    return true;
+  };
+  if (sl.obj_exts != kNull && sl.objcg[idx] != kRootMemcg) return slow();
+  KmemCache& c = caches_[sl.cache];
+  KmemCache::Cpu& pc = c.cpu[t.cpu];
+  // The common bookkeeping, in the order free_slow() counts it.
+  auto commit = [&](ObjState st) [[gnu::always_inline]] {
+    on_free(c, sl, idx, t);
+    sl.state[idx] = st;
+    stat(c, pc, SlubStat::FREE_FASTPATH);
+    count_entry(entry, Event::slab_free_fast);
+  };
+  // Each push comes last: its rare growth then holds nothing else live.
+  if (v7_) {
+    // A main sheaf exists only in a cache with sheaves (capacity > 0).
+    if (pc.main < 0 || sl.node != pc.node) return slow();
+    std::vector<Ptr>& objects = sheaves_[pc.main].objects;
+    if (objects.size() >= c.g.sheaf_capacity) return slow();
+    commit(ObjState::kInSheaf);
+    objects.push_back(p);  // p decoded: it is make_ptr(id, idx)
+  } else {
+    if (pc.slab != id) return slow();
+    commit(ObjState::kCpuFreelist);
+    // PREEMPT_RT: no lockless fast path, local_lock(&s->cpu_slab->lock).
+    if (cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);
+    pc.freelist.push_back(static_cast<uint16_t>(idx));
+  }
+  return true;
+}
+
+template <bool kNoteCpu>
+[[gnu::noinline]] void Slub::free_slow(CacheId s, Ptr p, const Task& t) {
   int32_t id;
   uint32_t idx;
   const bool decoded = decode(p, &id, &idx);
@@ -578,6 +732,12 @@ inline void Slub::free(CacheId s, Ptr p, const Task& t) {
     check_free(s, p, &id, &idx);  // reports
     return;
   }
+  free_valid_slow(id, idx, t);
+}
+
+// The rest of slab_free() for an allocated object: memcg hook, KASAN
+// bookkeeping, the generation's do_slab_free()/free_to_pcs().
+[[gnu::noinline]] inline void Slub::free_valid_slow(int32_t id, uint32_t idx, const Task& t) {
   const CacheId owner = slabs_[id].cache;
   if (slabs_[id].obj_exts != kNull) free_hook(owner, id, idx, t);
   on_free(id, idx, t);
@@ -593,15 +753,14 @@ inline void Slub::ensure_main(CacheId s, const Task& t) {
   if (pcs.main < 0) [[unlikely]] pcs.main = new_sheaf(s);
 }
 
-inline void Slub::on_free(int32_t id, uint32_t idx, const Task& t) {
-  Slab& sl = slabs_[id];
+inline void Slub::on_free(KmemCache& c, Slab& sl, uint32_t idx, const Task& t) {
   if (cfg_.track_history) {
     ObjHist& h = sl.hist[idx];
     h.free_seq = ++seq_;
     h.free_site = t.site;
     h.free_cpu = t.cpu;
   }
-  --caches_[sl.cache].live;
+  --c.live;
 }
 
 }  // namespace simcache

@@ -82,6 +82,7 @@ Ptr Slub::slab_alloc_slow_618(CacheId s, gfp_t gfp, const Task& t) {
     sl.where = SlabWhere::kCpuSlab;
     sl.cpu = t.cpu;
     cpu2.slab = got;
+    cpu2.slab_base = make_ptr(got, 0);
   }
   const uint16_t idx = cpu2.freelist.back();
   cpu2.freelist.pop_back();

@@ -87,6 +87,8 @@ std::string Slub::check_invariants() const {
               n.nr_partial, count);
     }
     for (const KmemCache::Cpu& cpu : c.cpu) {
+      if (cpu.slab >= 0 && cpu.slab_base != make_ptr(cpu.slab, 0))
+        e.add("{}: CPU slab {} with a stale pointer base", c.name, cpu.slab);
       for (uint16_t j : cpu.freelist)
         if (cpu.slab < 0 || slabs_[cpu.slab].state[j] != ObjState::kCpuFreelist)
           e.add("{}: CPU freelist entry {} not a per-CPU object", c.name, j);
