@@ -84,7 +84,6 @@ std::string site_table(const RunResult& r) {
   return out;
 }
 
-// `input`: the op file's or the trace's entry of the run record.
 // What a report says of its input, known once the run has read it: the
 // workload's note and the input's record entry. False: exit 2 with *error.
 using Describe = std::function<bool(std::string* note, RunRecord::Input* input, std::string* error)>;
