@@ -77,7 +77,7 @@ int32_t Slub::new_slab(CacheId s, gfp_t gfp, NodeId node, const Task& t) {
   sl.node = node;
   sl.order = static_cast<uint8_t>(order);
   sl.where = SlabWhere::kFull;
-  sl.epoch = static_cast<uint16_t>(sl.epoch + 1 ? sl.epoch + 1 : 1);
+  sl.epoch = slub_ptr::next_epoch(sl.epoch);
   sl.objects = static_cast<uint16_t>(objects);
   sl.inuse = 0;
   sl.prev = sl.next = -1;
