@@ -4,6 +4,7 @@
 // v6.12's per-ring node, the v6.13 kmalloc-prefill diagnostic, and the
 // remote-object count at the mm facade.
 #include <catch2/catch.hpp>
+#include <tuple>
 
 #include "model/mm/mm.h"
 #include "sim/cost/cost.h"
@@ -73,6 +74,50 @@ TEST_CASE("the first operation after a paced sleep pays one idle gap", "[timing]
                                {{"mode", mode}, {"groups", "1"}, {"ops", "3"}, {"installs", "64"}});
     INFO("mode " << mode);
     CHECK(col(r, 0).timed[Event::idle_gap] == (mode[0] == '1' ? 3u : 0u));
+  }
+  // and, per slot of the table it registers, a cold slot, all in its
+  // registration phase
+  for (const char* slots : {"128", "4096"}) {
+    for (const char* mode : {"0", "1"}) {
+      const RunResult r = run_ok("lifecycle", {"unpatched"},
+                                 {{"mode", mode}, {"groups", "1"}, {"ops", "3"}, {"installs", "64"},
+                                  {"slots", slots}});
+      INFO("mode " << mode << " slots " << slots);
+      const uint64_t want = mode[0] == '1' ? 3 * std::stoull(slots) : 0;
+      CHECK(col(r, 0).timed[Event::idle_cold_slot] == want);
+      CHECK(phase(col(r, 0), "registration")[Event::idle_cold_slot] == want);
+    }
+  }
+}
+
+TEST_CASE("after a paced sleep the first batch of installs starts cold", "[timing][rsrc]") {
+  // min(installs, qd) cold installs per paced operation, all in its fill
+  // phase; serial and reuse operations and the registration count none.
+  for (const char* mode : {"0", "1", "2"}) {
+    for (const auto& [installs, qd, cold] :
+         {std::tuple{"64", "64", 64u}, std::tuple{"200", "64", 64u}, std::tuple{"40", "64", 40u},
+          std::tuple{"200", "16", 16u}, std::tuple{"0", "64", 0u}}) {
+      const RunResult r =
+          run_ok("lifecycle", {"unpatched"},
+                 {{"mode", mode}, {"groups", "1"}, {"ops", "3"}, {"installs", installs},
+                  {"qd", qd}, {"slots", "256"}});
+      INFO("mode " << mode << " installs " << installs << " qd " << qd);
+      const PolicyResult& u = col(r, 0);
+      const uint64_t want = mode[0] == '1' ? 3 * cold : 0;
+      CHECK(u.timed[Event::idle_cold_install] == want);
+      if (mode[0] != '2') {
+        CHECK(phase(u, "fill")[Event::idle_cold_install] == want);
+        CHECK(phase(u, "registration")[Event::idle_cold_install] == 0);
+      }
+    }
+  }
+  // The paced fill phase as sparse-fill rounds (idle=1): the same batch.
+  for (const char* idle : {"0", "1"}) {
+    const RunResult r = run_ok("sparse-fill", {"unpatched"},
+                               {{"idle", idle}, {"rounds", "2"}, {"warmup", "0"}, {"smoke", "0"},
+                                {"slots", "256"}, {"installs", "100"}, {"qd", "32"}});
+    INFO("idle " << idle);
+    CHECK(col(r, 0).timed[Event::idle_cold_install] == (idle[0] == '1' ? 64u : 0u));
   }
 }
 

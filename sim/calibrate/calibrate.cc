@@ -358,6 +358,11 @@ SpeedClass speed_class(const CostParam& p) {
 }
 bool speed_scaled(const CostParam& p) { return speed_class(p) != SpeedClass::none; }
 
+bool is_penalty(const CostParam& p) {
+  const std::string_view s = p.prior_source;
+  return s.rfind("penalty:", 0) == 0 || s.rfind("memory: penalty:", 0) == 0;
+}
+
 double predict_ns(const CostModel& m, const PerOpCounts& c) {
   double t = 0;
   for (const CostParam& p : m.params)
@@ -450,6 +455,8 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
       pf.reason = fmt::format("weak: the rows count it but leave {:.0f}% of its prior variance",
                               100 * (1 - pf.data_share));
     }
+    if (!pf.rows.empty() && bf.x[j] <= 0 && is_penalty(p))
+      pf.reason += "; a penalty at 0: these rows show no such extra cost on this machine";
     p.value = bf.x[j];
     p.stderr_ns = sd;
     p.prior = mu[j];
@@ -521,7 +528,9 @@ std::vector<std::string> fit_problems(const FitReport& r) {
         r.speed, r.speed_memory));
   for (size_t j = 0; j < r.params.size(); ++j) {
     const ParamFit& f = r.params[j];
-    if (f.rows.empty() || f.fitted > 0) continue;
+    // A penalty (a cold or remote state's extra over the warm path) may
+    // be 0 on a machine; work cannot.
+    if (f.rows.empty() || f.fitted > 0 || is_penalty(r.model.params[j])) continue;
     const size_t shown = std::min<size_t>(3, f.rows.size());
     out.push_back(fmt::format(
         "{} is 0 although {} {} it ({}{}): the fit drove a price the rows measure to its "

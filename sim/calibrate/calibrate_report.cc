@@ -174,11 +174,17 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
         g);
   }
   const std::vector<std::string> problems = fit_problems(r);
+  std::string at_zero;  // measured penalties at 0: the machine shows none
+  for (size_t j = 0; j < r.params.size(); ++j)
+    if (!r.params[j].rows.empty() && r.params[j].fitted <= 0 && is_penalty(r.model.params[j]))
+      at_zero += fmt::format("{}{}", at_zero.empty() ? "" : ", ", r.model.params[j].name);
   if (problems.empty())
     out += fmt::format(
         "the fit is credible: rms {:.2f}% within its noise-plus-inadequacy estimate {:.2f}%, no "
-        "error-model term at a cap, no measured price at 0{}\n",
+        "error-model term at a cap, no measured work price at 0{}{}\n",
         r.rms_rel * 100, expected_rms(r) * 100,
+        at_zero.empty() ? std::string()
+                        : fmt::format(" (penalties at 0, which a machine may show: {})", at_zero),
         r.noise_at_floor ? fmt::format(" (the row noise sits at its floor {:.2f}%: the rows agree "
                                        "better than noise_cv)",
                                        r.row_noise * 100)

@@ -40,6 +40,13 @@ inline int64_t send_fd_fill(Env& e, RingId src, RingId dst, int64_t installs,
   return ok;
 }
 
+// After an untimed sleep: the installs of the first batch (one
+// io_uring_enter() of up to qd SQEs) start cold (idle_cold_install).
+inline void cold_first_batch(Env& e, int64_t installs, int64_t qd) {
+  const int64_t n = std::min(installs, qd);
+  if (n > 0) e.mm.events().add(Event::idle_cold_install, static_cast<uint64_t>(n));
+}
+
 // Slot size of the objects a per-ring cache holds.
 inline uint64_t cache_slot_size(Env& e, const iou::IoAllocCache& c) {
   if (c.slab != kNoCache) return e.mm.info(c.slab).slab_size;

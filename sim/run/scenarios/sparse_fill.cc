@@ -9,6 +9,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
   const bool defer = p.at("defer_taskrun") != 0;
   const bool lag = p.at("teardown_lag") != 0;
   const bool optin = p.at("prefill_flag") != 0;
+  const bool idle = p.at("idle") != 0;
   // Set-up: the source ring with the memfd as its only fixed file.
   const RingId src = e.io.ring_create(e.submitter, {256, 0, false});
   if (src < 0) return;  // -ENOMEM (injected failures): nothing to measure
@@ -38,6 +39,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
       pending = -1;
     }
     rec.timed_begin();
+    if (idle) cold_first_batch(e, installs, p.at("qd"));
     send_fd_fill(e, src, dst, installs, p.at("qd"), defer);
     rec.timed_end();
     snap(e, rec, "fill", src, dst);
@@ -86,6 +88,8 @@ void register_sparse_fill(ScenarioRegistry& r) {
               "1: a closed ring's kworker teardown runs after the next ring's set-up"},
              {"defer_taskrun", 0, 0, 1, "target ring uses SINGLE_ISSUER|DEFER_TASKRUN"},
              {"prefill_flag", 0, 0, 1, "registration passes the prefill opt-in flag"},
+             {"idle", 0, 0, 1,
+              "1: each round follows an untimed sleep (a paced lifecycle's fill phase): the first batch's installs start cold"},
          },
          program<run_sparse_fill>}, sparse_fill_work);
 }
