@@ -390,3 +390,77 @@ TEST_CASE("rsrc: slab-prime keeps one anchor per primed page until unregister",
     CHECK(s.mm.reports().empty());
   }
 }
+
+namespace {
+// The F0 program's verification: a one-byte fixed-file READ of each of
+// the first n slots, 64 per io_uring_enter on the target.
+void verify(Sim& s, int dst, uint32_t n) {
+  for (uint32_t done = 0; done < n; done += 64) {
+    s.io->enter_begin(dst);
+    for (uint32_t i = done; i < std::min(n, done + 64); ++i) REQUIRE(s.io->read_fixed(dst, i) == 0);
+    s.io->enter_end(dst);
+    s.io->reap_cq(dst);
+  }
+}
+}  // namespace
+
+TEST_CASE("rsrc: every verification READ misses rw_cache cold and warm (v7.1 evidence)",
+          "[io_uring][rsrc][seed004]") {
+  // The v7.1 evidence's node-cache trace counts, per 128-slot fill and its
+  // verification, io_cache_alloc_new from io_rsrc_node_alloc (128 cold, 0
+  // warm) and from elsewhere (128 cold and warm). The elsewhere is the
+  // reads: each punts to io-wq, whose completion does not recycle the
+  // async data, so each read kmallocs one io_async_rw and kfrees it.
+  for (const char* prof : {"v6.18", "v7.1"}) {
+    INFO(prof);
+    F0 f(prof, "unpatched", 128);
+    REQUIRE(send_fill(f.s, f.src, f.dst, 128) == 128);
+    CHECK(f.d(Event::io_cache_alloc_new) == 128);  // cold: the nodes
+    Counters at = f.s.snap();
+    f.s.mm.clear_calls();
+    verify(f.s, f.dst, 128);
+    CHECK(f.s.since(at, Event::read_fixed) == 128);
+    CHECK(f.s.since(at, Event::iowq_punt) == 128);
+    CHECK(f.s.since(at, Event::io_cache_alloc_new) == 128);  // the reads, outside the node path
+    CHECK(f.s.since(at, Event::io_rsrc_node_alloc) == 0);
+    CHECK(f.s.since(at, Event::io_worker_create) == 1);  // the task's first punt
+    CHECK(f.s.mm.count(Op::kmalloc, 200) == 128);        // struct io_async_rw
+    CHECK(f.s.mm.count(Op::kmalloc, 240) == 1);          // struct io_worker
+    CHECK(f.s.mm.count(Op::kfree) == 128);               // at each flush: nothing recycled
+    CHECK(f.s.io->ring(f.dst).rw_cache.nr_cached == 0);
+    // 64 reads per enter take 64 requests from the target's own cache:
+    // 8 bulk refills of 8 on a fresh ring, reused by the second batch.
+    CHECK(f.s.mm.count(Op::kmem_cache_alloc_bulk) == 8);
+    // Warm: unregister (the nodes go to node_cache), register again, fill
+    // (every node a cache hit), verify: the reads miss again.
+    REQUIRE(f.s.io->files_unregister(f.dst) == 0);
+    REQUIRE(f.s.io->files_register_sparse(f.dst, 128) == 0);
+    at = f.s.snap();
+    f.s.mm.clear_calls();
+    REQUIRE(send_fill(f.s, f.src, f.dst, 128) == 128);
+    CHECK(f.s.since(at, Event::io_cache_alloc_new) == 0);
+    CHECK(f.s.since(at, Event::node_cache_hit) == 128);
+    verify(f.s, f.dst, 128);
+    CHECK(f.s.since(at, Event::io_cache_alloc_new) == 128);
+    CHECK(f.s.since(at, Event::io_worker_create) == 0);  // the worker exists
+    CHECK(f.s.mm.count(Op::kmalloc, 200) == 128);
+    // A read of an empty slot fails before any async data.
+    REQUIRE(f.s.io->files_unregister(f.dst) == 0);
+    REQUIRE(f.s.io->files_register_sparse(f.dst, 128) == 0);
+    at = f.s.snap();
+    CHECK(f.s.io->read_fixed(f.dst, 5) == iou::kEBADF);
+    CHECK(f.s.since(at, Event::io_cache_alloc_new) == 0);
+    f.s.io->exit_all(kKworker);
+    CHECK(f.s.mm.live_objects() == 0);  // the worker goes with the task
+  }
+}
+
+TEST_CASE("rsrc: v6.12 reads take a 160-byte io_async_rw", "[io_uring][rsrc]") {
+  F0 f("v6.12", "unpatched", 64);
+  REQUIRE(send_fill(f.s, f.src, f.dst, 64) == 64);
+  f.s.mm.clear_calls();
+  verify(f.s, f.dst, 64);
+  CHECK(f.s.mm.count(Op::kmalloc, 160) == 64);
+  f.s.io->exit_all(kKworker);
+  CHECK(f.s.mm.live_objects() == 0);
+}

@@ -235,3 +235,24 @@ TEST_CASE("remote-object tracking stays proportional to existing slabs", "[timin
   CHECK(mm.events()[Event::free_slab] >= 39 * 32);
   CHECK(most <= 3 * 4096);
 }
+
+TEST_CASE("sparse-fill verifies every installed slot untimed", "[timing][rsrc]") {
+  // One 256-slot smoke round, 1 warm-up and 2 measured rounds of 100
+  // installs: 256 + 3 x 100 reads, none in the timed region, and the
+  // timed counts are the same with verify=0.
+  const auto run = [](const char* verify) {
+    return run_ok("sparse-fill", {"unpatched"},
+                  {{"verify", verify}, {"rounds", "2"}, {"warmup", "1"}, {"smoke", "1"},
+                   {"slots", "128"}, {"installs", "100"}});
+  };
+  const RunResult on = run("1"), off = run("0");
+  CHECK(col(on, 0).total[Event::read_fixed] == 256 + 3 * 100);
+  CHECK(col(on, 0).total[Event::iowq_punt] == 256 + 3 * 100);
+  CHECK(col(on, 0).total[Event::io_worker_create] == 1);
+  CHECK(col(on, 0).timed[Event::read_fixed] == 0);
+  CHECK(col(off, 0).total[Event::read_fixed] == 0);
+  for (size_t e = 0; e < kNumEvents; ++e) {
+    INFO(kEventInfo[e].name);
+    CHECK(col(on, 0).timed.v[e] == col(off, 0).timed.v[e]);
+  }
+}

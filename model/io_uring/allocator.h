@@ -79,6 +79,7 @@ enum : SiteId {
   kSiteWqHash = 0x1000fu,           // io_init_wq_offload(): ctx->hash_map
   kSiteIoWq = 0x10010u,             // io_wq_create(): struct io_wq
   kSiteTctxNode = 0x10011u,         // __io_uring_add_tctx_node(): struct io_tctx_node
+  kSiteIoWorker = 0x10012u,         // create_io_worker(): struct io_worker
 };
 
 // The same task, making a call from a named site.
@@ -108,6 +109,7 @@ inline std::string_view site_name(SiteId s) {
     case kSiteWqHash: return "io_init_wq_offload";
     case kSiteIoWq: return "io_wq_create";
     case kSiteTctxNode: return "__io_uring_add_tctx_node";
+    case kSiteIoWorker: return "create_io_worker";
     default: return "";
   }
 }

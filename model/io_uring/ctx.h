@@ -3,6 +3,8 @@
 // filetable.h, msg_ring.h, futex.h and io_uring.h.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +43,12 @@ struct IoFileTable {
   std::vector<Ptr> prefilled;   // kmalloc-prefill: kzalloc'd nodes not yet handed out
 
   bool test_bit(uint32_t i) const { return (bitmap[i >> 6] >> (i & 63)) & 1; }
+  // The lowest set slot, or nr when none is.
+  uint32_t first_set() const {
+    for (size_t w = 0; w < bitmap.size(); ++w)
+      if (bitmap[w]) return std::min(nr, static_cast<uint32_t>(w * 64 + std::countr_zero(bitmap[w])));
+    return nr;
+  }
 };
 
 enum class FutexKind : uint8_t { wait, waitv };
@@ -78,6 +86,9 @@ struct IoRingCtx {
   // requests not yet flushed back to it (submit_state.compl_reqs).
   std::vector<Ptr> req_free;
   std::vector<Ptr> compl_reqs;
+  // Async data of completed requests that io_rw_recycle() did not keep,
+  // kfree'd with them at the flush (io_free_batch_list()).
+  std::vector<Ptr> compl_async;
   uint32_t nr_req_allocated = 0;
 
   uint32_t batch_depth = 0;    // > 0 inside enter_begin()/enter_end()

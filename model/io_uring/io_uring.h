@@ -87,7 +87,8 @@ int io_ring_ctx_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
     ret |= io_alloc_cache_init(k.mm, ctx.apoll_cache, IO_POLL_ALLOC_CACHE_MAX, 0, 0, t);
     const uint32_t max = io_cache_max(k, IO_ALLOC_CACHE_MAX);
     ret |= io_alloc_cache_init(k.mm, ctx.netmsg_cache, max, 0, 0, t);
-    ret |= io_alloc_cache_init(k.mm, ctx.rw_cache, max, 0, 0, t);
+    ret |= io_alloc_cache_init(k.mm, ctx.rw_cache, max, k.profile.rw_async_size,
+                               k.profile.rw_async_clear, t);
     ret |= io_alloc_cache_init(k.mm, ctx.cmd_cache, max, 0, 0, t);
     if (k.profile.has_msg_cache)
       ret |= io_alloc_cache_init(k.mm, ctx.msg_cache, max, k.profile.io_kiocb_size, 0, t);
@@ -137,6 +138,8 @@ void io_ring_ctx_free(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   io_free_alloc_caches(k, ctx, kworker);
   io_rings_free(k, ctx, kworker);
   if (ctx.refs_data != kNull) k.mm.kfree(ctx.refs_data, kworker);
+  for (Ptr p : ctx.compl_async) k.mm.kfree(p, kworker);  // none outside an enter
+  ctx.compl_async.clear();
   io_req_caches_free(k, ctx, kworker);
   if (ctx.hash_map != kNull) io_wq_put_hash(k, ctx.hash_map, kworker);
   k.mm.kvfree(ctx.cancel_hbs, kworker);

@@ -8,6 +8,7 @@
 //   fixed_fd_install              filetable.h (__io_fixed_fd_install)
 //   msg_ring_send_fd              msg_ring.h  (io_msg_send_fd)
 //   futex_*                       futex.h     (io_futex_wait/waitv/wake)
+//   read_fixed                    rw.h        (io_read through io-wq)
 //   io_uring_enter / enter_*      req.h       (request cache, flush)
 //   cqring_wait                   cqwait.h    (io_cqring_wait_schedule, idle)
 //
@@ -25,6 +26,7 @@
 #include "model/io_uring/cqwait.h"
 #include "model/io_uring/io_uring.h"
 #include "model/io_uring/msg_ring.h"
+#include "model/io_uring/rw.h"
 
 namespace simcache::iou {
 
@@ -219,6 +221,16 @@ class IoUring {
     });
   }
 
+  // IORING_OP_READ of one byte from fixed file `slot` of ring `r` (a
+  // memfd, read through io-wq: rw.h), or from its lowest installed slot
+  // (kFirstInstalledSlot). 0 = read, kEBADF = empty slot.
+  int read_fixed(RingId r, uint32_t slot) {
+    return sqe(r, [&](IoRingCtx& c) {
+      if (slot == kFirstInstalledSlot) slot = c.files.first_set();
+      return io_read_fixed(k_, c, slot);
+    });
+  }
+
   // IORING_OP_FUTEX_WAIT: 0 = armed, kEAGAIN = arm failed (word changed).
   int futex_wait(RingId r, bool word_matches) {
     return sqe(r, [&](IoRingCtx& c) { return io_futex_wait(k_, c, word_matches); });
@@ -288,6 +300,7 @@ class IoUring {
     return c.live ? &c : nullptr;
   }
   void finish_enter(IoRingCtx& c) {
+    io_free_compl_async(k_, c, c.submitter);
     io_submit_flush_completions(c);
     ev(k_.mm, Event::cqe_reap, c.cq_pending);
     c.cq_pending = 0;

@@ -145,6 +145,9 @@ void io_uring_free_task_context(IoKernel<A>& k, const Task& t) {
   if (it == k.tasks.end()) return;
   const IoUringTask u = *it;
   k.tasks.erase(it);
+  // io_wq_exit_workers(): the worker exits (io_worker_exit(), kfree_rcu()
+  // in the kernel; the model frees it at once).
+  if (u.io_worker != kNull) k.mm.kfree(u.io_worker, t);
   k.mm.kfree(u.io_wq, t);
   if (u.wq_hash != kNull) io_wq_put_hash(k, u.wq_hash, t);
   k.mm.kfree(u.tctx, t);

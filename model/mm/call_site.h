@@ -37,6 +37,7 @@ namespace simcache {
   X(io_allocate_scq_urings)     \
   X(io_uring_alloc_task_context) \
   X(io_wq_create)               \
+  X(create_io_worker)           \
   X(io_uring_add_tctx_node)     \
   X(io_uring_clean_tctx)
 

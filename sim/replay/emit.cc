@@ -152,10 +152,10 @@ void TraceWriter::write(const Op& op) {
          fmt::format("simcache task {} memcg={}", op_task_token(t.name), t.user ? "user" : "root"));
   }
   auto ring = [](int64_t h) { return fmt::format("{:016x}", 0xffff888100000000ull + uint64_t(h) * 0x1000); };
-  auto submit = [&](const Op& o, int64_t r, std::string_view opc) {
+  auto submit = [&](const Op& o, int64_t r, std::string_view opc, unsigned flags = 0) {
     line(o, "io_uring_submit_req",
-         fmt::format("ring {}, req {:016x}, user_data 0x0, opcode {}, flags 0x0, sq_thread 0",
-                     ring(r), 0xffff888200000000ull + ++req_ * 0x100, opc));
+         fmt::format("ring {}, req {:016x}, user_data 0x0, opcode {}, flags 0x{:x}, sq_thread 0",
+                     ring(r), 0xffff888200000000ull + ++req_ * 0x100, opc, flags));
   };
   auto complete = [&](const Op& o, int64_t r, uint64_t req, int res) {
     line(o, "io_uring_complete",
@@ -199,6 +199,10 @@ void TraceWriter::write(const Op& op) {
       if (op.n != 1) break;
       return submit(op, op.ring, "FUTEX_WAKE");
     case OpKind::poll_add: return submit(op, op.ring, "POLL_ADD");
+    case OpKind::read_fixed:
+      if (op.slot >= 0) break;  // the trace names no slot: replay reads the first installed
+      submit(op, op.ring, "READ", 0x1);  // REQ_F_FIXED_FILE
+      return complete(op, op.ring, 0, 1);
     default: break;
   }
   marker(op);

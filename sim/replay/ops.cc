@@ -66,6 +66,8 @@ const std::vector<OpSpec>& specs() {
         {"match", kFlag, false, 1, 0, 1}}},                                 // futex_waitv
       {{{"ring", kRing, true, -1, 0, kHandle}, {"nr", kN, false, 1, 0, kU32}}},  // futex_wake
       {{{"ring", kRing, true, -1, 0, kHandle}}},                            // poll_add
+      {{{"ring", kRing, true, -1, 0, kHandle},
+        {"slot", kSlot, false, -1, 0, kU32 - 1}}},                          // read_fixed
       {{{"ring", kRing, true, -1, 0, kHandle}, {"nr", kN, false, 1, 0, kU32}}},  // nop
       {{{"obj", kObj, true, 0}, {"size", kN, true, 0, 0, kMaxI64}, {"gfp", kGfp, false, 0},
         {"site", kSite, false, 0}}},                                        // kmalloc

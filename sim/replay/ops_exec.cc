@@ -68,6 +68,9 @@ bool OpExec::exec_ring(const Op& op, iou::RingId r, std::string* error) {
     case OpKind::futex_waitv: io.futex_waitv(r, static_cast<uint32_t>(op.n), op.flag != 0); break;
     case OpKind::futex_wake: io.futex_wake(r, static_cast<uint32_t>(op.n)); break;
     case OpKind::poll_add: io.poll_add(r); break;
+    case OpKind::read_fixed:
+      io.read_fixed(r, op.slot < 0 ? iou::kFirstInstalledSlot : static_cast<uint32_t>(op.slot));
+      break;
     case OpKind::nop: io.io_uring_enter(r, static_cast<uint32_t>(op.n)); break;
     case OpKind::snapshot:
       if (rec_.measured() && r >= 0) {  // as the drivers do: measured rounds only

@@ -58,12 +58,12 @@ std::string_view site_fn(std::string_view cs) {
 }
 
 // io_uring opcodes (include/uapi/linux/io_uring.h) the model runs.
-enum : int64_t { kOpNop = 0, kOpPollAdd = 6, kOpMsgRing = 40, kOpFutexWait = 51,
+enum : int64_t { kOpNop = 0, kOpPollAdd = 6, kOpRead = 22, kOpMsgRing = 40, kOpFutexWait = 51,
                  kOpFutexWake = 52, kOpFutexWaitv = 53 };
 int64_t opcode_of(const TraceEvent& ev) {
   if (ev.opcode >= 0) return ev.opcode;
   struct N { std::string_view n; int64_t op; };
-  static constexpr N names[] = {{"NOP", kOpNop}, {"POLL_ADD", kOpPollAdd},
+  static constexpr N names[] = {{"NOP", kOpNop}, {"POLL_ADD", kOpPollAdd}, {"READ", kOpRead},
                                 {"MSG_RING", kOpMsgRing}, {"FUTEX_WAIT", kOpFutexWait},
                                 {"FUTEX_WAKE", kOpFutexWake}, {"FUTEX_WAITV", kOpFutexWaitv}};
   for (const N& x : names)
@@ -306,6 +306,10 @@ void Replayer::submit(const TraceEvent& ev, int64_t ring) {
     case kOpMsgRing: op = mk(OpKind::send_fd, ev), op.off = 0, op.slot = -1; break;
     case kOpFutexWait: op = mk(OpKind::futex_wait, ev); break;
     case kOpFutexWaitv: op = mk(OpKind::futex_waitv, ev), op.n = waitv_width_; break;
+    case kOpRead:  // a fixed-file READ (REQ_F_FIXED_FILE, bit 0) of its first installed slot
+      if (ev.flags < 0 || !(ev.flags & 1)) return void(++unmodelled_);
+      op = mk(OpKind::read_fixed, ev), op.slot = -1;
+      break;
     default: return void(++unmodelled_);  // an opcode the model has no path for
   }
   op.ring = ring;

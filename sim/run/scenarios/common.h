@@ -40,6 +40,22 @@ inline int64_t send_fd_fill(Env& e, RingId src, RingId dst, int64_t installs,
   return ok;
 }
 
+// The programs' untimed verification after a fill (the F0 program and the
+// kit, measure/kit_uring.c kit_verify_slots()): a one-byte fixed-file
+// READ of each of the `installs` slots the fill took (the table's first,
+// as IORING_FILE_INDEX_ALLOC hands them out into an empty table), 64 SQEs
+// per io_uring_enter() on the target ring.
+inline void verify_slots(Env& e, RingId dst, int64_t installs) {
+  for (int64_t done = 0; done < installs;) {
+    const int64_t batch = std::min<int64_t>(64, installs - done);
+    e.io.enter_begin(dst);
+    for (int64_t i = 0; i < batch; ++i) e.io.read_fixed(dst, static_cast<uint32_t>(done + i));
+    e.io.enter_end(dst);
+    e.io.reap_cq(dst);
+    done += batch;
+  }
+}
+
 // After an untimed sleep: the installs of the first batch (one
 // io_uring_enter() of up to qd SQEs) start cold (idle_cold_install).
 inline void cold_first_batch(Env& e, int64_t installs, int64_t qd) {

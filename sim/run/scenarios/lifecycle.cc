@@ -30,6 +30,7 @@ void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
     send_fd_fill(e, src, dst, slots, p.at("qd"), false);
     rec.timed_end();
     snap(e, rec, "fill", src, dst);
+    if (p.at("verify") != 0) verify_slots(e, dst, slots);
     e.io.files_unregister(dst);
     snap(e, rec, "unregister", src, dst);
     exit_ring(e, rec, dst, "target", measured, src);
@@ -172,6 +173,8 @@ void register_node_cache_coldwarm(ScenarioRegistry& r) {
          {
              {"warm", 0, 0, 1, "0: cold first fill; 1: second fill on the same ring"},
              {"slots", 128, 1, 1 << 20, "table size (= installs)"},
+             {"verify", 0, 0, 1,
+              "1: after the timed fill, the untimed READ of every slot (the evidence's diagnostic program; the kit's coldwarm reads none)"},
              {"qd", 64, 1, 4096, "SQEs per io_uring_enter"},
              {"rounds", 15, 1, 10000, "measured rounds"},
              {"warmup", 3, 0, 10000, "untimed warm-up rounds"},

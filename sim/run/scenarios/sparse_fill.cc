@@ -48,6 +48,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
       // the teardown drains the previous ring's cache: not this ring's traffic
       rec.metric("nodes_unused", unused_nodes(e.mm.events() - start - teardown));
     }
+    if (p.at("verify") != 0) verify_slots(e, dst, installs);
     e.io.files_unregister(dst);  // untimed, on the benchmark's CPU
     snap(e, rec, "unregister", src, dst);
     pending = dst;
@@ -88,6 +89,8 @@ void register_sparse_fill(ScenarioRegistry& r) {
               "1: a closed ring's kworker teardown runs after the next ring's set-up"},
              {"defer_taskrun", 0, 0, 1, "target ring uses SINGLE_ISSUER|DEFER_TASKRUN"},
              {"prefill_flag", 0, 0, 1, "registration passes the prefill opt-in flag"},
+             {"verify", 1, 0, 1,
+              "1: after the fill, the untimed fixed-file READ of every installed slot (the program's verification)"},
              {"idle", 0, 0, 1,
               "1: each round follows an untimed sleep (a paced lifecycle's fill phase): the first batch's installs start cold"},
          },
