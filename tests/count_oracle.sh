@@ -39,8 +39,8 @@ programs() {
 
 # The kernel's call sites (the function kmalloc()/kmem_cache_alloc() was
 # called from) and the model's call-site scope each one's allocations
-# fall in (create_io_worker: an io-wq worker, which no modelled operation
-# makes).
+# fall in (create_io_worker: the io-wq worker the model makes at a task's
+# first punt, rw.h).
 sitemap='io_uring_setup io_ring_ctx_alloc
 io_alloc_cache_init io_ring_ctx_alloc
 percpu_ref_init io_ring_ctx_alloc

@@ -714,7 +714,8 @@ TEST_CASE("docs/measure.md's second worked example: one sitting's rows fitted an
     if (p.name == "msg_ring_send_fd" || p.name == "fixed_file_install" ||
         p.name == "io_sqe_files_register" || p.name == "futexv_entry" || p.name == "futex_wait")
       CHECK(p.value > 0);
-    if (p.name == "idle_gap" || p.name == "idle_cold_install") CHECK(p.pinned);
+    if (p.name == "idle_gap" || p.name == "idle_cold_slot" || p.name == "idle_cold_install")
+      CHECK(p.pinned);
   }
   // The per-row table and the summary (the simulations' list above it
   // is in the rows' shapes).

@@ -444,12 +444,18 @@ TEST_CASE("rsrc: every verification READ misses rw_cache cold and warm (v7.1 evi
     CHECK(f.s.since(at, Event::io_cache_alloc_new) == 128);
     CHECK(f.s.since(at, Event::io_worker_create) == 0);  // the worker exists
     CHECK(f.s.mm.count(Op::kmalloc, 200) == 128);
-    // A read of an empty slot fails before any async data.
+    // A read of an empty slot is prepared first (io_init_req() runs the
+    // prep before the file lookup): its async data is allocated, the
+    // read fails with -EBADF, and the data is freed with the request.
     REQUIRE(f.s.io->files_unregister(f.dst) == 0);
     REQUIRE(f.s.io->files_register_sparse(f.dst, 128) == 0);
     at = f.s.snap();
+    f.s.mm.clear_calls();
     CHECK(f.s.io->read_fixed(f.dst, 5) == iou::kEBADF);
-    CHECK(f.s.since(at, Event::io_cache_alloc_new) == 0);
+    CHECK(f.s.since(at, Event::io_cache_alloc_new) == 1);
+    CHECK(f.s.since(at, Event::iowq_punt) == 0);
+    CHECK(f.s.mm.count(Op::kmalloc, 200) == 1);
+    CHECK(f.s.mm.count(Op::kfree) == 1);
     f.s.io->exit_all(kKworker);
     CHECK(f.s.mm.live_objects() == 0);  // the worker goes with the task
   }
@@ -461,6 +467,21 @@ TEST_CASE("rsrc: v6.12 reads take a 160-byte io_async_rw", "[io_uring][rsrc]") {
   f.s.mm.clear_calls();
   verify(f.s, f.dst, 64);
   CHECK(f.s.mm.count(Op::kmalloc, 160) == 64);
+  f.s.io->exit_all(kKworker);
+  CHECK(f.s.mm.live_objects() == 0);
+}
+
+TEST_CASE("rsrc: a READ whose io-wq worker cannot be made fails as ENOMEM and leaks nothing",
+          "[io_uring][rsrc]") {
+  F0 f("v6.18", "unpatched", 64);
+  REQUIRE(send_fill(f.s, f.src, f.dst, 64) == 64);
+  f.s.mm.fail_if = [](const Call& c) { return c.op == Op::kmalloc && c.size == iou::kIoWorkerSize; };
+  CHECK(f.s.io->read_fixed(f.dst, 0) == iou::kENOMEM);
+  CHECK(f.s.io->failures().at(iou::kENOMEM) == 1);
+  CHECK(f.s.ev(Event::io_worker_create) == 0);
+  f.s.mm.fail_if = nullptr;
+  CHECK(f.s.io->read_fixed(f.dst, 0) == 0);  // the next punt makes it
+  CHECK(f.s.ev(Event::io_worker_create) == 1);
   f.s.io->exit_all(kKworker);
   CHECK(f.s.mm.live_objects() == 0);
 }

@@ -567,3 +567,38 @@ TEST_CASE("an ignored line on a high CPU keeps the one pass: the first pass coun
   CHECK(p.s.events == 2);
   std::remove(path.c_str());
 }
+
+TEST_CASE("replay: fixed-file READs run the model's verification read, worker once", "[replay]") {
+  // Two READs in the line formats of a live 6.18 capture: the model
+  // prepares each (io_async_rw from rw_cache: a kmalloc of 200), punts it
+  // and creates the task's one io-wq worker; the trace's own
+  // io_cache_alloc_new and create_io_worker kmallocs are io_uring's (the
+  // model makes them), not replayed a second time.
+  RunRequest req = request({"unpatched"}, "v6.18");
+  const RunResult r = run_trace(fixture("ftrace-618-read.txt"), req);
+  const PolicyResult& p = r.workloads[0].policies[0];
+  CHECK(p.total[Event::read_fixed] == 2);
+  CHECK(p.total[Event::iowq_punt] == 2);
+  CHECK(p.total[Event::io_worker_create] == 1);
+  // kmallocs: the node, two io_async_rw, the worker, and the model's own
+  // ring set-up; none from the trace's io_uring or io-wq sites.
+  // the source's registration node, the install's node, the two reads
+  CHECK(p.total[Event::io_cache_alloc_new] == 4);
+  // The same trace without its create_io_worker line replays to the same
+  // allocations: that line was the model's, not a second worker.
+  const std::string text = simcache::testing::read_text(fixture("ftrace-618-read.txt"));
+  std::string cut;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("call_site=create_io_worker") == std::string::npos) cut += line + "\n";
+  REQUIRE(cut.size() < text.size());
+  const std::string path = "replay_no_worker_line.txt";
+  std::ofstream(path, std::ios::binary) << cut;
+  const RunResult without = run_trace(path, req);
+  std::remove(path.c_str());
+  for (size_t e = 0; e < kNumEvents; ++e) {
+    INFO(kEventInfo[e].name);
+    CHECK(without.workloads[0].policies[0].total.v[e] == p.total.v[e]);
+  }
+  CHECK(p.kasan.empty());
+}

@@ -120,7 +120,7 @@ void io_ring_exit_cancel(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
     io_req_complete_defer(ctx, req);
   }
   ctx.poll_list.clear();
-  io_submit_flush_completions(ctx);
+  io_flush_completions(k, ctx, kworker);
 }
 
 // Mirrors io_ring_ctx_free(), 6.16-6.18, run on the kworker: files
@@ -138,8 +138,6 @@ void io_ring_ctx_free(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   io_free_alloc_caches(k, ctx, kworker);
   io_rings_free(k, ctx, kworker);
   if (ctx.refs_data != kNull) k.mm.kfree(ctx.refs_data, kworker);
-  for (Ptr p : ctx.compl_async) k.mm.kfree(p, kworker);  // none outside an enter
-  ctx.compl_async.clear();
   io_req_caches_free(k, ctx, kworker);
   if (ctx.hash_map != kNull) io_wq_put_hash(k, ctx.hash_map, kworker);
   k.mm.kvfree(ctx.cancel_hbs, kworker);

@@ -72,11 +72,21 @@ inline uint32_t io_submit_flush_completions(IoRingCtx& ctx) {
   return n;
 }
 
+// A flush with the allocator at hand: the async data completed requests
+// did not recycle is kfree'd with them (io_free_batch_list() ->
+// io_clean_op(), on `t`), then the requests go back to the free list.
+template <IoAllocator A>
+uint32_t io_flush_completions(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
+  for (Ptr p : ctx.compl_async) k.mm.kfree(p, t);
+  ctx.compl_async.clear();
+  return io_submit_flush_completions(ctx);
+}
+
 // Mirrors io_req_caches_free(), 6.16+: every cached request is
 // kmem_cache_free'd (on the CPU tearing the ring down).
 template <IoAllocator A>
 void io_req_caches_free(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
-  io_submit_flush_completions(ctx);
+  io_flush_completions(k, ctx, t);
   for (Ptr req : ctx.req_free) {
     k.mm.kmem_cache_free(k.req_cachep, req, t);
     ev(k.mm, Event::req_cache_free);

@@ -300,8 +300,7 @@ class IoUring {
     return c.live ? &c : nullptr;
   }
   void finish_enter(IoRingCtx& c) {
-    io_free_compl_async(k_, c, c.submitter);
-    io_submit_flush_completions(c);
+    io_flush_completions(k_, c, c.submitter);
     ev(k_.mm, Event::cqe_reap, c.cq_pending);
     c.cq_pending = 0;
   }

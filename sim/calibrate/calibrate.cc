@@ -358,10 +358,7 @@ SpeedClass speed_class(const CostParam& p) {
 }
 bool speed_scaled(const CostParam& p) { return speed_class(p) != SpeedClass::none; }
 
-bool is_penalty(const CostParam& p) {
-  const std::string_view s = p.prior_source;
-  return s.rfind("penalty:", 0) == 0 || s.rfind("memory: penalty:", 0) == 0;
-}
+bool is_penalty(const CostParam& p) { return p.prior_source.rfind("penalty:", 0) == 0; }
 
 double predict_ns(const CostModel& m, const PerOpCounts& c) {
   double t = 0;

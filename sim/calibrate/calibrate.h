@@ -79,7 +79,7 @@ bool speed_scaled(const CostParam& p);  // speed_class(p) != none
 // A penalty: the extra a cold or remote state costs over the warm path
 // (a ring's first use, the cold start after a sleep, an object last freed
 // on another CPU, a wake-up below the iowait boost); its prior_source
-// begins "penalty:" (after "memory: " for streaming work). A machine may
+// begins "penalty:" (a CPU-work speed class). A machine may
 // show none, so a penalty at 0 is reported, never refused; a price of
 // work (instructions a path runs) at 0 is a refusal (fit_problems).
 bool is_penalty(const CostParam& p);

@@ -202,7 +202,7 @@ void TraceWriter::write(const Op& op) {
     case OpKind::read_fixed:
       if (op.slot >= 0) break;  // the trace names no slot: replay reads the first installed
       submit(op, op.ring, "READ", 0x1);  // REQ_F_FIXED_FILE
-      return complete(op, op.ring, 0, 1);
+      return complete(op, op.ring, 0xffff888200000000ull + req_ * 0x100, 1);
     default: break;
   }
   marker(op);

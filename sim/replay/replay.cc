@@ -206,7 +206,10 @@ class Replayer {
 void Replayer::kmem(const TraceEvent& ev) {
   std::string_view fn = site_fn(ev.call_site);
   if (fn == "0x0" || fn == "0") fn = {};  // no call site recorded
-  const bool io_site = fn.rfind("io_", 0) == 0 || fn.rfind("__io_", 0) == 0;
+  // io_uring's own call sites, and io-wq's worker (the model creates it
+  // at a task's first punt, rw.h).
+  const bool io_site =
+      fn.rfind("io_", 0) == 0 || fn.rfind("__io_", 0) == 0 || fn == "create_io_worker";
   io_site_ |= io_site;
   if (s_.io_uring && io_site) {
     covered_[ev.ptr] = true;  // the io_uring model allocates these itself
@@ -306,7 +309,7 @@ void Replayer::submit(const TraceEvent& ev, int64_t ring) {
     case kOpMsgRing: op = mk(OpKind::send_fd, ev), op.off = 0, op.slot = -1; break;
     case kOpFutexWait: op = mk(OpKind::futex_wait, ev); break;
     case kOpFutexWaitv: op = mk(OpKind::futex_waitv, ev), op.n = waitv_width_; break;
-    case kOpRead:  // a fixed-file READ (REQ_F_FIXED_FILE, bit 0) of its first installed slot
+    case kOpRead:  // a fixed-file READ (REQ_F_FIXED_FILE, bit 0), as the F0 verification read
       if (ev.flags < 0 || !(ev.flags & 1)) return void(++unmodelled_);
       op = mk(OpKind::read_fixed, ev), op.slot = -1;
       break;
