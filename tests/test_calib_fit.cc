@@ -333,7 +333,7 @@ TEST_CASE("the shipped rows give a credible fit", "[calib][fit][credible]") {
   for (const std::string& p : problems) INFO(p);
   CHECK(problems.empty());
   CHECK(r.rms_rel <= expected_rms(r));
-  CHECK(worst_rows(r, calib().rows, 2).rfind("SF-103 +3.12% (1.1 sd), ", 0) == 0);
+  CHECK(worst_rows(r, calib().rows, 2).rfind("SF-250 +2.03% (2.0 sd), ", 0) == 0);
 }
 
 TEST_CASE("a fit that cannot place its shape inadequacy is refused, with its residual",
@@ -348,7 +348,7 @@ TEST_CASE("a fit that cannot place its shape inadequacy is refused, with its res
   CHECK(has_problem(problems, "exceeds the fit's own noise-plus-inadequacy estimate"));
   CHECK(has_problem(problems, "model inadequacy per workload shape sits at its cap (30%)"));
   CHECK(r.inadequacy_shape_at_cap);
-  CHECK(worst_rows(r, rows, 1).rfind("SF-26", 0) == 0);
+  CHECK(worst_rows(r, rows, 1).rfind("SF-25", 0) == 0);  // a scaled row
 }
 
 TEST_CASE("a price the rows measure driven to 0 is refused, naming it", "[calib][fit][credible]") {
@@ -375,6 +375,7 @@ TEST_CASE("a penalty at 0 is reported and a work price at 0 refused", "[calib][f
   for (const CostParam& p : priors.params)
     if (is_penalty(p)) penalties.push_back(p.name);
   CHECK(penalties == std::vector<std::string>{"idle_gap", "idle_cold_slot", "idle_cold_install",
+                                              "idle_slow_install",
                                               "slab_alloc_remote", "ring_first_use",
                                               "cpufreq_slow_wake"});
   const auto fit = [&](Event extra, std::string* report) {
@@ -561,86 +562,10 @@ void check_doc_block(const std::string& rel, const std::string& name, const std:
   CHECK(doc.substr(b + begin.size(), e - b - begin.size()) == want);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-// Each group of rows (one program and shape) left out in turn: the fit of
-// the rest, validated on the group. docs/validation.md, "Out of sample".
-// With `by_shape`, each workload shape (row_relation) instead: no row of
-// the program and shape left out is in the fit.
 std::string leave_out_markdown(bool by_shape) {
   const Calib& c = calib();
-  std::vector<std::string> groups;
-  std::vector<size_t> shape_of(c.rows.size());
-  for (size_t i = 0; i < c.rows.size(); ++i) {
-    shape_of[i] = i;
-    for (size_t k = 0; k < i; ++k)
-      if (row_relation(c.rows[k], c.rows[i], c.map.fit) != EffectRelation::cross_shape) {
-        shape_of[i] = shape_of[k];
-        break;
-      }
-  }
-  const auto key = [&](size_t i) {
-    return by_shape ? std::to_string(shape_of[i]) : c.rows[i].group;
-  };
-  for (size_t i = 0; i < c.rows.size(); ++i)
-    if (std::find(groups.begin(), groups.end(), key(i)) == groups.end()) groups.push_back(key(i));
-  size_t rows_in = 0, rows_all = 0, eff_in = 0, eff_noise = 0, eff_all = 0, refused = 0;
-  std::vector<double> row_width, eff_width;
-  std::string table =
-      "| rows left out | rows inside | effect | measured | predicted [90 % model interval] |\n"
-      "|---|---|---|---|---|\n";
-  for (const std::string& g : groups) {
-    std::vector<MappedRow> rest, out;
-    std::vector<PerOpCounts> rest_op, out_op;
-    std::vector<size_t> at(c.rows.size(), 0);
-    for (size_t i = 0; i < c.rows.size(); ++i) {
-      if (key(i) == g) {
-        at[i] = out.size();
-        out.push_back(c.rows[i]);
-        out_op.push_back(c.per_op[i]);
-      } else {
-        rest.push_back(c.rows[i]);
-        rest_op.push_back(c.per_op[i]);
-      }
-    }
-    for (MappedRow& r : out)
-      for (size_t& b : r.bases) b = at[b];
-    const FitReport f = fit_profile(prior_model(), c.map.fit, rest, rest_op, "logo");
-    refused += !fit_problems(f).empty();
-    const Validation v = validate_rows(f.model, out, out_op, c.map.fit);
-    std::vector<std::string> ids;
-    for (const MappedRow& r : out) ids.push_back(r.row.id);
-    rows_in += v.rows_covered;
-    rows_all += out.size();
-    for (size_t i = 0; i < out.size(); ++i) row_width.push_back((v.hi[i] - v.lo[i]) / v.predicted[i]);
-    std::string first = fmt::format("| {} | {}/{} |", id_ranges(ids), v.rows_covered, out.size());
-    if (v.effects.empty()) table += first + " | | |\n";
-    for (const Effect& e : v.effects) {
-      eff_in += e.covered;
-      eff_noise += e.covered_noise;
-      ++eff_all;
-      eff_width.push_back(e.hi - e.lo);
-      table += fmt::format("{} {} | {:+.2f} % | {:+.2f} % [{:+.2f}, {:+.2f}]{}{} |\n", first,
-                           out[e.row].row.id, 100 * e.measured, 100 * e.model, 100 * e.lo,
-                           100 * e.hi, e.covered ? "" : ", outside", e.prior_based ? " (prior)" : "");
-      first = "| | |";
-    }
-  }
-  std::string s = fmt::format(
-      "Each {} left out in turn, over the {} fits: rows {}/{} ({:.0f} %) and effects {}/{} ({:.0f} %) inside their 90 % "
-      "model interval, {}/{} effects with the noise of the delta added; median interval width "
-      "{:.1f} % of the predicted row time and {:.2f} pp of an effect; {} of the {} fits of the "
-      "rest are refused by calibrate (not credible).\n\n",
-      by_shape ? "workload shape" : "group", groups.size(), rows_in, rows_all,
-      100.0 * static_cast<double>(rows_in) / static_cast<double>(rows_all),
-      eff_in, eff_all, 100.0 * static_cast<double>(eff_in) / static_cast<double>(eff_all), eff_noise,
-      eff_all, 100 * median(row_width), 100 * median(eff_width), refused, groups.size());
-  return by_shape ? s : s + table + "\n";
+  const LeaveOut l = leave_out(prior_model(), c.map.fit, c.rows, c.per_op, by_shape, 2);
+  return format_leave_out(l, c.rows, true) + "\n";
 }
 
 }  // namespace
@@ -655,6 +580,26 @@ TEST_CASE("docs/validation.md's out-of-sample block is a fresh leave-one-group-o
           "[calib][docs]") {
   check_doc_block("docs/validation.md", "leave-one-group-out",
                   leave_out_markdown(false) + leave_out_markdown(true));
+}
+
+TEST_CASE("validate --leave-out prints the out-of-sample table, at any job count", "[calib][cli]") {
+  // The docs' block (leave_out_markdown) is the library's; the command
+  // prints the same, refitting from the priors.
+  const std::string tsv = repo_file("data/measurements/calibration.tsv");
+  const CliOutcome one =
+      run_cli({"validate", "--leave-out", "shape", "--measurements", tsv, "--jobs", "1"});
+  const CliOutcome two =
+      run_cli({"validate", "--leave-out", "shape", "--measurements", tsv, "--jobs", "2"});
+  REQUIRE(one.status == 0);
+  CHECK(one.out + "\n" == leave_out_markdown(true));
+  CHECK(two.out == one.out);
+  const CliOutcome bad = run_cli({"validate", "--leave-out", "config", "--measurements", tsv});
+  CHECK(bad.status == 2);
+  CHECK(bad.err == "simcache: --leave-out 'config': expected group or shape\n");
+  const CliOutcome both = run_cli(
+      {"validate", "--leave-out", "group", "--profile", "i7-12700KF", "--measurements", tsv});
+  CHECK(both.status == 2);
+  CHECK(both.err.find("takes no --profile") != std::string::npos);
 }
 
 TEST_CASE("docs/measure.md's worked example is what calibrate prints on its rows",
@@ -783,6 +728,12 @@ TEST_CASE("a row that failed its stability gate is weighted by its own spread", 
   CHECK(row_spread("stability=gate-fail; max group CV 1.719130%; max role drift 2.537496%") ==
         Approx(0.0171913));
   CHECK(row_spread("stability=gate-fail; max group CV 250%") == 1.0);
+  // Any row's measurement error, passed or failed (validate's coverage
+  // with it added): the same figure without the gate.
+  CHECK(measurement_spread("stability=pass; max group CV 5.0%; max role drift 9.0%") ==
+        Approx(0.05));
+  CHECK(measurement_spread("stability=pass; max role drift 1.6%; se 0.3208%") == Approx(0.008));
+  CHECK(measurement_spread("no note at all") == 0);
   // The fit names them.
   const FitReport r = fit_profile(prior_model(), calib().map.fit, calib().rows, calib().per_op, "x");
   REQUIRE(r.gate_failed.size() == 3);

@@ -341,14 +341,17 @@ TEST_CASE("sweep: effects between points carry the report's intervals, across sh
                                   "[params]\nslots = [256, 4096]\ninstalls = 64\n"
                                   "rounds = 1\nwarmup = 0\nsmoke = 0\n");
   const std::string svg = d.file("o.svg"), html = d.file("o.html");
-  const std::vector<nlohmann::json> recs =
-      parse_lines(sweep_ok({"sweep", grid, "--plot", svg, "--html", html}).out);
+  // The frozen test profile: its shape inadequacy (3 %) is not 0, so a
+  // cross-shape interval must be wider than a same-shape one.
+  const std::string profile = simcache::testing::repo_file("tests/data/test-profile.toml");
+  const std::vector<nlohmann::json> recs = parse_lines(
+      sweep_ok({"sweep", grid, "--profile", profile, "--plot", svg, "--html", html}).out);
   REQUIRE(recs.size() == 4);
   CostModel m;
   std::string err;
-  REQUIRE(resolve_profile("i7-12700KF", &m, &err));
+  REQUIRE(resolve_profile(profile, &m, &err));
   REQUIRE(m.inadequacy_shape > 0);
-  const std::vector<PointEffects> fx = sweep_effects(recs, "slots", {{"i7-12700KF", &m}});
+  const std::vector<PointEffects> fx = sweep_effects(recs, "slots", {{profile, &m}});
   REQUIRE(fx.size() == 4);
 
   // Against the first policy: the interval the report computes for the
@@ -412,8 +415,9 @@ TEST_CASE("sweep: effects between points carry the report's intervals, across sh
                                    "[params]\nslots = 4096\ninstalls = 64\n"
                                    "rounds = 1\nwarmup = 0\nsmoke = 0\n"
                                    "[knobs]\nprefill_max = [64, 4096]\n");
-  const std::vector<nlohmann::json> krecs = parse_lines(sweep_ok({"sweep", kgrid}).out);
-  const std::vector<PointEffects> kfx = sweep_effects(krecs, "prefill_max", {{"i7-12700KF", &m}});
+  const std::vector<nlohmann::json> krecs =
+      parse_lines(sweep_ok({"sweep", kgrid, "--profile", profile}).out);
+  const std::vector<PointEffects> kfx = sweep_effects(krecs, "prefill_max", {{profile, &m}});
   REQUIRE(kfx.size() == 2);
   REQUIRE(kfx[1].vs_x.valid);
   CHECK_FALSE(kfx[1].vs_x.cross_shape);

@@ -105,7 +105,11 @@ TEST_CASE("after a paced sleep the first batch of installs starts cold", "[timin
       const PolicyResult& u = col(r, 0);
       const uint64_t want = mode[0] == '1' ? 3 * cold : 0;
       CHECK(u.timed[Event::idle_cold_install] == want);
+      // Every install of a paced operation runs on a core still ramping up.
+      const uint64_t slow = mode[0] == '1' ? 3 * std::stoull(installs) : 0;
+      CHECK(u.timed[Event::idle_slow_install] == slow);
       if (mode[0] != '2') {
+        CHECK(phase(u, "fill")[Event::idle_slow_install] == slow);
         CHECK(phase(u, "fill")[Event::idle_cold_install] == want);
         CHECK(phase(u, "registration")[Event::idle_cold_install] == 0);
       }
@@ -118,6 +122,7 @@ TEST_CASE("after a paced sleep the first batch of installs starts cold", "[timin
                                 {"slots", "256"}, {"installs", "100"}, {"qd", "32"}});
     INFO("idle " << idle);
     CHECK(col(r, 0).timed[Event::idle_cold_install] == (idle[0] == '1' ? 64u : 0u));
+    CHECK(col(r, 0).timed[Event::idle_slow_install] == (idle[0] == '1' ? 200u : 0u));
   }
 }
 

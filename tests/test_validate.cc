@@ -501,7 +501,7 @@ TEST_CASE("calibrate refuses a fit that is not credible: exit 3, one line per ca
         std::string::npos);
   CHECK(r.err.find("simcache: calibrate: not credible: the model inadequacy per workload shape "
                    "sits at its cap (30%)") != std::string::npos);
-  CHECK(r.err.find("simcache: calibrate: rows that disagree most: SF-26") != std::string::npos);
+  CHECK(r.err.find("simcache: calibrate: rows that disagree most: SF-25") != std::string::npos);
   CHECK(r.err.find("no profile written to " + out + " (--force writes it)") != std::string::npos);
   CHECK(r.out.find("NOT CREDIBLE: ") != std::string::npos);
   // Every stderr line is one cause or one of the two closing lines.

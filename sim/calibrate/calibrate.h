@@ -140,6 +140,12 @@ struct FitReport {
 // half its drift between repeats, at most 1. 0 for any other row.
 double row_spread(const std::string& note);
 
+// The same figure for any row, gate passed or failed: how far its
+// measured mean may lie from the machine's true mean (validate's
+// coverage with the measurement error added). 0 when the note states no
+// spread.
+double measurement_spread(const std::string& note);
+
 // The fit's own estimate of its rms relative residual:
 // sqrt(s^2 + sv^2 + su^2).
 double expected_rms(const FitReport& r);

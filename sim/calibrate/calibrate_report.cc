@@ -51,11 +51,15 @@ struct NoiseGroup {
 
 double row_spread(const std::string& note) {
   static const Regex gate_re = compile_regex(R"(stability=gate-fail)", nullptr);
+  std::vector<std::optional<std::string>> m;
+  if (!regex_search(gate_re, note, &m)) return 0;
+  return measurement_spread(note);
+}
+
+double measurement_spread(const std::string& note) {
   static const Regex se_re = compile_regex(R"(; se ([0-9.]{1,20})%)", nullptr);
   static const Regex cv_re = compile_regex(R"(max group CV ([0-9.]{1,20})%)", nullptr);
   static const Regex drift_re = compile_regex(R"(max role drift ([0-9.]{1,20})%)", nullptr);
-  std::vector<std::optional<std::string>> m;
-  if (!regex_search(gate_re, note, &m)) return 0;
   // The mean's own uncertainty: the kit's standard error where the note
   // has one, else a round's CV (no round count to divide by); and half
   // the drift between repeats (the mean of two repeat means is off by up
@@ -181,14 +185,19 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
   if (problems.empty())
     out += fmt::format(
         "the fit is credible: rms {:.2f}% within its noise-plus-inadequacy estimate {:.2f}%, no "
-        "error-model term at a cap, no measured work price at 0{}{}\n",
+        "error-model term at a cap, no measured work price at 0{}{}{}\n",
         r.rms_rel * 100, expected_rms(r) * 100,
         at_zero.empty() ? std::string()
                         : fmt::format(" (penalties at 0, which a machine may show: {})", at_zero),
         r.noise_at_floor ? fmt::format(" (the row noise sits at its floor {:.2f}%: the rows agree "
                                        "better than noise_cv)",
                                        r.row_noise * 100)
-                         : std::string());
+                         : std::string(),
+        r.shapes > 1 && r.inadequacy_shape <= 0
+            ? " (the inadequacy per workload shape is 0: each shape's level is carried by prices "
+              "of its own, so a shape not in the rows is as uncertain as those prices are; "
+              "validate --leave-out shape measures it)"
+            : "");
   for (const std::string& p : problems) out += "NOT CREDIBLE: " + p + "\n";
   out += fmt::format("\n{:<24} {:>11} {:>10} {:>11} {:>10} {:<12} {}\n", "parameter", "value",
                      "sd", "prior", "prior sd", "unit", "status");

@@ -36,6 +36,10 @@ struct Validation {
   std::vector<double> lo, hi;     // 90 % model-uncertainty interval per row
   std::vector<bool> prior_based;  // the row's interval rests mostly on priors
   size_t rows_covered = 0;        // measured value inside [lo, hi]
+  // ... or inside it widened (in log space) by the row's own measurement
+  // error (measurement_spread(): the note's standard error, half its
+  // repeat drift): the interval a new measurement of the row falls in.
+  size_t rows_covered_noise = 0;
   size_t effects_covered = 0, effects_covered_noise = 0;
   std::vector<Effect> effects;
   double mean_abs_err = 0, max_abs_err = 0;  // relative, over rows
@@ -59,5 +63,34 @@ std::string format_validation(const Validation& v, const CostModel& m,
                               const std::vector<MappedRow>& rows, const Mapping& map,
                               const std::string& measurements,
                               const std::vector<std::string>& skipped);
+
+}  // namespace simcache::sim
+
+namespace simcache::sim {
+
+// Out of sample (docs/validation.md): each unit of rows left out in turn,
+// the profile refitted from `structure`'s priors on the rest, and the unit
+// validated against that fit. A unit is a group (one program and shape:
+// MappedRow::group) or, `by_shape`, a workload shape (row_relation): then
+// no row of the program and shape left out is in the fit.
+struct LeaveOutUnit {
+  std::vector<size_t> rows;  // indices into the rows passed in
+  Validation v;              // over those rows, in that order
+  bool refused = false;      // the fit of the rest is not credible
+};
+struct LeaveOut {
+  bool by_shape = false;
+  std::vector<LeaveOutUnit> units;
+  size_t rows_in = 0, rows_all = 0, effects_in = 0, effects_noise = 0, effects_all = 0,
+         refused = 0;
+  double median_row_width = 0;     // of the predicted row time
+  double median_effect_width = 0;  // percentage points / 100
+};
+LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
+                   const std::vector<MappedRow>& rows, const std::vector<PerOpCounts>& per_op,
+                   bool by_shape, int jobs);
+
+// The summary line, then (with `table`) one line per unit and effect.
+std::string format_leave_out(const LeaveOut& l, const std::vector<MappedRow>& rows, bool table);
 
 }  // namespace simcache::sim

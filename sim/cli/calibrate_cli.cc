@@ -126,6 +126,17 @@ CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args&) {
 
 CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   std::string error;
+  bool by_shape = false;
+  const bool leave = f.v.count("leave-out") > 0;
+  if (leave) {
+    const std::string& v = f.v.at("leave-out");
+    if (v != "group" && v != "shape")
+      return cli_fail(fmt::format("--leave-out '{}': expected group or shape", v));
+    if (f.v.count("profile"))
+      return cli_fail("--leave-out refits from the priors on the rest of the rows; it takes no "
+                      "--profile");
+    by_shape = v == "shape";
+  }
   CostModel m;
   const std::string spec = f.v.count("profile") ? f.v.at("profile") : std::string(kDefaultCostProfile);
   if (!resolve_profile(spec, &m, &error)) return cli_fail(error);
@@ -135,6 +146,15 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
     if (!skip && error.find(": no [[") != std::string::npos)
       error += " (--skip-unmapped validates the rows that map)";
     return cli_fail(error);
+  }
+  if (leave) {
+    int jobs = 1;
+    if (!parse_jobs(f, &jobs, &error)) return cli_fail(error);
+    const LeaveOut l = leave_out(prior_model(), in.map.fit, in.rows, in.per_op, by_shape, jobs);
+    return {0,
+            format_leave_out(l, in.rows, true) +
+                format_row_failures(in.rows, in.failed, in.map.fit),
+            ""};
   }
   const Validation v = validate_rows(m, in.rows, in.per_op, in.map.fit);
   return {0,

@@ -139,6 +139,10 @@ constexpr Flag kValidateFlags[] = {
     {"profile", T::value, "cost profile: a name in data/profiles or a .toml file", "P"},
     {"mapping", T::value, "row -> simulation rules (default data/profiles/mapping.toml)", "FILE"},
     {"skip-unmapped", T::nothing, "report rows no rule maps instead of failing"},
+    {"leave-out", T::value,
+     "out of sample: refit without each group (or workload shape) in turn and validate it "
+     "(docs/validation.md); no --profile",
+     "group|shape"},
     {"jobs", T::value, "worker threads, 1..256 (results do not depend on it)", "N"},
     {"max-work", T::value,
      "work budget: operations x rounds one row may ask for (default 100000000)", "N"},
