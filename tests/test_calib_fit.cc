@@ -600,6 +600,45 @@ TEST_CASE("validate --leave-out prints the out-of-sample table, at any job count
       {"validate", "--leave-out", "group", "--profile", "i7-12700KF", "--measurements", tsv});
   CHECK(both.status == 2);
   CHECK(both.err.find("takes no --profile") != std::string::npos);
+  // Groups through the command, too.
+  const CliOutcome groups =
+      run_cli({"validate", "--leave-out", "group", "--measurements", tsv, "--jobs", "2"});
+  REQUIRE(groups.status == 0);
+  CHECK(groups.out + "\n" == leave_out_markdown(false));
+}
+
+TEST_CASE("validate --leave-out: one unit is refused, skipped rows are listed", "[calib][cli]") {
+  // The scalar wait-wake rows: two groups, one workload shape; and a row
+  // that is a difference, not a time.
+  std::string text = simcache::testing::kHeader, line;
+  {
+    std::ifstream in(repo_file("data/measurements/calibration.tsv"));
+    std::getline(in, line);
+    while (std::getline(in, line))
+      for (const char* id : {"WV-019", "WV-020", "WV-021", "WV-057", "WV-058", "WV-059"})
+        if (line.rfind(std::string(id) + "\t", 0) == 0) text += line + "\n";
+  }
+  std::string diff = text.substr(text.find("\nWV-019\t") + 1);
+  diff = diff.substr(0, diff.find('\n'));
+  std::vector<std::string> f = split_words(diff, '\t');
+  f[0] = "WV-X";
+  f[5] = "-1.5";
+  for (size_t i = 0; i < f.size(); ++i) text += (i ? "\t" : "") + f[i];
+  text += "\n";
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("simcache_test_" + std::to_string(::getpid()) + "_scalar.tsv"))
+                               .string();
+  std::ofstream(path, std::ios::binary) << text;
+  const CliOutcome one = run_cli({"validate", "--leave-out", "shape", "--measurements", path});
+  CHECK(one.status == 2);
+  CHECK(one.err == "simcache: --leave-out shape: " + path +
+                       " has 1 workload shape; leaving one out needs two\n");
+  const CliOutcome two = run_cli({"validate", "--leave-out", "group", "--measurements", path});
+  CHECK(two.status == 0);
+  CHECK(two.out.rfind("skipped: " + path + ":8:", 0) == 0);
+  CHECK(two.out.find("row WV-X skipped\nEach group left out in turn, over the 2 fits: rows ") !=
+        std::string::npos);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("docs/measure.md's worked example is what calibrate prints on its rows",
@@ -730,10 +769,14 @@ TEST_CASE("a row that failed its stability gate is weighted by its own spread", 
   CHECK(row_spread("stability=gate-fail; max group CV 250%") == 1.0);
   // Any row's measurement error, passed or failed (validate's coverage
   // with it added): the same figure without the gate.
-  CHECK(measurement_spread("stability=pass; max group CV 5.0%; max role drift 9.0%") ==
-        Approx(0.05));
-  CHECK(measurement_spread("stability=pass; max role drift 1.6%; se 0.3208%") == Approx(0.008));
-  CHECK(measurement_spread("no note at all") == 0);
+  // A round's CV over sqrt(rounds), or half the drift if larger.
+  CHECK(measurement_spread("stability=pass; max group CV 6.0%; max role drift 1.0%", 9) ==
+        Approx(0.02));
+  CHECK(measurement_spread("stability=pass; max group CV 6.0%; max role drift 9.0%", 9) ==
+        Approx(0.045));
+  CHECK(measurement_spread("stability=pass; max role drift 1.6%; se 0.3208%", 9) ==
+        Approx(0.008));
+  CHECK(measurement_spread("no note at all", 9) == 0);
   // The fit names them.
   const FitReport r = fit_profile(prior_model(), calib().map.fit, calib().rows, calib().per_op, "x");
   REQUIRE(r.gate_failed.size() == 3);

@@ -140,11 +140,12 @@ struct FitReport {
 // half its drift between repeats, at most 1. 0 for any other row.
 double row_spread(const std::string& note);
 
-// The same figure for any row, gate passed or failed: how far its
-// measured mean may lie from the machine's true mean (validate's
-// coverage with the measurement error added). 0 when the note states no
-// spread.
-double measurement_spread(const std::string& note);
+// The error of any row's measured mean, gate passed or failed: the
+// note's standard error, else its round CV over sqrt(rounds) (row_spread()
+// passes 1: a round's CV), or half the drift between its repeats if
+// larger; at most 1, 0 when the note states no spread. validate's
+// coverage with each row's own measurement error added.
+double measurement_spread(const std::string& note, double rounds);
 
 // The fit's own estimate of its rms relative residual:
 // sqrt(s^2 + sv^2 + su^2).

@@ -53,19 +53,22 @@ double row_spread(const std::string& note) {
   static const Regex gate_re = compile_regex(R"(stability=gate-fail)", nullptr);
   std::vector<std::optional<std::string>> m;
   if (!regex_search(gate_re, note, &m)) return 0;
-  return measurement_spread(note);
+  return measurement_spread(note, 1);
 }
 
-double measurement_spread(const std::string& note) {
+double measurement_spread(const std::string& note, double rounds) {
   static const Regex se_re = compile_regex(R"(; se ([0-9.]{1,20})%)", nullptr);
   static const Regex cv_re = compile_regex(R"(max group CV ([0-9.]{1,20})%)", nullptr);
   static const Regex drift_re = compile_regex(R"(max role drift ([0-9.]{1,20})%)", nullptr);
   // The mean's own uncertainty: the kit's standard error where the note
-  // has one, else a round's CV (no round count to divide by); and half
-  // the drift between repeats (the mean of two repeat means is off by up
-  // to half their difference). Capped at 100 %.
+  // has one, else a round's CV over sqrt(rounds); and half the drift
+  // between repeats (the mean of two repeat means is off by up to half
+  // their difference). Capped at 100 %.
   double se = note_percent(note, se_re);
-  if (se < 0) se = note_percent(note, cv_re);
+  if (se < 0) {
+    se = note_percent(note, cv_re);
+    if (se > 0 && rounds > 1) se /= std::sqrt(rounds);
+  }
   const double drift = note_percent(note, drift_re);
   const double s = std::max({se, drift >= 0 ? drift / 2 : -1.0, 0.0});
   return std::min(s, 1.0);

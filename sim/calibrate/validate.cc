@@ -14,21 +14,25 @@ namespace {
 
 int sign(double v) { return v > 1e-9 ? 1 : v < -1e-9 ? -1 : 0; }
 
-// Relative noise of a measured delta between two boots of this row's
-// workload: sqrt(2 cv^2 / rounds + drift^2) from the profile's noise model.
-double row_noise(const CostModel& m, const MappedRow& r) {
-  if (!m.noise) return 0;
-  const NoiseEntry& e = m.noise->lookup(r.scenario, r.params);
-  // The repeats of the real measurement, as its shape states them ("15
-  // measured rounds", "15 groups x 32 ops"); the simulation may use fewer.
-  // RE2 (measure.h): user data never meets a backtracking engine, and
-  // the number is checked (stod threw on 400 digits; 0 divided by zero).
+// The repeats of the real measurement, as its shape states them ("15
+// measured rounds", "15 groups x 32 ops"); the simulation may use fewer.
+// RE2 (measure.h): user data never meets a backtracking engine, and
+// the number is checked (stod threw on 400 digits; 0 divided by zero).
+double measured_rounds(const MappedRow& r) {
   static const Regex repeats = compile_regex(R"((\d{1,6}) (?:measured rounds|groups))", nullptr);
   std::vector<std::optional<std::string>> mt;
   double rounds = noise_rounds(r.params, 15.0);
   if (regex_search(repeats, r.row.shape, &mt) && mt[1] && std::stoi(*mt[1]) > 0)
     rounds = std::stoi(*mt[1]);
-  return std::sqrt(2 * e.round_cv * e.round_cv / rounds + e.drift * e.drift);
+  return rounds;
+}
+
+// Relative noise of a measured delta between two boots of this row's
+// workload: sqrt(2 cv^2 / rounds + drift^2) from the profile's noise model.
+double row_noise(const CostModel& m, const MappedRow& r) {
+  if (!m.noise) return 0;
+  const NoiseEntry& e = m.noise->lookup(r.scenario, r.params);
+  return std::sqrt(2 * e.round_cv * e.round_cv / measured_rounds(r) + e.drift * e.drift);
 }
 
 const char* dir_text(int d) { return d > 0 ? "up" : d < 0 ? "down" : "n.s."; }
@@ -102,8 +106,10 @@ Validation validate_rows(const CostModel& m, const std::vector<MappedRow>& rows,
     v.prior_based.push_back(rests_on_priors(m, counts[i]));
     v.rows_covered += rows[i].value_ns >= v.lo[i] && rows[i].value_ns <= v.hi[i];
     if (v.lo[i] > 0 && rows[i].value_ns > 0) {
+      // Both as log-normal sds, as time_interval() converts a relative sd.
+      const double cv = measurement_spread(rows[i].row.note, measured_rounds(rows[i]));
       const double s_model = std::log(v.hi[i] / v.lo[i]) / (2 * kIntervalZ),
-                   s_meas = std::log1p(measurement_spread(rows[i].row.note));
+                   s_meas = std::sqrt(std::log1p(cv * cv));
       const double centre = std::log(v.hi[i] * v.lo[i]) / 2;
       v.rows_covered_noise += std::fabs(std::log(rows[i].value_ns) - centre) <=
                               kIntervalZ * std::sqrt(s_model * s_model + s_meas * s_meas);
@@ -267,18 +273,23 @@ LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
         rest_op.push_back(per_op[i]);
       }
     }
-    // A base row outside the unit (another group's) is not compared.
+    // Bases come from the row's own group, which a unit holds whole
+    // (a group is one program and shape); should one fall outside, the
+    // effect is not compared rather than compared with fewer bases.
     for (MappedRow& r : out) {
       std::vector<size_t> kept;
       for (size_t b : r.bases)
         if (std::find(u.rows.begin(), u.rows.end(), b) != u.rows.end()) kept.push_back(at[b]);
-      r.bases = kept;
+      r.bases = kept.size() == r.bases.size() ? kept : std::vector<size_t>{};
     }
     const FitReport f = fit_profile(structure, fit, rest, rest_op, "leave-out");
     u.refused = !fit_problems(f).empty();
     u.v = validate_rows(f.model, out, out_op, fit);
   };
-  const size_t n = l.units.size(), threads = std::clamp<size_t>(static_cast<size_t>(jobs), 1, n);
+  // One unit (or none) leaves nothing to fit: the units, no fits.
+  const size_t n = l.units.size();
+  if (n < 2) return l;
+  const size_t threads = std::clamp<size_t>(static_cast<size_t>(std::max(jobs, 1)), 1, n);
   if (threads <= 1) {
     for (size_t k = 0; k < n; ++k) run(k);
   } else {
@@ -293,6 +304,7 @@ LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
   for (const LeaveOutUnit& u : l.units) {
     l.refused += u.refused;
     l.rows_in += u.v.rows_covered;
+    l.rows_in_noise += u.v.rows_covered_noise;
     l.rows_all += u.rows.size();
     for (size_t i = 0; i < u.rows.size(); ++i)
       row_width.push_back((u.v.hi[i] - u.v.lo[i]) / u.v.predicted[i]);
@@ -314,17 +326,20 @@ std::string format_leave_out(const LeaveOut& l, const std::vector<MappedRow>& ro
   };
   std::string s = fmt::format(
       "Each {} left out in turn, over the {} fits: rows {}/{} ({:.0f} %) and effects {}/{} "
-      "({:.0f} %) inside their 90 % model interval, {}/{} effects with the noise of the delta "
-      "added; median interval width {:.1f} % of the predicted row time and {:.2f} pp of an "
-      "effect; {} of the {} fits of the rest are refused by calibrate (not credible).\n",
+      "({:.0f} %) inside their {:.0f} % model interval, {}/{} rows with each row's own "
+      "measurement error added and {}/{} effects with the noise of the delta added; median "
+      "interval width {:.1f} % of the predicted row time and {:.2f} pp of an effect; {} of the "
+      "{} fits of the rest are refused by calibrate (not credible).\n",
       l.by_shape ? "workload shape" : "group", l.units.size(), l.rows_in, l.rows_all,
       pct(l.rows_in, l.rows_all), l.effects_in, l.effects_all, pct(l.effects_in, l.effects_all),
-      l.effects_noise, l.effects_all, 100 * l.median_row_width, 100 * l.median_effect_width,
-      l.refused, l.units.size());
+      kIntervalLevel * 100, l.rows_in_noise, l.rows_all, l.effects_noise, l.effects_all,
+      100 * l.median_row_width, 100 * l.median_effect_width, l.refused, l.units.size());
   if (!table) return s;
-  s += "\n| rows left out | rows inside | error of the prediction | median interval width | rows "
-       "outside: error [interval] | effect | measured | predicted [90 % model interval] |\n"
-       "|---|---|---|---|---|---|---|---|\n";
+  s += fmt::format(
+      "\n| rows left out | rows inside | error of the prediction | median interval width | rows "
+      "outside: error [interval] | effect | measured | predicted [{:.0f} % model interval] |\n"
+      "|---|---|---|---|---|---|---|---|\n",
+      kIntervalLevel * 100);
   for (const LeaveOutUnit& u : l.units) {
     std::vector<std::string> ids;
     std::string outside;

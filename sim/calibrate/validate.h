@@ -36,9 +36,9 @@ struct Validation {
   std::vector<double> lo, hi;     // 90 % model-uncertainty interval per row
   std::vector<bool> prior_based;  // the row's interval rests mostly on priors
   size_t rows_covered = 0;        // measured value inside [lo, hi]
-  // ... or inside it widened (in log space) by the row's own measurement
-  // error (measurement_spread(): the note's standard error, half its
-  // repeat drift): the interval a new measurement of the row falls in.
+  // ... or inside it widened (in log space) by the error of the row's
+  // measured mean (measurement_spread(): the note's standard error, else
+  // its round CV over sqrt(measured rounds), or half its repeat drift).
   size_t rows_covered_noise = 0;
   size_t effects_covered = 0, effects_covered_noise = 0;
   std::vector<Effect> effects;
@@ -81,11 +81,12 @@ struct LeaveOutUnit {
 struct LeaveOut {
   bool by_shape = false;
   std::vector<LeaveOutUnit> units;
-  size_t rows_in = 0, rows_all = 0, effects_in = 0, effects_noise = 0, effects_all = 0,
+  size_t rows_in = 0, rows_in_noise = 0, rows_all = 0, effects_in = 0, effects_noise = 0, effects_all = 0,
          refused = 0;
   double median_row_width = 0;     // of the predicted row time
   double median_effect_width = 0;  // percentage points / 100
 };
+// Fewer than two units: the units alone, nothing fitted or validated.
 LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
                    const std::vector<MappedRow>& rows, const std::vector<PerOpCounts>& per_op,
                    bool by_shape, int jobs);

@@ -16,6 +16,7 @@ namespace simcache::sim {
 namespace {
 
 struct Inputs {
+  int jobs = 1;
   Mapping map;
   std::vector<MappedRow> rows;
   std::vector<std::string> skipped;
@@ -62,14 +63,13 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, 
   if (mpath.empty())
     return *error = "no data/profiles/mapping.toml found (pass --mapping FILE)", false;
   std::vector<MeasuredRow> rows;
-  int jobs = 1;
   SimulateOptions o;
-  if (!parse_jobs(f, &jobs, error) || !simulate_options(f, command, &o, error) || !load_mapping(mpath, &in->map, error) ||
+  if (!parse_jobs(f, &in->jobs, error) || !simulate_options(f, command, &o, error) || !load_mapping(mpath, &in->map, error) ||
       !read_measurements(in->measurements, &rows, error) ||
       !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error,
                 &in->skipped))
     return false;
-  return simulate_rows(in->rows, jobs, &in->per_op, error, &in->failed, o);
+  return simulate_rows(in->rows, in->jobs, &in->per_op, error, &in->failed, o);
 }
 
 std::string profile_header(const FitReport& r, const Inputs& in, const std::string& out,
@@ -139,7 +139,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   }
   CostModel m;
   const std::string spec = f.v.count("profile") ? f.v.at("profile") : std::string(kDefaultCostProfile);
-  if (!resolve_profile(spec, &m, &error)) return cli_fail(error);
+  if (!leave && !resolve_profile(spec, &m, &error)) return cli_fail(error);
   Inputs in;
   const bool skip = f.v.count("skip-unmapped") > 0;
   if (!read_inputs(f, skip, "validate", &in, &error)) {
@@ -148,11 +148,16 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
     return cli_fail(error);
   }
   if (leave) {
-    int jobs = 1;
-    if (!parse_jobs(f, &jobs, &error)) return cli_fail(error);
-    const LeaveOut l = leave_out(prior_model(), in.map.fit, in.rows, in.per_op, by_shape, jobs);
+    const LeaveOut l = leave_out(prior_model(), in.map.fit, in.rows, in.per_op, by_shape, in.jobs);
+    // Leaving the only unit out would fit no rows at all.
+    if (l.units.size() < 2)
+      return cli_fail(fmt::format("--leave-out {}: {} has {} {}; leaving one out needs two",
+                                  by_shape ? "shape" : "group", in.measurements, l.units.size(),
+                                  by_shape ? "workload shape" : "group"));
+    std::string text;
+    for (const std::string& s : in.skipped) text += "skipped: " + s + "\n";
     return {0,
-            format_leave_out(l, in.rows, true) +
+            text + format_leave_out(l, in.rows, true) +
                 format_row_failures(in.rows, in.failed, in.map.fit),
             ""};
   }

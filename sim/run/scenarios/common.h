@@ -61,7 +61,7 @@ inline void verify_slots(Env& e, RingId dst, int64_t installs) {
 // every install of the operation runs on a core whose clock is still
 // ramping up from idle (idle_slow_install): the part of the cold start
 // that grows with the operation's length.
-inline void cold_first_batch(Env& e, int64_t installs, int64_t qd) {
+inline void cold_start_installs(Env& e, int64_t installs, int64_t qd) {
   const int64_t n = std::min(installs, qd);
   if (n > 0) e.mm.events().add(Event::idle_cold_install, static_cast<uint64_t>(n));
   if (installs > 0) e.mm.events().add(Event::idle_slow_install, static_cast<uint64_t>(installs));

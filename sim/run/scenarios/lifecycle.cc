@@ -122,7 +122,7 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
       rec.timed_begin("fill");
       // paced: the sleep's cold start reaches past the registration into
       // the first batch of installs (one io_uring_enter()).
-      if (mode == kPaced) cold_first_batch(e, installs, p.at("qd"));
+      if (mode == kPaced) cold_start_installs(e, installs, p.at("qd"));
     }
     send_fd_fill(e, src, dst, installs, p.at("qd"), false, mode == kReuse ? &taken : nullptr);
     rec.timed_end();

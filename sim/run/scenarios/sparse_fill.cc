@@ -39,7 +39,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
       pending = -1;
     }
     rec.timed_begin();
-    if (idle) cold_first_batch(e, installs, p.at("qd"));
+    if (idle) cold_start_installs(e, installs, p.at("qd"));
     send_fd_fill(e, src, dst, installs, p.at("qd"), defer);
     rec.timed_end();
     snap(e, rec, "fill", src, dst);
