@@ -41,6 +41,7 @@ inline constexpr gfp_t __GFP_HIGH = 1u << 11;
 inline constexpr gfp_t __GFP_NO_OBJ_EXT = 1u << 12;
 inline constexpr gfp_t __GFP_COMP = 1u << 13;
 inline constexpr gfp_t GFP_NOWAIT = __GFP_KSWAPD_RECLAIM;
+inline constexpr gfp_t GFP_ATOMIC = __GFP_HIGH | __GFP_KSWAPD_RECLAIM;
 inline constexpr gfp_t GFP_KERNEL = __GFP_DIRECT_RECLAIM | __GFP_KSWAPD_RECLAIM;
 inline constexpr gfp_t GFP_KERNEL_ACCOUNT = GFP_KERNEL | __GFP_ACCOUNT;
 

@@ -22,7 +22,9 @@ trap 'rm -rf "$dir"' EXIT
 
 # id <TAB> kit program and flags <TAB> simcache scenario and parameters.
 # Kit runs: --warmup 0 --rounds 2 --repeats 1 (two rounds; the model's
-# rounds=2 warmup=0). poll: the model's total is the kit's 2 rounds.
+# rounds=2 warmup=0). poll: the model's total is the kit's 2 rounds;
+# pollov parks 256 polls per ring against a 128-entry CQ ring, so half of
+# the cancels' CQEs overflow (io_alloc_ocqe()).
 programs() {
   printf '%s\t%s\t%s\n' \
     f0    "f0 --slots 256 --installs 128 --qd 64" \
@@ -34,7 +36,9 @@ programs() {
     e0    "e0 --waits 32 --fail-permille 390 --cycles 4" \
           "arm-fail --set waits=32 --set fail_permille=390 --set cycles=4 --set rounds=2 --set warmup=0" \
     poll  "poll --qd 256 --burst 128 --recycle 2 --total 512" \
-          "poll-refill --set qd=256 --set burst=128 --set recycle=2 --set total=1024"
+          "poll-refill --set qd=256 --set burst=128 --set recycle=2 --set total=1024" \
+    pollov "poll --qd 64 --burst 64 --recycle 4 --total 256" \
+          "poll-refill --set qd=64 --set burst=64 --set recycle=4 --set total=512"
 }
 
 # The kernel's call sites (the function kmalloc()/kmem_cache_alloc() was
@@ -53,7 +57,8 @@ __io_alloc_req_refill io_alloc_req_refill
 __io_uring_add_tctx_node io_uring_add_tctx_node
 io_uring_alloc_task_context io_uring_alloc_task_context
 io_wq_create io_wq_create
-create_io_worker create_io_worker'
+create_io_worker create_io_worker
+io_alloc_ocqe io_alloc_ocqe'
 
 # The model's quantities: allocations (kmalloc + kmem_cache_alloc) by the
 # innermost call-site scope (a scope's own, its callees' subtracted; a

@@ -299,3 +299,73 @@ TEST_CASE("ring: the model's KASAN catches the seeded bugs", "[io_uring][ring][k
     CHECK(s->mm.has_report("use-after-put"));
   }
 }
+
+TEST_CASE("ring: CQEs past a full CQ ring overflow into kzalloc'ed entries that a flush frees",
+          "[io_uring][ring]") {
+  // A ring of 4 SQ entries holds 8 CQEs. 12 polls cancelled at its exit
+  // post 12: 8 fill the ring, 4 overflow, each an io_overflow_cqe of 32
+  // bytes kzalloc'ed GFP_NOWAIT | __GFP_ACCOUNT in the submitter's
+  // task_work (its CPU), and dropped with the ring on the kworker. The
+  // live 6.18 trace shows the same (tests/count_oracle.sh, pollov).
+  const gfp_t ocqe = GFP_NOWAIT | __GFP_ACCOUNT | __GFP_ZERO;
+  SECTION("dropped at teardown") {
+    Sim s("v6.18");
+    const int r = s.io->ring_create(kApp, {4, 0, false});
+    REQUIRE(r >= 0);
+    s.io->enter_begin(r);
+    for (int i = 0; i < 12; ++i) REQUIRE(s.io->poll_add(r) == 0);
+    s.io->enter_end(r);
+    const size_t before = s.mm.calls().size();
+    s.io->ring_exit(r, kKworker);
+    CHECK(s.mm.events()[Event::cqe_overflow] == 4);
+    CHECK(s.mm.events()[Event::cqe_post] == 12);
+    CHECK(s.mm.events()[Event::task_work_run] == 1);
+    size_t allocs = 0, frees = 0;
+    std::vector<Ptr> got;
+    for (size_t i = before; i < s.mm.calls().size(); ++i) {
+      const Call& c = s.mm.calls()[i];
+      if (c.op == Op::kmalloc && c.size == 32 && c.gfp == ocqe) {
+        ++allocs;
+        CHECK(c.cpu == kApp.cpu);
+        got.push_back(c.p);
+      }
+      if (c.op == Op::kfree && std::find(got.begin(), got.end(), c.p) != got.end()) {
+        ++frees;
+        CHECK(c.cpu == kKworker.cpu);
+      }
+    }
+    CHECK(allocs == 4);
+    CHECK(frees == 4);
+    s.io->task_exit_all();
+    CHECK(s.mm.live_objects() == 0);
+  }
+  SECTION("flushed into the ring as the application reaps") {
+    // 12 SEND_FDs into a 4-entry target in one enter: its 12 CQEs are 8 in
+    // the ring and 4 overflowed; reaping takes all 12, the 4 entries
+    // kfree'd on the target's task as they move into the ring.
+    Sim s("v6.18");
+    const int src = make_source(s);
+    const int dst = s.io->ring_create(kApp, {4, 0, false});
+    REQUIRE(dst >= 0);
+    s.io->files_register_sparse(dst, 64);
+    s.io->enter_begin(src);
+    for (int i = 0; i < 12; ++i)
+      REQUIRE(s.io->msg_ring_send_fd(src, dst, 0, IORING_FILE_INDEX_ALLOC) >= 0);
+    s.io->enter_end(src);
+    CHECK(s.mm.events()[Event::cqe_overflow] == 4);
+    const size_t before = s.mm.calls().size();
+    CHECK(s.io->reap_cq(dst) == 12);
+    size_t frees = 0;
+    for (size_t i = before; i < s.mm.calls().size(); ++i) frees += s.mm.calls()[i].op == Op::kfree;
+    CHECK(frees == 4);
+    CHECK(s.io->reap_cq(dst) == 0);
+    // The previous (v6.12) kernels kmalloc them GFP_ATOMIC, unzeroed.
+    Sim old("v6.12");
+    const int r = old.io->ring_create(kApp, {4, 0, false});
+    old.io->enter_begin(r);
+    for (int i = 0; i < 9; ++i) old.io->poll_add(r);
+    old.io->enter_end(r);
+    old.io->ring_exit(r, kKworker);
+    CHECK(kmallocs_of(old, 32, GFP_ATOMIC | __GFP_ACCOUNT) == 1);
+  }
+}

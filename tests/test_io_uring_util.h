@@ -74,7 +74,9 @@ inline int make_source(Sim& s, const Task& t = kApp) {
 }
 
 // `n` SEND_FD installs of src slot 0 into dst (ALLOC), as batches of 64
-// SQEs per io_uring_enter (workload F0). Returns how many succeeded.
+// SQEs per io_uring_enter, each batch's target CQEs reaped (workload F0:
+// a target ring left unreaped would overflow its CQ ring). Returns how
+// many succeeded.
 inline uint32_t send_fill(Sim& s, int src, int dst, uint32_t n, bool defer = false) {
   uint32_t ok = 0;
   for (uint32_t done = 0; done < n;) {
@@ -82,6 +84,7 @@ inline uint32_t send_fill(Sim& s, int src, int dst, uint32_t n, bool defer = fal
     for (uint32_t i = 0; i < 64 && done < n; i++, done++)
       ok += s.io->msg_ring_send_fd(src, dst, 0, IORING_FILE_INDEX_ALLOC, defer) >= 0;
     s.io->enter_end(src);
+    s.io->reap_cq(dst);
   }
   return ok;
 }

@@ -94,6 +94,9 @@ struct IoRingCtx {
   uint32_t batch_depth = 0;    // > 0 inside enter_begin()/enter_end()
   bool first_use_done = false;  // ring_first_use counted (first enter or MSG_RING into it)
   uint64_t cq_pending = 0;     // CQEs posted and not yet reaped
+  // ctx->cq_overflow_list: the io_overflow_cqe objects of CQEs posted
+  // while the CQ ring was full, oldest first.
+  std::vector<Ptr> cq_overflow;
 
   IoFileTable files;
   std::vector<ArmedFutex> futex_list;

@@ -3,9 +3,13 @@
 // creates. Every operation in this layer takes an IoKernel<A>&.
 #pragma once
 
+#include <algorithm>
+#include <bit>
+#include <cstddef>
 #include <utility>
 #include <vector>
 
+#include "model/io_uring/ctx.h"
 #include "model/io_uring/allocator.h"
 #include "model/sched/cpufreq.h"
 #include "model/sched/idle.h"
@@ -84,11 +88,58 @@ struct IoKernel {
   }
 };
 
-// A request or an armed op posts a CQE to `ctx`.
+// sizeof(struct io_overflow_cqe): a list_head and a 16-byte CQE.
+inline constexpr uint64_t kOverflowCqeSize = 32;
+
+// CQEs the ring's CQ holds: cq_entries rounded up to a power of two, as
+// io_uring_setup() sizes it.
+template <class Ctx>
+uint64_t cq_capacity(const Ctx& ctx) {
+  return std::bit_ceil(std::clamp<uint32_t>(ctx.params.cq_entries, 1, IORING_MAX_CQ_ENTRIES));
+}
+
+// A request or an armed op posts a CQE to `ctx`. With the CQ ring full
+// (as many CQEs posted and not reaped as it holds) the CQE overflows:
+// io_alloc_ocqe() allocates an io_overflow_cqe (the profile's ocqe_gfp,
+// accounted) onto ctx->cq_overflow_list; a failed allocation loses the
+// CQE. The allocation runs in the ring's submitter task: completions run
+// as its task_work (the live 6.18 trace allocates them on the program's
+// CPU even when the ring's exit work cancelled the requests).
 template <IoAllocator A, class Ctx>
 inline void io_post_cqe(IoKernel<A>& k, Ctx& ctx) {
   ev(k.mm, Event::cqe_post);
-  ctx.cq_pending++;
+  if (ctx.cq_pending < cq_capacity(ctx)) [[likely]] {
+    ctx.cq_pending++;
+    return;
+  }
+  SiteScope scope(k.mm, CallSite::io_alloc_ocqe);
+  ev(k.mm, Event::cqe_overflow);
+  const Ptr o = k.mm.kmalloc(kOverflowCqeSize, k.profile.ocqe_gfp, ctx.submitter);
+  if (o == kNull) {
+    ev(k.mm, Event::cqe_overflow_dropped);
+    return;
+  }
+  ctx.cq_overflow.push_back(o);
+}
+
+// __io_cqring_overflow_flush(): the overflowed CQEs, oldest first, move
+// into the CQ ring as it has room (`dying`: the ring is being freed, all
+// are dropped), each io_overflow_cqe kfree'd on `t`. Returns how many
+// moved into the ring.
+template <IoAllocator A, class Ctx>
+uint64_t io_cqring_overflow_flush(IoKernel<A>& k, Ctx& ctx, const Task& t, bool dying) {
+  size_t n = 0;
+  uint64_t moved = 0;
+  for (; n < ctx.cq_overflow.size(); ++n) {
+    if (!dying) {
+      if (ctx.cq_pending >= cq_capacity(ctx)) break;
+      ctx.cq_pending++;
+      ++moved;
+    }
+    k.mm.kfree(ctx.cq_overflow[n], t);
+  }
+  ctx.cq_overflow.erase(ctx.cq_overflow.begin(), ctx.cq_overflow.begin() + static_cast<std::ptrdiff_t>(n));
+  return moved;
 }
 
 }  // namespace simcache::iou

@@ -109,22 +109,29 @@ int io_ring_ctx_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
 }
 
 // The cancellation io_ring_exit_work() performs before freeing: armed
-// futex waits (io_futex_remove_all) and polls complete with -ECANCELED on
-// the exiting kworker, and the completions are flushed to the free list.
+// futex waits (io_futex_remove_all) complete with -ECANCELED on the
+// exiting kworker; armed polls (io_poll_remove_all) are marked cancelled
+// there and completed by one task_work run on the submitter's task,
+// which posts their CQEs (overflowing a full CQ ring); the completions
+// are flushed to the free list.
 template <IoAllocator A>
 void io_ring_exit_cancel(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   io_futex_remove_all(k, ctx, kworker);
+  io_flush_completions(k, ctx, kworker);
+  if (ctx.poll_list.empty()) return;
+  ev(k.mm, Event::task_work_run);
   for (Ptr req : ctx.poll_list) {
     ev(k.mm, Event::req_cancel);
     io_post_cqe(k, ctx);
     io_req_complete_defer(ctx, req);
   }
   ctx.poll_list.clear();
-  io_flush_completions(k, ctx, kworker);
+  io_flush_completions(k, ctx, ctx.submitter);
 }
 
 // Mirrors io_ring_ctx_free(), 6.16-6.18, run on the kworker: files
-// unregister (nodes -> node_cache up to its size, the rest freed), every
+// unregister (nodes -> node_cache up to its size, the rest freed), the
+// overflowed CQEs dropped (io_cqring_overflow_kill()), every
 // per-ring cache freed, the two regions' page arrays (io_rings_free()),
 // the percpu_ref data (percpu_ref_exit()), cached requests
 // kmem_cache_free'd, the ring's reference on its hash_map
@@ -135,6 +142,7 @@ void io_ring_ctx_free(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   io_ring_exit_cancel(k, ctx, kworker);
   if (ctx.files.registered) io_sqe_files_unregister(k, ctx, kworker);
   if (ctx.ring_node != kNull) io_free_ring_node(k, ctx, kworker);
+  io_cqring_overflow_flush(k, ctx, kworker, true);  // io_cqring_overflow_kill()
   io_free_alloc_caches(k, ctx, kworker);
   io_rings_free(k, ctx, kworker);
   if (ctx.refs_data != kNull) k.mm.kfree(ctx.refs_data, kworker);

@@ -262,9 +262,8 @@ class IoUring {
   uint64_t reap_cq(RingId r) {
     IoRingCtx* c = live(r);
     if (c == nullptr) return 0;
-    const uint64_t n = c->cq_pending;
+    const uint64_t n = drain_cq(*c);
     ev(k_.mm, Event::cqe_reap, n);
-    c->cq_pending = 0;
     return n;
   }
 
@@ -301,8 +300,20 @@ class IoUring {
   }
   void finish_enter(IoRingCtx& c) {
     io_flush_completions(k_, c, c.submitter);
-    ev(k_.mm, Event::cqe_reap, c.cq_pending);
-    c.cq_pending = 0;
+    ev(k_.mm, Event::cqe_reap, drain_cq(c));
+  }
+  // The application empties the CQ ring; each time it is empty the
+  // kernel flushes the overflow list into it (io_uring_enter()'s
+  // overflow flush, on the submitter) and the application reaps those
+  // too. Returns every CQE consumed.
+  uint64_t drain_cq(IoRingCtx& c) {
+    uint64_t reaped = 0;
+    for (;;) {
+      reaped += c.cq_pending;
+      c.cq_pending = 0;
+      if (c.cq_overflow.empty()) return reaped;
+      io_cqring_overflow_flush(k_, c, c.submitter, false);
+    }
   }
   // An SQE-driven operation: its own io_uring_enter() unless inside one.
   template <class F>

@@ -32,6 +32,7 @@ namespace simcache {
   X(io_cache_alloc_new)         \
   X(io_alloc_cache_free)        \
   X(io_futex_wait)              \
+  X(io_alloc_ocqe)              \
   X(io_futexv_prep)             \
   X(io_alloc_req_refill)         \
   X(io_allocate_scq_urings)     \
