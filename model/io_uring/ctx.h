@@ -94,6 +94,7 @@ struct IoRingCtx {
   uint32_t batch_depth = 0;    // > 0 inside enter_begin()/enter_end()
   bool first_use_done = false;  // ring_first_use counted (first enter or MSG_RING into it)
   uint64_t cq_pending = 0;     // CQEs posted and not yet reaped
+  uint64_t cq_capacity = 0;    // CQEs the CQ ring holds (cq_capacity(), set at creation)
   // ctx->cq_overflow_list: the io_overflow_cqe objects of CQEs posted
   // while the CQ ring was full, oldest first.
   std::vector<Ptr> cq_overflow;

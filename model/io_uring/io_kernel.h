@@ -106,12 +106,7 @@ uint64_t cq_capacity(const Ctx& ctx) {
 // as its task_work (the live 6.18 trace allocates them on the program's
 // CPU even when the ring's exit work cancelled the requests).
 template <IoAllocator A, class Ctx>
-inline void io_post_cqe(IoKernel<A>& k, Ctx& ctx) {
-  ev(k.mm, Event::cqe_post);
-  if (ctx.cq_pending < cq_capacity(ctx)) [[likely]] {
-    ctx.cq_pending++;
-    return;
-  }
+[[gnu::noinline, gnu::cold]] void io_cqe_overflow(IoKernel<A>& k, Ctx& ctx) {
   SiteScope scope(k.mm, CallSite::io_alloc_ocqe);
   ev(k.mm, Event::cqe_overflow);
   const Ptr o = k.mm.kmalloc(kOverflowCqeSize, k.profile.ocqe_gfp, ctx.submitter);
@@ -120,6 +115,16 @@ inline void io_post_cqe(IoKernel<A>& k, Ctx& ctx) {
     return;
   }
   ctx.cq_overflow.push_back(o);
+}
+
+template <IoAllocator A, class Ctx>
+inline void io_post_cqe(IoKernel<A>& k, Ctx& ctx) {
+  ev(k.mm, Event::cqe_post);
+  if (ctx.cq_pending < ctx.cq_capacity) [[likely]] {
+    ctx.cq_pending++;
+    return;
+  }
+  io_cqe_overflow(k, ctx);
 }
 
 // __io_cqring_overflow_flush(): the overflowed CQEs, oldest first, move
@@ -132,7 +137,7 @@ uint64_t io_cqring_overflow_flush(IoKernel<A>& k, Ctx& ctx, const Task& t, bool 
   uint64_t moved = 0;
   for (; n < ctx.cq_overflow.size(); ++n) {
     if (!dying) {
-      if (ctx.cq_pending >= cq_capacity(ctx)) break;
+      if (ctx.cq_pending >= ctx.cq_capacity) break;
       ctx.cq_pending++;
       ++moved;
     }

@@ -65,6 +65,7 @@ class IoUring {
     ctx.submitter = submitter;
     ctx.params = params;
     if (ctx.params.cq_entries == 0) ctx.params.cq_entries = 2 * params.sq_entries;
+    ctx.cq_capacity = cq_capacity(ctx);
     if (io_ring_ctx_alloc(k_, ctx, submitter) != 0) return failed(kENOMEM);
     if (io_allocate_scq_urings(k_, ctx, submitter) != 0 ||
         io_uring_add_tctx_node(k_, ctx, submitter) != 0) {
