@@ -602,3 +602,40 @@ TEST_CASE("replay: fixed-file READs run the model's verification read, worker on
   }
   CHECK(p.kasan.empty());
 }
+
+TEST_CASE("replay takes the application's untraced reaping as in time: no CQ ring overflows in the model, the trace's own overflow entries replay",
+          "[replay]") {
+  // A 4-entry ring (CQ 8) with 12 polls parked, then closed: in a
+  // simulation its exit would overflow 4 CQEs, but a trace does
+  // not show whether the program reaped, so the model overflows none. The
+  // kernel's overflow entries, when it made them, are the trace's
+  // io_alloc_ocqe lines: they replay as the allocations (and frees) they
+  // were.
+  std::string t =
+      "  p-7  [001] ..... 1.000001: io_uring_create: ring 00000000deadbeef, fd 3, sq size 4, "
+      "cq size 8, flags 0x0\n";
+  for (int i = 0; i < 12; ++i)
+    t += fmt::format(
+        "  p-7  [001] ..... 1.0001{:02d}: io_uring_submit_req: ring 00000000deadbeef, req "
+        "00000000aaaa00{:02d}, user_data 0x0, opcode POLL_ADD, flags 0x0, sq_thread 0\n",
+        i, i);
+  t += "  p-7  [001] ..... 1.000150: sys_close(fd: 3)\n";
+  const std::string plain = write_temp("replay_overflow_plain.txt", t);
+  t += "  p-7  [001] ..... 1.000200: kmalloc: call_site=io_alloc_ocqe+0x41/0x100 "
+       "ptr=ffff888000002000 bytes_req=32 bytes_alloc=32 gfp_flags=GFP_NOWAIT|__GFP_ZERO|__GFP_ACCOUNT "
+       "node=-1 accounted=true\n"
+       "  kworker/u8:2-9  [000] ..... 1.000300: kfree: call_site=__io_cqring_overflow_flush+0x116/0x2a0 "
+       "ptr=ffff888000002000\n";
+  const std::string with = write_temp("replay_overflow_with.txt", t);
+  const OnePass a = one_pass(plain, request({"unpatched"}, "v6.18"));
+  const OnePass b = one_pass(with, request({"unpatched"}, "v6.18"));
+  REQUIRE(a.ok);
+  REQUIRE(b.ok);
+  CHECK(total(a.r, Event::req_cancel) == 12);
+  CHECK(total(a.r, Event::cqe_overflow) == 0);
+  CHECK(total(b.r, Event::cqe_overflow) == 0);
+  CHECK(total(b.r, Event::kmalloc) == total(a.r, Event::kmalloc) + 1);
+  CHECK(total(b.r, Event::kfree) == total(a.r, Event::kfree) + 1);
+  std::remove(plain.c_str());
+  std::remove(with.c_str());
+}

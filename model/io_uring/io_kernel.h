@@ -55,6 +55,10 @@ struct IoKernel {
   PolicySet policy;
   CacheId req_cachep = kNoCache;        // "io_kiocb"
   CacheId rsrc_node_cachep = kNoCache;  // "io_rsrc_node" (node-slab policies)
+  // The application reaps every ring in time, so no CQ ring overflows
+  // (a replayed trace: reaping is not traced, and the kernel's overflow
+  // entries, if any, are in the trace as io_alloc_ocqe allocations).
+  bool reaps_in_time = false;
   // The machine's cpuidle states the wait model picks from (machine.def);
   // nullptr: none modelled, a cqring wait prices no idle exit.
   const IdleTable* idle = idle_table(kDefaultIdleMachine);

@@ -65,7 +65,7 @@ class IoUring {
     ctx.submitter = submitter;
     ctx.params = params;
     if (ctx.params.cq_entries == 0) ctx.params.cq_entries = 2 * params.sq_entries;
-    ctx.cq_capacity = cq_capacity(ctx);
+    ctx.cq_capacity = k_.reaps_in_time ? UINT64_MAX : cq_capacity(ctx);
     if (io_ring_ctx_alloc(k_, ctx, submitter) != 0) return failed(kENOMEM);
     if (io_allocate_scq_urings(k_, ctx, submitter) != 0 ||
         io_uring_add_tctx_node(k_, ctx, submitter) != 0) {
@@ -267,6 +267,11 @@ class IoUring {
     ev(k_.mm, Event::cqe_reap, n);
     return n;
   }
+
+  // A replayed trace: the application's reaping is not traced, so every
+  // CQ ring is taken as reaped in time (rings created from now on never
+  // overflow; IoKernel::reaps_in_time).
+  void set_reaps_in_time(bool on) { k_.reaps_in_time = on; }
 
   // Introspection.
   const IoRingCtx& ring(RingId r) const { return rings_.at(static_cast<size_t>(r)); }

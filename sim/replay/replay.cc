@@ -207,9 +207,13 @@ void Replayer::kmem(const TraceEvent& ev) {
   std::string_view fn = site_fn(ev.call_site);
   if (fn == "0x0" || fn == "0") fn = {};  // no call site recorded
   // io_uring's own call sites, and io-wq's worker (the model creates it
-  // at a task's first punt, rw.h).
+  // at a task's first punt, rw.h). Not io_alloc_ocqe: whether a CQ ring
+  // overflowed depends on the application's reaping, which the trace does
+  // not show, so the model overflows none (OpExec::set_trace_mode) and the
+  // kernel's overflow entries replay as the allocations they were.
   const bool io_site =
-      fn.rfind("io_", 0) == 0 || fn.rfind("__io_", 0) == 0 || fn == "create_io_worker";
+      (fn.rfind("io_", 0) == 0 || fn.rfind("__io_", 0) == 0 || fn == "create_io_worker") &&
+      fn != "io_alloc_ocqe";
   io_site_ |= io_site;
   if (s_.io_uring && io_site) {
     covered_[ev.ptr] = true;  // the io_uring model allocates these itself
