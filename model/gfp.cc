@@ -8,8 +8,8 @@ namespace {
 constexpr GfpName kGfp[] = {
     {"GFP_KERNEL_ACCOUNT", GFP_KERNEL_ACCOUNT},
     {"GFP_KERNEL", GFP_KERNEL},
+    {"GFP_ATOMIC", GFP_ATOMIC},
     {"GFP_NOWAIT", GFP_NOWAIT},
-    {"GFP_ATOMIC", __GFP_HIGH | __GFP_KSWAPD_RECLAIM},
     {"GFP_NOFS", GFP_KERNEL},
     {"GFP_NOIO", GFP_KERNEL},
     {"GFP_USER", GFP_KERNEL},

@@ -626,3 +626,20 @@ TEST_CASE("call sites: --no-sites leaves counts alone and the site views empty",
   REQUIRE(at != std::string::npos);
   CHECK(hist.erase(at, why.size()) == body(with({})));
 }
+
+TEST_CASE("an overflowing CQE whose entry cannot be allocated is lost, counted, and nothing leaks",
+          "[outputs][io_uring]") {
+  // 256 polls parked against a 128-entry CQ ring: 128 overflow at the
+  // ring's exit. The 13th slab allocation and every one after fails
+  // (fault injection), so some io_alloc_ocqe() calls fail: each lost CQE
+  // counts in cqe_overflow_dropped, and every entry made is freed.
+  const CliOutcome o = run_cli({"--scenario", "poll-refill", "--set", "qd=64", "--set", "burst=64",
+                                "--set", "recycle=4", "--set", "total=256", "--fail",
+                                "slab=nth:13", "--format", "json", "--profile", "none"});
+  REQUIRE(o.status == 0);
+  const auto t = nlohmann::json::parse(o.out)["workloads"][0]["policies"][0]["total"];
+  CHECK(t["cqe_overflow"] == 128);
+  CHECK(t["cqe_overflow_dropped"] == 10);
+  CHECK(t["alloc_failed"] == 10);
+  CHECK(t["kmalloc"].get<int64_t>() - t["alloc_failed"].get<int64_t>() == t["kfree"].get<int64_t>());
+}

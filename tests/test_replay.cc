@@ -639,3 +639,61 @@ TEST_CASE("replay takes the application's untraced reaping as in time: no CQ rin
   std::remove(plain.c_str());
   std::remove(with.c_str());
 }
+
+TEST_CASE("an op file whose ring overflows its CQ: as a trace and back, the same counts",
+          "[replay]") {
+  // 12 polls parked on a 4-entry ring (CQ 8), then its exit: 4 CQEs
+  // overflow. Its trace carries simcache's markers, so the replay models
+  // the overflow as run-ops does (a plain kernel capture would take the
+  // reaping as in time); the trace compiled back to ops keeps each ring's
+  // `reaped` key, so run-ops does not overflow twice.
+  const std::string ops = write_temp("overflow_rt.ops",
+                                     "task bench memcg=user\n"
+                                     "2 bench ring_create ring=0 sq=4\n"
+                                     "2 bench enter_begin ring=0\n"
+                                     "repeat 12\n2 bench poll_add ring=0\nend\n"
+                                     "2 bench enter_end ring=0\n"
+                                     "7 kworker/u8:0 ring_exit ring=0\n");
+  const RunRequest req = request({"unpatched"}, "v6.18");
+  const RunResult direct = run_ops(ops, req);
+  REQUIRE(total(direct, Event::cqe_overflow) == 4);
+  std::string err;
+  const std::string trace = "overflow_rt.trace";
+  REQUIRE(emit_ops_run(ops, trace, true, req, &err));
+  const RunResult replayed = run_trace(trace, req);
+  // Whole-run counters (the op file has no timed region; a trace without
+  // markers times everything).
+  const auto same_totals = [](const RunResult& x, const RunResult& y) {
+    for (size_t e = 0; e < kNumEvents; ++e) {
+      INFO(kEventInfo[e].name);
+      CHECK(x.workloads[0].policies[0].total.v[e] == y.workloads[0].policies[0].total.v[e]);
+    }
+  };
+  same_totals(direct, replayed);
+  // Back to ops from a plain kernel capture with an overflow entry: the
+  // emitted ring_create says `reaped=1`, and run-ops replays the entry.
+  std::string t =
+      "  p-7  [001] ..... 1.000001: io_uring_create: ring 00000000deadbeef, fd 3, sq size 4, "
+      "cq size 8, flags 0x0\n";
+  for (int i = 0; i < 12; ++i)
+    t += fmt::format(
+        "  p-7  [001] ..... 1.0001{:02d}: io_uring_submit_req: ring 00000000deadbeef, req "
+        "00000000aaaa00{:02d}, user_data 0x0, opcode POLL_ADD, flags 0x0, sq_thread 0\n",
+        i, i);
+  t += "  p-7  [001] ..... 1.000150: sys_close(fd: 3)\n"
+       "  p-7  [001] ..... 1.000200: kmalloc: call_site=io_alloc_ocqe+0x41/0x100 "
+       "ptr=ffff888000002000 bytes_req=32 bytes_alloc=32 gfp_flags=GFP_NOWAIT|__GFP_ZERO|__GFP_ACCOUNT "
+       "node=-1 accounted=true\n";
+  const std::string capture = write_temp("overflow_capture.txt", t);
+  TraceSummary s;
+  REQUIRE(scan_trace(capture, {}, &s, &err));
+  const std::string back = "overflow_back.ops";
+  REQUIRE(emit_trace_ops(s, back, req, &err));
+  CHECK(read_text(back).find("ring_create ring=3 sq=4 cq=8 defer_taskrun=0 reaped=1") !=
+        std::string::npos);
+  const RunResult a = run_trace(capture, req), b = run_ops(back, req);
+  CHECK(total(a, Event::cqe_overflow) == 0);
+  CHECK(total(a, Event::kmalloc) == total(b, Event::kmalloc));
+  same_totals(a, b);
+  for (const std::string& f : {ops, trace, capture, back}) std::remove(f.c_str());
+}

@@ -25,6 +25,10 @@ struct RingParams {
   uint32_t sq_entries = 256;
   uint32_t cq_entries = 0;     // 0: 2 * sq_entries, as io_uring_setup() defaults
   bool defer_taskrun = false;  // SINGLE_ISSUER|DEFER_TASKRUN: ctx->task_complete
+  // The application reaps every CQE in time: the CQ ring never overflows
+  // (a replayed kernel trace, whose reaping is not traced: the kernel's
+  // overflow entries, if any, are its io_alloc_ocqe lines).
+  bool reaped_in_time = false;
 };
 
 // struct io_file_table + struct io_rsrc_data (6.16+ layout) and the

@@ -55,10 +55,6 @@ struct IoKernel {
   PolicySet policy;
   CacheId req_cachep = kNoCache;        // "io_kiocb"
   CacheId rsrc_node_cachep = kNoCache;  // "io_rsrc_node" (node-slab policies)
-  // The application reaps every ring in time, so no CQ ring overflows
-  // (a replayed trace: reaping is not traced, and the kernel's overflow
-  // entries, if any, are in the trace as io_alloc_ocqe allocations).
-  bool reaps_in_time = false;
   // The machine's cpuidle states the wait model picks from (machine.def);
   // nullptr: none modelled, a cqring wait prices no idle exit.
   const IdleTable* idle = idle_table(kDefaultIdleMachine);
@@ -106,14 +102,17 @@ uint64_t cq_capacity(const Ctx& ctx) {
 // (as many CQEs posted and not reaped as it holds) the CQE overflows:
 // io_alloc_ocqe() allocates an io_overflow_cqe (the profile's ocqe_gfp,
 // accounted) onto ctx->cq_overflow_list; a failed allocation loses the
-// CQE. The allocation runs in the ring's submitter task: completions run
-// as its task_work (the live 6.18 trace allocates them on the program's
-// CPU even when the ring's exit work cancelled the requests).
+// CQE. The allocation runs where the CQE is posted: the ring's submitter
+// task, whose task_work runs its completions (the live 6.18 trace
+// allocates them on the program's CPU even when the ring's exit work
+// cancelled the requests), or `poster` (a MSG_RING into another ring).
+// Not modelled: the gfp of a DEFER_TASKRUN ring's request completions
+// (GFP_KERNEL where the ring's CQ is lockless).
 template <IoAllocator A, class Ctx>
-[[gnu::noinline, gnu::cold]] void io_cqe_overflow(IoKernel<A>& k, Ctx& ctx) {
+[[gnu::noinline, gnu::cold]] void io_cqe_overflow(IoKernel<A>& k, Ctx& ctx, const Task& poster) {
   SiteScope scope(k.mm, CallSite::io_alloc_ocqe);
   ev(k.mm, Event::cqe_overflow);
-  const Ptr o = k.mm.kmalloc(kOverflowCqeSize, k.profile.ocqe_gfp, ctx.submitter);
+  const Ptr o = k.mm.kmalloc(kOverflowCqeSize, k.profile.ocqe_gfp, poster);
   if (o == kNull) {
     ev(k.mm, Event::cqe_overflow_dropped);
     return;
@@ -122,33 +121,26 @@ template <IoAllocator A, class Ctx>
 }
 
 template <IoAllocator A, class Ctx>
-inline void io_post_cqe(IoKernel<A>& k, Ctx& ctx) {
+inline void io_post_cqe(IoKernel<A>& k, Ctx& ctx, const Task& poster) {
   ev(k.mm, Event::cqe_post);
   if (ctx.cq_pending < ctx.cq_capacity) [[likely]] {
     ctx.cq_pending++;
     return;
   }
-  io_cqe_overflow(k, ctx);
+  io_cqe_overflow(k, ctx, poster);
+}
+template <IoAllocator A, class Ctx>
+inline void io_post_cqe(IoKernel<A>& k, Ctx& ctx) {
+  io_post_cqe(k, ctx, ctx.submitter);
 }
 
-// __io_cqring_overflow_flush(): the overflowed CQEs, oldest first, move
-// into the CQ ring as it has room (`dying`: the ring is being freed, all
-// are dropped), each io_overflow_cqe kfree'd on `t`. Returns how many
-// moved into the ring.
+// __io_cqring_overflow_flush(): every overflowed CQE, oldest first, its
+// io_overflow_cqe kfree'd on `t`; the caller accounts for where the CQEs
+// went (reaped, or dropped with a dying ring).
 template <IoAllocator A, class Ctx>
-uint64_t io_cqring_overflow_flush(IoKernel<A>& k, Ctx& ctx, const Task& t, bool dying) {
-  size_t n = 0;
-  uint64_t moved = 0;
-  for (; n < ctx.cq_overflow.size(); ++n) {
-    if (!dying) {
-      if (ctx.cq_pending >= ctx.cq_capacity) break;
-      ctx.cq_pending++;
-      ++moved;
-    }
-    k.mm.kfree(ctx.cq_overflow[n], t);
-  }
-  ctx.cq_overflow.erase(ctx.cq_overflow.begin(), ctx.cq_overflow.begin() + static_cast<std::ptrdiff_t>(n));
-  return moved;
+void io_cqring_overflow_flush(IoKernel<A>& k, Ctx& ctx, const Task& t) {
+  for (Ptr o : ctx.cq_overflow) k.mm.kfree(o, t);
+  ctx.cq_overflow.clear();
 }
 
 }  // namespace simcache::iou

@@ -111,15 +111,15 @@ int io_ring_ctx_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
 // The cancellation io_ring_exit_work() performs before freeing: armed
 // futex waits (io_futex_remove_all) complete with -ECANCELED on the
 // exiting kworker; armed polls (io_poll_remove_all) are marked cancelled
-// there and completed by one task_work run on the submitter's task,
-// which posts their CQEs (overflowing a full CQ ring); the completions
+// there and completed by task_work on the submitter's task (an item per
+// request), which posts their CQEs (overflowing a full CQ ring); the completions
 // are flushed to the free list.
 template <IoAllocator A>
 void io_ring_exit_cancel(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   io_futex_remove_all(k, ctx, kworker);
   io_flush_completions(k, ctx, kworker);
   if (ctx.poll_list.empty()) return;
-  ev(k.mm, Event::task_work_run);
+  ev(k.mm, Event::task_work_run, ctx.poll_list.size());  // one item per request
   for (Ptr req : ctx.poll_list) {
     ev(k.mm, Event::req_cancel);
     io_post_cqe(k, ctx);
@@ -142,7 +142,7 @@ void io_ring_ctx_free(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   io_ring_exit_cancel(k, ctx, kworker);
   if (ctx.files.registered) io_sqe_files_unregister(k, ctx, kworker);
   if (ctx.ring_node != kNull) io_free_ring_node(k, ctx, kworker);
-  io_cqring_overflow_flush(k, ctx, kworker, true);  // io_cqring_overflow_kill()
+  io_cqring_overflow_flush(k, ctx, kworker);  // io_cqring_overflow_kill(): dropped
   io_free_alloc_caches(k, ctx, kworker);
   io_rings_free(k, ctx, kworker);
   if (ctx.refs_data != kNull) k.mm.kfree(ctx.refs_data, kworker);

@@ -65,7 +65,7 @@ class IoUring {
     ctx.submitter = submitter;
     ctx.params = params;
     if (ctx.params.cq_entries == 0) ctx.params.cq_entries = 2 * params.sq_entries;
-    ctx.cq_capacity = k_.reaps_in_time ? UINT64_MAX : cq_capacity(ctx);
+    ctx.cq_capacity = params.reaped_in_time ? UINT64_MAX : cq_capacity(ctx);
     if (io_ring_ctx_alloc(k_, ctx, submitter) != 0) return failed(kENOMEM);
     if (io_allocate_scq_urings(k_, ctx, submitter) != 0 ||
         io_uring_add_tctx_node(k_, ctx, submitter) != 0) {
@@ -263,15 +263,13 @@ class IoUring {
   uint64_t reap_cq(RingId r) {
     IoRingCtx* c = live(r);
     if (c == nullptr) return 0;
-    const uint64_t n = drain_cq(*c);
+    // Overflowed CQEs stay on the kernel's list until an io_uring_enter()
+    // flushes them (finish_enter()).
+    const uint64_t n = c->cq_pending;
     ev(k_.mm, Event::cqe_reap, n);
+    c->cq_pending = 0;
     return n;
   }
-
-  // A replayed trace: the application's reaping is not traced, so every
-  // CQ ring is taken as reaped in time (rings created from now on never
-  // overflow; IoKernel::reaps_in_time).
-  void set_reaps_in_time(bool on) { k_.reaps_in_time = on; }
 
   // Introspection.
   const IoRingCtx& ring(RingId r) const { return rings_.at(static_cast<size_t>(r)); }
@@ -308,18 +306,16 @@ class IoUring {
     io_flush_completions(k_, c, c.submitter);
     ev(k_.mm, Event::cqe_reap, drain_cq(c));
   }
-  // The application empties the CQ ring; each time it is empty the
-  // kernel flushes the overflow list into it (io_uring_enter()'s
-  // overflow flush, on the submitter) and the application reaps those
-  // too. Returns every CQE consumed.
+  // At the end of an io_uring_enter() the application empties the CQ
+  // ring; each time it is empty the enter's overflow flush (on the
+  // submitter) moves overflowed CQEs in, and those are reaped too, until
+  // the list is empty: every overflowed entry kfree'd in order. Returns
+  // every CQE consumed.
   uint64_t drain_cq(IoRingCtx& c) {
-    uint64_t reaped = 0;
-    for (;;) {
-      reaped += c.cq_pending;
-      c.cq_pending = 0;
-      if (c.cq_overflow.empty()) return reaped;
-      io_cqring_overflow_flush(k_, c, c.submitter, false);
-    }
+    const uint64_t reaped = c.cq_pending + c.cq_overflow.size();
+    c.cq_pending = 0;
+    io_cqring_overflow_flush(k_, c, c.submitter);
+    return reaped;
   }
   // An SQE-driven operation: its own io_uring_enter() unless inside one.
   template <class F>

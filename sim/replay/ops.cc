@@ -19,7 +19,7 @@ constexpr std::string_view kOpNames[] = {
 #undef SIMCACHE_OP
 };
 
-enum Field : uint8_t { kRing, kRing2, kN, kOff, kSlot, kFlag, kObj, kGfp, kCache, kSite,
+enum Field : uint8_t { kRing, kRing2, kN, kOff, kSlot, kFlag, kFlag2, kObj, kGfp, kCache, kSite,
                        kAlign, kSlabFlags };
 // One key of an op: its field, whether it is required, its default and,
 // for numbers, the range checked when it is read (docs/ops.md lists them).
@@ -47,7 +47,8 @@ constexpr int64_t kCacheMax = static_cast<int64_t>(KMALLOC_MAX_SIZE);
 const std::vector<OpSpec>& specs() {
   static const std::vector<OpSpec> s = {
       {{{"ring", kRing, true, -1, 0, kHandle}, {"sq", kN, false, 256, 1, kSq},
-        {"cq", kOff, false, 0, 0, kCq}, {"defer_taskrun", kFlag, false, 0, 0, 1}}},  // ring_create
+        {"cq", kOff, false, 0, 0, kCq}, {"defer_taskrun", kFlag, false, 0, 0, 1},
+        {"reaped", kFlag2, false, 0, 0, 1}}},  // ring_create
       {{{"ring", kRing, true, -1, 0, kHandle}}},                            // ring_exit
       {{{"ring", kRing, true, -1, 0, kHandle}}},                            // enter_begin
       {{{"ring", kRing, true, -1, 0, kHandle}}},                            // enter_end
@@ -124,6 +125,7 @@ bool set_field(const Key& k, std::string_view v, OpNames& names, Op* op, uint32_
     case kOff: op->off = x; break;
     case kSlot: op->slot = x; break;
     case kFlag: op->flag = x; break;
+    case kFlag2: op->flag2 = x; break;
     case kAlign: *align = static_cast<uint32_t>(x); break;  // in [0, KMALLOC_MAX_SIZE]
     default: break;
   }
@@ -139,6 +141,7 @@ void set_default(const Key& k, Op* op) {
     case kOff: op->off = k.def; break;
     case kSlot: op->slot = k.def; break;
     case kFlag: op->flag = k.def; break;
+    case kFlag2: op->flag2 = k.def; break;
     default: break;
   }
 }
@@ -251,6 +254,7 @@ bool op_in_range(const Op& op, std::string* why) {
         v = op.slot;
         break;
       case kFlag: v = op.flag; break;
+      case kFlag2: v = op.flag2; break;
       default: continue;  // handles, names and flags: nothing to range
     }
     if (v < k.lo || v > k.hi) return *why = outside(k.name, std::to_string(v), k.lo, k.hi), false;
@@ -278,6 +282,7 @@ std::string format_op(const Op& op, const OpNames& names) {
       case kOff: v = std::to_string(op.off); break;
       case kSlot: v = op.slot < 0 ? "alloc" : std::to_string(op.slot); break;
       case kFlag: v = std::to_string(op.flag); break;
+      case kFlag2: v = std::to_string(op.flag2); break;
       case kObj: v = std::to_string(op.obj); break;
       case kGfp: v = format_gfp(op.gfp); break;
       case kCache:

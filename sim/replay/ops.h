@@ -43,6 +43,7 @@ struct Op {
   int64_t off = 0;       // files_update offset; send_fd src slot
   int64_t slot = -1;     // send_fd target slot, -1: allocate any free slot
   int64_t flag = 0;      // match / defer_taskrun / prefill_flag / measured / set
+  int64_t flag2 = 0;     // ring_create: reaped (the program reaps its CQEs in time)
   uint64_t obj = 0;      // object handle (kmalloc / cache ops)
   gfp_t gfp = 0;
   uint32_t cache = 0;    // cache_alloc/cache_free/cache_create: cache table index
@@ -192,14 +193,8 @@ class OpExec {
   bool has_obj(uint64_t obj) const { return objs_.contains(obj); }
   // Trace mode: an allocation at a live handle frees the old object first
   // (its free was lost), and a free of an unknown handle is of an object
-  // allocated before the capture; both are counted, not errors. The
-  // application's CQ reaping, which no trace shows, is taken as in time:
-  // no CQ ring overflows in the model (the kernel's overflow entries, if
-  // any, replay from the trace's own io_alloc_ocqe lines).
-  void set_trace_mode(bool on) {
-    trace_mode_ = on;
-    env_.io.set_reaps_in_time(on);
-  }
+  // allocated before the capture; both are counted, not errors.
+  void set_trace_mode(bool on) { trace_mode_ = on; }
   int64_t implicit_frees() const { return implicit_frees_; }
   int64_t frees_before_capture() const { return frees_before_capture_; }
   bool last_alloc_ok() const { return last_alloc_ok_; }

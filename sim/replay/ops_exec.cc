@@ -205,8 +205,9 @@ bool OpExec::exec(const Op& op, std::string* error) {
     case OpKind::ring_create: {
       if (rings_.contains(op.ring))
         return *error = fmt::format("ring_create: ring {} is already open", op.ring), false;
-      const int id = env_.io.ring_create(
-          task_of(op), {static_cast<uint32_t>(op.n), static_cast<uint32_t>(op.off), op.flag != 0});
+      const int id = env_.io.ring_create(task_of(op), {static_cast<uint32_t>(op.n),
+                                                      static_cast<uint32_t>(op.off), op.flag != 0,
+                                                      op.flag2 != 0});
       rings_[op.ring] = id < 0 ? -1 : id;  // -1: creation failed, later ops get -EBADF
       return true;
     }

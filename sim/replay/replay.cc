@@ -199,6 +199,7 @@ class Replayer {
   std::vector<uint16_t> cpu_task_;
   uint16_t last_ix_ = 0;
   bool have_last_ = false, io_site_ = false;
+  bool simcache_markers_ = false;  // a simcache marker came: the trace says when it reaps
   int64_t replayed_ = 0, failed_ = 0, before_capture_ = 0, implicit_free_ = 0, null_free_ = 0,
           covered_count_ = 0, unmodelled_ = 0, peak_pages_ = 0, peak_maps_ = 0;
 };
@@ -346,6 +347,12 @@ void Replayer::uring(const TraceEvent& ev) {
     Op op = mk(OpKind::ring_create, ev);
     op.ring = h, op.n = std::max<int64_t>(ev.sq, 1), op.off = std::max<int64_t>(ev.cq, 0);
     op.flag = ev.flags >= 0 && (ev.flags & IORING_SETUP_DEFER_TASKRUN);
+    // A kernel capture does not show when the program reaped its CQEs:
+    // taken as in time, so the ring never overflows in the model (the
+    // kernel's overflow entries, if any, replay from its io_alloc_ocqe
+    // lines). A trace with simcache's markers says when it reaps
+    // (`simcache reap`), as simcache's own emitted traces do.
+    op.flag2 = !simcache_markers_;
     return run(op);
   }
   auto it = ring_of_.find(ev.ring);
@@ -361,6 +368,7 @@ void Replayer::uring(const TraceEvent& ev) {
 }
 
 void Replayer::marker(const TraceEvent& ev) {
+  simcache_markers_ = true;
   const size_t sp = ev.text.find(' ');
   const std::string_view w = ev.text.substr(0, sp);
   const std::string_view args = sp == std::string_view::npos ? "" : ev.text.substr(sp);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <vector>
 
 #include "sim/run/scenario.h"
@@ -54,6 +55,15 @@ inline void verify_slots(Env& e, RingId dst, int64_t installs) {
     e.io.reap_cq(dst);
     done += batch;
   }
+}
+
+// A ring's SQ entries for `per_enter` SQEs per io_uring_enter(): the
+// program's `base`, or the power of two that holds them (a real program
+// cannot submit more than its SQ holds in one enter, and its CQ ring,
+// twice that, then takes a batch's completions without overflowing).
+inline uint32_t ring_entries(int64_t per_enter, uint32_t base) {
+  const auto n = static_cast<uint32_t>(std::clamp<int64_t>(per_enter, 1, iou::IORING_MAX_ENTRIES));
+  return std::max(base, std::bit_ceil(n));
 }
 
 // After an untimed sleep: the installs of the first batch (one

@@ -22,7 +22,8 @@ void run_waitv(Env& e, const Params& p, Recorder& rec) {
   const int64_t vectors = p.at("vectors"), width = p.at("width");
   const auto delay = static_cast<uint64_t>(p.at("wake_delay_us"));
   const auto predict = p.at("predict_us") ? static_cast<uint64_t>(p.at("predict_us")) : delay;
-  const RingId r = e.io.ring_create(e.submitter, {64, 128, false});
+  const uint32_t sq = ring_entries(vectors, 64);
+  const RingId r = e.io.ring_create(e.submitter, {sq, std::max(128u, 2 * sq), false});
   if (r < 0) return;
   auto round = [&](bool measured, bool) {
     rec.begin_round(measured);
@@ -155,7 +156,7 @@ void run_arm_fail_mix(Env& e, const Params& p, Recorder& rec, RingId r, int k_wa
 // whole run is one step of the program's task; with them, see above.
 void run_arm_fail(Env& e, const Params& p, Recorder& rec) {
   const int64_t waits = p.at("waits"), permille = p.at("fail_permille");
-  const RingId r = e.io.ring_create(e.submitter, {256, 0, false});
+  const RingId r = e.io.ring_create(e.submitter, {ring_entries(waits, 256), 0, false});
   if (r < 0) return;
   const int k_wait = rec.op_kind("futex_wait"), k_wake = rec.op_kind("futex_wake");
   if (e.machine && background_wanted(e, p)) return run_arm_fail_mix(e, p, rec, r, k_wait, k_wake);

@@ -11,13 +11,13 @@ namespace {
 void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
   const bool warm = p.at("warm") != 0;
   const int64_t slots = p.at("slots");
-  const RingId src = e.io.ring_create(e.submitter, {256, 0, false});
+  const RingId src = e.io.ring_create(e.submitter, {ring_entries(p.at("qd"), 256), 0, false});
   if (src < 0) return;
   e.io.files_register(src, 1);
   auto round = [&](bool measured, bool smoke) {
     (void)smoke;
     rec.begin_round(measured);
-    const RingId dst = e.io.ring_create(e.submitter, {256, 0, false});
+    const RingId dst = e.io.ring_create(e.submitter, {ring_entries(p.at("qd"), 256), 0, false});
     if (dst < 0) return rec.end_round(0);
     e.io.files_register_sparse(dst, static_cast<uint32_t>(slots));
     if (warm) {
@@ -66,7 +66,7 @@ Counters exit_pending(Env& e, Recorder& rec, Pending* pending, RingId src) {
 RingId new_registered(Env& e, Recorder& rec, const Params& p, RingId src, Pending* pending,
                       Counters* teardown) {
   pending->created_behind += pending->ring >= 0;  // its teardown is still queued
-  const RingId dst = e.io.ring_create(e.submitter, {256, 0, false});
+  const RingId dst = e.io.ring_create(e.submitter, {ring_entries(p.at("qd"), 256), 0, false});
   if (dst < 0) return dst;
   rec.timed_begin("registration");
   // paced: the 50 ms untimed sleep before this operation left the
@@ -93,14 +93,14 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
   const int64_t slots = p.at("slots"), installs = p.at("installs");
   const int64_t span = p.at("span") ? p.at("span") : std::max<int64_t>(installs, 1);
   const bool optin = p.at("prefill_flag") != 0;
-  const RingId src = e.io.ring_create(e.submitter, {256, 0, false});
+  const RingId src = e.io.ring_create(e.submitter, {ring_entries(p.at("qd"), 256), 0, false});
   if (src < 0) return;
   e.io.files_register(src, 1);
   RingId reuse_ring = -1;
   Pending pending;
   std::vector<uint32_t> taken;  // reuse: the slots the CQEs reported
   if (mode == kReuse) {
-    reuse_ring = e.io.ring_create(e.submitter, {256, 0, false});
+    reuse_ring = e.io.ring_create(e.submitter, {ring_entries(p.at("qd"), 256), 0, false});
     if (reuse_ring < 0) return e.io.exit_all(e.kworker);
     e.io.files_register_sparse(reuse_ring, static_cast<uint32_t>(slots), optin);
     send_fd_fill(e, src, reuse_ring, installs, p.at("qd"), false, &taken);

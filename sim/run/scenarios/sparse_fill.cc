@@ -11,7 +11,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
   const bool optin = p.at("prefill_flag") != 0;
   const bool idle = p.at("idle") != 0;
   // Set-up: the source ring with the memfd as its only fixed file.
-  const RingId src = e.io.ring_create(e.submitter, {256, 0, false});
+  const RingId src = e.io.ring_create(e.submitter, {ring_entries(p.at("qd"), 256), 0, false});
   if (src < 0) return;  // -ENOMEM (injected failures): nothing to measure
   e.io.files_register(src, 1);
   RingId pending = -1;  // a closed ring whose kworker teardown has not run
@@ -24,7 +24,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
     rec.begin_round(measured);
     const Counters start = e.mm.events();
     queued_at_create += pending >= 0;  // its teardown is still queued
-    const RingId dst = e.io.ring_create(e.submitter, {256, 0, defer});
+    const RingId dst = e.io.ring_create(e.submitter, {ring_entries(p.at("qd"), 256), 0, defer});
     if (dst < 0) {
       rec.end_round(0);
       return;
