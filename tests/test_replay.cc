@@ -603,14 +603,12 @@ TEST_CASE("replay: fixed-file READs run the model's verification read, worker on
   CHECK(p.kasan.empty());
 }
 
-TEST_CASE("replay takes the application's untraced reaping as in time: no CQ ring overflows in the model, the trace's own overflow entries replay",
-          "[replay]") {
-  // A 4-entry ring (CQ 8) with 12 polls parked, then closed: in a
-  // simulation its exit would overflow 4 CQEs, but a trace does
-  // not show whether the program reaped, so the model overflows none. The
-  // kernel's overflow entries, when it made them, are the trace's
-  // io_alloc_ocqe lines: they replay as the allocations (and frees) they
-  // were.
+namespace {
+
+// A kernel capture: a 4-entry ring (CQ 8), 12 polls parked on it, its
+// close; with `ocqe`, one overflow entry the kernel made (io_alloc_ocqe)
+// and, with `freed`, its free by the overflow flush.
+std::string parked_polls_capture(bool ocqe, bool freed) {
   std::string t =
       "  p-7  [001] ..... 1.000001: io_uring_create: ring 00000000deadbeef, fd 3, sq size 4, "
       "cq size 8, flags 0x0\n";
@@ -620,13 +618,28 @@ TEST_CASE("replay takes the application's untraced reaping as in time: no CQ rin
         "00000000aaaa00{:02d}, user_data 0x0, opcode POLL_ADD, flags 0x0, sq_thread 0\n",
         i, i);
   t += "  p-7  [001] ..... 1.000150: sys_close(fd: 3)\n";
-  const std::string plain = write_temp("replay_overflow_plain.txt", t);
-  t += "  p-7  [001] ..... 1.000200: kmalloc: call_site=io_alloc_ocqe+0x41/0x100 "
-       "ptr=ffff888000002000 bytes_req=32 bytes_alloc=32 gfp_flags=GFP_NOWAIT|__GFP_ZERO|__GFP_ACCOUNT "
-       "node=-1 accounted=true\n"
-       "  kworker/u8:2-9  [000] ..... 1.000300: kfree: call_site=__io_cqring_overflow_flush+0x116/0x2a0 "
-       "ptr=ffff888000002000\n";
-  const std::string with = write_temp("replay_overflow_with.txt", t);
+  if (ocqe)
+    t += "  p-7  [001] ..... 1.000200: kmalloc: call_site=io_alloc_ocqe+0x41/0x100 "
+         "ptr=ffff888000002000 bytes_req=32 bytes_alloc=32 "
+         "gfp_flags=GFP_NOWAIT|__GFP_ZERO|__GFP_ACCOUNT node=-1 accounted=true\n";
+  if (ocqe && freed)
+    t += "  kworker/u8:2-9  [000] ..... 1.000300: kfree: "
+         "call_site=__io_cqring_overflow_flush+0x116/0x2a0 ptr=ffff888000002000\n";
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("replay takes the application's untraced reaping as in time: no CQ ring overflows in the model, the trace's own overflow entries replay",
+          "[replay]") {
+  // A 4-entry ring (CQ 8) with 12 polls parked, then closed: in a
+  // simulation its exit would overflow 4 CQEs, but a kernel capture does
+  // not show whether the program reaped, so the model overflows none. The
+  // kernel's overflow entries, when it made them, are the trace's
+  // io_alloc_ocqe lines: they replay as the allocations (and frees) they
+  // were.
+  const std::string plain = write_temp("replay_overflow_plain.txt", parked_polls_capture(false, false));
+  const std::string with = write_temp("replay_overflow_with.txt", parked_polls_capture(true, true));
   const OnePass a = one_pass(plain, request({"unpatched"}, "v6.18"));
   const OnePass b = one_pass(with, request({"unpatched"}, "v6.18"));
   REQUIRE(a.ok);
@@ -672,19 +685,7 @@ TEST_CASE("an op file whose ring overflows its CQ: as a trace and back, the same
   same_totals(direct, replayed);
   // Back to ops from a plain kernel capture with an overflow entry: the
   // emitted ring_create says `reaped=1`, and run-ops replays the entry.
-  std::string t =
-      "  p-7  [001] ..... 1.000001: io_uring_create: ring 00000000deadbeef, fd 3, sq size 4, "
-      "cq size 8, flags 0x0\n";
-  for (int i = 0; i < 12; ++i)
-    t += fmt::format(
-        "  p-7  [001] ..... 1.0001{:02d}: io_uring_submit_req: ring 00000000deadbeef, req "
-        "00000000aaaa00{:02d}, user_data 0x0, opcode POLL_ADD, flags 0x0, sq_thread 0\n",
-        i, i);
-  t += "  p-7  [001] ..... 1.000150: sys_close(fd: 3)\n"
-       "  p-7  [001] ..... 1.000200: kmalloc: call_site=io_alloc_ocqe+0x41/0x100 "
-       "ptr=ffff888000002000 bytes_req=32 bytes_alloc=32 gfp_flags=GFP_NOWAIT|__GFP_ZERO|__GFP_ACCOUNT "
-       "node=-1 accounted=true\n";
-  const std::string capture = write_temp("overflow_capture.txt", t);
+  const std::string capture = write_temp("overflow_capture.txt", parked_polls_capture(true, false));
   TraceSummary s;
   REQUIRE(scan_trace(capture, {}, &s, &err));
   const std::string back = "overflow_back.ops";
