@@ -378,4 +378,15 @@ TEST_CASE("ring: CQEs past a full CQ ring overflow into kzalloc'ed entries that 
     old.io->ring_exit(r, kKworker);
     CHECK(kmallocs_of(old, 32, GFP_ATOMIC | __GFP_ACCOUNT) == 1);
   }
+  SECTION("a DEFER_TASKRUN ring's lockless CQ allocates GFP_KERNEL; a CQ below the SQ is refused") {
+    Sim s("v6.18");
+    const int r = s.io->ring_create(kApp, {4, 0, true});
+    REQUIRE(r >= 0);
+    s.io->enter_begin(r);
+    for (int i = 0; i < 9; ++i) s.io->poll_add(r);
+    s.io->enter_end(r);
+    s.io->ring_exit(r, kKworker);
+    CHECK(kmallocs_of(s, 32, GFP_KERNEL | __GFP_ACCOUNT | __GFP_ZERO) == 1);
+    CHECK(s.io->ring_create(kApp, {8, 4, false}) == kEINVAL);
+  }
 }

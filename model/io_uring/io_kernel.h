@@ -106,13 +106,19 @@ uint64_t cq_capacity(const Ctx& ctx) {
 // task, whose task_work runs its completions (the live 6.18 trace
 // allocates them on the program's CPU even when the ring's exit work
 // cancelled the requests), or `poster` (a MSG_RING into another ring).
-// Not modelled: the gfp of a DEFER_TASKRUN ring's request completions
-// (GFP_KERNEL where the ring's CQ is lockless).
+// A DEFER_TASKRUN ring's CQ is lockless (ctx->lockless_cq), and its
+// completions allocate the entry GFP_KERNEL instead of the profile's
+// atomic gfp (__io_submit_flush_completions() picks the sleeping gfp for
+// a lockless CQ, 6.16 and later), still accounted (and zeroed where the
+// profile kzallocs).
 template <IoAllocator A, class Ctx>
 [[gnu::noinline, gnu::cold]] void io_cqe_overflow(IoKernel<A>& k, Ctx& ctx, const Task& poster) {
   SiteScope scope(k.mm, CallSite::io_alloc_ocqe);
   ev(k.mm, Event::cqe_overflow);
-  const Ptr o = k.mm.kmalloc(kOverflowCqeSize, k.profile.ocqe_gfp, poster);
+  const gfp_t gfp = ctx.params.defer_taskrun
+                        ? GFP_KERNEL | (k.profile.ocqe_gfp & (__GFP_ACCOUNT | __GFP_ZERO))
+                        : k.profile.ocqe_gfp;
+  const Ptr o = k.mm.kmalloc(kOverflowCqeSize, gfp, poster);
   if (o == kNull) {
     ev(k.mm, Event::cqe_overflow_dropped);
     return;
