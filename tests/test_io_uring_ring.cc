@@ -388,5 +388,7 @@ TEST_CASE("ring: CQEs past a full CQ ring overflow into kzalloc'ed entries that 
     s.io->ring_exit(r, kKworker);
     CHECK(kmallocs_of(s, 32, GFP_KERNEL | __GFP_ACCOUNT | __GFP_ZERO) == 1);
     CHECK(s.io->ring_create(kApp, {8, 4, false}) == kEINVAL);
+    CHECK(s.io->ring_create(kApp, {5, 4, false}) == kEINVAL);  // 8 SQ entries, 4 CQ
+    CHECK(s.io->ring_create(kApp, {6, 5, false}) >= 0);        // both round up to 8
   }
 }

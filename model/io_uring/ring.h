@@ -65,8 +65,9 @@ class IoUring {
     ctx.submitter = submitter;
     ctx.params = params;
     if (ctx.params.cq_entries == 0) ctx.params.cq_entries = 2 * params.sq_entries;
-    // IORING_SETUP_CQSIZE below the SQ size: io_uring_create() refuses it.
-    if (ctx.params.cq_entries < ctx.params.sq_entries) return kEINVAL;
+    // IORING_SETUP_CQSIZE below the SQ size: io_uring_create() refuses it,
+    // comparing the two after rounding each up to a power of two.
+    if (std::bit_ceil(ctx.params.cq_entries) < std::bit_ceil(ctx.params.sq_entries)) return kEINVAL;
     ctx.cq_capacity = params.reaped_in_time ? UINT64_MAX : cq_capacity(ctx);
     if (io_ring_ctx_alloc(k_, ctx, submitter) != 0) return failed(kENOMEM);
     if (io_allocate_scq_urings(k_, ctx, submitter) != 0 ||
