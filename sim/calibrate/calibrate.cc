@@ -403,7 +403,8 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
       &nshape);
   // Rows that failed their stability gate count with their own spread:
   // weighted by it, never fitted as if they were as good as the others.
-  std::vector<double> spread(rows.size(), 0.0);
+  std::vector<double>& spread = rep.spread;
+  spread.assign(rows.size(), 0.0);
   for (size_t i = 0; i < rows.size(); ++i) {
     spread[i] = row_spread(rows[i].row.note);
     if (spread[i] > 0) rep.gate_failed.push_back({rows[i].row.id, spread[i]});
@@ -477,6 +478,11 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     if (std::fabs(rel) > rep.max_rel) rep.max_rel = std::fabs(rel), rep.max_row = i;
   }
   rep.rms_rel = rows.empty() ? 0 : std::sqrt(rep.rms_rel / static_cast<double>(rows.size()));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double rel = rep.predicted[i] / rows[i].value_ns - 1, sd = row_sd(rep, i);
+    rep.rms_sd += sd > 0 ? rel * rel / (sd * sd) : (rel != 0 ? HUGE_VAL : 0.0);
+  }
+  rep.rms_sd = rows.empty() ? 0 : std::sqrt(rep.rms_sd / static_cast<double>(rows.size()));
   rep.model.noise = derive_noise(rows, fit);
   rep.model.inadequacy = bf.sv;
   rep.model.inadequacy_shape = bf.su;
@@ -499,16 +505,30 @@ double expected_rms(const FitReport& r) {
                    r.inadequacy_shape * r.inadequacy_shape);
 }
 
+double row_sd(const FitReport& r, size_t i) {
+  const double e = expected_rms(r), s = i < r.spread.size() ? r.spread[i] : 0.0;
+  return std::sqrt(e * e + s * s);
+}
+
 std::vector<std::string> fit_problems(const FitReport& r) {
   std::vector<std::string> out;
   const double e = expected_rms(r);
-  if (r.rms_rel > e)
+  // A row that failed its stability gate is weighted by its own spread in
+  // the fit, so it is judged against it here too: the test is the rms of
+  // the residuals each over what the fit expects of its row (without
+  // such rows, the rms residual against expected_rms()).
+  if (r.rms_sd > 1)
     out.push_back(fmt::format(
         "the rms relative residual {:.2f}% exceeds the fit's own noise-plus-inadequacy estimate "
         "{:.2f}% (row noise {:.2f}%, inadequacy {:.2f}% per configuration, {:.2f}% per workload "
-        "shape)",
+        "shape){}",
         100 * r.rms_rel, 100 * e, 100 * r.row_noise, 100 * r.inadequacy,
-        100 * r.inadequacy_shape));
+        100 * r.inadequacy_shape,
+        r.gate_failed.empty()
+            ? std::string()
+            : fmt::format(", by {:.2f} sd per row in rms even with each of the {} gate-failed "
+                          "rows judged against its own spread",
+                          r.rms_sd, r.gate_failed.size())));
   const auto cap = [&](bool at, const char* what, double v) {
     if (at)
       out.push_back(fmt::format("the {} sits at its cap ({:.0f}%): the search could not place it",
@@ -544,15 +564,21 @@ std::string worst_rows(const FitReport& r, const std::vector<MappedRow>& rows, s
   std::vector<size_t> idx(rows.size());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
   const auto rel = [&](size_t i) { return r.predicted[i] / rows[i].value_ns - 1; };
+  // Largest against what the fit expects of the row (a gate-failed row
+  // with its own spread), then largest residual.
+  const auto z = [&](size_t i) {
+    const double sd = row_sd(r, i);
+    return sd > 0 ? std::fabs(rel(i)) / sd : 0.0;
+  };
   std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    if (z(a) != z(b)) return z(a) > z(b);
     return std::fabs(rel(a)) > std::fabs(rel(b));
   });
-  const double e = expected_rms(r);
   std::string out;
   for (size_t k = 0; k < std::min(n, idx.size()); ++k) {
     const size_t i = idx[k];
     out += fmt::format("{}{} {:+.2f}%", k ? ", " : "", rows[i].row.id, 100 * rel(i));
-    if (e > 0) out += fmt::format(" ({:.1f} sd)", std::fabs(rel(i)) / e);
+    if (row_sd(r, i) > 0) out += fmt::format(" ({:.1f} sd)", z(i));
   }
   return out;
 }

@@ -133,7 +133,17 @@ struct FitReport {
   // Rows whose note says stability=gate-fail, with the spread
   // (row_spread()) they were weighted by.
   std::vector<std::pair<std::string, double>> gate_failed;
+  // Per row (the order of the rows fitted): that spread, 0 for a row
+  // that passed its gate.
+  std::vector<double> spread;
+  // The rms over rows of residual / row_sd(): 1 when the residuals are as
+  // large as the fit itself expects.
+  double rms_sd = 0;
 };
+
+// What the fit expects of row i's relative residual: expected_rms(), with
+// a gate-failed row's own spread added in quadrature.
+double row_sd(const FitReport& r, size_t i);
 
 // A row that failed its stability gate: its own relative spread, the
 // larger of the note's standard error (kit rows; else the round CV) and
@@ -152,13 +162,14 @@ double measurement_spread(const std::string& note, double rounds);
 double expected_rms(const FitReport& r);
 
 // Why the fit is not to be trusted, one line per cause (empty: none):
-// the rms residual above expected_rms(), an error-model term at its cap
+// the residuals above what the fit expects (rms_sd > 1: the rms residual
+// above expected_rms(), each gate-failed row against its own spread too), an error-model term at its cap
 // or the speed factor at the end of its search, a parameter the rows
 // count sitting at 0, NNLS not converged. docs/calibration.md, "A fit
 // that refuses to lie".
 std::vector<std::string> fit_problems(const FitReport& r);
 
-// The `n` rows whose residual is largest against expected_rms(): "SF-103
+// The `n` rows whose residual is largest against row_sd(): "SF-103
 // +2.92% (1.0 sd)", comma-separated.
 std::string worst_rows(const FitReport& r, const std::vector<MappedRow>& rows, size_t n);
 

@@ -187,9 +187,14 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
       at_zero += fmt::format("{}{}", at_zero.empty() ? "" : ", ", r.model.params[j].name);
   if (problems.empty())
     out += fmt::format(
-        "the fit is credible: rms {:.2f}% within its noise-plus-inadequacy estimate {:.2f}%, no "
-        "error-model term at a cap, no measured work price at 0{}{}{}\n",
-        r.rms_rel * 100, expected_rms(r) * 100,
+        "the fit is credible: {}, no error-model term at a cap, no measured work price at 0{}{}{}\n",
+        r.gate_failed.empty()
+            ? fmt::format("rms {:.2f}% within its noise-plus-inadequacy estimate {:.2f}%",
+                          r.rms_rel * 100, expected_rms(r) * 100)
+            : fmt::format("rms {:.2f} sd per row against its noise-plus-inadequacy estimate "
+                          "{:.2f}% with each of the {} gate-failed rows' own spread added (rms "
+                          "relative residual {:.2f}%)",
+                          r.rms_sd, expected_rms(r) * 100, r.gate_failed.size(), r.rms_rel * 100),
         at_zero.empty() ? std::string()
                         : fmt::format(" (penalties at 0, which a machine may show: {})", at_zero),
         r.noise_at_floor ? fmt::format(" (the row noise sits at its floor {:.2f}%: the rows agree "
