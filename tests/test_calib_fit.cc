@@ -744,6 +744,58 @@ TEST_CASE("docs/measure.md's second worked example: one sitting's rows fitted an
   check_doc_block("docs/measure.md", "vm-idle", want);
 }
 
+TEST_CASE("docs/measure.md's third worked example: two sittings pooled", "[calib][docs]") {
+  // The quiet sitting alone: its gate-passing rows agree to the noise
+  // floor, so its intervals leave out how far a measurement moves between
+  // sittings. Pooled with the idle sitting of another day (every
+  // configuration measured twice), the fit sees that drift as row noise.
+  const std::string q_cal = "data/measurements/vm-2cpu-quiet-calibration.tsv";
+  const std::string i_cal = "data/measurements/vm-2cpu-idle-calibration.tsv";
+  const std::string q_val = "data/measurements/vm-2cpu-quiet-validation.tsv";
+  const std::string i_val = "data/measurements/vm-2cpu-idle-validation.tsv";
+  const std::string tmp = std::filesystem::temp_directory_path().string() + "/simcache_test_" +
+                          std::to_string(::getpid());
+  const CliOutcome one = run_cli({"calibrate", "--measurements", repo_file(q_cal), "--out",
+                                  tmp + "_quiet.toml"});
+  REQUIRE(one.status == 0);  // credible: gate-failed rows judged by their own spread
+  const CliOutcome c = run_cli({"calibrate", "--measurements",
+                                repo_file(q_cal) + "," + repo_file(i_cal), "--out",
+                                tmp + "_pooled.toml"});
+  REQUIRE(c.status == 0);
+  // 29 rows of each sitting, 28 configurations: the second sitting's
+  // ids carry @2.
+  CHECK(c.out.find("58 rows") != std::string::npos);
+  CHECK(c.out.find("\nC-F0-4096-4096@2 ") != std::string::npos);
+  CostModel quiet, pooled;
+  std::string err;
+  REQUIRE(load_profile(tmp + "_quiet.toml", &quiet, &err));
+  REQUIRE(load_profile(tmp + "_pooled.toml", &pooled, &err));
+  const CliOutcome vq = run_cli({"validate", "--profile", tmp + "_quiet.toml", "--measurements",
+                                 repo_file(q_val) + "," + repo_file(i_val)});
+  const CliOutcome vp = run_cli({"validate", "--profile", tmp + "_pooled.toml", "--measurements",
+                                 repo_file(q_val) + "," + repo_file(i_val)});
+  std::filesystem::remove(tmp + "_quiet.toml");
+  std::filesystem::remove(tmp + "_pooled.toml");
+  REQUIRE(vq.status == 0);
+  REQUIRE(vp.status == 0);
+  const auto tail = [](const std::string& out) { return out.substr(out.find("\nsummary: ") + 1); };
+  // Both validation sittings: the pooled profile's intervals cover more
+  // of them than the one sitting's.
+  const auto covered = [](const std::string& out) {
+    const size_t at = out.find("rows ", out.find("coverage of the 90%"));
+    return std::stoi(out.substr(at + 5));
+  };
+  CHECK(covered(vp.out) > covered(vq.out) + 10);
+  const std::string want = fmt::format(
+      "```\n$ simcache calibrate --measurements {} --out quiet.toml\n{}"
+      "$ simcache calibrate --measurements {},{} --out pooled.toml\n{}"
+      "$ simcache validate --profile quiet.toml --measurements {},{}\n...\n{}"
+      "$ simcache validate --profile pooled.toml --measurements {},{}\n...\n{}```\n",
+      q_cal, report_summary(one.out), q_cal, i_cal, report_summary(c.out), q_val, i_val,
+      tail(vq.out), q_val, i_val, tail(vp.out));
+  check_doc_block("docs/measure.md", "vm-pooled", want);
+}
+
 TEST_CASE("streaming memory work takes its own speed factor: a VM's per-slot price is not driven to 0",
           "[calib][fit][scale]") {
   // The 2-vCPU VM's rows (docs/measure.md) are 7-8 times the priors'

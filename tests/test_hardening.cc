@@ -118,6 +118,41 @@ TEST_CASE("input limits: file size, line length, endless files", "[hardening]") 
   expect_one_line_error(run_cli({"validate", "--measurements", "/tmp"}), "is a directory");
 }
 
+TEST_CASE("a list of sittings: repeated ids renamed, a file named twice or an empty name refused",
+          "[hardening]") {
+  const TempFile a("sitting_a.tsv", kHeader + row(kShapeF0, "119.4"));
+  const TempFile b("sitting_b.tsv", kHeader + row(kShapeF0, "121.0"));
+  for (const char* cmd : {"validate", "calibrate"}) {
+    expect_one_line_error(run_cli({cmd, "--measurements", a.path() + "," + a.path()}),
+                          "sitting_a.tsv is named twice");
+    expect_one_line_error(run_cli({cmd, "--measurements", a.path() + ","}),
+                          "an empty file name in the list");
+    expect_one_line_error(run_cli({cmd, "--measurements", "," + a.path()}),
+                          "an empty file name in the list");
+    // A bad second file is named as itself.
+    expect_one_line_error(run_cli({cmd, "--measurements", a.path() + ",/tmp"}),
+                          "/tmp: cannot read the measurements");
+  }
+  // The second sitting's X-1 is X-1@2; a literal X-1@2 in the first file
+  // would collide with it: refused, naming the file, line and column.
+  const CliOutcome v = run_cli({"validate", "--profile", "i7-12700KF", "--measurements",
+                                a.path() + "," + b.path()});
+  INFO(v.err);
+  CHECK(v.status == 0);
+  CHECK(v.out.find("\nX-1 ") != std::string::npos);
+  CHECK(v.out.find("\nX-1@2 ") != std::string::npos);
+  const std::string head = v.out.substr(0, v.out.find('\n'));
+  CHECK(head.find("2 rows of ") != std::string::npos);
+  CHECK(head.find("sitting_a.tsv,") != std::string::npos);
+  CHECK(head.find("sitting_b.tsv, profile") != std::string::npos);
+  std::string two = kHeader + row(kShapeF0, "119.4");
+  two += row(kShapeF0, "119.9").replace(0, 3, "X-1@2");
+  const TempFile c("sitting_c.tsv", two);
+  expect_one_line_error(
+      run_cli({"validate", "--measurements", c.path() + "," + b.path()}),
+      "sitting_b.tsv:2:1: id: 'X-1@2' is already a row of an earlier file");
+}
+
 TEST_CASE("values out of range are rejected", "[hardening]") {
   const TempFile huge("huge.tsv", kHeader + row(kShapeF0, "1e308", "ms/install"));
   expect_one_line_error(run_cli({"calibrate", "--measurements", huge.path()}),

@@ -426,8 +426,13 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.inadequacy_at_cap = bf.sv_at_cap;
   rep.inadequacy_shape_at_cap = bf.su_at_cap;
   rep.speed_at_bound = bf.speed_at_bound;
-  const std::string file =
-      rows.empty() ? "" : std::filesystem::path(rows[0].row.file).filename().string();
+  // The file (or, pooled, the files in order) the rows came from.
+  std::vector<std::string> files;
+  for (const MappedRow& r : rows)
+    if (std::find(files.begin(), files.end(), r.row.file) == files.end()) files.push_back(r.row.file);
+  std::string file;
+  for (const std::string& f : files)
+    file += (file.empty() ? "" : ",") + std::filesystem::path(f).filename().string();
   rep.model.corr.assign(np * np, 0.0);
   for (size_t j = 0; j < np; ++j) {
     CostParam& p = rep.model.params[j];

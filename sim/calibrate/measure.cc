@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -183,6 +184,17 @@ bool read_measurements(const std::string& path, std::vector<MeasuredRow>* out, s
   if (!read_input(path, "the measurements", &text, error))
     return false;
   return parse_measurements(text, escape_line(path), out, error);
+}
+
+std::string file_names(const std::string& list) {
+  std::string out;
+  for (size_t at = 0;;) {
+    const size_t comma = list.find(',', at);
+    const std::string one = list.substr(at, comma == std::string::npos ? comma : comma - at);
+    out += (out.empty() ? "" : ",") + std::filesystem::path(one).filename().string();
+    if (comma == std::string::npos) return out;
+    at = comma + 1;
+  }
 }
 
 std::string id_ranges(const std::vector<std::string>& ids) {

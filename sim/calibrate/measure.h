@@ -59,6 +59,11 @@ bool parse_measurements(std::string_view text, const std::string& file,
                         std::vector<MeasuredRow>* out, std::string* error);
 bool read_measurements(const std::string& path, std::vector<MeasuredRow>* out, std::string* error);
 
+// The file names (no directories) of a --measurements list "A,B,...",
+// comma-separated as given: what a report or a profile says it was
+// fitted to.
+std::string file_names(const std::string& list);
+
 // data/profiles/mapping.toml, see the comments in that file.
 struct FitSettings {
   double noise_cv = 0.01;                  // relative noise per row assumed for pinning

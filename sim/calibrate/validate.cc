@@ -149,7 +149,7 @@ std::string format_validation(const Validation& v, const CostModel& m,
                               const std::vector<std::string>& skipped) {
   namespace fs = std::filesystem;
   std::string out = fmt::format("simcache validate: {} rows of {}, profile {} ({})\n", rows.size(),
-                                fs::path(measurements).filename().string(), m.name,
+                                file_names(measurements), m.name,
                                 fs::path(m.path).filename().string());
   for (const std::string& s : skipped) out += "skipped: " + s + "\n";
   std::vector<std::string> confs;

@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "sim/calibrate/calibrate.h"
 #include "sim/cli/cli.h"
 #include <fmt/format.h>
 #include "sim/calibrate/validate.h"
+#include "sim/cost/toml_reader.h"
 
 namespace simcache::sim {
 namespace {
@@ -51,6 +53,49 @@ bool simulate_options(const ParsedFlags& f, const char* command, SimulateOptions
   return true;
 }
 
+// --measurements FILE[,FILE]...: each file one sitting of the kit (or any
+// rows), pooled. A row whose id an earlier file used is the same
+// measurement taken again: its id gets "@K", K the file's place in the
+// list, so every row stays named; the fit sees the two as repeats of one
+// configuration (row_relation), which is what tells it how much a
+// measurement moves between sittings. A file named twice is refused.
+bool read_sittings(const std::string& list, std::vector<MeasuredRow>* rows, std::string* error) {
+  std::vector<std::string> files;
+  for (size_t at = 0;;) {
+    const size_t comma = list.find(',', at);
+    files.push_back(list.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  std::set<std::string> seen_ids;
+  for (size_t k = 0; k < files.size(); ++k) {
+    const std::string& file = files[k];
+    if (file.empty())
+      return *error = fmt::format("--measurements '{}': an empty file name in the list",
+                                  escape_line(list)),
+             false;
+    for (size_t j = 0; j < k; ++j)
+      if (files[j] == file)
+        return *error = fmt::format("--measurements: {} is named twice (a sitting counts once)",
+                                    escape_line(file)),
+               false;
+    std::vector<MeasuredRow> got;
+    if (!read_measurements(file, &got, error)) return false;
+    for (MeasuredRow& r : got) {
+      if (k > 0 && seen_ids.count(r.id)) {
+        r.id += fmt::format("@{}", k + 1);
+        if (seen_ids.count(r.id))
+          return *error = fmt::format("{}: id: '{}' is already a row of an earlier file",
+                                      r.where("id"), escape_line(r.id)),
+                 false;
+      }
+      rows->push_back(std::move(r));
+    }
+    for (const MeasuredRow& r : *rows) seen_ids.insert(r.id);
+  }
+  return true;
+}
+
 // Mapping, measured rows, their mapping and simulation.
 bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, Inputs* in,
                  std::string* error) {
@@ -64,8 +109,8 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, 
     return *error = "no data/profiles/mapping.toml found (pass --mapping FILE)", false;
   std::vector<MeasuredRow> rows;
   SimulateOptions o;
-  if (!parse_jobs(f, &in->jobs, error) || !simulate_options(f, command, &o, error) || !load_mapping(mpath, &in->map, error) ||
-      !read_measurements(in->measurements, &rows, error) ||
+  if (!parse_jobs(f, &in->jobs, error) || !simulate_options(f, command, &o, error) ||
+      !load_mapping(mpath, &in->map, error) || !read_sittings(in->measurements, &rows, error) ||
       !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error,
                 &in->skipped))
     return false;
@@ -97,7 +142,7 @@ CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args&) {
   FitReport rep = fit_profile(prior_model(), in.map.fit, in.rows, in.per_op, name);
   rep.model.description =
       fmt::format("fitted to {} ({} rows) by simcache calibrate",
-                  std::filesystem::path(in.measurements).filename().string(), in.rows.size());
+                  file_names(in.measurements), in.rows.size());
   std::string text = format_fit(rep, in.rows, in.measurements, in.map) +
                      format_row_failures(in.rows, in.failed, in.map.fit);
   // A fit that is not credible (docs/calibration.md, "A fit that refuses
