@@ -226,7 +226,8 @@ void block(std::string* dest, const RunResult& r, const WorkloadResult& w, const
     if (any) rows.push_back(std::move(row));
   }
   if (o.per_cache) slab_rows(w, o, &rows);
-  for (const char* m : {"bytes_retained", "nodes_unused"}) {
+  for (const char* m :
+       {"bytes_retained", "nodes_unused", "ops_during_node_free"}) {
     if (!o.counts) break;
     Row row{m, {}, {}};
     bool any = false;
