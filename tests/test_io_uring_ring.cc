@@ -339,6 +339,38 @@ TEST_CASE("ring: CQEs past a full CQ ring overflow into kzalloc'ed entries that 
     s.io->task_exit_all();
     CHECK(s.mm.live_objects() == 0);
   }
+  SECTION("a DEFER_TASKRUN ring: the cancels run from the fallback work, on the kworker") {
+    // The same 12 polls on a SINGLE_ISSUER|DEFER_TASKRUN ring: the exit
+    // moves their task_work to the ring's fallback work, which runs on the
+    // kworker. The 4 overflow entries are allocated there (GFP_KERNEL:
+    // the lockless CQ, zeroed and accounted) and the 12 requests go back
+    // from there too.
+    Sim s("v6.18");
+    const int r = s.io->ring_create(kApp, {4, 0, true});
+    REQUIRE(r >= 0);
+    s.io->enter_begin(r);
+    for (int i = 0; i < 12; ++i) REQUIRE(s.io->poll_add(r) == 0);
+    s.io->enter_end(r);
+    const size_t before = s.mm.calls().size();
+    s.io->ring_exit(r, kKworker);
+    CHECK(s.mm.events()[Event::cqe_overflow] == 4);
+    CHECK(s.mm.events()[Event::task_work_run] == 12);
+    size_t allocs = 0, on_app = 0;
+    for (size_t i = before; i < s.mm.calls().size(); ++i) {
+      const Call& c = s.mm.calls()[i];
+      on_app += c.cpu == kApp.cpu;
+      if (c.op == Op::kmalloc && c.size == 32 && c.gfp == (GFP_KERNEL | __GFP_ACCOUNT | __GFP_ZERO)) {
+        ++allocs;
+        CHECK(c.cpu == kKworker.cpu);
+      }
+    }
+    CHECK(allocs == 4);
+    // The submitter's task drops its tctx node; nothing else of the exit
+    // runs on its CPU.
+    CHECK(on_app <= 1);
+    s.io->task_exit_all();
+    CHECK(s.mm.live_objects() == 0);
+  }
   SECTION("flushed into the ring by the next enter") {
     // 12 SEND_FDs into a 4-entry target in one enter: its 12 CQEs are 8 in
     // the ring and 4 overflowed. Reaping from userspace takes the 8; the

@@ -120,22 +120,29 @@ int io_ring_ctx_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
 // The cancellation io_ring_exit_work() performs before freeing: armed
 // futex waits (io_futex_remove_all) complete with -ECANCELED on the
 // exiting kworker; armed polls (io_poll_remove_all) are marked cancelled
-// there and completed by task_work on the submitter's task (an item per
-// request), which posts their CQEs (overflowing a full CQ ring); the completions
-// are flushed to the free list.
+// there and completed by task_work (an item per request), which posts
+// their CQEs (overflowing a full CQ ring); the completions are flushed to
+// the free list. Where that task_work runs: on the submitter's task,
+// except for a DEFER_TASKRUN ring, whose items go on the ring's local
+// list; the exit work moves that list to the ring's fallback work
+// (io_move_task_work_from_local()) and runs it from there
+// (flush_delayed_work() in io_uring_try_cancel_requests()), on the
+// kworker: the posts, any overflow entry (not charged: a kworker has no
+// memcg) and the requests' frees are the kworker's.
 template <IoAllocator A>
 void io_ring_exit_cancel(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   io_futex_remove_all(k, ctx, kworker);
   io_flush_completions(k, ctx, kworker);
   if (ctx.poll_list.empty()) return;
+  const Task& runner = ctx.params.defer_taskrun ? kworker : ctx.submitter;
   ev(k.mm, Event::task_work_run, ctx.poll_list.size());  // one item per request
   for (Ptr req : ctx.poll_list) {
     ev(k.mm, Event::req_cancel);
-    io_post_cqe(k, ctx);
+    io_post_cqe(k, ctx, runner);
     io_req_complete_defer(ctx, req);
   }
   ctx.poll_list.clear();
-  io_flush_completions(k, ctx, ctx.submitter);
+  io_flush_completions(k, ctx, runner);
 }
 
 // Mirrors io_ring_ctx_free(), 6.16-6.18, run on the kworker: files
