@@ -152,6 +152,17 @@ TEST_CASE("entries arrays and rings created behind a queued teardown are reporte
     CHECK(others > 0);
     CHECK(others % (128 * 8) == 64 * 8);
     CHECK(col(r, 1).metrics.at("entries_bytes") == others + 4096 * 8);
+    // Each cache's own: v6.18 sets up apoll, netmsg, rw, cmd (128
+    // pointers each), futex (32), node and imu, and the total is theirs.
+    for (size_t c : {0, 1}) {
+      int64_t sum = 0;
+      for (const auto& [k, v] : col(r, c).metrics)
+        if (k.rfind("entries_bytes_", 0) == 0) sum += v;
+      CHECK(sum == col(r, c).metrics.at("entries_bytes"));
+      CHECK(col(r, c).metrics.at("entries_bytes_netmsg_cache") == 128 * 8);
+      CHECK(col(r, c).metrics.at("entries_bytes_futex_cache") == 32 * 8);
+      CHECK(col(r, c).metrics.count("entries_bytes_waitv_cache") == 0);  // not set up
+    }
     for (size_t c : {0, 1})
       CHECK(col(r, c).metrics.at("rings_created_teardown_queued") == (lag[0] == '1' ? 4 : 0));
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include <absl/strings/str_split.h>
 
@@ -226,8 +227,16 @@ void block(std::string* dest, const RunResult& r, const WorkloadResult& w, const
     if (any) rows.push_back(std::move(row));
   }
   if (o.per_cache) slab_rows(w, o, &rows);
-  for (const char* m :
-       {"bytes_retained", "nodes_unused", "ops_during_node_free"}) {
+  // The memory and clock metrics, then every cache's entries array (the
+  // metrics entries_bytes_*, in name order) where a column has one.
+  std::vector<std::string> shown = {"bytes_retained", "nodes_unused", "ops_during_node_free",
+                                    "entries_bytes"};
+  std::set<std::string> per_cache;
+  for (const auto& p : ps)
+    for (const auto& [k, v] : p.metrics)
+      if (k.rfind("entries_bytes_", 0) == 0 && v != 0) per_cache.insert(k);
+  shown.insert(shown.end(), per_cache.begin(), per_cache.end());
+  for (const std::string& m : shown) {
     if (!o.counts) break;
     Row row{m, {}, {}};
     bool any = false;

@@ -2,6 +2,8 @@
 // the sparse-fill programs, the rounds structure, and the memory metrics.
 #pragma once
 
+#include <array>
+
 #include <algorithm>
 #include <bit>
 #include <vector>
@@ -85,18 +87,25 @@ inline uint64_t cache_slot_size(Env& e, const iou::IoAllocCache& c) {
   return kmalloc_size(kmalloc_index(c.elem_size));
 }
 
-// The entries arrays of a ring's io_alloc_caches: io_alloc_cache_init()'s
-// kvmalloc_array() of max_cached pointers, for every cache the ring set
-// up (all), and for its node cache alone.
-inline int64_t entries_bytes(Env& e, RingId r, bool node_only) {
-  const iou::IoRingCtx& c = e.io.ring(r);
-  int64_t b = 0;
-  for (const iou::IoAllocCache* ac :
-       {&c.apoll_cache, &c.netmsg_cache, &c.rw_cache, &c.cmd_cache, &c.msg_cache, &c.futex_cache,
-        &c.waitv_cache, &c.node_cache, &c.imu_cache})
-    if (ac->entries_mem != kNull && (!node_only || ac == &c.node_cache))
-      b += static_cast<int64_t>(ac->max_cached) * 8;
-  return b;
+// A ring's io_alloc_caches by the names the metrics give them.
+inline std::array<std::pair<const char*, const iou::IoAllocCache*>, 9> ring_caches(
+    const iou::IoRingCtx& c) {
+  return {{{"apoll_cache", &c.apoll_cache},
+           {"netmsg_cache", &c.netmsg_cache},
+           {"rw_cache", &c.rw_cache},
+           {"cmd_cache", &c.cmd_cache},
+           {"msg_cache", &c.msg_cache},
+           {"futex_cache", &c.futex_cache},
+           {"waitv_cache", &c.waitv_cache},
+           {"node_cache", &c.node_cache},
+           {"imu_cache", &c.imu_cache}}};
+}
+
+// The entries array of one io_alloc_cache: io_alloc_cache_init()'s
+// kvmalloc_array() of max_cached pointers (0 for a cache the ring did not
+// set up).
+inline int64_t entries_bytes(const iou::IoAllocCache& ac) {
+  return ac.entries_mem != kNull ? static_cast<int64_t>(ac.max_cached) * 8 : 0;
 }
 
 // Bytes a ring's node, futex and (waitv-cache) WAITV caches hold: parked objects plus the
@@ -112,10 +121,16 @@ inline int64_t ring_cache_bytes(Env& e, RingId r) {
 }
 
 // The memory metrics of the measured ring (docs/stats.md "Model metrics").
+// entries_bytes: every cache's entries array together, then each cache
+// the ring set up on its own (entries_bytes_node_cache, ...).
 inline void ring_metrics(Env& e, Recorder& rec, RingId r) {
   rec.metric("bytes_retained", ring_cache_bytes(e, r));
-  rec.metric("entries_bytes", entries_bytes(e, r, false));
-  rec.metric("entries_bytes_node_cache", entries_bytes(e, r, true));
+  int64_t all = 0;
+  for (const auto& [name, ac] : ring_caches(e.io.ring(r))) all += entries_bytes(*ac);
+  rec.metric("entries_bytes", all);
+  for (const auto& [name, ac] : ring_caches(e.io.ring(r)))
+    if (ac->entries_mem != kNull || ac == &e.io.ring(r).node_cache)
+      rec.metric(std::string("entries_bytes_") + name, entries_bytes(*ac));
 }
 
 // One ring's io_uring caches now (a closed ring: all zero, not live).
