@@ -164,8 +164,11 @@ TEST_CASE("summary: each detail view is behind its flag", "[summary]") {
   // How heavy the neighbours are: 3 CPUs besides the loop's and the loop's
   // own (bg_loop_cpu=1), one user each, at 100 bursts of 16 kmallocs per
   // ms: 1.6 kmalloc per us per task, Poisson-paced.
-  CHECK(has(bg.out, "  background load (per task; model time, spawn to the loop's end):\n"));
-  CHECK(has(bg.out, "\n  tasks                     4\n"));
+  CHECK(has(bg.out,
+            "  background load, each task over its span (model time, spawn to the loop's "
+            "end):\n  median [smallest..largest] over the tasks\n"));
+  CHECK(has(bg.out, "\n  tasks                                 4\n"));
+  CHECK(has(bg.out, "\n  list_lock hold %"));
   const CliOutcome j = run_ok({"--scenario", "arm-fail", "--set", "bg_per_cpu=1", "--set",
                                "cycles=20", "--set", "cpus=4", "--format", "json", "--profile",
                                std::string(SIMCACHE_SOURCE_DIR) + "/tests/data/test-profile.toml"});
@@ -175,6 +178,31 @@ TEST_CASE("summary: each detail view is behind its flag", "[summary]") {
   const double per_us = m["bg_kmallocs"].get<double>() / 4 / m["bg_span_ns"].get<double>() * 1e3;
   CHECK(per_us > 1.2);
   CHECK(per_us < 2.0);
+  // Each task on its own: the median task's rate lies between the
+  // smallest and the largest, and the mean above lies among them too.
+  const double lo = m["bg_kmalloc_per_s_min"].get<double>() / 1e6,
+               mid = m["bg_kmalloc_per_s_median"].get<double>() / 1e6,
+               hi = m["bg_kmalloc_per_s_max"].get<double>() / 1e6;
+  CHECK(lo <= mid);
+  CHECK(mid <= hi);
+  CHECK(lo < hi);  // Poisson-paced users differ
+  CHECK(lo <= per_us + 1e-6);
+  CHECK(per_us <= hi + 1e-6);
+  // 32 bursty users on 8 CPUs take list_lock: the time they hold it is
+  // counted (the priced work between its acquisition and its release),
+  // and each task's shares lie in [0, 100 %].
+  const CliOutcome heavy = run_ok(
+      {"--scenario", "rt-arm-loop", "--set", "cpus=8", "--set", "bg_per_cpu=4", "--set",
+       "bg_burst=128", "--set", "messages=200", "--format", "json", "--profile",
+       std::string(SIMCACHE_SOURCE_DIR) + "/tests/data/test-profile.toml"});
+  const auto h = nlohmann::json::parse(heavy.out)["workloads"][0]["policies"][0]["total"];
+  CHECK(h["bg_list_lock_hold_ns"].get<double>() > 0);
+  CHECK(h["bg_list_lock_hold_ppm_max"].get<double>() > 0);
+  CHECK(h["bg_list_lock_hold_ppm_min"].get<double>() <= h["bg_list_lock_hold_ppm_median"].get<double>());
+  CHECK(h["bg_list_lock_hold_ppm_median"].get<double>() <= h["bg_list_lock_hold_ppm_max"].get<double>());
+  CHECK(h["bg_list_lock_hold_ppm_max"].get<double>() <= 1e6);
+  CHECK(h["bg_list_lock_wait_ppm_max"].get<double>() > 0);
+  CHECK(h["bg_list_lock_wait_ppm_max"].get<double>() <= 1e6);
 }
 
 TEST_CASE("summary: a scenario's failing arms are results, not warnings", "[summary]") {

@@ -162,28 +162,43 @@ std::string format_latency_block(const WorkloadResult& w, bool hist) {
     out += "  lock waits (whole run, model time):\n";
     render(&out, waits, w.policies.size());
   }
-  // The synthetic neighbours' load: per task, kmalloc() calls per us of
-  // model time and the share of that time spent waiting for list_lock.
+  // The background tasks' load, each task on its own over the span they
+  // ran (spawn to the loop's end): the median task, and the smallest and
+  // largest, of its kmalloc() calls per us of model time and its shares
+  // of that time waiting for and holding a list_lock.
   bool bg = false;
-  std::string load = "  background load (per task; model time, spawn to the loop's end):\n";
-  Row rate{"  kmalloc per us", {}, {}}, share{"  list_lock wait %", {}, {}}, tasks{"  tasks", {}, {}};
+  std::string load =
+      "  background load, each task over its span (model time, spawn to the loop's end):\n"
+      "  median [smallest..largest] over the tasks\n";
+  Row tasks{"  tasks", {}, {}}, rate{"  kmalloc per us", {}, {}}, wait{"  list_lock wait %", {}, {}},
+      hold{"  list_lock hold %", {}, {}};
   for (const PolicyResult& p : w.policies) {
-    auto m = [&](const char* k) {
+    auto m = [&](const std::string& k, double* v) {
       auto it = p.metrics.find(k);
-      return it == p.metrics.end() ? 0.0 : double(it->second);
+      if (it == p.metrics.end()) return false;
+      *v = double(it->second);
+      return true;
     };
-    const double n = m("bg_tasks"), span = m("bg_span_ns");
-    bg |= n > 0;
-    tasks.text.push_back(fmt::format("{:.0f}", n));
-    rate.text.push_back(n > 0 && span > 0 ? fmt::format("{:.3f}", m("bg_kmallocs") / n / span * 1e3)
-                                          : "-");
-    share.text.push_back(n > 0 && span > 0
-                             ? fmt::format("{:.2f}", 100 * m("bg_list_lock_wait_ns") / (n * span))
-                             : "-");
+    double n = 0, t = 0;
+    m("bg_tasks", &n);
+    m("bg_trace_tasks", &t);
+    bg |= n + t > 0;
+    tasks.text.push_back(fmt::format("{:.0f}", n + t));
+    const auto spread = [&](const std::string& name, double scale, int digits) {
+      double lo = 0, mid = 0, hi = 0;
+      if (!m("bg_" + name + "_min", &lo) || !m("bg_" + name + "_median", &mid) ||
+          !m("bg_" + name + "_max", &hi))
+        return std::string("-");
+      return fmt::format("{:.{}f} [{:.{}f}..{:.{}f}]", mid * scale, digits, lo * scale, digits,
+                         hi * scale, digits);
+    };
+    rate.text.push_back(spread("kmalloc_per_s", 1e-6, 3));
+    wait.text.push_back(spread("list_lock_wait_ppm", 1e-4, 2));
+    hold.text.push_back(spread("list_lock_hold_ppm", 1e-4, 2));
   }
   if (bg) {
     out += load;
-    render(&out, {tasks, rate, share}, w.policies.size());
+    render(&out, {tasks, rate, wait, hold}, w.policies.size());
   }
   if (!hist) return out;
   out += "  latency histograms, ns (bpftrace hist() buckets):\n";

@@ -257,6 +257,7 @@ void Machine::release(LockClass cls, uint32_t id) {
   if (!iou::waiter_spins(cfg_.rules)) catch_up(cur_cpu_, t.prio);
   Lock& l = lock_of(k);
   l.free_at = cpus_[cur_cpu_].clock;
+  if (cls == LockClass::list_lock) t.stats.list_hold_ns += l.free_at - l.acquired;
   for (int i = 0; i < t.nheld; ++i)
     if (t.held[i] == k) {
       t.held[i] = t.held[--t.nheld];

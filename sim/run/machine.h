@@ -60,6 +60,7 @@ class Machine final : public LockHook {
     double wait_ns = 0;      // virtual time spent waiting for locks (every class)
     uint64_t list_contended = 0;  // the same, list_lock only
     double list_wait_ns = 0;
+    double list_hold_ns = 0;      // virtual time holding a list_lock (acquired to released)
   };
 
   // Installs itself as `sink`'s clock, target and lock hook until destroyed.

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace simcache::sim {
 namespace {
 
@@ -243,6 +245,38 @@ void record_background(const BackgroundMix& mix, Recorder& rec) {
   }
   rec.metric("bg_list_lock_waits", static_cast<int64_t>(bw));
   rec.metric("bg_list_lock_wait_ns", static_cast<int64_t>(bns + 0.5));
+  // Each background task on its own, over the span they all ran (spawn to
+  // the loop's end): its kmalloc() rate and its shares of that time
+  // waiting for and holding a list_lock, as the smallest, median and
+  // largest over the tasks (docs/stats.md).
+  const double span = std::max(0.0, mix.stop_ns - mix.start_ns);
+  std::vector<double> rate, wait, hold;
+  double hns = 0;
+  const auto one = [&](int id, double kmallocs) {
+    const Machine::TaskStats& st = mix.e->machine->stats(id);
+    hns += st.list_hold_ns;
+    if (span <= 0) return;
+    rate.push_back(kmallocs / span * 1e9);
+    wait.push_back(st.list_wait_ns / span * 1e6);
+    hold.push_back(st.list_hold_ns / span * 1e6);
+  };
+  for (const BackgroundUser& b : mix.users) one(b.id, static_cast<double>(b.kmallocs));
+  for (const TraceUser& t : mix.tracers) one(t.id, static_cast<double>(t.kmallocs));
+  if (!mix.users.empty() || !mix.tracers.empty())
+    rec.metric("bg_list_lock_hold_ns", static_cast<int64_t>(hns + 0.5));
+  const auto spread = [&](const char* name, std::vector<double> v) {
+    if (v.empty()) return;
+    std::sort(v.begin(), v.end());
+    const auto put = [&](const char* which, double x) {
+      rec.metric(fmt::format("bg_{}_{}", name, which), static_cast<int64_t>(x + 0.5));
+    };
+    put("min", v.front());
+    put("median", v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+    put("max", v.back());
+  };
+  spread("kmalloc_per_s", rate);
+  spread("list_lock_wait_ppm", wait);
+  spread("list_lock_hold_ppm", hold);
   // How heavy the synthetic neighbours are: their number, their kmalloc()
   // calls and the virtual time they ran (spawn to the loop's end).
   if (!mix.users.empty()) {
