@@ -205,6 +205,34 @@ TEST_CASE("summary: each detail view is behind its flag", "[summary]") {
   CHECK(h["bg_list_lock_wait_ppm_max"].get<double>() <= 1e6);
 }
 
+TEST_CASE("summary: seed 003's iowait share is a row of the table", "[summary][iowait]") {
+  // The iowait-gate preset's three waiters: a read in flight, a waiter
+  // that never submitted, one that submitted before (cached task refs).
+  // 6.5-rc2 counts every io_schedule sleep as iowait; 6.5-rc3's gate
+  // leaves out the waiter with nothing in flight that never submitted.
+  const auto shares = [](const char* kernel) {
+    const CliOutcome o = run_ok({"--scenario", "iowait-gate", "--machine", "cascadelake-w",
+                                 "--kernel", kernel, "--profile",
+                                 std::string(SIMCACHE_SOURCE_DIR) + "/tests/data/test-profile.toml"});
+    std::vector<std::string> v;
+    for (size_t at = o.out.find("  iowait %"); at != std::string::npos;
+         at = o.out.find("  iowait %", at + 1))
+      v.push_back(o.out.substr(at, o.out.find('\n', at) - at));
+    return v;
+  };
+  const std::vector<std::string> rc2 = shares("v6.5-rc2"), rc3 = shares("v6.5-rc3");
+  REQUIRE(rc2.size() == 3);
+  REQUIRE(rc3.size() == 3);
+  CHECK(rc2[0] == "  iowait %       95.8");
+  CHECK(rc2[1] == "  iowait %       99.6");
+  CHECK(rc2[2] == "  iowait %       99.6");
+  CHECK(rc3[0] == rc2[0]);
+  CHECK(rc3[1] == "  iowait %        0.0");
+  CHECK(rc3[2] == rc2[2]);
+  // A run without the metric has no such row.
+  CHECK_FALSE(has(run_ok({"--scenario", "waitv"}).out, "iowait %"));
+}
+
 TEST_CASE("summary: a scenario's failing arms are results, not warnings", "[summary]") {
   for (const char* s : {"arm-fail", "rt-arm"}) {
     INFO(s);

@@ -288,6 +288,16 @@ std::string grid(const Ctx& c, const WorkloadResult& w) {
     mem.text.push_back(fmt::format("{}/{}/{}", bytes(metric(p, "bytes_retained")),
                                    metric(p, "nodes_unused"), bytes(peak_held(p))));
   rows.push_back(mem);
+  // seed 003: the waiting CPU's share of I/O-wait idle (priced runs).
+  Row iowait{"  iowait %", {}, {}};
+  bool has_iowait = false;
+  for (const PolicyResult& p : ps) {
+    const auto it = p.metrics.find("iowait_ppm");
+    has_iowait |= it != p.metrics.end();
+    iowait.text.push_back(it == p.metrics.end() ? "-"
+                                                : fmt::format("{:.1f}", double(it->second) / 1e4));
+  }
+  if (has_iowait) rows.push_back(iowait);
   std::string body;
   render(&body, rows, ps.size());
   // The workload's label goes into the first header line, left of the
