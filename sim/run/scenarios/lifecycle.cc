@@ -57,7 +57,6 @@ struct Pending {
   // falls behind, and its queue of teardowns grows: so does this).
   double closed_at = 0, kworker_clock = 0;
   std::deque<std::pair<double, double>> frees;
-  bool track_frees = false;  // serial and priced: someone reads `frees`
 };
 
 // Whether [begin, end] on the program's clock overlaps a node-cache free
@@ -87,7 +86,7 @@ Counters exit_pending(Env& e, Recorder& rec, Pending* pending, RingId src) {
   if (apart) sink.set_clock(&pending->kworker_clock);
   exit_ring(e, rec, pending->ring, "target", pending->measured, src);
   sink.set_clock(program_clock);
-  if (const auto& f = e.io.last_node_cache_free(); f.nodes > 0 && pending->track_frees)
+  if (const auto& f = e.io.last_node_cache_free(); f.nodes > 0 && sink.priced())
     pending->frees.emplace_back(f.begin, f.end);
   pending->ring = -1;
   return e.mm.events() - before;
@@ -145,7 +144,6 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
   // ring's node-cache free on the kworker's.
   int64_t overlapping = 0;
   const bool priced = e.mm.events().priced();
-  pending.track_frees = mode == kSerial && priced;
   auto op = [&](bool measured) {
     rec.begin_round(measured);
     const Counters start = e.mm.events();
