@@ -177,56 +177,6 @@ TEST_CASE("entries arrays and rings created behind a queued teardown are reporte
   }
 }
 
-TEST_CASE("serial lifecycle against the clock: operations that overlap a kworker's node-cache free",
-          "[scenario][rsrc][clock]") {
-  // Priced at the test profile: the kworker runs each closed ring's
-  // teardown on its own clock from the close; the program goes on with
-  // the next ring on its own.
-  const auto run_priced = [](std::vector<std::string> pols, testing::Sets sets) {
-    RunRequest req;
-    req.scenario = "lifecycle";
-    req.kernel = "v6.18";
-    req.policies = std::move(pols);
-    req.sets = std::move(sets);
-    req.event_ns = event_prices(testing::test_profile());
-    RunResult r;
-    std::string err;
-    const bool ok = run(req, &r, &err);
-    INFO(err);
-    REQUIRE(ok);
-    return r;
-  };
-  const auto overlapping = [](const PolicyResult& p) {
-    const auto it = p.metrics.find("ops_during_node_free");
-    REQUIRE(it != p.metrics.end());
-    return it->second;
-  };
-  testing::Sets s = {{"mode", "0"}, {"slots", "4096"}, {"installs", "64"}, {"groups", "1"},
-                     {"ops", "8"},  {"warmup", "2"},   {"cpu", "1"},        {"kworker_cpu", "0"}};
-  // Unpatched, the ring parks 128 nodes; the kworker frees them before the
-  // program, busy creating the next ring, starts its registration.
-  // Prefilled, the ring parks 4096; freeing them takes the kworker longer
-  // than an operation takes the program, so it falls behind and its frees
-  // run through every measured operation.
-  RunResult r = run_priced({"unpatched", "node-slab+bulk-refill+prefill"}, s);
-  CHECK(overlapping(col(r, 0)) == 0);
-  CHECK(overlapping(col(r, 1)) == 8);
-  // The kworker on the program's CPU: each teardown runs inside the next
-  // operation (after its registration, as the model orders it).
-  s.back() = {"kworker_cpu", "1"};
-  r = run_priced({"unpatched", "node-slab+bulk-refill+prefill"}, s);
-  CHECK(overlapping(col(r, 0)) == 8);
-  CHECK(overlapping(col(r, 1)) == 8);
-  // Paced (a sleep between operations the clock does not run through)
-  // and counts-only runs have no such figure.
-  s.back() = {"kworker_cpu", "0"};
-  r = run_ok("lifecycle", {"unpatched"}, s);
-  CHECK(col(r, 0).metrics.count("ops_during_node_free") == 0);
-  s.front() = {"mode", "1"};
-  r = run_priced({"unpatched"}, s);
-  CHECK(col(r, 0).metrics.count("ops_during_node_free") == 0);
-}
-
 TEST_CASE("same-ring remove and refill: the unpatched cache keeps 128 nodes",
           "[scenario][rsrc]") {
   const RunResult r = run_ok("lifecycle", {"unpatched", "node-slab+bulk-refill+prefill"},

@@ -142,14 +142,6 @@ inline void note_batch(A& a, Batch b, uint64_t n) {
   if constexpr (requires { a.batch(b, n); }) a.batch(b, n);
 }
 
-// The running CPU's virtual clock where the allocator has one (priced
-// runs), else 0.
-template <class A>
-inline double running_clock(A& a) {
-  if constexpr (requires { a.events().now(); }) return a.events().now();
-  else return 0;
-}
-
 // Bumps an io_uring (or mm) event on the allocator's counters.
 template <class A>
 inline void ev(A& a, Event e, uint64_t n = 1) {

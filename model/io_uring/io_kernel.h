@@ -65,14 +65,6 @@ struct IoKernel {
   IowaitBoost freq_boost;
   // Virtual ns the waiting CPU spent idle in I/O-wait sleeps (priced runs).
   double iowait_ns = 0;
-  // The last ring teardown's node-cache free (io_free_alloc_caches()): the
-  // running clock when it began and ended and the nodes it freed, so a
-  // driver can place it against another CPU's clock (priced runs; 0
-  // otherwise).
-  struct NodeCacheFree {
-    double begin = 0, end = 0;
-    uint64_t nodes = 0;
-  } last_node_cache_free;
   // Live task contexts (tctx.h) and the references on each io_wq_hash
   // (one from its ring, one per io_wq that took it).
   std::vector<IoUringTask> tasks;

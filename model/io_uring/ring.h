@@ -54,10 +54,6 @@ class IoUring {
   void set_cpufreq_iowait_boost(bool on) { k_.cpufreq_iowait_boost = on; }
   // Virtual ns the waiting CPU has spent idle in I/O-wait sleeps so far.
   double iowait_ns() const { return k_.iowait_ns; }
-  // The last ring teardown's node-cache free, on the clock that ran it.
-  const typename IoKernel<A>::NodeCacheFree& last_node_cache_free() const {
-    return k_.last_node_cache_free;
-  }
 
   // io_uring_setup(): returns the new RingId, or kENOMEM. As
   // io_uring_create(): io_ring_ctx_alloc(), io_allocate_scq_urings(), then

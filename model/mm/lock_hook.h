@@ -65,8 +65,6 @@ class EventSink : public Counters {
   void set_prices(const double* p) { price_ = p; }
   bool priced() const { return price_ != nullptr; }
   void set_clock(double* c) { clock_ = c ? c : &own_clock_; }
-  // The clock add() advances now (set_clock() takes it back).
-  double* clock() const { return clock_; }
   double now() const { return *clock_; }
   // Where counts go: nullptr = these counters.
   void set_target(Counters* c) { target_ = c ? c->v.data() : v.data(); }

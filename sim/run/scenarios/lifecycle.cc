@@ -1,7 +1,5 @@
 // node-cache cold/warm (docs/workloads.md §2) and the lifecycle family (§3):
 // registration cost, fill cost, and same-ring remove + refill.
-#include <deque>
-
 #include "sim/run/scenarios/common.h"
 
 namespace simcache::sim {
@@ -50,58 +48,26 @@ struct Pending {
   RingId ring = -1;
   bool measured = false;
   int64_t created_behind = 0;  // rings created while a teardown was queued
-  // Against the clock (priced runs): the program's clock when it closed
-  // the ring; the kworker's clock, which its teardowns run on one after
-  // another; and the node-cache frees on it that may still lie ahead of
-  // the program's clock, in order (a kworker slower than the program
-  // falls behind, and its queue of teardowns grows: so does this).
-  double closed_at = 0, kworker_clock = 0;
-  std::deque<std::pair<double, double>> frees;
 };
 
-// Whether [begin, end] on the program's clock overlaps a node-cache free
-// on the kworker's. The frees run one after another, so once those that
-// ended before `begin` are dropped (no later interval can reach them),
-// the first one left decides.
-bool overlaps_free(Pending* p, double begin, double end) {
-  while (!p->frees.empty() && p->frees.front().second < begin) p->frees.pop_front();
-  return !p->frees.empty() && p->frees.front().first <= end;
-}
-
 // Tears down the pending ring and returns the counts it made, which
-// belong to that ring, not to the operation's cache traffic. The counts
-// land where the model's order puts them (serial: after the next ring's
-// registration); the time runs on the kworker's own clock, from the
-// ring's close or the end of the kworker's previous teardown, whichever
-// is later (io_ring_exit_work() is queued at the close), not on the
-// program's: the program goes on meanwhile.
+// belong to that ring, not to the operation's cache traffic.
 Counters exit_pending(Env& e, Recorder& rec, Pending* pending, RingId src) {
   if (pending->ring < 0) return {};
   const Counters before = e.mm.events();
-  EventSink& sink = e.mm.events();
-  double* program_clock = sink.clock();
-  // A kworker on the program's own CPU takes its time from the program.
-  const bool apart = e.kworker.cpu != e.submitter.cpu;
-  pending->kworker_clock = std::max(pending->kworker_clock, pending->closed_at);
-  if (apart) sink.set_clock(&pending->kworker_clock);
   exit_ring(e, rec, pending->ring, "target", pending->measured, src);
-  sink.set_clock(program_clock);
-  if (const auto& f = e.io.last_node_cache_free(); f.nodes > 0 && sink.priced())
-    pending->frees.emplace_back(f.begin, f.end);
   pending->ring = -1;
   return e.mm.events() - before;
 }
 
 // serial/paced: a new ring and its timed sparse registration, then
 // (serial) the previous ring's teardown, which overlaps the operation;
-// its counts go to *teardown; *reg_begin is the program's clock when the
-// registration starts. Returns the ring, -1 on -ENOMEM.
+// its counts go to *teardown. Returns the ring, -1 on -ENOMEM.
 RingId new_registered(Env& e, Recorder& rec, const Params& p, RingId src, Pending* pending,
-                      Counters* teardown, double* reg_begin) {
+                      Counters* teardown) {
   pending->created_behind += pending->ring >= 0;  // its teardown is still queued
   const RingId dst = e.io.ring_create(e.submitter, {ring_entries(p.at("qd"), 256), 0, false});
   if (dst < 0) return dst;
-  *reg_begin = e.mm.events().now();
   rec.timed_begin("registration");
   // paced: the 50 ms untimed sleep before this operation left the
   // caches cold and the CPU idle; the first operation pays for it, a
@@ -139,15 +105,9 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
     e.io.files_register_sparse(reuse_ring, static_cast<uint32_t>(slots), optin);
     send_fd_fill(e, src, reuse_ring, installs, p.at("qd"), false, &taken);
   }
-  // Serial, priced: measured operations whose interval (registration
-  // start to fill end, on the program's clock) overlaps the previous
-  // ring's node-cache free on the kworker's.
-  int64_t overlapping = 0;
-  const bool priced = e.mm.events().priced();
   auto op = [&](bool measured) {
     rec.begin_round(measured);
     const Counters start = e.mm.events();
-    double op_begin = 0;  // the registration's start, program clock
     Counters teardown;  // serial: the previous ring's exit inside this op
     RingId dst = reuse_ring;
     if (mode == kReuse) {
@@ -157,7 +117,7 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
       snap(e, rec, "removal", src, dst);
       rec.timed_begin("refill");
     } else {
-      dst = new_registered(e, rec, p, src, &pending, &teardown, &op_begin);
+      dst = new_registered(e, rec, p, src, &pending, &teardown);
       if (dst < 0) return rec.end_round(0);
       rec.timed_begin("fill");
       // paced: the sleep's cold start reaches past the registration into
@@ -172,14 +132,11 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
       // the teardown's counts are not this ring's cache traffic
       rec.metric("nodes_unused", unused_nodes(e.mm.events() - start - teardown));
     }
-    if (mode == kSerial && measured && overlaps_free(&pending, op_begin, e.mm.events().now()))
-      ++overlapping;
     if (mode != kReuse) {
       e.io.files_unregister(dst);
       snap(e, rec, "unregister", src, dst);
       pending.ring = dst;
       pending.measured = measured;
-      pending.closed_at = e.mm.events().now();
       if (mode == kPaced) exit_pending(e, rec, &pending, src);
     }
     rec.end_round(1);
@@ -192,7 +149,6 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
   if (reuse_ring >= 0) exit_ring(e, rec, reuse_ring, "target", true, src);
   exit_ring(e, rec, src, "source", true);
   rec.metric("rings_created_teardown_queued", pending.created_behind);
-  if (mode == kSerial && priced) rec.metric("ops_during_node_free", overlapping);
 }
 
 }  // namespace
