@@ -150,7 +150,17 @@ TEST_CASE("a list of sittings: repeated ids renamed, a file named twice or an em
   const TempFile c("sitting_c.tsv", two);
   expect_one_line_error(
       run_cli({"validate", "--measurements", c.path() + "," + b.path()}),
-      "sitting_b.tsv:2:1: id: 'X-1@2' is already a row of an earlier file");
+      "sitting_b.tsv:2:1: id: 'X-1@2' is already a row of this or an earlier file");
+  // ... and so would a literal X-1@2 beside X-1 in the second file.
+  const TempFile d("sitting_d.tsv", two);
+  expect_one_line_error(run_cli({"validate", "--measurements", a.path() + "," + d.path()}),
+                        "sitting_d.tsv:2:1: id: 'X-1@2' is already a row of this or an earlier file");
+  // One file under two spellings is still one sitting.
+  const std::string dir = a.path().substr(0, a.path().rfind('/'));
+  const std::string base = a.path().substr(a.path().rfind('/') + 1);
+  expect_one_line_error(
+      run_cli({"validate", "--measurements", a.path() + "," + dir + "/./" + base}),
+      "is named twice");
 }
 
 TEST_CASE("values out of range are rejected", "[hardening]") {

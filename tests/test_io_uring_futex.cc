@@ -164,11 +164,12 @@ TEST_CASE("futex: WAITV sizes, limits, arm failure", "[io_uring][futex][seed000]
   // A mismatching word fails the request and frees the vector at once.
   CHECK(s.io->futex_waitv(r, 4, false) == kEAGAIN);
   CHECK(s.mm.count(Op::kfree, 8 + 4 * 160) == 1);
-  // The armed 128-entry WAITV is cancelled at exit and freed on the kworker.
+  // The armed 128-entry WAITV is cancelled at exit by the kworker and
+  // freed by its task_work completion, on the submitter's CPU.
   s.io->ring_exit(r, kKworker);
   CHECK(s.ev(Event::futex_cancel) == 1);
   CHECK(s.mm.count_if([](const Call& c) {
-    return c.op == Op::kfree && c.size == 20488 && c.cpu == kKworker.cpu;
+    return c.op == Op::kfree && c.size == 20488 && c.cpu == kApp.cpu;
   }) == 1);
   CHECK(s.live_after_task_exit() == 0);
 }
@@ -181,14 +182,22 @@ TEST_CASE("futex: armed waits cancelled at ring exit return to the cache",
   for (int i = 0; i < 40; i++) REQUIRE(s.io->futex_wait(r, true) == 0);
   CHECK(futex_kmallocs(s) == 40);
   s.mm.clear_calls();
-  // Exit: 40 cancels complete with -ECANCELED; io_cache_free keeps 32 and
-  // kfrees 8 (cache full); teardown then kfrees the 32. All on the kworker
-  // but the ring's io_tctx_node, which the task drops itself (task_work).
+  // Exit: the kworker cancels the 40 (__io_futex_cancel()), and each
+  // completes with -ECANCELED in task_work on the submitter's task, as a
+  // cancelled poll does (io_req_task_work_add()): io_cache_free keeps 32
+  // and kfrees 8 (cache full) there. The teardown then kfrees the 32 on
+  // the kworker; the task drops the ring's io_tctx_node itself.
   s.io->ring_exit(r, kKworker);
   CHECK(s.ev(Event::futex_cancel) == 40);
+  CHECK(s.ev(Event::task_work_run) == 40);  // an item per cancelled wait
   CHECK(s.ev(Event::io_cache_put_full) == 8);
   CHECK(kfrees_of(s, 144) == 40);
-  CHECK(s.mm.count_if([](const Call& c) { return c.op == Op::kfree && c.cpu != kKworker.cpu; }) == 1);
+  CHECK(s.mm.count_if([](const Call& c) {
+    return c.op == Op::kfree && c.cpu == kApp.cpu && c.size == 144;
+  }) == 8);
+  CHECK(s.mm.count_if([](const Call& c) {
+    return c.op == Op::kfree && c.cpu == kKworker.cpu && c.size == 144;
+  }) == 32);
   CHECK(s.mm.count_if([](const Call& c) {
     return c.op == Op::kfree && c.cpu == kApp.cpu && c.size == kIoTctxNodeSize;
   }) == 1);

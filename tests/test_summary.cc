@@ -178,16 +178,13 @@ TEST_CASE("summary: each detail view is behind its flag", "[summary]") {
   const double per_us = m["bg_kmallocs"].get<double>() / 4 / m["bg_span_ns"].get<double>() * 1e3;
   CHECK(per_us > 1.2);
   CHECK(per_us < 2.0);
-  // Each task on its own: the median task's rate lies between the
-  // smallest and the largest, and the mean above lies among them too.
+  // Each task on its own: Poisson-paced users differ, and each one's
+  // rate is near the 1.6 per us asked of it.
   const double lo = m["bg_kmalloc_per_s_min"].get<double>() / 1e6,
-               mid = m["bg_kmalloc_per_s_median"].get<double>() / 1e6,
                hi = m["bg_kmalloc_per_s_max"].get<double>() / 1e6;
-  CHECK(lo <= mid);
-  CHECK(mid <= hi);
-  CHECK(lo < hi);  // Poisson-paced users differ
-  CHECK(lo <= per_us + 1e-6);
-  CHECK(per_us <= hi + 1e-6);
+  CHECK(lo < hi);
+  CHECK(lo > 0.5);
+  CHECK(hi < 3.0);
   // 32 bursty users on 8 CPUs take list_lock: the time they hold it is
   // counted (the priced work between its acquisition and its release),
   // and each task's shares lie in [0, 100 %].
@@ -198,8 +195,6 @@ TEST_CASE("summary: each detail view is behind its flag", "[summary]") {
   const auto h = nlohmann::json::parse(heavy.out)["workloads"][0]["policies"][0]["total"];
   CHECK(h["bg_list_lock_hold_ns"].get<double>() > 0);
   CHECK(h["bg_list_lock_hold_ppm_max"].get<double>() > 0);
-  CHECK(h["bg_list_lock_hold_ppm_min"].get<double>() <= h["bg_list_lock_hold_ppm_median"].get<double>());
-  CHECK(h["bg_list_lock_hold_ppm_median"].get<double>() <= h["bg_list_lock_hold_ppm_max"].get<double>());
   CHECK(h["bg_list_lock_hold_ppm_max"].get<double>() <= 1e6);
   CHECK(h["bg_list_lock_wait_ppm_max"].get<double>() > 0);
   CHECK(h["bg_list_lock_wait_ppm_max"].get<double>() <= 1e6);

@@ -42,7 +42,7 @@ template <IoAllocator A>
 void io_futex_complete(IoKernel<A>& k, IoRingCtx& ctx, const ArmedFutex& w, const Task& t) {
   io_cache_free(k.mm, ctx.futex_cache, w.data, t);
   ev(k.mm, Event::futex_complete);
-  io_post_cqe(k, ctx);
+  io_post_cqe(k, ctx, t);
   io_req_complete_defer(ctx, w.req);
 }
 
@@ -52,7 +52,7 @@ template <IoAllocator A>
 void io_futexv_complete(IoKernel<A>& k, IoRingCtx& ctx, const ArmedFutex& w, const Task& t) {
   io_futexv_data_free(k, ctx, w.data, w.cached, t);
   ev(k.mm, Event::futex_complete);
-  io_post_cqe(k, ctx);
+  io_post_cqe(k, ctx, t);
   io_req_complete_defer(ctx, w.req);
 }
 
@@ -171,9 +171,11 @@ int io_futex_wake(IoKernel<A>& k, IoRingCtx& ctx, uint32_t n) {
   return static_cast<int>(woken);
 }
 
-// Mirrors io_futex_remove_all() at ring exit: every armed wait completes
-// with -ECANCELED; WAIT data returns to futex_cache, WAITV data is freed
-// (or, waitv-cache, returns to waitv_cache).
+// Mirrors io_futex_remove_all() at ring exit: every armed wait is
+// cancelled (__io_futex_cancel()) and completes with -ECANCELED in its
+// task_work, run on `t` (io_ring_exit_cancel() says where); WAIT data
+// returns to futex_cache, WAITV data is freed (or, waitv-cache, returns to
+// waitv_cache).
 template <IoAllocator A>
 void io_futex_remove_all(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   for (const ArmedFutex& w : ctx.futex_list) {

@@ -109,24 +109,25 @@ int io_ring_ctx_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
 }
 
 // The cancellation io_ring_exit_work() performs before freeing: armed
-// futex waits (io_futex_remove_all) complete with -ECANCELED on the
-// exiting kworker; armed polls (io_poll_remove_all) are marked cancelled
-// there and completed by task_work (an item per request), which posts
-// their CQEs (overflowing a full CQ ring); the completions are flushed to
-// the free list. Where that task_work runs: on the submitter's task,
-// except for a DEFER_TASKRUN ring, whose items go on the ring's local
-// list; the exit work moves that list to the ring's fallback work
-// (io_move_task_work_from_local()) and runs it from there
-// (flush_delayed_work() in io_uring_try_cancel_requests()), on the
-// kworker: the posts, any overflow entry (not charged: a kworker has no
-// memcg) and the requests' frees are the kworker's.
+// futex waits (io_futex_remove_all) and armed polls (io_poll_remove_all)
+// are cancelled there, each completed by task_work (an item per request:
+// __io_futex_cancel() and the poll cancel both io_req_task_work_add() it),
+// which frees the request's data, posts its CQE (overflowing a full CQ
+// ring) and flushes the request to the free list. Where that task_work
+// runs: on the submitter's task, except for a DEFER_TASKRUN ring, whose
+// items go on the ring's local list; the exit work moves that list to the
+// ring's fallback work (io_move_task_work_from_local()) and runs it from
+// there (flush_delayed_work() in io_uring_try_cancel_requests()), on a
+// kworker (a system_wq worker in the kernel; the model's kworker task):
+// the posts, any overflow entry and the frees are then the kworker's.
 template <IoAllocator A>
 void io_ring_exit_cancel(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
-  io_futex_remove_all(k, ctx, kworker);
   io_flush_completions(k, ctx, kworker);
-  if (ctx.poll_list.empty()) return;
+  const size_t items = ctx.futex_list.size() + ctx.poll_list.size();
+  if (items == 0) return;
   const Task& runner = ctx.params.defer_taskrun ? kworker : ctx.submitter;
-  ev(k.mm, Event::task_work_run, ctx.poll_list.size());  // one item per request
+  ev(k.mm, Event::task_work_run, items);  // one item per request
+  io_futex_remove_all(k, ctx, runner);
   for (Ptr req : ctx.poll_list) {
     ev(k.mm, Event::req_cancel);
     io_post_cqe(k, ctx, runner);

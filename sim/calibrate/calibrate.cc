@@ -426,13 +426,26 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.inadequacy_at_cap = bf.sv_at_cap;
   rep.inadequacy_shape_at_cap = bf.su_at_cap;
   rep.speed_at_bound = bf.speed_at_bound;
-  // The file (or, pooled, the files in order) the rows came from.
+  // Rows named by the file they came from: "a.tsv rows X, Y", and pooled
+  // sittings "a.tsv rows X, Y; b.tsv rows X@2, Z" (the report finds a
+  // measurement's in-sample mark per file: report_summary.cc).
+  std::map<std::string, std::string> file_of;
   std::vector<std::string> files;
-  for (const MappedRow& r : rows)
-    if (std::find(files.begin(), files.end(), r.row.file) == files.end()) files.push_back(r.row.file);
-  std::string file;
-  for (const std::string& f : files)
-    file += (file.empty() ? "" : ",") + std::filesystem::path(f).filename().string();
+  for (const MappedRow& r : rows) {
+    const std::string f = std::filesystem::path(r.row.file).filename().string();
+    file_of[r.row.id] = f;
+    if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
+  }
+  const auto by_file = [&](const std::vector<std::string>& ids) {
+    std::string out;
+    for (const std::string& f : files) {
+      std::vector<std::string> mine;
+      for (const std::string& id : ids)
+        if (file_of[id] == f) mine.push_back(id);
+      if (!mine.empty()) out += fmt::format("{}{} rows {}", out.empty() ? "" : "; ", f, id_ranges(mine));
+    }
+    return out;
+  };
   rep.model.corr.assign(np * np, 0.0);
   for (size_t j = 0; j < np; ++j) {
     CostParam& p = rep.model.params[j];
@@ -466,8 +479,8 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     p.prior_sd = bf.factor(cls[j]) * structure.params[j].prior_sd;
     p.prior_source = structure.params[j].prior_source;
     p.pinned = pf.status == PinStatus::pinned;
-    p.source = p.pinned ? fmt::format("fit: prior + {} rows {} (data share {:.0f}%)", file,
-                                      id_ranges(pf.rows), 100 * pf.data_share)
+    p.source = p.pinned ? fmt::format("fit: prior + {} (data share {:.0f}%)", by_file(pf.rows),
+                                      100 * pf.data_share)
                         : fmt::format("prior, {}", pf.reason);
     for (size_t k = 0; k < np; ++k) {
       const double sk = std::sqrt(std::max(bf.cov(k, k), 0.0));
@@ -483,11 +496,19 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     if (std::fabs(rel) > rep.max_rel) rep.max_rel = std::fabs(rel), rep.max_row = i;
   }
   rep.rms_rel = rows.empty() ? 0 : std::sqrt(rep.rms_rel / static_cast<double>(rows.size()));
+  double sum_passed = 0, sum_failed = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     const double rel = rep.predicted[i] / rows[i].value_ns - 1, sd = row_sd(rep, i);
-    rep.rms_sd += sd > 0 ? rel * rel / (sd * sd) : (rel != 0 ? HUGE_VAL : 0.0);
+    if (spread[i] > 0) {
+      sum_failed += sd > 0 ? rel * rel / (sd * sd) : (rel != 0 ? HUGE_VAL : 0.0);
+    } else {
+      sum_passed += rel * rel;
+      ++rep.passed;
+    }
   }
-  rep.rms_sd = rows.empty() ? 0 : std::sqrt(rep.rms_sd / static_cast<double>(rows.size()));
+  const size_t failed = rows.size() - rep.passed;
+  rep.rms_passed = rep.passed ? std::sqrt(sum_passed / static_cast<double>(rep.passed)) : 0;
+  rep.rms_sd_failed = failed ? std::sqrt(sum_failed / static_cast<double>(failed)) : 0;
   rep.model.noise = derive_noise(rows, fit);
   rep.model.inadequacy = bf.sv;
   rep.model.inadequacy_shape = bf.su;
@@ -498,8 +519,8 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.model.inadequacy_source = fmt::format(
       "fit: type-II maximum likelihood over {} rows in {} configurations and {} workload "
       "shapes, beside a measurement noise of {:.3g}% per row and speed factors of {:.4g} "
-      "(CPU work) and {:.4g} (streaming memory work) on the priors; fitted to {} rows {}",
-      rows.size(), nconf, nshape, 100 * bf.s, bf.speed, bf.speed_memory, file, id_ranges(ids));
+      "(CPU work) and {:.4g} (streaming memory work) on the priors; fitted to {}",
+      rows.size(), nconf, nshape, 100 * bf.s, bf.speed, bf.speed_memory, by_file(ids));
   std::string err;
   rep.model.validate(&err);
   return rep;
@@ -519,21 +540,28 @@ std::vector<std::string> fit_problems(const FitReport& r) {
   std::vector<std::string> out;
   const double e = expected_rms(r);
   // A row that failed its stability gate is weighted by its own spread in
-  // the fit, so it is judged against it here too: the test is the rms of
-  // the residuals each over what the fit expects of its row (without
-  // such rows, the rms residual against expected_rms()).
-  if (r.rms_sd > 1)
-    out.push_back(fmt::format(
-        "the rms relative residual {:.2f}% exceeds the fit's own noise-plus-inadequacy estimate "
-        "{:.2f}% (row noise {:.2f}%, inadequacy {:.2f}% per configuration, {:.2f}% per workload "
-        "shape){}",
-        100 * r.rms_rel, 100 * e, 100 * r.row_noise, 100 * r.inadequacy,
-        100 * r.inadequacy_shape,
+  // the fit, so it is judged against it here too; the rows that passed
+  // are judged on their own against the fit's estimate (without
+  // gate-failed rows: the rms relative residual against expected_rms()).
+  const std::string terms = fmt::format(
+      "(row noise {:.2f}%, inadequacy {:.2f}% per configuration, {:.2f}% per workload shape)",
+      100 * r.row_noise, 100 * r.inadequacy, 100 * r.inadequacy_shape);
+  if (r.passed > 0 && r.rms_passed > e)
+    out.push_back(
         r.gate_failed.empty()
-            ? std::string()
-            : fmt::format(", by {:.2f} sd per row in rms even with each of the {} gate-failed "
-                          "rows judged against its own spread",
-                          r.rms_sd, r.gate_failed.size())));
+            ? fmt::format("the rms relative residual {:.2f}% exceeds the fit's own "
+                          "noise-plus-inadequacy estimate {:.2f}% {}",
+                          100 * r.rms_passed, 100 * e, terms)
+            : fmt::format("the rms relative residual {:.2f}% of the {} rows that passed their "
+                          "stability gate exceeds the fit's own noise-plus-inadequacy estimate "
+                          "{:.2f}% {}",
+                          100 * r.rms_passed, r.passed, 100 * e, terms));
+  if (!r.gate_failed.empty() && r.rms_sd_failed > 1)
+    out.push_back(fmt::format(
+        "the {} gate-failed rows' residuals are {:.2f} sd in rms against the fit's own "
+        "noise-plus-inadequacy estimate {:.2f}% with each row's own spread added: they exceed "
+        "even that",
+        r.gate_failed.size(), r.rms_sd_failed, 100 * e));
   const auto cap = [&](bool at, const char* what, double v) {
     if (at)
       out.push_back(fmt::format("the {} sits at its cap ({:.0f}%): the search could not place it",

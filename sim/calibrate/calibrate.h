@@ -136,9 +136,13 @@ struct FitReport {
   // Per row (the order of the rows fitted): that spread, 0 for a row
   // that passed its gate.
   std::vector<double> spread;
-  // The rms over rows of residual / row_sd(): 1 when the residuals are as
-  // large as the fit itself expects.
-  double rms_sd = 0;
+  // The credibility test's two halves (fit_problems()): the rms relative
+  // residual of the rows that passed their gate (or had none), against
+  // expected_rms(); and the rms of residual / row_sd() over the
+  // gate-failed rows, against 1. Judged apart, so that wide spreads of
+  // the failed rows cannot hide a misfit of the others.
+  size_t passed = 0;
+  double rms_passed = 0, rms_sd_failed = 0;
 };
 
 // What the fit expects of row i's relative residual: expected_rms(), with
@@ -162,8 +166,9 @@ double measurement_spread(const std::string& note, double rounds);
 double expected_rms(const FitReport& r);
 
 // Why the fit is not to be trusted, one line per cause (empty: none):
-// the residuals above what the fit expects (rms_sd > 1: the rms residual
-// above expected_rms(), each gate-failed row against its own spread too), an error-model term at its cap
+// the residuals above what the fit expects (the rows that passed their
+// gate: rms residual above expected_rms(); the gate-failed rows: rms of
+// residual / row_sd() above 1), an error-model term at its cap
 // or the speed factor at the end of its search, a parameter the rows
 // count sitting at 0, NNLS not converged. docs/calibration.md, "A fit
 // that refuses to lie".

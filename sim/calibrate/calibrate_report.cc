@@ -191,10 +191,12 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
         r.gate_failed.empty()
             ? fmt::format("rms {:.2f}% within its noise-plus-inadequacy estimate {:.2f}%",
                           r.rms_rel * 100, expected_rms(r) * 100)
-            : fmt::format("rms {:.2f} sd per row against its noise-plus-inadequacy estimate "
-                          "{:.2f}% with each of the {} gate-failed rows' own spread added (rms "
-                          "relative residual {:.2f}%)",
-                          r.rms_sd, expected_rms(r) * 100, r.gate_failed.size(), r.rms_rel * 100),
+            : fmt::format("rms {:.2f}% over the {} rows that passed their stability gate "
+                          "within its noise-plus-inadequacy estimate {:.2f}%, and {:.2f} sd in "
+                          "rms over the {} gate-failed rows against it with each one's own "
+                          "spread added (rms relative residual of all {:.2f}%)",
+                          r.rms_passed * 100, r.passed, expected_rms(r) * 100, r.rms_sd_failed,
+                          r.gate_failed.size(), r.rms_rel * 100),
         at_zero.empty() ? std::string()
                         : fmt::format(" (penalties at 0, which a machine may show: {})", at_zero),
         r.noise_at_floor ? fmt::format(" (the row noise sits at its floor {:.2f}%: the rows agree "

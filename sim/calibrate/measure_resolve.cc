@@ -226,7 +226,8 @@ bool resolve_bases(const Mapping& m, std::vector<MappedRow>* rows, std::string* 
     r.bases.clear();
     if (r.base) continue;
     for (size_t j = 0; j < rows->size(); ++j)
-      if (j != i && (*rows)[j].group == r.group && regex_search(r.against, (*rows)[j].row.variant))
+      if (j != i && (*rows)[j].group == r.group && (*rows)[j].row.file == r.row.file &&
+          regex_search(r.against, (*rows)[j].row.variant))
         r.bases.push_back(j);
     if (r.bases.empty()) {
       *error = fmt::format(

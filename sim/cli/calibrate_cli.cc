@@ -54,9 +54,10 @@ bool simulate_options(const ParsedFlags& f, const char* command, SimulateOptions
 }
 
 // --measurements FILE[,FILE]...: each file one sitting of the kit (or any
-// rows), pooled. A row whose id an earlier file used is the same
+// rows), pooled; a comma always separates files (a path with a comma in
+// it cannot be named). A row whose id an earlier file used is the same
 // measurement taken again: its id gets "@K", K the file's place in the
-// list, so every row stays named; the fit sees the two as repeats of one
+// list (1-based), so every row stays named; the fit sees the two as repeats of one
 // configuration (row_relation), which is what tells it how much a
 // measurement moves between sittings. A file named twice is refused.
 bool read_sittings(const std::string& list, std::vector<MeasuredRow>* rows, std::string* error) {
@@ -74,18 +75,22 @@ bool read_sittings(const std::string& list, std::vector<MeasuredRow>* rows, std:
       return *error = fmt::format("--measurements '{}': an empty file name in the list",
                                   escape_line(list)),
              false;
-    for (size_t j = 0; j < k; ++j)
-      if (files[j] == file)
+    for (size_t j = 0; j < k; ++j) {
+      std::error_code ec;
+      if (files[j] == file || std::filesystem::equivalent(files[j], file, ec))
         return *error = fmt::format("--measurements: {} is named twice (a sitting counts once)",
                                     escape_line(file)),
                false;
+    }
     std::vector<MeasuredRow> got;
     if (!read_measurements(file, &got, error)) return false;
+    std::set<std::string> own;  // this file's ids as written
+    for (const MeasuredRow& r : got) own.insert(r.id);
     for (MeasuredRow& r : got) {
       if (k > 0 && seen_ids.count(r.id)) {
         r.id += fmt::format("@{}", k + 1);
-        if (seen_ids.count(r.id))
-          return *error = fmt::format("{}: id: '{}' is already a row of an earlier file",
+        if (seen_ids.count(r.id) || own.count(r.id))
+          return *error = fmt::format("{}: id: '{}' is already a row of this or an earlier file",
                                       r.where("id"), escape_line(r.id)),
                  false;
       }

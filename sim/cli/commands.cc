@@ -123,7 +123,7 @@ constexpr Flag kMergeFlags[] = {
 constexpr Flag kCalibrateFlags[] = {
     {"measurements", T::value,
      "measured rows (TSV with the columns of calibration.tsv), required; FILE,FILE... pools "
-     "sittings (an id already read gets @2, @3...)",
+     "sittings (an id an earlier file used gets @K, K its file's place in the list)",
      "FILE[,FILE]..."},
     {"out", T::value, "write the fitted profile here (atomically)", "FILE", Names::out_file},
     {"name", T::value, "profile name (default: the --out file's stem, else 'calibrated')", "NAME"},
@@ -138,7 +138,7 @@ constexpr Flag kCalibrateFlags[] = {
 constexpr Flag kValidateFlags[] = {
     {"measurements", T::value,
      "measured rows (TSV with the columns of calibration.tsv), required; FILE,FILE... pools "
-     "sittings (an id already read gets @2, @3...)",
+     "sittings (an id an earlier file used gets @K, K its file's place in the list)",
      "FILE[,FILE]..."},
     {"profile", T::value, "cost profile: a name in data/profiles or a .toml file", "P"},
     {"mapping", T::value, "row -> simulation rules (default data/profiles/mapping.toml)", "FILE"},

@@ -8,6 +8,7 @@
 // the detail flags.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -77,11 +78,14 @@ int64_t peak_held(const PolicyResult& p) {
   return peak;
 }
 
-// The measured rows a profile was fitted to: "FILE.tsv rows ID, ID..ID"
-// in its parameters' sources. Ranges are of one prefix ("SF-001..SF-003").
+// The measured rows a profile was fitted to, per file: "FILE.tsv rows ID,
+// ID..ID" in its parameters' sources, and for pooled sittings several such
+// lists separated by "; " ("a.tsv rows X; b.tsv rows X@2": a row whose id
+// an earlier file used carries "@K", stripped here, since the file read
+// beside the model names it without). Ranges are of one prefix
+// ("SF-001..SF-003").
 struct Fitted {
-  std::set<std::string> ids;
-  std::string file;  // the file the sources name
+  std::map<std::string, std::set<std::string>> ids;  // file -> row ids
 };
 
 Fitted fitted_rows(const CostModel& m) {
@@ -92,35 +96,37 @@ Fitted fitted_rows(const CostModel& m) {
   for (const CostParam& p : m.params) sources.push_back(p.source);
   for (std::string_view sv : sources) {
     const std::string s(sv);
-    const size_t at = s.rfind(" rows ");  // the last: "over 46 rows ..., fitted to F rows"
-    if (at == std::string::npos) continue;
-    const size_t start = s.rfind(' ', at - 1);
-    const std::string file = s.substr(start == std::string::npos ? 0 : start + 1,
-                                      at - (start == std::string::npos ? 0 : start + 1));
-    if (file.size() < 4 || file.substr(file.size() - 4) != ".tsv") continue;
-    f.file = file;
-    size_t i = at + 6;
-    while (i < s.size()) {
-      size_t j = i;
-      while (j < s.size() && s[j] != ',' && s[j] != ' ' && s[j] != '(') ++j;
-      const std::string tok = s.substr(i, j - i);
-      const size_t dash = tok.find('-'), dots = tok.find("..");
-      if (dash == std::string::npos || dash == 0) break;
-      const std::string prefix = tok.substr(0, dash);
-      if (dots == std::string::npos) {
-        f.ids.insert(tok);
-      } else {
-        const std::string hi = tok.substr(dots + 2);
-        const int a = std::atoi(tok.substr(dash + 1, dots - dash - 1).c_str());
-        const size_t hd = hi.find('-');
-        const int b = hd == std::string::npos ? a : std::atoi(hi.substr(hd + 1).c_str());
-        const size_t digits = dots - dash - 1;
-        for (int k = a; k <= b && k - a < 100000; ++k)
-          f.ids.insert(fmt::format("{}-{:0{}}", prefix, k, digits));
+    for (size_t at = s.find(" rows "); at != std::string::npos; at = s.find(" rows ", at + 1)) {
+      const size_t start = s.rfind(' ', at - 1);
+      const std::string file = s.substr(start == std::string::npos ? 0 : start + 1,
+                                        at - (start == std::string::npos ? 0 : start + 1));
+      if (file.size() < 4 || file.substr(file.size() - 4) != ".tsv") continue;
+      std::set<std::string>& ids = f.ids[file];
+      size_t i = at + 6;
+      while (i < s.size()) {
+        size_t j = i;
+        while (j < s.size() && s[j] != ',' && s[j] != ' ' && s[j] != '(' && s[j] != ';') ++j;
+        std::string tok = s.substr(i, j - i);
+        tok = tok.substr(0, tok.find('@'));
+        const size_t dash = tok.find('-'), dots = tok.find("..");
+        if (dash == std::string::npos || dash == 0) break;
+        const std::string prefix = tok.substr(0, dash);
+        if (dots == std::string::npos) {
+          ids.insert(tok);
+        } else {
+          const std::string hi = tok.substr(dots + 2);
+          const int a = std::atoi(tok.substr(dash + 1, dots - dash - 1).c_str());
+          const size_t hd = hi.find('-');
+          const int b = hd == std::string::npos ? a : std::atoi(hi.substr(hd + 1).c_str());
+          const size_t digits = dots - dash - 1;
+          for (int k = a; k <= b && k - a < 100000; ++k)
+            ids.insert(fmt::format("{}-{:0{}}", prefix, k, digits));
+        }
+        if (j < s.size() && (s[j] == '(' || s[j] == ';')) break;
+        while (j < s.size() && (s[j] == ',' || s[j] == ' ')) ++j;
+        if (j < s.size() && (s[j] == '(' || s[j] == ';')) break;
+        i = j;
       }
-      while (j < s.size() && (s[j] == ',' || s[j] == ' ')) ++j;
-      if (j < s.size() && s[j] == '(') break;
-      i = j;
     }
   }
   return f;
@@ -130,9 +136,10 @@ bool in_sample_of(const Fitted& f, const ReportOptions& o, const MeasuredPoint& 
   const size_t slash = o.measured_file.find_last_of('/');
   const std::string file =
       slash == std::string::npos ? o.measured_file : o.measured_file.substr(slash + 1);
-  if (f.file != file) return false;
+  const auto it = f.ids.find(file);
+  if (it == f.ids.end()) return false;
   for (const std::string& id : m.ids)
-    if (f.ids.count(id)) return true;
+    if (it->second.count(id)) return true;
   return false;
 }
 

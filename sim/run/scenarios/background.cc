@@ -248,7 +248,7 @@ void record_background(const BackgroundMix& mix, Recorder& rec) {
   // Each background task on its own, over the span they all ran (spawn to
   // the loop's end): its kmalloc() rate and its shares of that time
   // waiting for and holding a list_lock, as the smallest, median and
-  // largest over the tasks (docs/stats.md).
+  // largest over the tasks (docs/scenarios.md).
   const double span = std::max(0.0, mix.stop_ns - mix.start_ns);
   std::vector<double> rate, wait, hold;
   double hns = 0;
