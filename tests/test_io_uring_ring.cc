@@ -308,15 +308,21 @@ TEST_CASE("ring: CQEs past a full CQ ring overflow into kzalloc'ed entries that 
   // task_work (its CPU), and dropped with the ring on the kworker. The
   // live 6.18 trace shows the same (tests/count_oracle.sh, pollov).
   const gfp_t ocqe = GFP_NOWAIT | __GFP_ACCOUNT | __GFP_ZERO;
-  SECTION("dropped at teardown") {
-    Sim s("v6.18");
-    const int r = s.io->ring_create(kApp, {4, 0, false});
+  // 12 polls parked on a 4-entry ring, then its exit; returns where the
+  // exit's calls begin.
+  const auto park_and_exit = [](Sim& s, bool defer_taskrun) {
+    const int r = s.io->ring_create(kApp, {4, 0, defer_taskrun});
     REQUIRE(r >= 0);
     s.io->enter_begin(r);
     for (int i = 0; i < 12; ++i) REQUIRE(s.io->poll_add(r) == 0);
     s.io->enter_end(r);
     const size_t before = s.mm.calls().size();
     s.io->ring_exit(r, kKworker);
+    return before;
+  };
+  SECTION("dropped at teardown") {
+    Sim s("v6.18");
+    const size_t before = park_and_exit(s, false);
     CHECK(s.mm.events()[Event::cqe_overflow] == 4);
     CHECK(s.mm.events()[Event::cqe_post] == 12);
     CHECK(s.mm.events()[Event::task_work_run] == 12);  // an item per cancelled poll
@@ -346,13 +352,7 @@ TEST_CASE("ring: CQEs past a full CQ ring overflow into kzalloc'ed entries that 
     // the lockless CQ, zeroed and accounted) and the 12 requests go back
     // from there too.
     Sim s("v6.18");
-    const int r = s.io->ring_create(kApp, {4, 0, true});
-    REQUIRE(r >= 0);
-    s.io->enter_begin(r);
-    for (int i = 0; i < 12; ++i) REQUIRE(s.io->poll_add(r) == 0);
-    s.io->enter_end(r);
-    const size_t before = s.mm.calls().size();
-    s.io->ring_exit(r, kKworker);
+    const size_t before = park_and_exit(s, true);
     CHECK(s.mm.events()[Event::cqe_overflow] == 4);
     CHECK(s.mm.events()[Event::task_work_run] == 12);
     size_t allocs = 0, on_app = 0;
