@@ -3,6 +3,7 @@
 // policy leaves behind. Reports and the cost layer read only this.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -16,6 +17,58 @@
 #include "model/mm/mm.h"
 
 namespace simcache::sim {
+
+// The timed region of each measured round, in order. Rounds after the
+// warm-up mostly repeat one another (a steady state, or a short cycle such
+// as the memcg stock's), so each distinct block is kept once and a round
+// is an index into them: memory follows the distinct rounds, 4 bytes per
+// round beside them, not a Counters block (kNumEvents x 8 bytes) per
+// round. A round is compared with the last kRecent distinct blocks only;
+// one that matches none is kept as a block of its own.
+class RoundLog {
+ public:
+  static constexpr size_t kRecent = 8;
+  void push_back(const Counters& c) {
+    const size_t n = blocks_.size();
+    for (size_t k = 0; k < std::min(n, kRecent); ++k)
+      if (blocks_[n - 1 - k] == c) {
+        index_.push_back(static_cast<uint32_t>(n - 1 - k));
+        return;
+      }
+    blocks_.push_back(c);
+    index_.push_back(static_cast<uint32_t>(n));
+  }
+  size_t size() const { return index_.size(); }
+  bool empty() const { return index_.empty(); }
+  const Counters& operator[](size_t i) const { return blocks_[index_[i]]; }
+  const Counters& back() const { return blocks_[index_.back()]; }
+  size_t distinct() const { return blocks_.size(); }
+  // Rounds in order, each as its block.
+  class const_iterator {
+   public:
+    const_iterator(const RoundLog* l, size_t i) : l_(l), i_(i) {}
+    const Counters& operator*() const { return (*l_)[i_]; }
+    const_iterator& operator++() { return ++i_, *this; }
+    bool operator==(const const_iterator& o) const { return i_ == o.i_; }
+
+   private:
+    const RoundLog* l_;
+    size_t i_;
+  };
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, index_.size()}; }
+  // Equal when every round's counts are (however they are stored).
+  friend bool operator==(const RoundLog& a, const RoundLog& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!(a[i] == b[i])) return false;
+    return true;
+  }
+
+ private:
+  std::vector<Counters> blocks_;
+  std::vector<uint32_t> index_;
+};
 
 // The SLUB stat files of one cache: over the whole run (`total`, with
 // per-CPU values and CacheInfo), or a region's deltas (timed, one round;
@@ -64,7 +117,7 @@ struct PolicyResult {
   std::vector<std::pair<std::string, std::string>> config;
   Counters total;                // the whole run, set-up and teardown included
   Counters timed;                // summed over the measured rounds' timed regions
-  std::vector<Counters> rounds;  // timed region of each measured round
+  RoundLog rounds;               // timed region of each measured round
   uint64_t timed_ops = 0;        // operations in `timed` (installs, pairs, ops)
   uint64_t ops_per_round = 0;
   // Model metrics with no kernel counter: name -> value. Always present:

@@ -69,7 +69,7 @@ class Recorder {
   Counters round_, mark_, timed_sum_;
   std::string phase_;
   std::vector<std::pair<std::string, Counters>> phase_round_, phase_sum_;  // operation order
-  std::vector<Counters> rounds_;
+  RoundLog rounds_;
   // Per-cache stat sums [cache][item] at the mark, and the round's and the
   // timed regions' deltas.
   std::vector<uint64_t> mark_stats_, round_stats_, timed_stats_;
