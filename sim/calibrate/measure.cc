@@ -186,15 +186,21 @@ bool read_measurements(const std::string& path, std::vector<MeasuredRow>* out, s
   return parse_measurements(text, escape_line(path), out, error);
 }
 
-std::string file_names(const std::string& list) {
-  std::string out;
+std::vector<std::string> sitting_files(const std::string& list) {
+  std::vector<std::string> files;
   for (size_t at = 0;;) {
     const size_t comma = list.find(',', at);
-    const std::string one = list.substr(at, comma == std::string::npos ? comma : comma - at);
-    out += (out.empty() ? "" : ",") + std::filesystem::path(one).filename().string();
-    if (comma == std::string::npos) return out;
+    files.push_back(list.substr(at, comma == std::string::npos ? comma : comma - at));
+    if (comma == std::string::npos) return files;
     at = comma + 1;
   }
+}
+
+std::string file_names(const std::string& list) {
+  std::string out;
+  for (const std::string& one : sitting_files(list))
+    out += (out.empty() ? "" : ",") + std::filesystem::path(one).filename().string();
+  return out;
 }
 
 std::string id_ranges(const std::vector<std::string>& ids) {

@@ -59,6 +59,10 @@ bool parse_measurements(std::string_view text, const std::string& file,
                         std::vector<MeasuredRow>* out, std::string* error);
 bool read_measurements(const std::string& path, std::vector<MeasuredRow>* out, std::string* error);
 
+// The files of a --measurements list "A,B,...", as given (a comma always
+// separates; an empty name stays, for the caller to refuse).
+std::vector<std::string> sitting_files(const std::string& list);
+
 // The file names (no directories) of a --measurements list "A,B,...",
 // comma-separated as given: what a report or a profile says it was
 // fitted to.

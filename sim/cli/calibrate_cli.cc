@@ -61,13 +61,7 @@ bool simulate_options(const ParsedFlags& f, const char* command, SimulateOptions
 // configuration (row_relation), which is what tells it how much a
 // measurement moves between sittings. A file named twice is refused.
 bool read_sittings(const std::string& list, std::vector<MeasuredRow>* rows, std::string* error) {
-  std::vector<std::string> files;
-  for (size_t at = 0;;) {
-    const size_t comma = list.find(',', at);
-    files.push_back(list.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
+  const std::vector<std::string> files = sitting_files(list);
   std::set<std::string> seen_ids;
   for (size_t k = 0; k < files.size(); ++k) {
     const std::string& file = files[k];
