@@ -99,6 +99,9 @@ TEST_CASE("config round trip: --fail, the largest seed, columns with knobs, --se
                        "unpatched,waitv-cache(size=64)", "--format", "json", "--cache",
                        "kmalloc-512", "--latency-hist", "--jobs", "2", "--measurements",
                        "none", "--allow-failures"});
+  round_trip("kernels", with(kSmallFill, {"--kernel", "v6.12,v6.13", "--policy",
+                                          "unpatched,unpatched@v6.18", "--set",
+                                          "policy.req_alloc_batch=4"}));
 }
 
 TEST_CASE("config round trip: a preset, a background trace, --output", "[config][roundtrip]") {
@@ -239,4 +242,21 @@ TEST_CASE("a broken --mapping is refused even where nothing would use it", "[con
   const std::string good = repo_file("data/profiles/mapping.toml");
   CHECK(run_cli(with(base, {"--mapping", good, "--profile", "none"})).status == 0);
   CHECK(run_cli(with(base, {"--mapping", good})).status == 0);
+}
+
+TEST_CASE("config: a kernel list or a column's kernel that does not resolve names the line",
+          "[config]") {
+  const TempFile list("badkernels.toml", "scenario = \"sparse-fill\"\nkernel = \"v6.12,v9\"\n");
+  const CliOutcome a = run_cli({"--config", list.path()});
+  CHECK(a.status == 2);
+  CHECK(lines(a.err) == 1);
+  CHECK_THAT(a.err, Contains(list.path() + ":2: kernel: unknown kernel profile 'v9'"));
+  const TempFile twice("twicekernels.toml", "scenario = \"sparse-fill\"\nkernel = \"v6.12,v6.12\"\n");
+  CHECK_THAT(run_cli({"--config", twice.path()}).err,
+             Contains(twice.path() + ":2: kernel: kernel 'v6.12' is named twice"));
+  const TempFile col("badcolumn.toml",
+                     "scenario = \"sparse-fill\"\n\npolicy = [\"unpatched@v5.4\"]\n");
+  const CliOutcome c = run_cli({"--config", col.path()});
+  CHECK(c.status == 2);
+  CHECK_THAT(c.err, Contains(col.path() + ":3: policy: column 'unpatched@v5.4': unknown kernel"));
 }

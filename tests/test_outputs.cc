@@ -643,3 +643,36 @@ TEST_CASE("an overflowing CQE whose entry cannot be allocated is lost, counted, 
   CHECK(t["alloc_failed"] == 10);
   CHECK(t["kmalloc"].get<int64_t>() - t["alloc_failed"].get<int64_t>() == t["kfree"].get<int64_t>());
 }
+
+TEST_CASE("kernels side by side: each column is matched to measurements on its own kernel",
+          "[outputs]") {
+  RunRequest req;
+  req.scenario = "sparse-fill";
+  req.kernel = "v6.12,v6.13";
+  req.sets = {{"slots", "64"}, {"installs", "64"}, {"rounds", "1"}, {"warmup", "0"}};
+  RunResult r;
+  std::string err;
+  REQUIRE(run(req, &r, &err));
+  const WorkloadResult& w = r.workloads.at(0);
+  REQUIRE(w.policies.size() == 2);
+  std::vector<MeasuredPoint> rows = {
+      {"sparse-fill", {{"slots", 64}}, "v6.13", "unpatched", 120.0, {"X-13"}},
+      {"sparse-fill", {{"slots", 64}}, "v6.12", "unpatched", 100.0, {"X-12"}},
+  };
+  ReportOptions o;
+  o.measured = &rows;
+  const MeasuredPoint* a = find_measured(o, w, w.policies[0]);
+  const MeasuredPoint* b = find_measured(o, w, w.policies[1]);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->ids.at(0) == "X-12");
+  CHECK(b->ids.at(0) == "X-13");
+  rows.pop_back();  // no v6.12 row: column A has no measurement
+  CHECK(find_measured(o, w, w.policies[0]) == nullptr);
+  // JSON names each column's kernel, and the run's kernels at its head.
+  const nlohmann::json j = nlohmann::json::parse(format_json(r, o));
+  CHECK(j.at("kernel") == "v6.12,v6.13");
+  CHECK(j.at("workloads").at(0).at("policies").at(0).at("kernel") == "v6.12");
+  CHECK(j.at("workloads").at(0).at("policies").at(1).at("policy") == "unpatched@v6.13");
+  CHECK(j.at("workloads").at(0).at("policies").at(1).at("kernel") == "v6.13");
+}

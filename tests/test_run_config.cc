@@ -102,3 +102,92 @@ TEST_CASE("run config: what does not resolve is one error before anything runs",
   CHECK_FALSE(resolve_run(req, &cfg, &error));
   CHECK_THAT(error, Contains("the work budget is 10"));
 }
+
+TEST_CASE("run config: kernels side by side, each column counted as on its own kernel",
+          "[run_config]") {
+  std::string error;
+  RunRequest req;
+  req.scenario = "sparse-fill";
+  req.policies = {"unpatched", "prefill"};
+  req.knobs = {{"prefill_max", "512"}};
+  req.sets = {{"slots", "256"}, {"installs", "256"}, {"rounds", "2"}, {"warmup", "1"}};
+  req.kernel = "v6.13,v6.18";
+  // v6.13 has no node cache: prefill does not parse there.
+  RunConfig cfg;
+  CHECK_FALSE(resolve_run(req, &cfg, &error));
+  CHECK_THAT(error, Contains("per-ring node cache"));
+  req.kernel = "v7.1,v6.18";
+  REQUIRE(resolve_run(req, &cfg, &error));
+  // Kernel-major, the knobs before each column's kernel.
+  CHECK(cfg.policies == std::vector<std::string>{"unpatched+prefill_max=512@v7.1",
+                                                 "prefill+prefill_max=512@v7.1",
+                                                 "unpatched+prefill_max=512@v6.18",
+                                                 "prefill+prefill_max=512@v6.18"});
+  CHECK(cfg.kernel == iou::profile_by_name("v7.1", nullptr));
+  RunResult both;
+  run(cfg, &both);
+  CHECK(both.kernel == "v7.1,v6.18");
+  const auto& cols = both.workloads.at(0).policies;
+  REQUIRE(cols.size() == 4);
+  // Each column's counts are those of a run on its kernel alone.
+  for (size_t k = 0; k < 4; ++k) {
+    INFO(cols[k].policy);
+    RunRequest one = req;
+    one.kernel = k < 2 ? "v7.1" : "v6.18";
+    RunResult r;
+    REQUIRE(run(one, &r, &error));
+    CHECK(r.kernel == one.kernel);
+    const PolicyResult& alone = r.workloads.at(0).policies.at(k % 2);
+    CHECK(cols[k].kernel == one.kernel);
+    CHECK(cols[k].policy == alone.policy + "@" + one.kernel);
+    CHECK(cols[k].total == alone.total);
+    CHECK(cols[k].timed == alone.timed);
+    CHECK(cols[k].metrics == alone.metrics);
+  }
+  // The SLUB generations differ where they should: sheaves on 7.x only.
+  CHECK(cols[0].timed != cols[2].timed);
+}
+
+TEST_CASE("run config: a column names its own kernel and a bad kernel list is one error",
+          "[run_config]") {
+  std::string error;
+  RunConfig cfg;
+  RunRequest req;
+  req.scenario = "sparse-fill";
+  req.sets = {{"slots", "64"}, {"installs", "64"}, {"rounds", "1"}, {"warmup", "0"}};
+  req.policies = {"unpatched@v6.12", "prefill"};
+  REQUIRE(resolve_run(req, &cfg, &error));
+  CHECK(cfg.policies == std::vector<std::string>{"unpatched@v6.12", "prefill"});
+  CHECK(cfg.columns.at("unpatched@v6.12").kernel == iou::profile_by_name("v6.12", nullptr));
+  CHECK(cfg.columns.at("prefill").kernel == iou::profile_by_name("v6.18", nullptr));
+  RunResult r;
+  run(cfg, &r);
+  CHECK(r.kernel == "v6.12,v6.18");  // the kernels the columns ran on
+  // With several kernels, a column that names its own keeps it, once.
+  req.kernel = "v7.1,v6.18";
+  REQUIRE(resolve_run(req, &cfg, &error));
+  CHECK(cfg.policies ==
+        std::vector<std::string>{"unpatched@v6.12", "prefill@v7.1", "prefill@v6.18"});
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"v6.18,v6.99", "unknown kernel profile 'v6.99'"},
+      {"v6.18,", "unknown kernel profile ''"},
+      {",v6.18", "unknown kernel profile ''"},
+      {"v6.18,v6.18", "kernel 'v6.18' is named twice"},
+  };
+  req.policies = {"unpatched"};
+  for (const auto& [kernels, why] : bad) {
+    INFO(kernels);
+    req.kernel = kernels;
+    CHECK_FALSE(resolve_run(req, &cfg, &error));
+    CHECK_THAT(error, Contains(why));
+  }
+  req.kernel = "v6.18";
+  req.policies = {"unpatched@v9"};
+  CHECK_FALSE(resolve_run(req, &cfg, &error));
+  CHECK_THAT(error, Contains("column 'unpatched@v9': unknown kernel profile 'v9'"));
+  // Columns are at most kMaxColumns, kernels times policies.
+  req.policies = {"unpatched", "prefill", "node-slab"};
+  req.kernel = "v7.2,v6.18,v7.1";
+  CHECK_FALSE(resolve_run(req, &cfg, &error));
+  CHECK_THAT(error, Contains("9 columns (3 kernels x 3 policies); at most 8"));
+}

@@ -305,3 +305,24 @@ TEST_CASE("summary: JSON marks measured rows the profile was fitted to", "[summa
   CHECK(nlohmann::json::parse(t.out)["workloads"][0]["policies"][1]["time"]["measured"]
                                    ["in_sample"] == false);
 }
+
+TEST_CASE("summary: docs/cli.md shows two kernels side by side as the tool prints them",
+          "[summary][docs]") {
+  std::ifstream in(std::string(SIMCACHE_SOURCE_DIR) + "/docs/cli.md", std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  const std::string doc = s.str();
+  const std::string mark = "<!-- kernels side by side: the output after its first line";
+  const size_t at = doc.find(mark);
+  REQUIRE(at != std::string::npos);
+  const size_t from = doc.find("```\n", at) + 4;
+  const size_t end = doc.find("```\n", from);
+  REQUIRE(end != std::string::npos);
+  const CliOutcome o = run_ok({"--scenario", "sparse-fill", "--kernel", "v6.12,v6.13"});
+  const std::string out = o.out.substr(o.out.find('\n') + 1);
+  CHECK(doc.substr(from, end - from) == out);
+  CHECK(has(lines_of(o.out).at(0), "sparse-fill v6.12,v6.13 seed 1 git "));
+  // The change is v6.13's per-install node allocations, with an interval.
+  CHECK(has(out, "A unpatched@v6.12, B unpatched@v6.13"));
+  CHECK(has(out, "moved: B alloc calls 0->4096"));
+}

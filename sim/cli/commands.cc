@@ -35,7 +35,9 @@ constexpr Flag kReportFlags[] = {
      "policy columns, comma-separated; each may combine with + and take knobs: "
      "prefill(max=256)",
      "P[,P]..."},
-    {"kernel", T::value, "kernel profile (--list names them)", "K"},
+    {"kernel", T::value,
+     "kernel profile, or several comma-separated to set them side by side (--list names them)",
+     "K[,K]..."},
     {"machine", T::value,
      "machine: the defaults of cpus, nodes, cpu, kworker_cpu, cgroup and the idle table "
      "(--list names them; default i7-12700KF)",

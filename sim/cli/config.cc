@@ -132,7 +132,11 @@ bool check_value(const TomlReader& r, const std::string& key, const toml::node& 
     for (const std::string& col : split_policy_columns(f.v.at("policy"))) {
       iou::PolicySet p;
       MmConfig mm;
-      if (!iou::parse_policies(col, nullptr, &p, &mm, &why)) return r.fail(&v, key, why);
+      std::string_view policy;
+      const iou::KernelProfile* kernel = nullptr;
+      if (!split_column(col, &policy, &kernel, &why) ||
+          !iou::parse_policies(policy, kernel, &p, &mm, &why))
+        return r.fail(&v, key, why);
     }
   if (key == "knobs")
     for (const auto& [k, node] : *v.as_table()) {
@@ -143,7 +147,9 @@ bool check_value(const TomlReader& r, const std::string& key, const toml::node& 
       if (!iou::set_knob(k.str(), it->second, &p, nullptr, &why))
         return r.fail(&node, "knobs." + std::string(k.str()), why);
     }
-  if (key == "kernel" && !iou::profile_by_name(f.v.at("kernel"), &why)) return r.fail(&v, key, why);
+  std::vector<const iou::KernelProfile*> kernels;
+  if (key == "kernel" && !resolve_kernels(f.v.at("kernel"), &kernels, &why))
+    return r.fail(&v, key, why);
   uint64_t max_work = 0;
   uint32_t seeds = 0;
   if (key == "max-work" && !(why = max_work_error(f.v.at(key), &max_work)).empty())
@@ -328,16 +334,20 @@ bool dump_config(const ParsedFlags& f, const RunRequest& req, std::string* out,
   const std::vector<std::string> cols =
       req.policies.empty() ? default_columns(req.scenario) : req.policies;
   toml::array pol, resolved_cols;
-  const iou::KernelProfile* profile = iou::profile_by_name(req.kernel, error);
-  if (!profile) return false;
+  std::vector<const iou::KernelProfile*> kernels;
+  if (!resolve_kernels(req.kernel, &kernels, error)) return false;
   for (const std::string& c : cols) {
     pol.push_back(c);
-    std::string spec = c;
+    // A column "POLICY@KERNEL" is checked on its own kernel, else on the first.
+    std::string_view policy;
+    const iou::KernelProfile* profile = nullptr;
+    if (!split_column(c, &policy, &profile, error)) return false;
+    std::string spec(policy);
     for (const auto& [k, v] : req.knobs) spec += "+" + k + "=" + v;
     iou::PolicySet ps;
     MmConfig mc;
-    if (!iou::parse_policies(spec, profile, &ps, &mc, error)) return false;
-    resolved_cols.push_back(iou::knob_spec(ps));
+    if (!iou::parse_policies(spec, profile ? profile : kernels[0], &ps, &mc, error)) return false;
+    resolved_cols.push_back(iou::knob_spec(ps) + c.substr(policy.size()));
   }
   if (!req.policies.empty() || ScenarioRegistry::get().find(req.scenario))
     t.insert_or_assign("policy", pol);  // a preset without --policy keeps its own

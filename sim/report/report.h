@@ -82,8 +82,9 @@ const std::vector<Event>& headline_events();
 // model and measurement then agree by construction, not as a validation.
 bool measured_in_sample(const ReportOptions& o, const MeasuredPoint& m);
 
-// The measured point for one policy column of a workload, or null.
-const MeasuredPoint* find_measured(const ReportOptions& o, const RunResult& r,
-                                   const WorkloadResult& w, const PolicyResult& p);
+// The measured point for one policy column of a workload (on the
+// column's kernel), or null.
+const MeasuredPoint* find_measured(const ReportOptions& o, const WorkloadResult& w,
+                                   const PolicyResult& p);
 
 }  // namespace simcache::sim

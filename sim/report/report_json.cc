@@ -136,6 +136,7 @@ ordered_json snapshots_json(const std::vector<Snapshot>& snaps) {
 ordered_json policy_json(const RunRecord& rec, const PolicyResult& p, const ReportOptions& o) {
   ordered_json j;
   j["policy"] = p.policy;
+  j["kernel"] = p.kernel;
   j["config"] = typed_config(rec, p);
   ordered_json total = counters_json(p.total);
   for (const auto& [k, v] : p.metrics) total[k] = v;
@@ -215,7 +216,7 @@ ordered_json latency_json(const Latencies& lat) {
   return j;
 }
 
-ordered_json time_json(const RunResult& r, const WorkloadResult& w, size_t col,
+ordered_json time_json(const WorkloadResult& w, size_t col,
                        const ReportOptions& o) {
   const CostModel& m = *o.cost;
   const PolicyTime t = policy_time(m, w, w.policies[col]);
@@ -252,13 +253,13 @@ ordered_json time_json(const RunResult& r, const WorkloadResult& w, size_t col,
   for (size_t i = 0; i < m.params.size(); ++i)
     if (t.breakdown[i] > 0) b[m.params[i].name] = round6(t.breakdown[i]);
   j["breakdown_ns"] = b;
-  if (const MeasuredPoint* mp = find_measured(o, r, w, w.policies[col])) {
+  if (const MeasuredPoint* mp = find_measured(o, w, w.policies[col])) {
     ordered_json mj;
     mj["per_op"] = round6(mp->value_ns / scale);
     mj["per_op_ns"] = round6(mp->value_ns);
     mj["rows"] = mp->ids;
     mj["in_sample"] = measured_in_sample(o, *mp);
-    const MeasuredPoint* m0 = find_measured(o, r, w, w.policies[0]);
+    const MeasuredPoint* m0 = find_measured(o, w, w.policies[0]);
     if (col > 0 && m0) {
       const double d = mp->value_ns / m0->value_ns - 1;
       mj["delta_pct"] = round6(d * 100);
@@ -316,6 +317,7 @@ ordered_json run_head(const RunResult& r) {
 std::string column_record_json(const RunResult& r, const PolicyResult& p) {
   ordered_json j = run_head(r);
   j["policy"] = p.policy;
+  j["kernel"] = p.kernel;
   j["config"] = typed_config(r.record, p);
   j["record"] = run_record_json(r);
   return j.dump(2) + "\n";
@@ -352,7 +354,7 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
     ordered_json ps = ordered_json::array();
     for (size_t i = 0; i < w.policies.size(); ++i) {
       ordered_json pj = policy_json(r.record, w.policies[i], o);
-      if (o.cost) pj["time"] = time_json(r, w, i, o);
+      if (o.cost) pj["time"] = time_json(w, i, o);
       // Only when the run recorded latencies, so count-only runs keep their layout.
       if (!w.policies[i].latency.empty()) pj["latency"] = latency_json(w.policies[i].latency);
       ps.push_back(pj);

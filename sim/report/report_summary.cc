@@ -242,8 +242,8 @@ struct Ctx {
 // The measured change of column i against A, "*" when in-sample; "-"
 // where no row maps to one of the two.
 std::string measured_change(const Ctx& c, const WorkloadResult& w, size_t i, bool* any) {
-  const MeasuredPoint* m0 = find_measured(c.o, c.r, w, w.policies[0]);
-  const MeasuredPoint* mi = find_measured(c.o, c.r, w, w.policies[i]);
+  const MeasuredPoint* m0 = find_measured(c.o, w, w.policies[0]);
+  const MeasuredPoint* mi = find_measured(c.o, w, w.policies[i]);
   if (!m0 || !mi || m0->value_ns <= 0) return "-";
   *any = true;
   const bool ins = in_sample_of(c.fitted, c.o, *m0) || in_sample_of(c.fitted, c.o, *mi);

@@ -84,7 +84,7 @@ std::string fmt_delta(double d, double noise) {
 
 // Model time per op with its interval and delta against column A; the
 // measured value beside it where a row maps to the column.
-void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions& o,
+void time_rows(const WorkloadResult& w, const ReportOptions& o,
                std::vector<Row>* rows, std::string* foot) {
   const auto& ps = w.policies;
   const std::string unit = w.time_unit.empty() ? "ns" : w.time_unit;
@@ -116,7 +116,7 @@ void time_rows(const RunResult& r, const WorkloadResult& w, const ReportOptions&
     }
     delta.text.push_back(d);
     delta_iv.text.push_back(di);
-    mp.push_back(find_measured(o, r, w, ps[i]));
+    mp.push_back(find_measured(o, w, ps[i]));
     meas.text.push_back(mp[i] ? format_time_in(mp[i]->value_ns, unit) : "-");
     mdelta.text.push_back(
         i == 0 || !mp[0] || !mp[i] ? "" : fmt_delta(mp[i]->value_ns / mp[0]->value_ns - 1, noise));
@@ -247,7 +247,7 @@ void block(std::string* dest, const RunResult& r, const WorkloadResult& w, const
     if (any) rows.push_back(std::move(row));
   }
   std::string foot = o.counts ? failure_rows(w, &rows) : "";
-  if (o.cost && (o.counts || o.phases)) time_rows(r, w, o, &rows, &foot);
+  if (o.cost && (o.counts || o.phases)) time_rows(w, o, &rows, &foot);
   if (!rows.empty()) render(out, rows, ps.size());
   *out += foot;
   if (o.latency) {
@@ -347,11 +347,13 @@ const std::vector<Event>& headline_events() {
   return ev;
 }
 
-const MeasuredPoint* find_measured(const ReportOptions& o, const RunResult& r,
-                                   const WorkloadResult& w, const PolicyResult& p) {
+const MeasuredPoint* find_measured(const ReportOptions& o, const WorkloadResult& w,
+                                   const PolicyResult& p) {
   if (!o.measured) return nullptr;
   for (const MeasuredPoint& m : *o.measured) {
-    if (m.scenario != w.scenario || m.kernel != r.kernel || m.policy != p.policy) continue;
+    // A column's policy without its "@KERNEL" (the kernel is p.kernel).
+    const std::string_view policy = std::string_view(p.policy).substr(0, p.policy.rfind('@'));
+    if (m.scenario != w.scenario || m.kernel != p.kernel || m.policy != policy) continue;
     bool ok = true;
     for (const auto& [k, v] : m.params) {
       auto it = w.params.find(k);

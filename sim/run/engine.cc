@@ -117,7 +117,7 @@ void run_job(Job& j, const RunConfig& cfg) {
   mc.preempt_rt = jm.preempt_rt;
   Mm mm(mc);
   const MemcgId user = jm.cgroup ? mm.memcg().create(kRootMemcg) : kRootMemcg;
-  iou::MmIoUring io(mm, *cfg.kernel, ps);
+  iou::MmIoUring io(mm, *j.col->kernel, ps);
   io.set_idle_table(jm.idle);
   io.set_cpufreq_iowait_boost(jm.cpufreq_iowait_boost);
   inject_faults(mm, cfg);
@@ -136,6 +136,7 @@ void run_job(Job& j, const RunConfig& cfg) {
   machine.run();
   PolicyResult& r = *j.out;
   r.policy = j.col->spec;
+  r.kernel = std::string(j.col->kernel->name);
   r.config = config_record(ps, mc);
   rec.finish(&r);
   r.caches = cache_stats(mm);
@@ -167,7 +168,13 @@ void run_jobs(std::vector<Job>& jobs, const RunConfig& cfg) {
 // The result's head: what every output names, from the resolved configuration.
 void result_head(const RunConfig& cfg, RunResult* out) {
   out->scenario = cfg.scenario;
-  out->kernel = std::string(cfg.kernel->name);
+  // The kernels the columns run on, in first-use order (the run's own
+  // when no column names another).
+  std::vector<const iou::KernelProfile*> used;
+  for (const RunWorkload& rw : cfg.workloads)
+    for (const RunColumn* c : rw.columns)
+      if (std::find(used.begin(), used.end(), c->kernel) == used.end()) used.push_back(c->kernel);
+  out->kernel = kernel_names(used.empty() ? cfg.kernels : used);
   out->seed = cfg.seed;
   out->version = SIMCACHE_VERSION;
   out->policies = cfg.policies;

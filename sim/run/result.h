@@ -112,6 +112,9 @@ struct Snapshot {
 // One policy column.
 struct PolicyResult {
   std::string policy;            // canonical name, e.g. "node-slab+bulk-refill"
+  // The kernel profile the column ran on: the run's, or its own
+  // ("POLICY@KERNEL", or one of several --kernel names).
+  std::string kernel;
   // The resolved configuration: every policy field ("policy.<field>") and
   // the mm config it ran with ("mm.<field>"), in table order.
   std::vector<std::pair<std::string, std::string>> config;

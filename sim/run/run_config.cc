@@ -52,13 +52,59 @@ ScenarioInfo with_machine(const ScenarioInfo& s, const iou::MachineInfo& m) {
   return out;
 }
 
+// A column "POLICY" runs on the run's kernel; "POLICY@KERNEL" on its own.
 const RunColumn* parse_column(const std::string& spec, RunConfig* cfg, std::string* error) {
   if (auto it = cfg->columns.find(spec); it != cfg->columns.end()) return &it->second;
   RunColumn c;
   c.spec = spec;
-  iou::apply_profile(*cfg->kernel, c.mc);
-  if (!iou::parse_policies(spec, cfg->kernel, &c.ps, &c.mc, error)) return nullptr;
+  std::string_view policy;
+  if (!split_column(spec, &policy, &c.kernel, error)) return nullptr;
+  if (!c.kernel) c.kernel = cfg->kernel;
+  iou::apply_profile(*c.kernel, c.mc);
+  if (!iou::parse_policies(policy, c.kernel, &c.ps, &c.mc, error)) return nullptr;
   return &cfg->columns.emplace(spec, std::move(c)).first->second;
+}
+
+// The column of policy `pol` with the run's knobs, on `kernel` (nullptr:
+// the run's only kernel). A policy that names its own kernel keeps it.
+std::string column_spec(const std::string& pol,
+                        const std::vector<std::pair<std::string, std::string>>& knobs,
+                        const iou::KernelProfile* kernel) {
+  const size_t at = pol.rfind('@');
+  std::string spec = pol.substr(0, at);
+  for (const auto& [k, v] : knobs) spec += "+" + k + "=" + v;
+  if (at != std::string::npos) spec += pol.substr(at);
+  else if (kernel) spec += "@" + std::string(kernel->name);
+  return spec;
+}
+
+// Each policy on each kernel, kernel-major (one kernel: the policies as
+// they are).
+std::vector<std::string> columns_on(const std::vector<std::string>& policies,
+                                    const RunRequest& req, const RunConfig& cfg) {
+  std::vector<std::string> out;
+  if (cfg.kernels.size() <= 1) {
+    for (const std::string& pol : policies) out.push_back(column_spec(pol, req.knobs, nullptr));
+    return out;
+  }
+  for (const iou::KernelProfile* k : cfg.kernels)
+    for (const std::string& pol : policies) {
+      std::string spec = column_spec(pol, req.knobs, k);
+      if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(std::move(spec));
+    }
+  return out;
+}
+
+bool check_columns(const std::vector<std::string>& specs, const RunConfig& cfg,
+                   std::string* error) {
+  if (specs.size() <= kMaxColumns) return true;
+  *error = fmt::format("{} columns{}; at most {}", specs.size(),
+                       cfg.kernels.size() > 1
+                           ? fmt::format(" ({} kernels x {} policies)", cfg.kernels.size(),
+                                         specs.size() / cfg.kernels.size())
+                           : "",
+                       kMaxColumns);
+  return false;
 }
 
 // A background trace: only for a driver with background users, and it
@@ -109,10 +155,44 @@ void copy_scalars(const RunRequest& req, RunConfig* out) {
 
 }  // namespace
 
+bool split_column(std::string_view spec, std::string_view* policy,
+                  const iou::KernelProfile** kernel, std::string* error) {
+  const size_t at = spec.rfind('@');
+  *policy = spec.substr(0, at);
+  *kernel = nullptr;
+  if (at == std::string_view::npos) return true;
+  std::string why;
+  if ((*kernel = iou::profile_by_name(spec.substr(at + 1), &why))) return true;
+  *error = fmt::format("column '{}': {}", iou::escape_controls(spec), why);
+  return false;
+}
+
+bool resolve_kernels(std::string_view names, std::vector<const iou::KernelProfile*>* out,
+                     std::string* error) {
+  out->clear();
+  for (size_t from = 0, to = 0; from <= names.size(); from = to + 1) {
+    to = std::min(names.find(',', from), names.size());
+    const std::string_view name = names.substr(from, to - from);
+    const iou::KernelProfile* k = iou::profile_by_name(name, error);
+    if (!k) return false;
+    if (std::find(out->begin(), out->end(), k) != out->end())
+      return *error = fmt::format("kernel '{}' is named twice", k->name), false;
+    out->push_back(k);
+  }
+  return true;
+}
+
+std::string kernel_names(const std::vector<const iou::KernelProfile*>& kernels) {
+  std::string s;
+  for (const iou::KernelProfile* k : kernels) s += (s.empty() ? "" : ",") + std::string(k->name);
+  return s;
+}
+
 bool resolve_run(const RunRequest& req, RunConfig* out, std::string* error) {
   *out = RunConfig{};
   const ScenarioRegistry& reg = ScenarioRegistry::get();
-  if (!(out->kernel = iou::profile_by_name(req.kernel, error))) return false;
+  if (!resolve_kernels(req.kernel, &out->kernels, error)) return false;
+  out->kernel = out->kernels[0];
   if (!(out->machine = iou::machine_by_name(req.machine, error))) return false;
   copy_scalars(req, out);
   std::vector<PresetItem> items;
@@ -124,29 +204,29 @@ bool resolve_run(const RunRequest& req, RunConfig* out, std::string* error) {
     *error = fmt::format("unknown scenario '{}' (valid: {})", req.scenario, reg.names());
     return false;
   }
-  std::vector<std::string> policies =
+  const std::vector<std::string> policies =
       req.policies.empty() ? default_columns(req.scenario) : req.policies;
-  auto with_knobs = [&](std::string pol) {
-    for (const auto& [k, v] : req.knobs) pol += "+" + k + "=" + v;
-    return pol;
-  };
   // A preset item with a pair of its own (a hypothesis) keeps it under
   // --policy: its label and note speak of those columns.
   for (PresetItem& item : items)
     if (item.policies.empty()) item.policies = policies;
-  for (std::string& pol : policies) out->policies.push_back(with_knobs(pol));
+  out->policies = columns_on(policies, req, *out);
+  if (!check_columns(out->policies, *out, error)) return false;
   if (!req.background_trace.empty() && !req.bg_trace)
     return *error = fmt::format("background trace '{}' was not loaded",
                                 iou::escape_controls(req.background_trace)),
            false;
   // Every column parsed once, before anything is resolved further.
   std::vector<std::vector<const RunColumn*>> item_cols(items.size());
-  for (size_t i = 0; i < items.size(); ++i)
-    for (const std::string& pol : items[i].policies) {
-      const RunColumn* c = parse_column(with_knobs(pol), out, error);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::vector<std::string> specs = columns_on(items[i].policies, req, *out);
+    if (!check_columns(specs, *out, error)) return false;
+    for (const std::string& spec : specs) {
+      const RunColumn* c = parse_column(spec, out, error);
       if (!c) return false;
       item_cols[i].push_back(c);
     }
+  }
   uint64_t columns = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     const PresetItem& item = items[i];
@@ -199,7 +279,8 @@ bool resolve_run(const RunRequest& req, RunConfig* out, std::string* error) {
 bool resolve_custom(const RunRequest& req, const std::string& name,
                     const std::vector<ParamSpec>& params, RunConfig* out, std::string* error) {
   *out = RunConfig{};
-  if (!(out->kernel = iou::profile_by_name(req.kernel, error))) return false;
+  if (!resolve_kernels(req.kernel, &out->kernels, error)) return false;
+  out->kernel = out->kernels[0];
   if (req.bg_trace || !req.background_trace.empty())
     return *error = fmt::format("a background trace needs background users: '{}' has none", name),
            false;
@@ -207,12 +288,13 @@ bool resolve_custom(const RunRequest& req, const std::string& name,
   if (policies.empty()) policies.push_back("unpatched");
   copy_scalars(req, out);
   RunWorkload w;
-  for (const std::string& pol : policies) {
-    const RunColumn* c = parse_column(pol, out, error);
+  out->policies = columns_on(policies, req, *out);
+  if (!check_columns(out->policies, *out, error)) return false;
+  for (const std::string& spec : out->policies) {
+    const RunColumn* c = parse_column(spec, out, error);
     if (!c) return false;
     w.columns.push_back(c);
   }
-  out->policies = policies;
   if (!(out->machine = iou::machine_by_name(req.machine, error))) return false;
   ScenarioInfo info{name, "", "op", "ns", params, nullptr};
   info = with_machine(info, *out->machine);

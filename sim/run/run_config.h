@@ -32,6 +32,9 @@ inline constexpr uint64_t kDefaultMaxWork = 1000000000;
 // at 90 % (0.5^4 = 6.25 % > 5 % of 4 seeds fall on one side of it).
 inline constexpr uint32_t kMinSeeds = 5, kMaxSeeds = 64;
 
+// Policy columns a run reports side by side (the report names them A..H).
+inline constexpr size_t kMaxColumns = 8;
+
 // What the user asked for, as spelled (the CLI, a --config file, a sweep
 // point). resolve_run() checks every name and number in it.
 struct RunRequest {
@@ -40,6 +43,9 @@ struct RunRequest {
   std::vector<std::string> policies;  // empty: the preset's, or "unpatched"
   // --set policy.NAME=VALUE: appended to every column as "+NAME=VALUE".
   std::vector<std::pair<std::string, std::string>> knobs;
+  // A kernel profile, or several separated by commas: each policy column
+  // then runs on every one of them in turn ("POLICY@KERNEL" columns,
+  // kernel-major), so one table sets kernels side by side.
   std::string kernel = "v6.18";
   // The machine row (model/kernel/machine.def) whose values are the
   // machine parameters' defaults, and whose idle table the wait model uses.
@@ -81,7 +87,10 @@ struct RunRequest {
 // A policy column, parsed once: its policy set and the mm configuration
 // the kernel profile and the column imply.
 struct RunColumn {
-  std::string spec;  // as the user (or the preset) spelled it, knobs appended
+  // As the user (or the preset) spelled it, knobs appended, then "@KERNEL"
+  // when the column names its own kernel profile.
+  std::string spec;
+  const iou::KernelProfile* kernel = nullptr;  // the column's profile
   iou::PolicySet ps;
   MmConfig mc;
 };
@@ -111,7 +120,8 @@ struct RunWorkload {
 
 struct RunConfig {
   std::string scenario;  // the scenario or preset name
-  const iou::KernelProfile* kernel = nullptr;
+  const iou::KernelProfile* kernel = nullptr;  // the first of `kernels`
+  std::vector<const iou::KernelProfile*> kernels;  // RunRequest::kernel's, in order
   const iou::MachineInfo* machine = nullptr;
   // The columns the run reports, in order (a preset's items may name
   // their own), each spelled with the knobs appended.
@@ -138,6 +148,18 @@ bool resolve_run(const RunRequest& req, RunConfig* out, std::string* error);
 // its own parameters besides the machine's: one workload, no preset items.
 bool resolve_custom(const RunRequest& req, const std::string& name,
                     const std::vector<ParamSpec>& params, RunConfig* out, std::string* error);
+
+// RunRequest::kernel: one profile name or several separated by commas
+// (each known, none twice).
+bool resolve_kernels(std::string_view names, std::vector<const iou::KernelProfile*>* out,
+                     std::string* error);
+// A column spec "POLICY" or "POLICY@KERNEL": the policy part, and the
+// profile the spec names after its '@' (nullptr when it names none).
+// False, with the reason, on an unknown kernel.
+bool split_column(std::string_view spec, std::string_view* policy,
+                  const iou::KernelProfile** kernel, std::string* error);
+// The kernel names of a run, comma-separated (RunResult::kernel).
+std::string kernel_names(const std::vector<const iou::KernelProfile*>& kernels);
 
 // The machine parameters every scenario takes: the field rows of
 // model/kernel/machine.def. The default machine's (i7-12700KF), or
