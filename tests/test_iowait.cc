@@ -329,6 +329,13 @@ std::string answers_markdown() {
       "`unpatched`: the share of the waiting CPU's time reported as iowait (`iowait_ppm` / 10^4):\n\n"
       "| kernel | QD-1 read in flight | nothing in flight, never submitted | nothing in flight, "
       "submitted before |\n|---|---|---|---|\n";
+  // docs/idle.md's one command: the eight kernels side by side, one column
+  // each, in the preset's three blocks (checked against the runs below).
+  const RunResult side = run_on("iowait-gate",
+                                "v6.1.39,v6.1.45,v6.4.4,v6.4.8,v6.5-rc2,v6.5-rc3,v6.12,v6.18",
+                                {"unpatched"}, {});
+  REQUIRE(side.workloads.size() == 3);
+  size_t col = 0;
   for (const char* k : {"v6.1.39", "v6.1.45", "v6.4.4", "v6.4.8", "v6.5-rc2", "v6.5-rc3", "v6.12",
                         "v6.18", "v6.18 no-iowait"}) {
     const bool flag = std::string(k).find(' ') != std::string::npos;
@@ -337,6 +344,17 @@ std::string answers_markdown() {
     const RunResult read = run_on("qd1-read", kern, pol, {{"device_us", "80"}});
     const RunResult pure = run_on("idle-wait", kern, pol, {{"submitted", "0"}});
     const RunResult refs = run_on("idle-wait", kern, pol, {{"submitted", "1"}});
+    if (!flag) {
+      INFO(k);
+      const RunResult* alone[] = {&read, &pure, &refs};
+      for (size_t w = 0; w < 3; ++w) {
+        const PolicyResult& c = side.workloads[w].policies.at(col);
+        CHECK(c.policy == std::string("unpatched@") + k);
+        CHECK(c.metrics.at("iowait_ppm") == iowait_col(*alone[w], 0).metrics.at("iowait_ppm"));
+        CHECK(c.timed == iowait_col(*alone[w], 0).timed);
+      }
+      ++col;
+    }
     out += fmt::format("| {} | {:.1f}% | {:.1f}% | {:.1f}% |\n", k,
                        static_cast<double>(share_ppm(iowait_col(read, 0))) / 1e4,
                        static_cast<double>(share_ppm(iowait_col(pure, 0))) / 1e4,
