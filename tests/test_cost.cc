@@ -243,3 +243,62 @@ TEST_CASE("docs/calibration.md names every cost parameter", "[cost][docs]") {
     CHECK(out.find(std::string("`") + key + "`") != std::string::npos);
   }
 }
+
+TEST_CASE("a share of a region's time: the ratio's delta-method interval", "[cost]") {
+  // a prices kmalloc/kfree at 3 ns (sd 1), b zero_bytes at 0.25 ns (sd 0.05).
+  CostModel m = two_params();
+  m.params[0].stderr_ns = 1.0;
+  m.params[1].stderr_ns = 0.05;
+  m.params[0].prior = 3, m.params[0].prior_sd = 1;  // unmoved by any row: on priors
+  m.params[1].prior = 0.25, m.params[1].prior_sd = 0.05;
+  Counters part, whole;
+  part.add(Event::zero_bytes, 400);  // 100 ns
+  whole.add(Event::zero_bytes, 400);
+  whole.add(Event::kmalloc, 100);  // 300 ns
+  // share = 0.5 x 100 / 400 = 0.125.
+  const ShareInterval s = share_interval(m, part, whole, 0.5);
+  CHECK(s.share == Approx(0.125));
+  // d/da = 0.5 (0 x 400 - 100 x 100) / 400^2, d/db = 0.5 (400 x 400 - 400 x 100) / 400^2.
+  const double ga = 0.5 * (-100.0 * 100) / (400.0 * 400), gb = 0.5 * (400.0 * 300) / (400.0 * 400);
+  const double sd = std::sqrt(ga * ga * 1.0 + gb * gb * 0.05 * 0.05);
+  const TimeInterval want = time_interval(0.125, sd);
+  CHECK(s.lo == Approx(want.lo));
+  CHECK(s.hi == Approx(want.hi));
+  CHECK(s.lo < 0.125);
+  CHECK(s.hi > 0.125);
+  CHECK(s.prior_based);
+  // The inadequacy of the rest of the region widens it.
+  m.inadequacy = 0.1;
+  const ShareInterval w = share_interval(m, part, whole, 0.5);
+  const double sd2 = std::sqrt(sd * sd + 0.125 * 0.125 * (0.1 * 300) * (0.1 * 300) / (400.0 * 400));
+  CHECK(w.hi == Approx(time_interval(0.125, sd2).hi));
+  // A share above one half: log-normal on the complement, inside (0, 1).
+  const ShareInterval big = share_interval(m, whole, whole, 0.9);
+  CHECK(big.share == Approx(0.9));
+  {
+    CostModel q = m;
+    q.inadequacy = 0;
+    const ShareInterval h = share_interval(q, part, part, 1.0);  // all part: exact
+    CHECK(h.lo == Approx(1.0));
+    Counters rest;  // 100 ns of zeroing in 400: complement 0.75 of a 0.25 share
+    rest.add(Event::zero_bytes, 400);
+    Counters whole2 = rest;
+    whole2.add(Event::kmalloc, 10);  // 30 ns: share 100/130 = 0.769
+    const ShareInterval s2 = share_interval(q, rest, whole2, 1.0);
+    CHECK(s2.share == Approx(100.0 / 130));
+    const double g_a = (-10.0 * 100) / (130.0 * 130), g_b = (400.0 * 30) / (130.0 * 130);
+    const double sd3 = std::sqrt(g_a * g_a + g_b * g_b * 0.05 * 0.05);
+    const TimeInterval c = time_interval(30.0 / 130, sd3);
+    CHECK(s2.lo == Approx(1 - c.hi));
+    CHECK(s2.hi == Approx(1 - c.lo));
+    CHECK(s2.hi < 1.0);
+  }
+  // A region that is all part: the share is frac, exactly, whatever the prices.
+  const ShareInterval all = share_interval(m, whole, whole, 1.0);
+  CHECK(all.share == Approx(1.0));
+  CHECK(all.lo == Approx(1.0));
+  CHECK(all.hi == Approx(1.0));
+  // Nothing to share: 0.
+  CHECK(share_interval(m, part, whole, 0).share == 0);
+  CHECK(share_interval(m, part, Counters{}, 1).share == 0);
+}

@@ -359,7 +359,9 @@ TEST_CASE("golden: the JSON goldens carry every key docs/output.md documents", "
                                            "extension", "outcome", "rounds_from", "doublings",
                                            "9_ns_lo90", "9_ns_hi90",  // p99.9_ns_lo90
                                            // --seeds N's WORKLOAD seeds (test_tails.cc)
-                                           "seeds", "first", "pooled"};
+                                           "seeds", "first", "pooled",
+                                           // seed 003's iowait share (test_summary.cc)
+                                           "iowait_interval90_ppm", "iowait_rests_on_priors"};
   const std::set<std::string> documented = documented_json_keys();
   CHECK(documented.size() > 30);
   for (const std::string& k : documented) {

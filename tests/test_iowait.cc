@@ -17,6 +17,7 @@
 #include "model/sched/cpufreq.h"
 #include "model/sched/idle.h"
 #include "sim/cost/cost.h"
+#include "sim/report/report.h"
 #include "sim/run/engine.h"
 #include "test_cost_util.h"
 
@@ -152,6 +153,9 @@ TEST_CASE("iowait: the era profiles' shares differ as the kernel history says", 
     CHECK(p.timed[Event::cqwait_iowait] == (w.gate ? 0 : 64));
     CHECK(p.timed[Event::cqwait_iowait_us] == (w.gate ? 0 : 64 * 1000));
     CHECK(share_ppm(p) == Approx(expected_share_ppm(p)).margin(1));
+    // The summary's share from the counts (its interval's centre) is the clock's.
+    const CostModel& tm = simcache::testing::test_profile();
+    CHECK(iowait_share(tm, p.rounds.back()).share * 1e6 == Approx(share_ppm(p)).margin(1));
     if (w.gate) CHECK(share_ppm(p) == 0);
     else CHECK(share_ppm(p) > 990000);  // the waiter's CPU is ~all iowait
     const RunResult refs = run_prog("idle-wait", w.kernel, {"unpatched"}, {{"submitted", "1"}});
@@ -161,6 +165,10 @@ TEST_CASE("iowait: the era profiles' shares differ as the kernel history says", 
     CHECK(iowait_col(read, 0).timed[Event::cqwait_iowait] == 64);
     CHECK(share_ppm(iowait_col(read, 0)) == Approx(expected_share_ppm(iowait_col(read, 0))).margin(1));
     CHECK(share_ppm(iowait_col(read, 0)) > 0);
+    const ShareInterval rs = iowait_share(tm, iowait_col(read, 0).rounds.back());
+    CHECK(rs.share * 1e6 == Approx(share_ppm(iowait_col(read, 0))).margin(1));
+    CHECK(rs.lo < rs.share);  // the read's CPU work is priced with an sd
+    CHECK(rs.hi > rs.share);
   }
   // NO_IOWAIT on a kernel that has it: nothing is I/O wait, in flight or not.
   for (const char* scenario : {"qd1-read", "idle-wait"}) {
@@ -326,7 +334,8 @@ std::string answers_markdown() {
     }
   out +=
       "\n003-b: the `iowait-gate` preset's three waiters per kernel on `cascadelake-w`, "
-      "`unpatched`: the share of the waiting CPU's time reported as iowait (`iowait_ppm` / 10^4):\n\n"
+      "`unpatched`: the share of the waiting CPU's time reported as iowait (`iowait_ppm` / 10^4) "
+      "with its 90% model interval:\n\n"
       "| kernel | QD-1 read in flight | nothing in flight, never submitted | nothing in flight, "
       "submitted before |\n|---|---|---|---|\n";
   // docs/idle.md's one command: the eight kernels side by side, one column
@@ -355,10 +364,17 @@ std::string answers_markdown() {
       }
       ++col;
     }
-    out += fmt::format("| {} | {:.1f}% | {:.1f}% | {:.1f}% |\n", k,
-                       static_cast<double>(share_ppm(iowait_col(read, 0))) / 1e4,
-                       static_cast<double>(share_ppm(iowait_col(pure, 0))) / 1e4,
-                       static_cast<double>(share_ppm(iowait_col(refs, 0))) / 1e4);
+    // The share and its interval, as the summary's `iowait %` row has them.
+    auto cell = [&](const PolicyResult& p) {
+      ShareInterval si;
+      REQUIRE(iowait_share(&m, p, &si));
+      CHECK(si.share * 1e6 == Approx(share_ppm(p)));
+      if (!(si.hi > si.lo)) return fmt::format("{:.1f}%", si.share * 100);
+      return fmt::format("{:.1f}% [{:.1f}, {:.1f}]{}", si.share * 100, si.lo * 100, si.hi * 100,
+                         si.prior_based ? "*" : "");
+    };
+    out += fmt::format("| {} | {} | {} | {} |\n", k, cell(iowait_col(read, 0)),
+                       cell(iowait_col(pure, 0)), cell(iowait_col(refs, 0)));
   }
   return out;
 }

@@ -218,14 +218,30 @@ TEST_CASE("summary: seed 003's iowait share is a row of the table", "[summary][i
   const std::vector<std::string> rc2 = shares("v6.5-rc2"), rc3 = shares("v6.5-rc3");
   REQUIRE(rc2.size() == 3);
   REQUIRE(rc3.size() == 3);
-  CHECK(rc2[0] == "  iowait %       95.8");
-  CHECK(rc2[1] == "  iowait %       99.6");
-  CHECK(rc2[2] == "  iowait %       99.6");
+  // Each share with its 90 % model interval (the rest of the round's
+  // prices; `*`: on priors); a share of nothing is exactly 0.
+  CHECK(rc2[0] == "  iowait %   95.8 [89.9,98.9]*");
+  CHECK(rc2[1] == "  iowait %   99.6 [99.1,99.9]*");
+  CHECK(rc2[2] == "  iowait %   99.6 [99.1,99.9]*");
   CHECK(rc3[0] == rc2[0]);
   CHECK(rc3[1] == "  iowait %        0.0");
   CHECK(rc3[2] == rc2[2]);
   // A run without the metric has no such row.
   CHECK_FALSE(has(run_ok({"--scenario", "waitv"}).out, "iowait %"));
+  // JSON carries the interval beside the metric, where the metric is.
+  const auto j = nlohmann::json::parse(
+      run_ok({"--scenario", "idle-wait", "--kernel", "v6.5-rc2,v6.5-rc3", "--set", "submitted=0",
+              "--format", "json"}).out);
+  const auto& cols = j.at("workloads").at(0).at("policies");
+  const auto& rc2t = cols.at(0).at("time");
+  CHECK(rc2t.at("iowait_interval90_ppm").at(0).get<double>() < cols.at(0).at("total").at("iowait_ppm").get<double>());
+  CHECK(rc2t.at("iowait_interval90_ppm").at(1).get<double>() > cols.at(0).at("total").at("iowait_ppm").get<double>());
+  CHECK(rc2t.at("iowait_interval90_ppm").at(1).get<double>() < 1e6);
+  CHECK(rc2t.at("iowait_rests_on_priors") == true);
+  const auto& rc3t = cols.at(1).at("time");  // no iowait sleep: exactly 0
+  CHECK(rc3t.at("iowait_interval90_ppm") == nlohmann::json::array({0.0, 0.0}));
+  CHECK_FALSE(run_ok({"--scenario", "waitv", "--format", "json"}).out.find("iowait_interval") !=
+              std::string::npos);
 }
 
 TEST_CASE("summary: a scenario's failing arms are results, not warnings", "[summary]") {

@@ -71,6 +71,18 @@ double cqwait_clock(A& a) {
   else return 0;
 }
 
+// The counts of `c` that an I/O-wait sleep's idle time is made of (what
+// k.iowait_ns adds up for one, from the clock): idle_enter, the slept
+// microseconds, the I/O-wait marks and each idle state's exit.
+inline Counters cqwait_idle_counts(const Counters& c) {
+  Counters out;
+  for (Event e : {Event::idle_enter, Event::cqwait_sleep_us, Event::cqwait_iowait,
+                  Event::cqwait_iowait_us})
+    out.add(e, c[e]);
+  for (IdleState s : kIdleStates) out.add(idle_exit_event(s), c[idle_exit_event(s)]);
+  return out;
+}
+
 template <IoAllocator A>
 void io_cqring_wait_sleep(IoKernel<A>& k, const CqWait& w) {
   if (w.sleep_us == 0) return;

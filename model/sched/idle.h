@@ -57,5 +57,11 @@ GovernorChoice menu_select(const IdleTable& t, const GovernorInput& in);
 
 // The event that counts one exit from `s`.
 Event idle_exit_event(IdleState s);
+// Every idle state, in the enum's order.
+inline constexpr IdleState kIdleStates[] = {IdleState::poll,   IdleState::c1,
+                                            IdleState::c1e,    IdleState::c6,
+                                            IdleState::c8,     IdleState::c10,
+                                            IdleState::skx_c1, IdleState::skx_c1e,
+                                            IdleState::skx_c6};
 
 }  // namespace simcache::iou

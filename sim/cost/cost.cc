@@ -166,6 +166,37 @@ TimeInterval time_interval(double t, double sd) {
   return {std::exp(mu - kIntervalZ * s), std::exp(mu + kIntervalZ * s)};
 }
 
+ShareInterval share_interval(const CostModel& m, const Counters& part, const Counters& whole,
+                             double frac) {
+  ShareInterval r;
+  const double t = m.time_ns(whole), i = m.time_ns(part);
+  if (!(t > 0) || !(frac > 0)) return r;
+  r.share = frac * i / t;
+  // d(i/t)/dx_j = (c_i,j t - c_t,j i) / t^2, per parameter.
+  const std::vector<double> ci = m.param_counts(part), ct = m.param_counts(whole);
+  std::vector<double> g(ci.size());
+  for (size_t j = 0; j < g.size(); ++j) g[j] = frac * (ci[j] * t - ct[j] * i) / (t * t);
+  // The rest of the whole, (t - i), may be off by the inadequacy: the
+  // share moves by -share (t - i) / t times that.
+  const double rest = m.predictive_variance(std::vector<double>(ci.size(), 0.0), t - i);
+  const double var = m.variance(g) + r.share * r.share * rest / (t * t);
+  // Log-normal on the smaller of the share and its complement, so that
+  // the interval stays inside (0, 1): a share near 1 is uncertain in what
+  // is left of the whole.
+  const double sd = std::sqrt(std::max(var, 0.0));
+  if (r.share <= 0.5) {
+    const TimeInterval ti = time_interval(r.share, sd);
+    r.lo = ti.lo;
+    r.hi = std::min(ti.hi, 1.0);
+  } else {
+    const TimeInterval ti = time_interval(1 - r.share, sd);
+    r.lo = std::max(1 - ti.hi, 0.0);
+    r.hi = 1 - ti.lo;
+  }
+  r.prior_based = rests_on_priors(m, g);
+  return r;
+}
+
 EffectInterval effect_interval(const CostModel& m, const std::vector<double>& bc,
                                const std::vector<double>& vc, EffectRelation rel) {
   EffectInterval r;

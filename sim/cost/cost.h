@@ -197,6 +197,21 @@ EffectInterval effect_interval(const CostModel& m, const PolicyTime& base, const
 EffectInterval effect_interval(const CostModel& m, const std::vector<double>& base_counts,
                                const std::vector<double>& counts,
                                EffectRelation rel = EffectRelation::same_shape);
+// A share of a region's time: frac x time_ns(part) / time_ns(whole)
+// (`part` a subset of `whole`'s events, frac in [0, 1]; seed 003's iowait
+// share: the idle events of the sleeps, times the share of sleeps that
+// are I/O wait, over the round). Its 90 % interval by the delta method on
+// the ratio under the posterior, plus the model inadequacy of the rest of
+// the whole (what the model may miss besides the part moves the share),
+// log-normal on the share, or on its complement when the share is above
+// one half, so that it stays inside [0, 1]. A share with nothing to
+// divide is 0.
+struct ShareInterval {
+  double share = 0, lo = 0, hi = 0;
+  bool prior_based = false;
+};
+ShareInterval share_interval(const CostModel& m, const Counters& part, const Counters& whole,
+                             double frac);
 // True when more than half of the prior variance along g survives the fit.
 bool rests_on_priors(const CostModel& m, const std::vector<double>& g);
 PolicyTime policy_time(const CostModel& m, const WorkloadResult& w, const PolicyResult& p);

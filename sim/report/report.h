@@ -82,6 +82,18 @@ const std::vector<Event>& headline_events();
 // model and measurement then agree by construction, not as a validation.
 bool measured_in_sample(const ReportOptions& o, const MeasuredPoint& m);
 
+// Seed 003's iowait share of one round (the waiting CPU's I/O-wait idle
+// time over the round): the round's sleep idle counts
+// (cqwait_idle_counts()) times the share of its sleeps that were I/O wait,
+// over the round, with its interval (share_interval()). Exact where all
+// the round's sleeps are alike, as in qd1-read and idle-wait.
+ShareInterval iowait_share(const CostModel& m, const Counters& round);
+// A column's iowait share as the reports print it: its `iowait_ppm`
+// metric (from the clock) as a fraction, with the interval of its last
+// measured round's iowait_share() scaled to it. False when the column has
+// no such metric.
+bool iowait_share(const CostModel* m, const PolicyResult& p, ShareInterval* out);
+
 // The measured point for one policy column of a workload (on the
 // column's kernel), or null.
 const MeasuredPoint* find_measured(const ReportOptions& o, const WorkloadResult& w,

@@ -239,6 +239,10 @@ ordered_json time_json(const WorkloadResult& w, size_t col,
                     {"model_sd_ns", round6(f.model_sd_ns)}};
     j["phases"] = ph;
   }
+  if (ShareInterval si; iowait_share(&m, w.policies[col], &si)) {
+    j["iowait_interval90_ppm"] = {round6(si.lo * 1e6), round6(si.hi * 1e6)};
+    j["iowait_rests_on_priors"] = si.prior_based;
+  }
   j["noise_stderr_pct"] = round6(t.stderr_rel * 100);
   j["drift_pct"] = round6(t.drift * 100);
   const double noise = delta_noise(t0, t);

@@ -13,11 +13,32 @@
 
 #include <fmt/format.h>
 
+#include "model/io_uring/cqwait.h"
 #include "sim/cost/cost.h"
 #include "sim/report/report.h"
 #include "sim/report/table_layout.h"
 
 namespace simcache::sim {
+
+ShareInterval iowait_share(const CostModel& m, const Counters& round) {
+  const uint64_t sleeps = round[Event::cqwait_sleep];
+  const double frac =
+      sleeps ? static_cast<double>(round[Event::cqwait_iowait]) / static_cast<double>(sleeps) : 0;
+  return share_interval(m, iou::cqwait_idle_counts(round), round, frac);
+}
+
+bool iowait_share(const CostModel* m, const PolicyResult& p, ShareInterval* out) {
+  const auto it = p.metrics.find("iowait_ppm");
+  if (it == p.metrics.end()) return false;
+  const double share = static_cast<double>(it->second) / 1e6;
+  *out = {share, share, share, false};
+  if (!m || p.rounds.empty()) return true;
+  const ShareInterval si = iowait_share(*m, p.rounds.back());
+  if (si.share > 0 && share > 0)
+    *out = {share, share * si.lo / si.share, std::min(share * si.hi / si.share, 1.0),
+            si.prior_based};
+  return true;
+}
 namespace {
 
 constexpr size_t kWidth = 80;
@@ -295,14 +316,22 @@ std::string grid(const Ctx& c, const WorkloadResult& w) {
     mem.text.push_back(fmt::format("{}/{}/{}", bytes(metric(p, "bytes_retained")),
                                    metric(p, "nodes_unused"), bytes(peak_held(p))));
   rows.push_back(mem);
-  // seed 003: the waiting CPU's share of I/O-wait idle (priced runs).
+  // seed 003: the waiting CPU's share of I/O-wait idle (priced runs),
+  // with its interval where the cost model gives one.
   Row iowait{"  iowait %", {}, {}};
   bool has_iowait = false;
   for (const PolicyResult& p : ps) {
-    const auto it = p.metrics.find("iowait_ppm");
-    has_iowait |= it != p.metrics.end();
-    iowait.text.push_back(it == p.metrics.end() ? "-"
-                                                : fmt::format("{:.1f}", double(it->second) / 1e4));
+    ShareInterval si;
+    if (!iowait_share(c.o.cost, p, &si)) {
+      iowait.text.push_back("-");
+      continue;
+    }
+    has_iowait = true;
+    std::string text = fmt::format("{:.1f}", si.share * 100);
+    if (si.hi > si.lo)
+      text += fmt::format(" [{:.1f},{:.1f}]{}", si.lo * 100, si.hi * 100,
+                          si.prior_based ? "*" : "");
+    iowait.text.push_back(text);
   }
   if (has_iowait) rows.push_back(iowait);
   std::string body;
