@@ -261,3 +261,99 @@ TEST_CASE("sparse-fill verifies every installed slot untimed", "[timing][rsrc]")
     CHECK(col(on, 0).timed.v[e] == col(off, 0).timed.v[e]);
   }
 }
+
+namespace {
+// A priced run (the frozen test profile's prices on the clock).
+RunResult run_priced(const std::string& scenario, std::vector<std::string> policies, Sets sets,
+                     const CostModel& m) {
+  RunRequest req;
+  req.scenario = scenario;
+  req.policies = std::move(policies);
+  req.sets = std::move(sets);
+  req.event_ns = event_prices(m);
+  RunResult r;
+  std::string err;
+  const bool ok = run(req, &r, &err);
+  INFO(err);
+  REQUIRE(ok);
+  return r;
+}
+int64_t metric_of(const PolicyResult& p, const std::string& k) {
+  const auto it = p.metrics.find(k);
+  REQUIRE(it != p.metrics.end());
+  return it->second;
+}
+}  // namespace
+
+TEST_CASE("teardown against the clock: node-cache frees a grace period after the close",
+          "[timing][rsrc]") {
+  const CostModel& m = simcache::testing::test_profile();
+  const std::vector<std::string> pols = {"unpatched", "node-slab+bulk-refill+prefill"};
+  const Sets serial = {{"groups", "2"}};
+  auto with = [](Sets s, const char* k, const char* v) {
+    s.push_back({k, v});
+    return s;
+  };
+  const RunResult fast = run_priced("lifecycle", pols, with(serial, "rcu_gp_us", "1"), m);
+  const RunResult slow = run_priced("lifecycle", pols, with(serial, "rcu_gp_us", "1000000"), m);
+  const RunResult deflt = run_priced("lifecycle", pols, serial, m);
+  for (size_t c = 0; c < 2; ++c) {
+    INFO(pols[c]);
+    // The grace period moves no count: the teardowns run where the driver runs them.
+    CHECK(col(fast, c).total == col(slow, c).total);
+    CHECK(col(fast, c).timed == col(deflt, c).timed);
+    // A grace period longer than the run: every free falls after the last operation.
+    CHECK(metric_of(col(slow, c), "ops_overlapping_node_free") == 0);
+    CHECK(metric_of(col(slow, c), "node_frees_during_ops") == 0);
+    // The default: a few operations meet a burst, never more than ran.
+    CHECK(metric_of(col(deflt, c), "ops_overlapping_node_free") > 0);
+    CHECK(metric_of(col(deflt, c), "ops_overlapping_node_free") <= 64);
+  }
+  // A 1 us grace period: the previous ring's teardown runs at once on its
+  // kworker. The prefilled cache's 4096 nodes take long enough to free that
+  // every measured operation's registration meets them; the unpatched
+  // cache's few nodes are gone before the next ring is even created.
+  CHECK(metric_of(col(fast, 1), "ops_overlapping_node_free") == 64);
+  CHECK(metric_of(col(fast, 1), "node_frees_during_ops") > 32 * 4096);
+  CHECK(metric_of(col(fast, 1), "node_frees_during_ops") <= 64 * 4096);
+  CHECK(metric_of(col(fast, 0), "ops_overlapping_node_free") == 0);
+  // Bursts: at the default, the prefilled caches release far more nodes
+  // beside the operations than the unpatched ones.
+  CHECK(metric_of(col(deflt, 1), "node_frees_during_ops") >
+        10 * metric_of(col(deflt, 0), "node_frees_during_ops"));
+  // Paced: the 50 ms sleep after each close outlasts two grace periods.
+  const RunResult paced = run_priced("lifecycle", pols, with(serial, "mode", "1"), m);
+  for (size_t c = 0; c < 2; ++c) CHECK(metric_of(col(paced, c), "ops_overlapping_node_free") == 0);
+  // Unpriced: no clock, no metric.
+  const RunResult counts = run_ok("lifecycle", pols, serial);
+  CHECK(col(counts, 1).metrics.count("ops_overlapping_node_free") == 0);
+  CHECK(col(counts, 1).total == col(deflt, 1).total);
+  // sparse-fill places its teardowns too; with a 1 us grace period and the
+  // teardown lag, the prefilled ring's free meets the next round's fill.
+  const RunResult f0 = run_priced("sparse-fill", pols, {{"rcu_gp_us", "1"}}, m);
+  CHECK(metric_of(col(f0, 1), "ops_overlapping_node_free") > 0);
+  CHECK(metric_of(col(f0, 1), "ops_overlapping_node_free") <= 15);
+}
+
+TEST_CASE("docs/model-io_uring.md's teardown-clock figures are the tool's", "[timing][docs]") {
+  // The shipped profile, as the doc's command runs it.
+  const CostModel& m = simcache::testing::default_profile();
+  const RunResult r = run_priced("lifecycle", {"unpatched", "node-slab+bulk-refill+prefill"},
+                                 {{"groups", "2"}}, m);
+  auto thousands = [](int64_t v) {
+    std::string s = std::to_string(v);
+    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+    return s;
+  };
+  const std::string want =
+      "so " + std::to_string(metric_of(col(r, 0), "ops_overlapping_node_free")) +
+      " of them (unpatched) or " +
+      std::to_string(metric_of(col(r, 1), "ops_overlapping_node_free")) +
+      " (prefill) meet a\nburst, but the prefill bursts release " +
+      thousands(metric_of(col(r, 1), "node_frees_during_ops")) + " nodes during them against\n" +
+      thousands(metric_of(col(r, 0), "node_frees_during_ops")) + " unpatched.";
+  const std::string doc =
+      simcache::testing::read_text(simcache::testing::repo_file("docs/model-io_uring.md"));
+  INFO(want);
+  CHECK(doc.find(want) != std::string::npos);
+}

@@ -63,13 +63,6 @@ inline GovernorChoice cqwait_idle_choice(const KernelProfile& p, const PolicySet
 // With the machine's cpufreq iowait boost on, the governor's update at the
 // wake-up (cpufreq.h) decides whether the work after it runs at the full
 // boost; every wake-up that does not counts cpufreq_slow_wake.
-// The running CPU's virtual clock where the allocator has one (priced
-// runs), else 0.
-template <IoAllocator A>
-double cqwait_clock(A& a) {
-  if constexpr (requires { a.events().now(); }) return a.events().now();
-  else return 0;
-}
 
 // The counts of `c` that an I/O-wait sleep's idle time is made of (what
 // k.iowait_ns adds up for one, from the clock): idle_enter, the slept
@@ -88,7 +81,7 @@ void io_cqring_wait_sleep(IoKernel<A>& k, const CqWait& w) {
   if (w.sleep_us == 0) return;
   const bool iowait = cqwait_is_iowait(k.profile, k.policy, w);
   ev(k.mm, Event::cqwait_sleep);
-  const double idle0 = cqwait_clock(k.mm);
+  const double idle0 = io_clock(k.mm);
   if (k.idle) ev(k.mm, Event::idle_enter);
   ev(k.mm, Event::cqwait_sleep_us, w.sleep_us);
   if (iowait) {
@@ -99,7 +92,7 @@ void io_cqring_wait_sleep(IoKernel<A>& k, const CqWait& w) {
     const GovernorChoice c = cqwait_idle_choice(k.profile, iowait, w.predicted_us, *k.idle);
     ev(k.mm, idle_exit_event(c.state));
   }
-  if (iowait) k.iowait_ns += cqwait_clock(k.mm) - idle0;
+  if (iowait) k.iowait_ns += io_clock(k.mm) - idle0;
   ev(k.mm, Event::cqwait_wakeup);
   if (k.cpufreq_iowait_boost) {
     const uint32_t b = k.freq_boost.wake(iowait, w.sleep_us * 1000);

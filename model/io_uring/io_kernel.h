@@ -48,6 +48,14 @@ struct IoUringTask {
   Ptr io_worker = kNull;  // its io-wq's one worker (create_io_worker()), once work was queued
 };
 
+// The running CPU's virtual clock where the allocator has one (priced
+// runs), else 0.
+template <IoAllocator A>
+double io_clock(A& a) {
+  if constexpr (requires { a.events().now(); }) return a.events().now();
+  else return 0;
+}
+
 template <IoAllocator A>
 struct IoKernel {
   A& mm;
@@ -65,6 +73,12 @@ struct IoKernel {
   IowaitBoost freq_boost;
   // Virtual ns the waiting CPU spent idle in I/O-wait sleeps (priced runs).
   double iowait_ns = 0;
+  // The last io_ring_ctx_free()'s node-cache free (io_alloc_cache_free()
+  // of ctx->node_cache): its start and end on the running CPU's clock,
+  // and the nodes it freed (priced runs; a driver places the teardown on
+  // the kworker's timeline from them).
+  double node_free_begin = 0, node_free_end = 0;
+  uint64_t node_free_objects = 0;
   // Live task contexts (tctx.h) and the references on each io_wq_hash
   // (one from its ring, one per io_wq that took it).
   std::vector<IoUringTask> tasks;

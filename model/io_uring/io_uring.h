@@ -56,7 +56,16 @@ void io_free_alloc_caches(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   IoAllocCache* caches[] = {&ctx.apoll_cache, &ctx.netmsg_cache, &ctx.rw_cache,
                             &ctx.cmd_cache,   &ctx.msg_cache,    &ctx.futex_cache,
                             &ctx.waitv_cache, &ctx.node_cache,   &ctx.imu_cache};
-  for (IoAllocCache* c : caches) io_alloc_cache_free(k.mm, *c, t);
+  for (IoAllocCache* c : caches) {
+    if (c != &ctx.node_cache) {
+      io_alloc_cache_free(k.mm, *c, t);
+      continue;
+    }
+    k.node_free_begin = io_clock(k.mm);
+    k.node_free_objects = c->nr_cached;
+    io_alloc_cache_free(k.mm, *c, t);
+    k.node_free_end = io_clock(k.mm);
+  }
 }
 
 // Mirrors io_ring_ctx_alloc(), 6.16-6.18: kzalloc the ctx, the cancel hash

@@ -54,6 +54,15 @@ class IoUring {
   void set_cpufreq_iowait_boost(bool on) { k_.cpufreq_iowait_boost = on; }
   // Virtual ns the waiting CPU has spent idle in I/O-wait sleeps so far.
   double iowait_ns() const { return k_.iowait_ns; }
+  // The last ring teardown's node-cache free: its interval on the running
+  // CPU's clock (priced runs) and the nodes it freed.
+  struct NodeFree {
+    double begin = 0, end = 0;
+    uint64_t objects = 0;
+  };
+  NodeFree last_node_free() const {
+    return {k_.node_free_begin, k_.node_free_end, k_.node_free_objects};
+  }
 
   // io_uring_setup(): returns the new RingId, or kENOMEM. As
   // io_uring_create(): io_ring_ctx_alloc(), io_allocate_scq_urings(), then

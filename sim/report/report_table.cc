@@ -227,9 +227,15 @@ void block(std::string* dest, const RunResult& r, const WorkloadResult& w, const
     if (any) rows.push_back(std::move(row));
   }
   if (o.per_cache) slab_rows(w, o, &rows);
-  // The memory metrics, then every cache's entries array (the metrics
-  // entries_bytes_*, in name order) where a column has one.
-  std::vector<std::string> shown = {"bytes_retained", "nodes_unused", "entries_bytes"};
+  // The memory metrics, the teardowns against the clock, then every
+  // cache's entries array (the metrics entries_bytes_*, in name order)
+  // where a column has one.
+  std::vector<std::string> shown = {"bytes_retained",
+                                    "nodes_unused",
+                                    "rings_created_teardown_queued",
+                                    "ops_overlapping_node_free",
+                                    "node_frees_during_ops",
+                                    "entries_bytes"};
   std::set<std::string> per_cache;
   for (const auto& p : ps)
     for (const auto& [k, v] : p.metrics)

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <deque>
 #include <vector>
 
 #include "sim/run/scenario.h"
@@ -178,6 +180,91 @@ inline void snap(Env& e, Recorder& rec, const char* name, RingId src, RingId dst
   rec.snapshot(name, ring_state(e, src, "source"), m);
   rec.snapshot(name, ring_state(e, dst, "target"), m);
   rec.snapshot_caches(name);
+}
+
+// Seed 004's lifecycle evidence: which operations overlap an older
+// ring's node-cache free, with each teardown on a kworker against the
+// clock (docs/model-io_uring.md, "Teardown against the clock"). The model
+// runs a closed ring's teardown where the driver puts it, and its counts
+// stay there; this places it on the timeline the kernel would.
+// io_ring_exit_work() reaches io_ring_ctx_free() only once the ring's
+// percpu_ref is confirmed dead, an RCU grace period after the close. Grace
+// periods run back to back, `rcu_gp_us` each, so a ring closed at t is
+// freed from the end of the first one that starts after t. iou_exit is
+// WQ_UNBOUND: teardowns run concurrently, each on a kworker of its own. A
+// teardown run inline is taken off the submitter's timeline (it ran on
+// the kworker's CPU) and a paced program's untimed sleep put on it.
+// Priced runs only (without prices there is no clock).
+class TeardownClock {
+ public:
+  TeardownClock(Env& e, const Params& p)
+      : e_(e), gp_ns_(static_cast<double>(p.at("rcu_gp_us")) * 1000) {}
+  bool on() const { return e_.mm.events().priced(); }
+  // The submitter's time on the program's timeline.
+  double now() const { return e_.mm.events().now() + shift_; }
+  // The program sleeps `ns` (untimed, unpriced).
+  void sleep(double ns) { shift_ += ns; }
+  // Ring `r` closes now.
+  void closed(RingId r) { closes_.push_back({r, now()}); }
+  // Runs ring `r`'s teardown (`run` does it) and places its node-cache
+  // free on the kworker's timeline from the close.
+  template <class F>
+  void teardown(RingId r, F&& run) {
+    const double t0 = e_.mm.events().now();
+    run();
+    if (!on()) return;
+    const double t1 = e_.mm.events().now();
+    shift_ -= t1 - t0;
+    const auto it = std::find_if(closes_.begin(), closes_.end(),
+                                 [r](const auto& c) { return c.first == r; });
+    if (it == closes_.end()) return;  // not a ring the program closed
+    const double start = (std::floor(it->second / gp_ns_) + 2) * gp_ns_;
+    closes_.erase(it);
+    const iou::MmIoUring::NodeFree f = e_.io.last_node_free();
+    if (f.objects > 0 && f.end > f.begin)
+      frees_.push_back({start + (f.begin - t0), start + (f.end - t0),
+                        static_cast<double>(f.objects)});
+  }
+  // An operation spanning [begin, end] on the timeline; operations come
+  // in time order.
+  void operation(double begin, double end, bool measured) {
+    while (!frees_.empty() && frees_.front().end <= begin) frees_.pop_front();
+    if (!measured || !on()) return;
+    bool any = false;
+    for (const Free& f : frees_) {
+      const double o = std::min(end, f.end) - std::max(begin, f.begin);
+      if (o <= 0) continue;
+      any = true;
+      objects_in_ops_ += f.objects * o / (f.end - f.begin);
+    }
+    overlapped_ += any;
+  }
+  void metrics(Recorder& rec) const {
+    if (!on()) return;
+    rec.metric("ops_overlapping_node_free", overlapped_);
+    rec.metric("node_frees_during_ops", static_cast<int64_t>(std::llround(objects_in_ops_)));
+  }
+
+ private:
+  struct Free {
+    double begin, end, objects;
+  };
+  Env& e_;
+  double gp_ns_, shift_ = 0, objects_in_ops_ = 0;
+  int64_t overlapped_ = 0;
+  std::vector<std::pair<RingId, double>> closes_;  // closed, teardown not run
+  std::deque<Free> frees_;  // node-cache frees that may still overlap an operation
+};
+
+// The paced programs' untimed pause after each ring close
+// (docs/workloads.md, paced-S-N), on TeardownClock's timeline.
+inline constexpr double kPacedSleepNs = 50e6;
+
+// The grace period a closed ring's teardown waits for (TeardownClock).
+inline ParamSpec rcu_gp_param() {
+  return {"rcu_gp_us", 8000, 1, 1000000,
+          "RCU grace period a closed ring's teardown waits for (TeardownClock; this VM's live "
+          "trace: node-cache frees in bursts 8 ms apart)"};
 }
 
 // Last close of a ring, recording in the "teardown" snapshot (when

@@ -50,24 +50,28 @@ struct Pending {
   int64_t created_behind = 0;  // rings created while a teardown was queued
 };
 
-// Tears down the pending ring and returns the counts it made, which
-// belong to that ring, not to the operation's cache traffic.
-Counters exit_pending(Env& e, Recorder& rec, Pending* pending, RingId src) {
+// Tears down the pending ring (on the kworker's timeline, `tc`) and
+// returns the counts it made, which belong to that ring, not to the
+// operation's cache traffic.
+Counters exit_pending(Env& e, Recorder& rec, Pending* pending, RingId src, TeardownClock& tc) {
   if (pending->ring < 0) return {};
   const Counters before = e.mm.events();
-  exit_ring(e, rec, pending->ring, "target", pending->measured, src);
+  tc.teardown(pending->ring,
+              [&] { exit_ring(e, rec, pending->ring, "target", pending->measured, src); });
   pending->ring = -1;
   return e.mm.events() - before;
 }
 
 // serial/paced: a new ring and its timed sparse registration, then
 // (serial) the previous ring's teardown, which overlaps the operation;
-// its counts go to *teardown. Returns the ring, -1 on -ENOMEM.
+// its counts go to *teardown, the registration's start to *begin.
+// Returns the ring, -1 on -ENOMEM.
 RingId new_registered(Env& e, Recorder& rec, const Params& p, RingId src, Pending* pending,
-                      Counters* teardown) {
+                      Counters* teardown, TeardownClock& tc, double* begin) {
   pending->created_behind += pending->ring >= 0;  // its teardown is still queued
   const RingId dst = e.io.ring_create(e.submitter, {ring_entries(p.at("qd"), 256), 0, false});
   if (dst < 0) return dst;
+  *begin = tc.now();
   rec.timed_begin("registration");
   // paced: the 50 ms untimed sleep before this operation left the
   // caches cold and the CPU idle; the first operation pays for it, a
@@ -80,7 +84,7 @@ RingId new_registered(Env& e, Recorder& rec, const Params& p, RingId src, Pendin
                              p.at("prefill_flag") != 0);
   rec.timed_end();
   snap(e, rec, "registration", src, dst);
-  *teardown = exit_pending(e, rec, pending, src);
+  *teardown = exit_pending(e, rec, pending, src, tc);
   return dst;
 }
 
@@ -98,6 +102,7 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
   e.io.files_register(src, 1);
   RingId reuse_ring = -1;
   Pending pending;
+  TeardownClock tc(e, p);
   std::vector<uint32_t> taken;  // reuse: the slots the CQEs reported
   if (mode == kReuse) {
     reuse_ring = e.io.ring_create(e.submitter, {ring_entries(p.at("qd"), 256), 0, false});
@@ -110,6 +115,7 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
     const Counters start = e.mm.events();
     Counters teardown;  // serial: the previous ring's exit inside this op
     RingId dst = reuse_ring;
+    double begin = tc.now();  // the operation's timed span on the timeline
     if (mode == kReuse) {
       rec.timed_begin("removal");
       remove_recorded_slots(e, dst, &taken, span);
@@ -117,7 +123,7 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
       snap(e, rec, "removal", src, dst);
       rec.timed_begin("refill");
     } else {
-      dst = new_registered(e, rec, p, src, &pending, &teardown);
+      dst = new_registered(e, rec, p, src, &pending, &teardown, tc, &begin);
       if (dst < 0) return rec.end_round(0);
       rec.timed_begin("fill");
       // paced: the sleep's cold start reaches past the registration into
@@ -126,6 +132,7 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
     }
     send_fd_fill(e, src, dst, installs, p.at("qd"), false, mode == kReuse ? &taken : nullptr);
     rec.timed_end();
+    tc.operation(begin, tc.now(), measured);
     snap(e, rec, mode == kReuse ? "refill" : "fill", src, dst);
     if (measured) {
       ring_metrics(e, rec, dst);
@@ -137,7 +144,11 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
       snap(e, rec, "unregister", src, dst);
       pending.ring = dst;
       pending.measured = measured;
-      if (mode == kPaced) exit_pending(e, rec, &pending, src);
+      tc.closed(dst);
+      if (mode == kPaced) {
+        exit_pending(e, rec, &pending, src, tc);
+        tc.sleep(kPacedSleepNs);
+      }
     }
     rec.end_round(1);
   };
@@ -145,10 +156,11 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
   for (int64_t i = 0; i < p.at("groups") * p.at("ops"); ++i) op(true);
   // The last measured operation's ring, the reuse ring and the source
   // close after the measured rounds: their teardowns are recorded too.
-  exit_pending(e, rec, &pending, src);
+  exit_pending(e, rec, &pending, src, tc);
   if (reuse_ring >= 0) exit_ring(e, rec, reuse_ring, "target", true, src);
   exit_ring(e, rec, src, "source", true);
   rec.metric("rings_created_teardown_queued", pending.created_behind);
+  tc.metrics(rec);
 }
 
 }  // namespace
@@ -198,6 +210,7 @@ void register_lifecycle(ScenarioRegistry& r) {
              {"groups", 15, 1, 10000, "measured groups"},
              {"warmup", 3, 0, 10000, "untimed warm-up operations"},
              {"prefill_flag", 0, 0, 1, "registration passes the prefill opt-in flag"},
+             rcu_gp_param(),
          },
          program<run_lifecycle>}, lifecycle_work);
 }

@@ -18,6 +18,7 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
   int64_t queued_at_create = 0;  // rings created while `pending` was queued
   bool pending_measured = false;
   bool last_measured = false;  // the source's teardown goes with the last round's
+  TeardownClock tc(e, p);
   auto round = [&](bool measured, bool smoke) {
     const int64_t slots = smoke ? 256 : p.at("slots");
     const int64_t installs = smoke ? 256 : p.at("installs");
@@ -34,14 +35,16 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
     Counters teardown;  // the previous ring's exit inside this round
     if (pending >= 0) {  // the previous ring's teardown overlaps this set-up
       const Counters before = e.mm.events();
-      exit_ring(e, rec, pending, "target", pending_measured, src);
+      tc.teardown(pending, [&] { exit_ring(e, rec, pending, "target", pending_measured, src); });
       teardown = e.mm.events() - before;
       pending = -1;
     }
+    const double begin = tc.now();
     rec.timed_begin();
     if (idle) cold_start_installs(e, installs, p.at("qd"));
     send_fd_fill(e, src, dst, installs, p.at("qd"), defer);
     rec.timed_end();
+    tc.operation(begin, tc.now(), measured);
     snap(e, rec, "fill", src, dst);
     if (measured) {
       ring_metrics(e, rec, dst);
@@ -53,15 +56,20 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
     snap(e, rec, "unregister", src, dst);
     pending = dst;
     pending_measured = last_measured = measured;
+    tc.closed(dst);
     if (!lag) {
-      exit_ring(e, rec, pending, "target", measured, src);
+      tc.teardown(pending, [&] { exit_ring(e, rec, pending, "target", measured, src); });
       pending = -1;
     }
+    // idle: the untimed sleep before the next round (a paced lifecycle's)
+    if (idle) tc.sleep(kPacedSleepNs);
     rec.end_round(static_cast<uint64_t>(installs));
   };
   run_rounds(p, round);
-  if (pending >= 0) exit_ring(e, rec, pending, "target", pending_measured, src);
+  if (pending >= 0)
+    tc.teardown(pending, [&] { exit_ring(e, rec, pending, "target", pending_measured, src); });
   rec.metric("rings_created_teardown_queued", queued_at_create);
+  tc.metrics(rec);
   exit_ring(e, rec, src, "source", last_measured);
 }
 
@@ -93,6 +101,7 @@ void register_sparse_fill(ScenarioRegistry& r) {
               "1: after the fill, the untimed fixed-file READ of every installed slot (the program's verification)"},
              {"idle", 0, 0, 1,
               "1: each round follows an untimed sleep (a paced lifecycle's fill phase): the first batch's installs start cold"},
+             rcu_gp_param(),
          },
          program<run_sparse_fill>}, sparse_fill_work);
 }
