@@ -606,6 +606,20 @@ void Slub::get_partial(const KmemCache& c, CpuId cpu, Take&& take) {
   }
 }
 
+// push_back() for the fast paths: the vector's growth (rare: a freelist or
+// sheaf reaches a new high) out of line, so the inlined fast path keeps no
+// reallocation code and the registers it needs.
+template <class T>
+[[gnu::noinline]] void push_grow(std::vector<T>& v, T x) {
+  v.push_back(x);
+}
+template <class T>
+[[gnu::always_inline]] inline void push_fast(std::vector<T>& v, T x) {
+  if (v.size() == v.capacity()) [[unlikely]]
+    return push_grow(v, x);
+  v.push_back(x);
+}
+
 // The single-object entry points: the per-CPU fast paths inline in the
 // caller (one call from kmalloc()/kfree()), everything else out of line.
 // mirrors slab_alloc_node(): pre-hook (failslab), per-CPU layer, post-hook.
@@ -717,13 +731,13 @@ template <bool kNoteCpu>
     std::vector<Ptr>& objects = sheaves_[pc.main].objects;
     if (objects.size() >= c.g.sheaf_capacity) return slow();
     commit(ObjState::kInSheaf);
-    objects.push_back(p);  // p decoded: it is make_ptr(id, idx)
+    push_fast(objects, p);  // p decoded: it is make_ptr(id, idx)
   } else {
     if (pc.slab != id) return slow();
     commit(ObjState::kCpuFreelist);
     // PREEMPT_RT: no lockless fast path, local_lock(&s->cpu_slab->lock).
     if (cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock);
-    pc.freelist.push_back(static_cast<uint16_t>(idx));
+    push_fast(pc.freelist, static_cast<uint16_t>(idx));
   }
   return true;
 }
