@@ -424,3 +424,30 @@ TEST_CASE("ring: CQEs past a full CQ ring overflow into kzalloc'ed entries that 
     CHECK(s.io->ring_create(kApp, {6, 5, false}) >= 0);        // both round up to 8
   }
 }
+
+TEST_CASE("ring: a closed ring's record is freed, its id stays taken and reads as dead",
+          "[io_uring][ring]") {
+  Sim s("v6.18");
+  const int src = s.io->ring_create(kApp);
+  REQUIRE(src == 0);
+  int last = -1;
+  for (int i = 0; i < 1000; ++i) {
+    const int r = s.io->ring_create(kApp);
+    REQUIRE(r == i + 1);  // ids are never reused
+    CHECK(s.io->rings_held() == 2);
+    REQUIRE(s.io->ring_exit(r, kApp) == 0);
+    last = r;
+  }
+  CHECK(s.io->rings_held() == 1);  // the source only: not one record per ring made
+  // A closed ring: not live, its table and caches empty; exit again is EBADF,
+  // and a MSG_RING into it EBADFD, as before the record was freed.
+  CHECK_FALSE(s.io->ring(last).live);
+  CHECK(s.io->ring(last).files.nr == 0);
+  CHECK(s.io->ring_exit(last, kApp) == kEBADF);
+  CHECK_THROWS_AS(s.io->ring(last + 1), std::out_of_range);
+  CHECK(s.io->ring_exit(last + 1, kApp) == kEBADF);
+  s.io->files_register(src, 1);
+  CHECK(s.io->msg_ring_send_fd(src, last, 0, IORING_FILE_INDEX_ALLOC) == kEBADFD);
+  s.io->exit_all(kApp);
+  CHECK(s.io->rings_held() == 0);
+}

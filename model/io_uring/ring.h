@@ -1,7 +1,7 @@
 // IoUring<A>: one simulated kernel's io_uring, the public face of this
 // layer. Holds the allocator, the kernel profile, the policies, the global
-// kmem_caches and the rings (a flat vector indexed by RingId; ids are
-// never reused). Each operation names the kernel path it mirrors in the
+// kmem_caches and the open rings (by RingId; ids are never reused, and a
+// closed ring's record is freed). Each operation names the kernel path it mirrors in the
 // header that implements it:
 //   ring_create / ring_exit       io_uring.h  (io_ring_ctx_alloc / _free)
 //   files_*                       rsrc.h      (io_sqe_files_*, FILES_UPDATE)
@@ -21,6 +21,8 @@
 #include <bit>
 #include <cstddef>
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "model/io_uring/cqwait.h"
@@ -86,8 +88,10 @@ class IoUring {
       return failed(kENOMEM);
     }
     ev(k_.mm, Event::ring_create);
-    rings_.push_back(std::move(ctx));
-    return static_cast<int>(rings_.size() - 1);
+    const RingId id = next_id_++;
+    rings_.emplace(id, std::make_unique<IoRingCtx>(std::move(ctx)));
+    forget_hot();
+    return id;
   }
 
   // Last close of the ring: io_ring_exit_work() has the creating task drop
@@ -98,7 +102,8 @@ class IoUring {
     if (c == nullptr) return kEBADF;
     io_uring_del_tctx_node(k_, *c, c->submitter);
     io_ring_ctx_free(k_, *c, kworker);
-    release(*c);
+    rings_.erase(r);
+    forget_hot();
     return 0;
   }
 
@@ -113,8 +118,9 @@ class IoUring {
       Task t;
       t.cpu = k_.tasks.front().cpu;
       t.memcg = k_.tasks.front().memcg;
-      for (IoRingCtx& c : rings_)
-        if (c.live && same_task(k_.tasks.front(), c.submitter)) io_uring_del_tctx_node(k_, c, t);
+      for (auto& [id, c] : rings_)
+        if (c->live && same_task(k_.tasks.front(), c->submitter))
+          io_uring_del_tctx_node(k_, *c, t);
       io_uring_free_task_context(k_, t);
     }
   }
@@ -124,12 +130,13 @@ class IoUring {
   // Tears down every live ring, then the tasks' io_uring contexts
   // (end-of-run leak checks).
   void exit_all(const Task& kworker) {
-    for (IoRingCtx& c : rings_)
-      if (c.live) {
-        io_uring_del_tctx_node(k_, c, c.submitter);
-        io_ring_ctx_free(k_, c, kworker);
-        release(c);
+    for (auto& [id, c] : rings_)
+      if (c->live) {
+        io_uring_del_tctx_node(k_, *c, c->submitter);
+        io_ring_ctx_free(k_, *c, kworker);
       }
+    rings_.clear();
+    forget_hot();
     task_exit_all();
   }
 
@@ -227,8 +234,7 @@ class IoUring {
   // task_complete, so the install runs on the target's submitter task.
   int msg_ring_send_fd(RingId src, RingId dst, uint32_t src_slot, uint32_t dst_slot,
                        bool defer_taskrun = false) {
-    IoRingCtx* d = (dst >= 0 && static_cast<size_t>(dst) < rings_.size())
-                       ? &rings_[static_cast<size_t>(dst)] : nullptr;
+    IoRingCtx* d = known(dst) ? ring_or_dead(dst) : nullptr;
     return sqe(src, [&](IoRingCtx& c) {
       return io_msg_send_fd(k_, c, d, src_slot, dst_slot, defer_taskrun);
     });
@@ -284,7 +290,16 @@ class IoUring {
   }
 
   // Introspection.
-  const IoRingCtx& ring(RingId r) const { return rings_.at(static_cast<size_t>(r)); }
+  // Ring records held: the open rings only (memory follows them, not the
+  // rings a run has made).
+  size_t rings_held() const { return rings_.size(); }
+  // A ring closed since reads as dead (not live, every field empty);
+  // an id never returned throws std::out_of_range.
+  const IoRingCtx& ring(RingId r) const {
+    if (!known(r)) throw std::out_of_range("no such ring");
+    const auto it = rings_.find(r);
+    return it == rings_.end() ? dead_ : *it->second;
+  }
   const KernelProfile& profile() const { return k_.profile; }
   const PolicySet& policy() const { return k_.policy; }
   CacheId req_cachep() const { return k_.req_cachep; }
@@ -300,19 +315,28 @@ class IoUring {
     if (ret == kENOMEM || ret == kENFILE || ret == kEMFILE) ++failures_[ret];
     return ret;
   }
-  // A dead ring keeps only its scalar fields: its per-slot vectors (file
-  // table nodes and bitmap, cache entries, request lists) are released, so
-  // memory follows live rings, not rounds run.
-  static void release(IoRingCtx& c) {
-    IoRingCtx dead;
-    dead.submitter = c.submitter;
-    dead.params = c.params;
-    c = std::move(dead);
+  bool known(RingId r) const { return r >= 0 && r < next_id_; }
+  // The open ring `r`, or nullptr. A program works two rings at a time
+  // (a source and its target), so the last two found are kept at hand;
+  // creating or closing a ring forgets them.
+  IoRingCtx* find(RingId r) {
+    for (const Hot& h : hot_)
+      if (h.id == r) return h.ctx;
+    const auto it = rings_.find(r);
+    IoRingCtx* c = it == rings_.end() ? nullptr : it->second.get();
+    hot_[hot_next_] = {r, c};
+    hot_next_ ^= 1;
+    return c;
   }
+  void forget_hot() { hot_[0] = hot_[1] = Hot{}; }
   IoRingCtx* live(RingId r) {
-    if (r < 0 || static_cast<size_t>(r) >= rings_.size()) return nullptr;
-    IoRingCtx& c = rings_[static_cast<size_t>(r)];
-    return c.live ? &c : nullptr;
+    IoRingCtx* c = find(r);
+    return c && c->live ? c : nullptr;
+  }
+  // A known ring, or (closed) the dead ring.
+  IoRingCtx* ring_or_dead(RingId r) {
+    IoRingCtx* c = find(r);
+    return c ? c : &dead_;
   }
   void finish_enter(IoRingCtx& c) {
     io_flush_completions(k_, c, c.submitter);
@@ -350,7 +374,18 @@ class IoUring {
   }
 
   IoKernel<A> k_;
-  std::vector<IoRingCtx> rings_;
+  // The open rings by id (ids are never reused; teardown order is id
+  // order), each on the heap: memory follows the rings open, not the
+  // rings a run has made. A closed ring reads as `dead_`.
+  std::map<RingId, std::unique_ptr<IoRingCtx>> rings_;
+  RingId next_id_ = 0;
+  IoRingCtx dead_;
+  struct Hot {
+    RingId id = -1;
+    IoRingCtx* ctx = nullptr;
+  };
+  Hot hot_[2];
+  unsigned hot_next_ = 0;
   std::map<int, uint64_t> failures_;
 };
 
