@@ -241,9 +241,13 @@ void block(std::string* dest, const RunResult& r, const WorkloadResult& w, const
     for (const auto& [k, v] : p.metrics)
       if (k.rfind("entries_bytes_", 0) == 0 && v != 0) per_cache.insert(k);
   shown.insert(shown.end(), per_cache.begin(), per_cache.end());
+  // Metrics of the whole run, not of a round, are marked as the whole
+  // run's counters are.
+  const std::set<std::string> whole_run = {
+      "rings_created_teardown_queued", "ops_overlapping_node_free", "node_frees_during_ops"};
   for (const std::string& m : shown) {
     if (!o.counts) break;
-    Row row{m, {}, {}};
+    Row row{whole_run.count(m) ? m + " (run)" : m, {}, {}};
     bool any = false;
     for (const auto& p : ps) {
       auto it = p.metrics.find(m);
