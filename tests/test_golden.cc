@@ -360,6 +360,8 @@ TEST_CASE("golden: the JSON goldens carry every key docs/output.md documents", "
                                            "9_ns_lo90", "9_ns_hi90",  // p99.9_ns_lo90
                                            // --seeds N's WORKLOAD seeds (test_tails.cc)
                                            "seeds", "first", "pooled",
+                                           // columns on several kernels (test_outputs.cc)
+                                           "kernel_profiles",
                                            // seed 003's iowait share (test_summary.cc)
                                            "iowait_interval90_ppm", "iowait_rests_on_priors"};
   const std::set<std::string> documented = documented_json_keys();

@@ -675,4 +675,17 @@ TEST_CASE("kernels side by side: each column is matched to measurements on its o
   CHECK(j.at("workloads").at(0).at("policies").at(0).at("kernel") == "v6.12");
   CHECK(j.at("workloads").at(0).at("policies").at(1).at("policy") == "unpatched@v6.13");
   CHECK(j.at("workloads").at(0).at("policies").at(1).at("kernel") == "v6.13");
+  // The record carries every column kernel's profile.
+  const auto& rec = j.at("record");
+  CHECK(rec.at("kernel_profile").at("name") == "v6.12");
+  REQUIRE(rec.at("kernel_profiles").size() == 2);
+  CHECK(rec.at("kernel_profiles").at(1).at("name") == "v6.13");
+  CHECK(rec.at("kernel_profiles").at(1).at("install_allocates_node") == true);
+  CHECK(rec.at("kernel_profiles").at(0).at("install_allocates_node") == false);
+  // One kernel: no list.
+  RunRequest one = req;
+  one.kernel = "v6.13";
+  RunResult r1;
+  REQUIRE(run(one, &r1, &err));
+  CHECK_FALSE(nlohmann::json::parse(format_json(r1, o)).at("record").contains("kernel_profiles"));
 }

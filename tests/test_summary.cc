@@ -226,6 +226,9 @@ TEST_CASE("summary: seed 003's iowait share is a row of the table", "[summary][i
   CHECK(rc3[0] == rc2[0]);
   CHECK(rc3[1] == "  iowait %        0.0");
   CHECK(rc3[2] == rc2[2]);
+  // The header names a machine that is not the default.
+  CHECK(has(run_ok({"--scenario", "idle-wait", "--machine", "cascadelake-w"}).out,
+            "idle-wait v6.18 on cascadelake-w seed 1 git "));
   // A run without the metric has no such row.
   CHECK_FALSE(has(run_ok({"--scenario", "waitv"}).out, "iowait %"));
   // JSON carries the interval beside the metric, where the metric is.

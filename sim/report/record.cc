@@ -168,9 +168,14 @@ nlohmann::ordered_json typed_config(const RunRecord& rec, const PolicyResult& p)
 }
 
 nlohmann::ordered_json typed_kernel_profile(const RunRecord& rec) {
+  return typed_kernel_profile(rec.kernel_profile);
+}
+
+nlohmann::ordered_json typed_kernel_profile(
+    const std::vector<std::pair<std::string, std::string>>& profile) {
   nlohmann::ordered_json o = nlohmann::ordered_json::object();
   const auto fields = iou::kernel_profile_fields();
-  for (const auto& [k, v] : rec.kernel_profile) {
+  for (const auto& [k, v] : profile) {
     o[k] = v;  // "name", gfp flags, generations: names
     for (const iou::KernelFieldInfo& f : fields)
       if (f.name == k && (f.type == iou::KernelFieldType::boolean ||

@@ -62,6 +62,8 @@ std::string shell_command(const std::vector<std::string>& args);
 nlohmann::ordered_json typed_config(const RunRecord& rec, const PolicyResult& p);
 // The kernel profile's fields with their types.
 nlohmann::ordered_json typed_kernel_profile(const RunRecord& rec);
+nlohmann::ordered_json typed_kernel_profile(
+    const std::vector<std::pair<std::string, std::string>>& profile);
 // The same resolution as text (the CSV's config lines).
 std::vector<std::pair<std::string, std::string>> resolved_config(const RunRecord& rec,
                                                                   const PolicyResult& p);

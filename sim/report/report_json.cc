@@ -285,6 +285,11 @@ ordered_json run_record_json(const RunResult& r) {
   rec["git_commit"] = r.record.git_commit;
   rec["seed"] = r.seed;
   rec["kernel_profile"] = typed_kernel_profile(r.record);
+  if (!r.record.kernel_profiles.empty()) {
+    ordered_json all = ordered_json::array();
+    for (const auto& k : r.record.kernel_profiles) all.push_back(typed_kernel_profile(k));
+    rec["kernel_profiles"] = all;
+  }
   nlohmann::ordered_json mach = nlohmann::ordered_json::object();
   for (const auto& [k, v] : r.record.machine) mach[k] = v;
   rec["machine"] = mach;

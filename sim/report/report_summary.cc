@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "model/io_uring/cqwait.h"
+#include "model/kernel/machine.h"
 #include "sim/cost/cost.h"
 #include "sim/report/report.h"
 #include "sim/report/table_layout.h"
@@ -481,9 +482,13 @@ std::string format_summary(const RunResult& r, const ReportOptions& o) {
   std::string out;
   // Shorter forms until it fits: the profile hash to 8 digits, no
   // "simcache", no profile name; never without the hash.
+  // The machine row, where it is not the default one.
+  std::string machine;
+  for (const auto& [k, v] : r.record.machine)
+    if (k == "name" && v != iou::kDefaultMachine) machine = " on " + v;
   for (int form = 0; form < 4; ++form) {
-    out = fmt::format("{}{} {} seed {} git {}", form < 2 ? "simcache " : "", r.scenario, r.kernel,
-                      r.seed, commit);
+    out = fmt::format("{}{} {}{} seed {} git {}", form < 2 ? "simcache " : "", r.scenario, r.kernel,
+                      machine, r.seed, commit);
     if (!r.record.cost_profile.empty())
       out += fmt::format(" {}sha256:{}", form < 3 ? r.record.cost_profile + " " : "",
                          r.record.cost_profile_hash.substr(0, form == 0 ? 12 : 8));

@@ -174,11 +174,15 @@ void result_head(const RunConfig& cfg, RunResult* out) {
   for (const RunWorkload& rw : cfg.workloads)
     for (const RunColumn* c : rw.columns)
       if (std::find(used.begin(), used.end(), c->kernel) == used.end()) used.push_back(c->kernel);
-  out->kernel = kernel_names(used.empty() ? cfg.kernels : used);
+  if (used.empty()) used = cfg.kernels;
+  out->kernel = kernel_names(used);
   out->seed = cfg.seed;
   out->version = SIMCACHE_VERSION;
   out->policies = cfg.policies;
-  out->record.kernel_profile = profile_record(*cfg.kernel);
+  out->record.kernel_profile = profile_record(*used[0]);
+  out->record.kernel_profiles.clear();
+  if (used.size() > 1)
+    for (const iou::KernelProfile* k : used) out->record.kernel_profiles.push_back(profile_record(*k));
   out->record.machine = machine_record(*cfg.machine);
   out->workloads.clear();
   out->workloads.reserve(cfg.workloads.size());

@@ -159,6 +159,9 @@ struct RunRecord {
   std::string command_line;  // the arguments as given (set by the CLI)
   std::string git_commit = build_git_commit();  // at build time, "unknown" outside git
   std::vector<std::pair<std::string, std::string>> kernel_profile;  // field, value
+  // Columns on several kernels (--kernel K1,K2, POLICY@KERNEL): every one's
+  // profile, in first-use order (kernel_profile is the first); else empty.
+  std::vector<std::vector<std::pair<std::string, std::string>>> kernel_profiles;
   std::vector<std::pair<std::string, std::string>> machine;         // name, idle_table, source
   std::string cost_profile;       // name, "" without one
   std::string cost_profile_hash;  // SHA-256 of the profile file's bytes ("built-in")
