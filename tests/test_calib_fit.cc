@@ -14,6 +14,7 @@
 #include "sim/calibrate/measure.h"
 #include "sim/calibrate/validate.h"
 #include "sim/cli/cli.h"
+#include "sim/run/engine.h"
 #include "test_cost_util.h"
 
 using namespace simcache;
@@ -953,4 +954,45 @@ TEST_CASE("a row that failed its stability gate is weighted by its own spread", 
   REQUIRE(r.gate_failed.size() == 3);
   CHECK(r.gate_failed[0].first == "SF-250");
   CHECK(r.gate_failed[0].second == Approx(0.0171913));
+}
+
+TEST_CASE("docs/validation.md's seed 002 ratio checks are the tool's", "[calib][docs]") {
+  const CostModel& m = simcache::testing::default_profile();
+  struct Figure {
+    const char* what;
+    const char* scenario;
+    std::vector<std::pair<std::string, std::string>> sets;
+    const char* claimed;
+    double claimed_effect;
+  };
+  const Figure figs[] = {
+      {"module benchmark, bulk=32, batched / unbatched per object", "memcg-bulk",
+       {{"bulk", "32"}}, "174/215 = 0.809 (-19.1 %)", 174.0 / 215 - 1},
+      {"module benchmark, bulk=1", "memcg-bulk", {{"bulk", "1"}}, "335/344 = 0.974 (-2.6 %)",
+       335.0 / 344 - 1},
+      {"io_uring request refill under POLL_ADD", "poll-refill", {}, "-8.7 %", -0.087},
+      {"single-allocation path", "memcg-single", {}, "+5.7 %", 0.057},
+  };
+  std::string want =
+      "| figure | claimed | predicted [90 % model interval] | verdict |\n|---|---|---|---|\n";
+  for (const Figure& f : figs) {
+    RunRequest req;
+    req.scenario = f.scenario;
+    req.policies = {"unpatched", "memcg-batch-charge"};
+    req.sets = f.sets;
+    req.event_ns = event_prices(m);
+    RunResult r;
+    std::string err;
+    INFO(f.scenario << ": " << err);
+    REQUIRE(run(req, &r, &err));
+    const WorkloadResult& w = r.workloads.at(0);
+    const PolicyTime a = policy_time(m, w, w.policies.at(0));
+    const PolicyTime b = policy_time(m, w, w.policies.at(1));
+    const EffectInterval e = effect_interval(m, a, b);
+    const bool inside = e.lo <= f.claimed_effect && f.claimed_effect <= e.hi;
+    want += fmt::format("| {} | {} | {:+.1f} % [{:+.1f}, {:+.1f}]{} | {} |\n", f.what, f.claimed,
+                        e.effect * 100, e.lo * 100, e.hi * 100, e.prior_based ? " (prior)" : "",
+                        inside ? "inside" : "outside");
+  }
+  check_doc_block("docs/validation.md", "seed002-ratios", want);
 }
