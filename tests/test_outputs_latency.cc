@@ -69,7 +69,8 @@ TEST_CASE("latency block: percentiles per kind and policy, change against A",
   const std::string want =
       "  latency per operation in model time (events x prices + lock and idle waits),\n"
       "  measured timed regions; (n beyond): samples at or above the percentile;\n"
-      "  90% interval: where the percentile lies (order statistics, docs/stats.md)\n"
+      "  90% interval: where the percentile lies (order statistics, widened where the\n"
+      "  slow samples cluster; docs/stats.md)\n"
       "                                     A               B\n"
       "futex_wait ops                    1000            1000\n"
       "  p50 ns (501 beyond)            102.0   100.0 (-2.0%)\n"

@@ -141,7 +141,8 @@ std::string format_latency_block(const WorkloadResult& w, bool hist) {
   std::string out =
       "  latency per operation in model time (events x prices + lock and idle waits),\n"
       "  measured timed regions; (n beyond): samples at or above the percentile;\n"
-      "  90% interval: where the percentile lies (order statistics, docs/stats.md)\n";
+      "  90% interval: where the percentile lies (order statistics, widened where the\n"
+      "  slow samples cluster; docs/stats.md)\n";
   render(&out, rows, w.policies.size());
   out += extension_line(w);
   out += seeds_line(w);

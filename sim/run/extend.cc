@@ -26,11 +26,14 @@ bool pool_latency(PolicyResult* p, const std::vector<const PolicyResult*>& runs)
   Latencies pooled;
   bool differ = false;
   for (const std::string& kind : kinds) {
-    OpLatency o{kind, {}};
+    OpLatency o{kind, {}, {}};
     for (const PolicyResult* r : runs) {
       LatencyHist h;
       for (const OpLatency& l : r->latency)
-        if (l.kind == kind) h = l.hist;
+        if (l.kind == kind) {
+          h = l.hist;
+          o.tail += l.tail;
+        }
       differ |= !o.seeds.empty() && !(h == o.seeds.front());
       o.hist += h;
       o.seeds.push_back(std::move(h));

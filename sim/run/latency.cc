@@ -46,9 +46,26 @@ double LatencyHist::percentile_ns(double p) const {
 }
 
 LatencyHist::Interval LatencyHist::percentile_interval(double p) const {
+  if (!count_) return {};
+  const auto [l, u] = quantile_ranks(count_, p / 100.0);
+  return rank_interval(l, u);
+}
+
+uint64_t LatencyHist::percentile_floor_ticks(double p) const {
+  if (!count_) return 0;
+  const double want = std::ceil(p / 100.0 * static_cast<double>(count_) - 1e-6);
+  const uint64_t rank = want < 1 ? 1 : static_cast<uint64_t>(want);
+  uint64_t cum = 0;
+  for (size_t i = 0; i < kLatBuckets; ++i) {
+    cum += b_[i];
+    if (cum >= rank) return std::max(lower_edge(i), min_);
+  }
+  return max_;
+}
+
+LatencyHist::Interval LatencyHist::rank_interval(uint64_t l, uint64_t u) const {
   Interval iv;
   if (!count_) return iv;
-  const auto [l, u] = quantile_ranks(count_, p / 100.0);
   iv.lo_rank = l;
   iv.hi_rank = u;
   iv.lo_ns = 0;
@@ -71,8 +88,82 @@ LatencyHist::Interval LatencyHist::percentile_interval(double p) const {
   return iv;
 }
 
+void TailBatches::close_batch() {
+  done_.push_back(std::move(cur_));
+  cur_ = {};
+  if (done_.size() < 2 * kBatches) return;
+  // Adjacent pairs merge: each keeps the kTop largest of the two.
+  std::vector<Batch> merged(done_.size() / 2);
+  for (size_t i = 0; i < merged.size(); ++i) {
+    Batch& m = merged[i];
+    const Batch &a = done_[2 * i], &b = done_[2 * i + 1];
+    m.n = a.n + b.n;
+    m.top = a.top;
+    m.top.insert(m.top.end(), b.top.begin(), b.top.end());
+    std::sort(m.top.begin(), m.top.end(), std::greater<>());
+    if (m.top.size() > kTop) m.top.resize(kTop);
+    std::make_heap(m.top.begin(), m.top.end(), std::greater<>());
+  }
+  done_ = std::move(merged);
+  len_ *= 2;
+}
+
+TailBatches& TailBatches::operator+=(const TailBatches& o) {
+  // This run's partial batch closes; the other run's batches follow as
+  // they are (their lengths may differ: each counts its own samples).
+  if (cur_.n) {
+    done_.push_back(std::move(cur_));
+    cur_ = {};
+  }
+  done_.insert(done_.end(), o.done_.begin(), o.done_.end());
+  if (o.cur_.n) done_.push_back(o.cur_);
+  len_ = std::max(len_, o.len_);
+  return *this;
+}
+
+double TailBatches::dispersion(uint64_t t) const {
+  std::vector<const Batch*> all;
+  for (const Batch& b : done_) all.push_back(&b);
+  if (cur_.n) all.push_back(&cur_);
+  if (all.size() < 8 || len_ < kMinLen) return 1;
+  double n = 0, e = 0;
+  std::vector<double> ej(all.size());
+  for (size_t j = 0; j < all.size(); ++j) {
+    for (uint64_t v : all[j]->top) ej[j] += v >= t;
+    // A batch whose kept samples are all at or above t may hold more:
+    // not a tail kTop can count.
+    if (ej[j] >= static_cast<double>(kTop)) return 1;
+    n += static_cast<double>(all[j]->n);
+    e += ej[j];
+  }
+  if (e <= 0 || e >= n) return 1;
+  const double r = e / n;
+  double chi = 0;
+  for (size_t j = 0; j < all.size(); ++j) {
+    const double nj = static_cast<double>(all[j]->n), want = nj * r;
+    chi += (ej[j] - want) * (ej[j] - want) / (want * (1 - r));
+  }
+  return std::max(1.0, chi / static_cast<double>(all.size() - 1));
+}
+
 LatencyHist::Interval OpLatency::interval(double p) const {
   LatencyHist::Interval iv = hist.percentile_interval(p);
+  // Clustered samples beyond the percentile: as many independent samples
+  // as the count over the dispersion, their ranks scaled back.
+  const double phi = tail.dispersion(hist.percentile_floor_ticks(p));
+  if (phi > 1 && hist.count() > 0) {
+    const uint64_t n = hist.count();
+    const auto neff = std::max<uint64_t>(
+        1, static_cast<uint64_t>(std::floor(static_cast<double>(n) / phi)));
+    const auto [l, u] = quantile_ranks(neff, p / 100.0);
+    const uint64_t lw = static_cast<uint64_t>(std::floor(static_cast<double>(l) * phi));
+    const uint64_t uw =
+        u > neff ? n + 1
+                 : std::min<uint64_t>(n + 1, static_cast<uint64_t>(std::ceil(static_cast<double>(u) * phi)));
+    const LatencyHist::Interval w = hist.rank_interval(std::min(lw, n), uw);
+    if (w.lo_ns < iv.lo_ns) iv.lo_ns = w.lo_ns, iv.lo_rank = w.lo_rank;
+    if (w.hi_ns > iv.hi_ns) iv.hi_ns = w.hi_ns, iv.hi_rank = w.hi_rank;
+  }
   if (seeds.size() < 2) return iv;
   std::vector<double> est;
   for (const LatencyHist& h : seeds)

@@ -7,8 +7,10 @@
 // (the log2 view is exact); reports print nanoseconds.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +61,12 @@ class LatencyHist {
     uint64_t lo_rank = 0, hi_rank = 0;  // 0 / count + 1: unbounded
   };
   Interval percentile_interval(double p) const;
+  // The same for given ranks [l, u] (1-based; 0 and count + 1: unbounded).
+  Interval rank_interval(uint64_t l, uint64_t u) const;
+  // The lower edge, in ticks, of the bucket that holds the p-th
+  // percentile: the samples at or above it are the ones the histogram
+  // cannot tell from the percentile. 0 if empty.
+  uint64_t percentile_floor_ticks(double p) const;
   // bpftrace hist() buckets over nanoseconds (kLog2Buckets: bucket 0 is
   // [0, 1) ns, bucket k is [2^(k-1), 2^k) ns). Exact: no sub-bucket
   // straddles a power of two.
@@ -80,6 +88,54 @@ class LatencyHist {
   std::array<uint64_t, kLatBuckets> b_{};
 };
 
+// The upper tail of the samples in the order they came, in batches of
+// consecutive samples, for how clustered the tail is (docs/stats.md,
+// "Clustered samples"): a background burst delays several operations in a
+// row, so their slow samples are not independent draws, and the
+// order-statistic interval, which assumes they are, is too narrow. Each
+// batch keeps its sample count and its kTop largest samples; batches start
+// one sample long, and when 2 x kBatches are full adjacent pairs merge and
+// the length doubles. Memory is bounded whatever the samples.
+class TailBatches {
+ public:
+  static constexpr size_t kBatches = 16;
+  static constexpr size_t kTop = 32;
+  static constexpr uint64_t kMinLen = 8;  // fewer samples a batch: no estimate
+  void add(uint64_t t) {
+    ++cur_.n;
+    if (cur_.top.size() < kTop) {
+      cur_.top.push_back(t);
+      std::push_heap(cur_.top.begin(), cur_.top.end(), std::greater<>());
+    } else if (t > cur_.top.front()) {
+      std::pop_heap(cur_.top.begin(), cur_.top.end(), std::greater<>());
+      cur_.top.back() = t;
+      std::push_heap(cur_.top.begin(), cur_.top.end(), std::greater<>());
+    }
+    if (cur_.n == len_) close_batch();
+  }
+  // Another run's batches after these (--seeds: independent runs).
+  TailBatches& operator+=(const TailBatches& o);
+  // The dispersion of the samples at or above `t` (ticks) across the
+  // batches: the chi-square of their counts against even spreading over
+  // its degrees of freedom, at least 1 (1: as if independent). 1 when it
+  // cannot be estimated: fewer than 8 batches, batches shorter than
+  // kMinLen (a run of under about 128 samples), no sample at or above
+  // `t`, or so many per batch that kTop cannot count them (not a tail).
+  double dispersion(uint64_t t) const;
+  friend bool operator==(const TailBatches&, const TailBatches&) = default;
+
+ private:
+  struct Batch {
+    uint64_t n = 0;
+    std::vector<uint64_t> top;  // at most kTop, a min-heap
+    friend bool operator==(const Batch&, const Batch&) = default;
+  };
+  void close_batch();
+  std::vector<Batch> done_;
+  Batch cur_;
+  uint64_t len_ = 1;  // samples per batch
+};
+
 // The latency of each operation kind of one policy column, in the order
 // kinds first appeared ("futex_wait", "kmalloc", ...), measured rounds'
 // timed regions only. Times are virtual: the sum of the priced events
@@ -87,15 +143,25 @@ class LatencyHist {
 struct OpLatency {
   std::string kind;
   LatencyHist hist;  // every sample; with `seeds`, the sum of theirs
+  TailBatches tail;  // the same samples in order, batched (with `seeds`: each run's in turn)
   // --seeds N: each seed's own histogram, in seed order (empty: one run,
   // or N runs that were identical and so were not pooled).
   std::vector<LatencyHist> seeds = {};
   // The 90 % interval of the p-th percentile (docs/stats.md): the
-  // order-statistic interval of `hist`, and with `seeds` widened to hold
-  // the distribution-free interval for the median of the seeds' own
-  // estimates, which carries what the samples of one run share (a
-  // background burst delays several operations in a row).
+  // order-statistic interval of `hist`, widened when the samples beyond
+  // it cluster (`tail`: the ranks' spread times the square root of the
+  // dispersion, i.e. as many independent samples as the count over the
+  // dispersion), and with `seeds` widened to hold the distribution-free
+  // interval for the median of the seeds' own estimates, which carries
+  // what the samples of one run share (a background burst delays several
+  // operations in a row).
   LatencyHist::Interval interval(double p) const;
+  // Records one sample (Recorder::op_end).
+  void add_ns(double ns) {
+    const uint64_t t = LatencyHist::to_ticks(ns);
+    hist.add(t);
+    tail.add(t);
+  }
 };
 using Latencies = std::vector<OpLatency>;
 

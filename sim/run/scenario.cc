@@ -59,7 +59,7 @@ void add_phase(std::vector<std::pair<std::string, Counters>>* v, const std::stri
 int Recorder::op_kind(std::string_view kind) {
   for (size_t i = 0; i < lat_.size(); ++i)
     if (lat_[i].kind == kind) return static_cast<int>(i);
-  lat_.push_back({std::string(kind), {}});
+  lat_.push_back({std::string(kind), {}, {}});
   return static_cast<int>(lat_.size() - 1);
 }
 

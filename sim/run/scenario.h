@@ -53,7 +53,7 @@ class Recorder {
   int op_kind(std::string_view kind);
   double now() const { return mm_.events().now(); }
   void op_end(int kind, double start) {
-    if (measured_ && in_timed_ && mm_.events().priced()) lat_[kind].hist.add_ns(now() - start);
+    if (measured_ && in_timed_ && mm_.events().priced()) lat_[kind].add_ns(now() - start);
   }
   bool measured() const { return measured_; }
   // Records (replaces) the ring of `st.role` in snapshot `name`, and the
