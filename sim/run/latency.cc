@@ -88,9 +88,24 @@ LatencyHist::Interval LatencyHist::rank_interval(uint64_t l, uint64_t u) const {
   return iv;
 }
 
+void TailBatches::keep(uint64_t t) {
+  std::vector<uint64_t>& top = cur_.top;
+  if (top.size() < kTop) {
+    top.push_back(t);
+    std::push_heap(top.begin(), top.end(), std::greater<>());
+  } else {
+    std::pop_heap(top.begin(), top.end(), std::greater<>());
+    top.back() = t;
+    std::push_heap(top.begin(), top.end(), std::greater<>());
+  }
+  if (top.size() == kTop) keep_from_ = top.front() + 1;
+}
+
 void TailBatches::close_batch() {
   done_.push_back(std::move(cur_));
   cur_ = {};
+  cur_.top.reserve(kTop);
+  keep_from_ = 0;
   if (done_.size() < 2 * kBatches) return;
   // Adjacent pairs merge: each keeps the kTop largest of the two.
   std::vector<Batch> merged(done_.size() / 2);
@@ -114,6 +129,7 @@ TailBatches& TailBatches::operator+=(const TailBatches& o) {
   if (cur_.n) {
     done_.push_back(std::move(cur_));
     cur_ = {};
+    keep_from_ = 0;
   }
   done_.insert(done_.end(), o.done_.begin(), o.done_.end());
   if (o.cur_.n) done_.push_back(o.cur_);

@@ -103,15 +103,8 @@ class TailBatches {
   static constexpr uint64_t kMinLen = 8;  // fewer samples a batch: no estimate
   void add(uint64_t t) {
     ++cur_.n;
-    if (cur_.top.size() < kTop) {
-      cur_.top.push_back(t);
-      std::push_heap(cur_.top.begin(), cur_.top.end(), std::greater<>());
-    } else if (t > cur_.top.front()) {
-      std::pop_heap(cur_.top.begin(), cur_.top.end(), std::greater<>());
-      cur_.top.back() = t;
-      std::push_heap(cur_.top.begin(), cur_.top.end(), std::greater<>());
-    }
-    if (cur_.n == len_) close_batch();
+    if (t >= keep_from_) [[unlikely]] keep(t);
+    if (cur_.n == len_) [[unlikely]] close_batch();
   }
   // Another run's batches after these (--seeds: independent runs).
   TailBatches& operator+=(const TailBatches& o);
@@ -130,10 +123,14 @@ class TailBatches {
     std::vector<uint64_t> top;  // at most kTop, a min-heap
     friend bool operator==(const Batch&, const Batch&) = default;
   };
+  void keep(uint64_t t);
   void close_batch();
   std::vector<Batch> done_;
   Batch cur_;
   uint64_t len_ = 1;  // samples per batch
+  // The smallest sample the current batch keeps: 0 until it holds kTop,
+  // then one above the least it holds (a tie does not replace it).
+  uint64_t keep_from_ = 0;
 };
 
 // The latency of each operation kind of one policy column, in the order
