@@ -246,6 +246,16 @@ TEST_CASE("a broken --mapping is refused even where nothing would use it", "[con
 
 TEST_CASE("config: a kernel list or a column's kernel that does not resolve names the line",
           "[config]") {
+  // --dump-config resolves the columns the run has, each on its own kernel.
+  const CliOutcome both = run_cli({"--scenario", "sparse-fill", "--kernel", "v6.12,v6.13",
+                                   "--policy", "unpatched,unpatched@v6.18", "--dump-config"});
+  CHECK(both.status == 0);
+  CHECK_THAT(both.out, Contains("columns = [ 'unpatched@v6.12', 'unpatched@v6.18', "
+                                "'unpatched@v6.13' ]"));
+  const CliOutcome bad = run_cli({"--scenario", "sparse-fill", "--kernel", "v6.18,v6.13",
+                                  "--policy", "prefill", "--dump-config"});
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains("'v6.13' has none"));
   const TempFile list("badkernels.toml", "scenario = \"sparse-fill\"\nkernel = \"v6.12,v9\"\n");
   const CliOutcome a = run_cli({"--config", list.path()});
   CHECK(a.status == 2);

@@ -682,6 +682,31 @@ TEST_CASE("kernels side by side: each column is matched to measurements on its o
   CHECK(rec.at("kernel_profiles").at(1).at("name") == "v6.13");
   CHECK(rec.at("kernel_profiles").at(1).at("install_allocates_node") == true);
   CHECK(rec.at("kernel_profiles").at(0).at("install_allocates_node") == false);
+  // Each column's resolved configuration is its own kernel's, as a run on
+  // that kernel alone writes it (defaults that stand for a profile value).
+  for (const char* k : {"v6.12", "v6.13"}) {
+    RunRequest alone = req;
+    alone.kernel = k;
+    RunResult ra;
+    REQUIRE(run(alone, &ra, &err));
+    const auto ja = nlohmann::json::parse(format_json(ra, o));
+    const size_t c = std::string(k) == "v6.12" ? 0 : 1;
+    CHECK(j.at("workloads").at(0).at("policies").at(c).at("config") ==
+          ja.at("workloads").at(0).at("policies").at(0).at("config"));
+  }
+  {
+    RunRequest w = req;
+    w.scenario = "waitv";
+    w.sets = {{"rounds", "1"}, {"warmup", "0"}};
+    w.kernel = "v6.18,v7.1";
+    RunResult rw;
+    REQUIRE(run(w, &rw, &err));
+    const auto jw = nlohmann::json::parse(format_json(rw, o));
+    const auto& cfg71 = jw.at("workloads").at(0).at("policies").at(1).at("config");
+    CHECK(cfg71.at("policy.waitv_account") == "account");  // v7.1's GFP_KERNEL_ACCOUNT
+    CHECK(jw.at("workloads").at(0).at("policies").at(0).at("config").at("policy.waitv_account") ==
+          "noaccount");
+  }
   // One kernel: no list.
   RunRequest one = req;
   one.kernel = "v6.13";

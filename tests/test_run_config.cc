@@ -189,5 +189,5 @@ TEST_CASE("run config: a column names its own kernel and a bad kernel list is on
   req.policies = {"unpatched", "prefill", "node-slab"};
   req.kernel = "v7.2,v6.18,v7.1";
   CHECK_FALSE(resolve_run(req, &cfg, &error));
-  CHECK_THAT(error, Contains("9 columns (3 kernels x 3 policies); at most 8"));
+  CHECK_THAT(error, Contains("9 columns on 3 kernels; at most 8"));
 }

@@ -11,6 +11,7 @@
 #include "sim/run/engine.h"
 #include "test_cost_util.h"
 #include "test_run_util.h"
+#include "sim/run/scenarios/common.h"
 
 using namespace simcache;
 using namespace simcache::sim;
@@ -356,4 +357,18 @@ TEST_CASE("docs/model-io_uring.md's teardown-clock figures are the tool's", "[ti
       simcache::testing::read_text(simcache::testing::repo_file("docs/model-io_uring.md"));
   INFO(want);
   CHECK(doc.find(want) != std::string::npos);
+}
+
+TEST_CASE("teardown against the clock: the grace-period rule", "[timing][rsrc]") {
+  // Grace periods of 8 us back to back: [0, 8), [8, 16), ... A ring closed
+  // at 3 us waits for the one that starts at 8 us, freed at 16 us; closed
+  // on a boundary, the next one (a grace period that starts after it).
+  CHECK(TeardownClock::free_start(3000, 8000, false) == 16000);
+  CHECK(TeardownClock::free_start(8000, 8000, false) == 24000);
+  CHECK(TeardownClock::free_start(15999, 8000, false) == 24000);
+  // DEFER_TASKRUN: synchronize_rcu() before io_ring_ctx_free(), one more.
+  CHECK(TeardownClock::free_start(3000, 8000, true) == 24000);
+  // Never before the close plus one full grace period.
+  for (double t : {0.0, 1.0, 7999.0, 123456.0})
+    CHECK(TeardownClock::free_start(t, 8000, false) >= t + 8000);
 }

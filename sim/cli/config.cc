@@ -336,18 +336,17 @@ bool dump_config(const ParsedFlags& f, const RunRequest& req, std::string* out,
   toml::array pol, resolved_cols;
   std::vector<const iou::KernelProfile*> kernels;
   if (!resolve_kernels(req.kernel, &kernels, error)) return false;
-  for (const std::string& c : cols) {
-    pol.push_back(c);
-    // A column "POLICY@KERNEL" is checked on its own kernel, else on the first.
+  for (const std::string& c : cols) pol.push_back(c);
+  // Each column as the run has it (every kernel's, knobs appended), parsed
+  // on its own kernel.
+  for (const std::string& spec : column_specs(cols, req, kernels)) {
     std::string_view policy;
     const iou::KernelProfile* profile = nullptr;
-    if (!split_column(c, &policy, &profile, error)) return false;
-    std::string spec(policy);
-    for (const auto& [k, v] : req.knobs) spec += "+" + k + "=" + v;
+    if (!split_column(spec, &policy, &profile, error)) return false;
     iou::PolicySet ps;
     MmConfig mc;
-    if (!iou::parse_policies(spec, profile ? profile : kernels[0], &ps, &mc, error)) return false;
-    resolved_cols.push_back(iou::knob_spec(ps) + c.substr(policy.size()));
+    if (!iou::parse_policies(policy, profile ? profile : kernels[0], &ps, &mc, error)) return false;
+    resolved_cols.push_back(iou::knob_spec(ps) + spec.substr(policy.size()));
   }
   if (!req.policies.empty() || ScenarioRegistry::get().find(req.scenario))
     t.insert_or_assign("policy", pol);  // a preset without --policy keeps its own

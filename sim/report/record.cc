@@ -17,8 +17,14 @@ namespace simcache::sim {
 
 namespace {
 
-const std::string* field(const RunRecord& rec, std::string_view name) {
-  for (const auto& [k, v] : rec.kernel_profile)
+// Field `name` of the kernel profile column `p` ran on: with columns on
+// several kernels, the one of kernel_profiles named p.kernel.
+const std::string* field(const RunRecord& rec, const PolicyResult& p, std::string_view name) {
+  const std::vector<std::pair<std::string, std::string>>* prof = &rec.kernel_profile;
+  for (const auto& k : rec.kernel_profiles)
+    for (const auto& [f, v] : k)
+      if (f == "name" && v == p.kernel) prof = &k;
+  for (const auto& [k, v] : *prof)
     if (k == name) return &v;
   return nullptr;
 }
@@ -50,23 +56,23 @@ nlohmann::ordered_json per_cache(const PolicyResult& p, uint32_t CacheInfo::*m) 
 // has none.
 nlohmann::ordered_json resolve(const RunRecord& rec, const PolicyResult& p, const std::string& key) {
   auto prof = [&](std::string_view f) -> nlohmann::ordered_json {
-    const std::string* v = field(rec, f);
+    const std::string* v = field(rec, p, f);
     return v ? typed(*v) : nlohmann::ordered_json();
   };
   if (key == "policy.io_alloc_cache_max") return prof("node_cache_max");
   if (key == "policy.futex_cache_max") return prof("futex_cache_max");
   if (key == "policy.waitv_account") {
-    const std::string* g = field(rec, "waitv_gfp");
+    const std::string* g = field(rec, p, "waitv_gfp");
     if (!g) return {};
     return g->find("ACCOUNT") != std::string::npos ? "account" : "noaccount";
   }
   if (key == "policy.cqwait_sleep") {
-    const std::string* io = field(rec, "cqwait_iowait");
+    const std::string* io = field(rec, p, "cqwait_iowait");
     if (!io) return {};
     return *io == "true" ? "io_schedule" : "schedule";
   }
   if (key == "policy.obj_stock_slots") {
-    const std::string* s = field(rec, "memcg_shape");
+    const std::string* s = field(rec, p, "memcg_shape");
     if (!s) return {};
     return *s == "v7_1" ? 5 : 1;  // NR_OBJ_STOCK on 7.1+, one stock before
   }

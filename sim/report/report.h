@@ -15,6 +15,7 @@
 namespace simcache::sim {
 
 class CostModel;  // cost.h: optional time rows
+struct ShareInterval;  // cost.h
 
 // Measured rows that map to one (workload shape, kernel, policy); several
 // rows (boots A and B of a parent) are averaged.

@@ -51,6 +51,12 @@ LatencyHist::Interval LatencyHist::percentile_interval(double p) const {
   return rank_interval(l, u);
 }
 
+uint64_t LatencyHist::count_at_or_above(uint64_t t) const {
+  uint64_t n = 0;
+  for (size_t i = index(t); i < kLatBuckets; ++i) n += b_[i];
+  return n;
+}
+
 uint64_t LatencyHist::percentile_floor_ticks(double p) const {
   if (!count_) return 0;
   const double want = std::ceil(p / 100.0 * static_cast<double>(count_) - 1e-6);
@@ -137,27 +143,28 @@ TailBatches& TailBatches::operator+=(const TailBatches& o) {
   return *this;
 }
 
-double TailBatches::dispersion(uint64_t t) const {
+double TailBatches::dispersion(uint64_t t, uint64_t beyond) const {
   std::vector<const Batch*> all;
   for (const Batch& b : done_) all.push_back(&b);
   if (cur_.n) all.push_back(&cur_);
   if (all.size() < 8 || len_ < kMinLen) return 1;
-  double n = 0, e = 0;
-  std::vector<double> ej(all.size());
-  for (size_t j = 0; j < all.size(); ++j) {
-    for (uint64_t v : all[j]->top) ej[j] += v >= t;
-    // A batch whose kept samples are all at or above t may hold more:
-    // not a tail kTop can count.
-    if (ej[j] >= static_cast<double>(kTop)) return 1;
-    n += static_cast<double>(all[j]->n);
-    e += ej[j];
+  double n = 0, longest = 0;
+  for (const Batch* b : all) {
+    n += static_cast<double>(b->n);
+    longest = std::max(longest, static_cast<double>(b->n));
   }
-  if (e <= 0 || e >= n) return 1;
-  const double r = e / n;
+  const double r = static_cast<double>(beyond) / n;
+  // Not a tail: an even spread would put more than kTop / 2 in a batch,
+  // where kTop cannot count them.
+  if (r <= 0 || r >= 1 || longest * r > static_cast<double>(kTop) / 2) return 1;
   double chi = 0;
-  for (size_t j = 0; j < all.size(); ++j) {
-    const double nj = static_cast<double>(all[j]->n), want = nj * r;
-    chi += (ej[j] - want) * (ej[j] - want) / (want * (1 - r));
+  for (const Batch* b : all) {
+    // A batch holding kTop at or above t may hold more: kTop is a lower
+    // bound there, which only understates the dispersion.
+    double e = 0;
+    for (uint64_t v : b->top) e += v >= t;
+    const double want = static_cast<double>(b->n) * r;
+    chi += (e - want) * (e - want) / (want * (1 - r));
   }
   return std::max(1.0, chi / static_cast<double>(all.size() - 1));
 }
@@ -166,7 +173,8 @@ LatencyHist::Interval OpLatency::interval(double p) const {
   LatencyHist::Interval iv = hist.percentile_interval(p);
   // Clustered samples beyond the percentile: as many independent samples
   // as the count over the dispersion, their ranks scaled back.
-  const double phi = tail.dispersion(hist.percentile_floor_ticks(p));
+  const uint64_t floor = hist.percentile_floor_ticks(p);
+  const double phi = tail.dispersion(floor, hist.count_at_or_above(floor));
   if (phi > 1 && hist.count() > 0) {
     const uint64_t n = hist.count();
     const auto neff = std::max<uint64_t>(

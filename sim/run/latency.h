@@ -67,6 +67,9 @@ class LatencyHist {
   // percentile: the samples at or above it are the ones the histogram
   // cannot tell from the percentile. 0 if empty.
   uint64_t percentile_floor_ticks(double p) const;
+  // Samples in the bucket holding `t` and above (exact when `t` is a
+  // bucket's lower edge, as percentile_floor_ticks() gives).
+  uint64_t count_at_or_above(uint64_t t) const;
   // bpftrace hist() buckets over nanoseconds (kLog2Buckets: bucket 0 is
   // [0, 1) ns, bucket k is [2^(k-1), 2^k) ns). Exact: no sub-bucket
   // straddles a power of two.
@@ -108,13 +111,16 @@ class TailBatches {
   }
   // Another run's batches after these (--seeds: independent runs).
   TailBatches& operator+=(const TailBatches& o);
-  // The dispersion of the samples at or above `t` (ticks) across the
-  // batches: the chi-square of their counts against even spreading over
-  // its degrees of freedom, at least 1 (1: as if independent). 1 when it
-  // cannot be estimated: fewer than 8 batches, batches shorter than
-  // kMinLen (a run of under about 128 samples), no sample at or above
-  // `t`, or so many per batch that kTop cannot count them (not a tail).
-  double dispersion(uint64_t t) const;
+  // The dispersion of the samples at or above `t` (ticks; `beyond` of
+  // them in all, from the histogram) across the batches: the chi-square of
+  // their counts against even spreading over its degrees of freedom, at
+  // least 1 (1: as if independent). A batch counts at most the kTop it
+  // keeps, which only understates it. 1 when it cannot be estimated: fewer
+  // than 8 batches, batches shorter than kMinLen (a run of under about 128
+  // samples), nothing beyond `t`, or so much that an even spread would put
+  // more than kTop / 2 in the longest batch (not a tail: the p50 and p90
+  // of long runs).
+  double dispersion(uint64_t t, uint64_t beyond) const;
   friend bool operator==(const TailBatches&, const TailBatches&) = default;
 
  private:
@@ -140,7 +146,7 @@ class TailBatches {
 struct OpLatency {
   std::string kind;
   LatencyHist hist;  // every sample; with `seeds`, the sum of theirs
-  TailBatches tail;  // the same samples in order, batched (with `seeds`: each run's in turn)
+  TailBatches tail = {};  // the same samples in order, batched (with `seeds`: each run's in turn)
   // --seeds N: each seed's own histogram, in seed order (empty: one run,
   // or N runs that were identical and so were not pooled).
   std::vector<LatencyHist> seeds = {};

@@ -78,21 +78,9 @@ std::string column_spec(const std::string& pol,
   return spec;
 }
 
-// Each policy on each kernel, kernel-major (one kernel: the policies as
-// they are).
 std::vector<std::string> columns_on(const std::vector<std::string>& policies,
                                     const RunRequest& req, const RunConfig& cfg) {
-  std::vector<std::string> out;
-  if (cfg.kernels.size() <= 1) {
-    for (const std::string& pol : policies) out.push_back(column_spec(pol, req.knobs, nullptr));
-    return out;
-  }
-  for (const iou::KernelProfile* k : cfg.kernels)
-    for (const std::string& pol : policies) {
-      std::string spec = column_spec(pol, req.knobs, k);
-      if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(std::move(spec));
-    }
-  return out;
+  return column_specs(policies, req, cfg.kernels);
 }
 
 bool check_columns(const std::vector<std::string>& specs, const RunConfig& cfg,
@@ -100,8 +88,7 @@ bool check_columns(const std::vector<std::string>& specs, const RunConfig& cfg,
   if (specs.size() <= kMaxColumns) return true;
   *error = fmt::format("{} columns{}; at most {}", specs.size(),
                        cfg.kernels.size() > 1
-                           ? fmt::format(" ({} kernels x {} policies)", cfg.kernels.size(),
-                                         specs.size() / cfg.kernels.size())
+                           ? fmt::format(" on {} kernels", cfg.kernels.size())
                            : "",
                        kMaxColumns);
   return false;
@@ -154,6 +141,22 @@ void copy_scalars(const RunRequest& req, RunConfig* out) {
 }
 
 }  // namespace
+
+std::vector<std::string> column_specs(const std::vector<std::string>& policies,
+                                      const RunRequest& req,
+                                      const std::vector<const iou::KernelProfile*>& kernels) {
+  std::vector<std::string> out;
+  if (kernels.size() <= 1) {
+    for (const std::string& pol : policies) out.push_back(column_spec(pol, req.knobs, nullptr));
+    return out;
+  }
+  for (const iou::KernelProfile* k : kernels)
+    for (const std::string& pol : policies) {
+      std::string spec = column_spec(pol, req.knobs, k);
+      if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(std::move(spec));
+    }
+  return out;
+}
 
 bool split_column(std::string_view spec, std::string_view* policy,
                   const iou::KernelProfile** kernel, std::string* error) {

@@ -153,6 +153,12 @@ bool resolve_custom(const RunRequest& req, const std::string& name,
 // (each known, none twice).
 bool resolve_kernels(std::string_view names, std::vector<const iou::KernelProfile*>* out,
                      std::string* error);
+// The columns of `policies` with the request's knobs: each policy as it
+// is on one kernel; on several, each on every kernel in turn, kernel-major
+// ("POLICY@KERNEL"; a policy that names its own kernel keeps it, once).
+std::vector<std::string> column_specs(const std::vector<std::string>& policies,
+                                      const RunRequest& req,
+                                      const std::vector<const iou::KernelProfile*>& kernels);
 // A column spec "POLICY" or "POLICY@KERNEL": the policy part, and the
 // profile the spec names after its '@' (nullptr when it names none).
 // False, with the reason, on an unknown kernel.

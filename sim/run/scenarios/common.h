@@ -190,7 +190,10 @@ inline void snap(Env& e, Recorder& rec, const char* name, RingId src, RingId dst
 // io_ring_exit_work() reaches io_ring_ctx_free() only once the ring's
 // percpu_ref is confirmed dead, an RCU grace period after the close. Grace
 // periods run back to back, `rcu_gp_us` each, so a ring closed at t is
-// freed from the end of the first one that starts after t. iou_exit is
+// freed from the end of the first one that starts after t; a
+// DEFER_TASKRUN ring then waits one more (io_ring_exit_work() calls
+// synchronize_rcu() for it before io_ring_ctx_free(), pairing with
+// io_req_local_work_add()'s RCU read section). iou_exit is
 // WQ_UNBOUND: teardowns run concurrently, each on a kworker of its own. A
 // teardown run inline is taken off the submitter's timeline (it ran on
 // the kworker's CPU) and a paced program's untimed sleep put on it.
@@ -204,22 +207,30 @@ class TeardownClock {
   double now() const { return e_.mm.events().now() + shift_; }
   // The program sleeps `ns` (untimed, unpriced).
   void sleep(double ns) { shift_ += ns; }
+  // When the teardown of a ring closed at `close_ns` reaches
+  // io_ring_ctx_free(): the end of the first grace period (back to back,
+  // `gp_ns` each) that starts after the close, one more for DEFER_TASKRUN.
+  static double free_start(double close_ns, double gp_ns, bool defer_taskrun) {
+    return (std::floor(close_ns / gp_ns) + (defer_taskrun ? 3 : 2)) * gp_ns;
+  }
   // Ring `r` closes now.
-  void closed(RingId r) { closes_.push_back({r, now()}); }
+  void closed(RingId r) {
+    closes_.push_back({r, free_start(now(), gp_ns_, e_.io.ring(r).params.defer_taskrun)});
+  }
   // Runs ring `r`'s teardown (`run` does it) and places its node-cache
   // free on the kworker's timeline from the close.
   template <class F>
   void teardown(RingId r, F&& run) {
     const double t0 = e_.mm.events().now();
     run();
-    if (!on()) return;
-    const double t1 = e_.mm.events().now();
-    shift_ -= t1 - t0;
     const auto it = std::find_if(closes_.begin(), closes_.end(),
                                  [r](const auto& c) { return c.first == r; });
     if (it == closes_.end()) return;  // not a ring the program closed
-    const double start = (std::floor(it->second / gp_ns_) + 2) * gp_ns_;
+    const double start = it->second;
     closes_.erase(it);
+    if (!on()) return;
+    const double t1 = e_.mm.events().now();
+    shift_ -= t1 - t0;
     const iou::MmIoUring::NodeFree f = e_.io.last_node_free();
     if (f.objects > 0 && f.end > f.begin)
       frees_.push_back({start + (f.begin - t0), start + (f.end - t0),
@@ -252,7 +263,9 @@ class TeardownClock {
   Env& e_;
   double gp_ns_, shift_ = 0, objects_in_ops_ = 0;
   int64_t overlapped_ = 0;
-  std::vector<std::pair<RingId, double>> closes_;  // closed, teardown not run
+  // Closed rings whose teardown has not run, each with the time its
+  // io_ring_ctx_free() starts on the kworker.
+  std::vector<std::pair<RingId, double>> closes_;
   std::deque<Free> frees_;  // node-cache frees that may still overlap an operation
 };
 
