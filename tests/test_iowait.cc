@@ -20,6 +20,7 @@
 #include "sim/report/report.h"
 #include "sim/run/engine.h"
 #include "test_cost_util.h"
+#include "test_run_util.h"
 
 using namespace simcache;
 using namespace simcache::iou;
@@ -294,19 +295,8 @@ std::string answers_markdown() {
   const CostModel& m = simcache::testing::default_profile();
   auto run_on = [&](const std::string& scenario, const char* k, std::vector<std::string> pols,
                     std::vector<std::pair<std::string, std::string>> sets) {
-    RunRequest req;
-    req.scenario = scenario;
-    req.kernel = k;
-    req.machine = "cascadelake-w";
-    req.policies = std::move(pols);
-    req.sets = std::move(sets);
-    req.event_ns = event_prices(m);
-    RunResult r;
-    std::string err;
-    const bool ok = run(req, &r, &err);
-    INFO(err);
-    REQUIRE(ok);
-    return r;
+    return simcache::testing::run_priced(scenario, std::move(pols), std::move(sets), m, k,
+                                         "cascadelake-w");
   };
   std::string out =
       "003-a: `qd1-read` on `cascadelake-w`, kernel v6.5-rc2 (v6.1.39 and v6.4.4 give the same), "

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "test_run_util.h"
 #include "sim/replay/replay.h"
 #include "sim/run/engine.h"
 
@@ -56,12 +57,7 @@ inline sim::RunResult run_trace(const std::string& path, const sim::RunRequest& 
 inline sim::RunResult run_scenario(const std::string& name, const sim::RunRequest& base) {
   sim::RunRequest req = base;
   req.scenario = name;
-  sim::RunResult r;
-  std::string err;
-  const bool ok = sim::run(req, &r, &err);
-  INFO(err);
-  REQUIRE(ok);
-  return r;
+  return run_request_ok(req);
 }
 
 // Every counter of the whole run, of the timed region and of each round,

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/cost/cost.h"
 #include "sim/run/engine.h"
 
 namespace simcache::testing {
@@ -17,6 +18,16 @@ using Sets = std::vector<std::pair<std::string, std::string>>;
 
 // One measured round, no warm-up, no smoke check: exact counts of one fill.
 inline const Sets kOneRound = {{"rounds", "1"}, {"warmup", "0"}, {"smoke", "0"}};
+
+// Runs a request; it must succeed.
+inline sim::RunResult run_request_ok(const sim::RunRequest& req) {
+  sim::RunResult r;
+  std::string err;
+  const bool ok = sim::run(req, &r, &err);
+  INFO(err);
+  REQUIRE(ok);
+  return r;
+}
 
 // Runs `scenario` with `policies` as its columns; the run must succeed and
 // leave no KASAN report in any column.
@@ -27,17 +38,29 @@ inline sim::RunResult run_ok(const std::string& scenario, std::vector<std::strin
   req.policies = std::move(policies);
   req.sets = std::move(sets);
   req.kernel = kernel;
-  sim::RunResult r;
-  std::string err;
-  const bool ok = sim::run(req, &r, &err);
-  INFO(err);
-  REQUIRE(ok);
+  sim::RunResult r = run_request_ok(req);
   for (const auto& w : r.workloads)
     for (const auto& p : w.policies) {
       for (const auto& k : p.kasan) INFO(k.kind << " " << k.cache << " " << k.detail);
       CHECK(p.kasan.empty());
     }
   return r;
+}
+
+// Runs `scenario` with the cost model's prices on the clock (latency,
+// iowait shares and the teardown clock need a priced run); it must succeed.
+inline sim::RunResult run_priced(const std::string& scenario, std::vector<std::string> policies,
+                                 Sets sets, const sim::CostModel& m,
+                                 const std::string& kernel = "v6.18",
+                                 const std::string& machine = "") {
+  sim::RunRequest req;
+  req.scenario = scenario;
+  req.policies = std::move(policies);
+  req.sets = std::move(sets);
+  req.kernel = kernel;
+  if (!machine.empty()) req.machine = machine;
+  req.event_ns = sim::event_prices(m);
+  return run_request_ok(req);
 }
 
 // Column i of the first workload.

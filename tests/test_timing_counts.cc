@@ -18,6 +18,7 @@ using namespace simcache::sim;
 using simcache::testing::Sets;
 using simcache::testing::col;
 using simcache::testing::run_ok;
+using simcache::testing::run_priced;
 
 namespace {
 const Counters& phase(const PolicyResult& p, const std::string& name) {
@@ -264,21 +265,6 @@ TEST_CASE("sparse-fill verifies every installed slot untimed", "[timing][rsrc]")
 }
 
 namespace {
-// A priced run (the frozen test profile's prices on the clock).
-RunResult run_priced(const std::string& scenario, std::vector<std::string> policies, Sets sets,
-                     const CostModel& m) {
-  RunRequest req;
-  req.scenario = scenario;
-  req.policies = std::move(policies);
-  req.sets = std::move(sets);
-  req.event_ns = event_prices(m);
-  RunResult r;
-  std::string err;
-  const bool ok = run(req, &r, &err);
-  INFO(err);
-  REQUIRE(ok);
-  return r;
-}
 int64_t metric_of(const PolicyResult& p, const std::string& k) {
   const auto it = p.metrics.find(k);
   REQUIRE(it != p.metrics.end());

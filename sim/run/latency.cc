@@ -28,8 +28,7 @@ uint64_t LatencyHist::upper_edge(size_t i) {
   return (kLatSub + i % kLatSub + 1) << shift;
 }
 
-double LatencyHist::percentile_ns(double p) const {
-  if (!count_) return 0;
+size_t LatencyHist::percentile_bucket(double p) const {
   // p / 100 is inexact (99.9 / 100 * 1000 = 999.0000000000001): the
   // tolerance keeps an exact rank from rounding up to the next one.
   const double want = std::ceil(p / 100.0 * static_cast<double>(count_) - 1e-6);
@@ -37,12 +36,17 @@ double LatencyHist::percentile_ns(double p) const {
   uint64_t cum = 0;
   for (size_t i = 0; i < kLatBuckets; ++i) {
     cum += b_[i];
-    if (cum >= rank) {
-      const uint64_t up = upper_edge(i) - 1;  // largest value in the bucket
-      return to_ns(up < max_ ? up : max_);
-    }
+    if (cum >= rank) return i;
   }
-  return to_ns(max_);
+  return kLatBuckets;
+}
+
+double LatencyHist::percentile_ns(double p) const {
+  if (!count_) return 0;
+  const size_t i = percentile_bucket(p);
+  if (i == kLatBuckets) return to_ns(max_);
+  const uint64_t up = upper_edge(i) - 1;  // largest value in the bucket
+  return to_ns(up < max_ ? up : max_);
 }
 
 LatencyHist::Interval LatencyHist::percentile_interval(double p) const {
@@ -59,14 +63,8 @@ uint64_t LatencyHist::count_at_or_above(uint64_t t) const {
 
 uint64_t LatencyHist::percentile_floor_ticks(double p) const {
   if (!count_) return 0;
-  const double want = std::ceil(p / 100.0 * static_cast<double>(count_) - 1e-6);
-  const uint64_t rank = want < 1 ? 1 : static_cast<uint64_t>(want);
-  uint64_t cum = 0;
-  for (size_t i = 0; i < kLatBuckets; ++i) {
-    cum += b_[i];
-    if (cum >= rank) return std::max(lower_edge(i), min_);
-  }
-  return max_;
+  const size_t i = percentile_bucket(p);
+  return i == kLatBuckets ? max_ : std::max(lower_edge(i), min_);
 }
 
 LatencyHist::Interval LatencyHist::rank_interval(uint64_t l, uint64_t u) const {

@@ -87,6 +87,8 @@ class LatencyHist {
   friend bool operator==(const LatencyHist&, const LatencyHist&) = default;
 
  private:
+  // The bucket holding the sample of rank ceil(p/100 * count) (count > 0).
+  size_t percentile_bucket(double p) const;
   uint64_t count_ = 0, sum_ = 0, min_ = 0, max_ = 0;  // ticks
   std::array<uint64_t, kLatBuckets> b_{};
 };
