@@ -64,6 +64,10 @@ struct BayesFit {
   // of the logarithm): the search could not place it.
   bool s_at_floor = false, s_at_cap = false, sv_at_cap = false, su_at_cap = false;
   bool speed_at_bound = false;
+  // Per parameter at its bound 0: the score statistic of that bound, the
+  // gradient of the log posterior pushing it below 0, in posterior sds with
+  // every other price free (g_j sqrt((H^-1)_jj) in u); 0 off the bound.
+  std::vector<double> bound_z;
 };
 
 // Index of each row's class among rows with equal keys.
@@ -290,6 +294,19 @@ void solve_params(const Matrix& a, const std::vector<double>& y, const std::vect
   f->cov = Matrix(np, np);
   for (size_t i = 0; i < np; ++i)
     for (size_t j = 0; j < np; ++j) f->cov(i, j) = k[i] * tau[i] * hinv(i, j) * tau[j] * k[j];
+  // The score test of each bound the solution sits at: the residual's
+  // pull on u_j (negative: the rows and the prior together want it below
+  // 0), in sds of u_j with the others profiled out.
+  std::vector<double> resid(b);
+  for (size_t r = 0; r < m.rows; ++r)
+    for (size_t j = 0; j < np; ++j) resid[r] -= m(r, j) * u[j];
+  f->bound_z.assign(np, 0.0);
+  for (size_t j = 0; j < np; ++j) {
+    if (u[j] > 0) continue;
+    double g = 0;
+    for (size_t r = 0; r < m.rows; ++r) g += m(r, j) * resid[r];
+    f->bound_z[j] = std::min(0.0, g) * std::sqrt(std::max(hinv(j, j), 0.0));
+  }
 }
 
 // The error model linearised at the prior means, then at the fit's own
@@ -471,8 +488,26 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
       pf.reason = fmt::format("weak: the rows count it but leave {:.0f}% of its prior variance",
                               100 * (1 - pf.data_share));
     }
+    pf.bound_z = bf.bound_z[j];
     if (!pf.rows.empty() && bf.x[j] <= 0 && is_penalty(p))
       pf.reason += "; a penalty at 0: these rows show no such extra cost on this machine";
+    else if (!pf.rows.empty() && bf.x[j] <= 0 && pf.bound_z >= -kBoundRefuseZ) {
+      // The price the rows move together with it, by posterior correlation.
+      size_t with = j;
+      double corr = 0;
+      for (size_t k = 0; k < np; ++k) {
+        const double d = bf.cov(j, j) * bf.cov(k, k);
+        if (k == j || d <= 0) continue;
+        const double c = bf.cov(j, k) / std::sqrt(d);
+        if (std::fabs(c) > std::fabs(corr)) corr = c, with = k;
+      }
+      pf.reason += fmt::format(
+          "; at 0, which its rows allow: they push it below 0 by {:.2f} sd (a refusal needs {:.2f})",
+          -pf.bound_z, kBoundRefuseZ);
+      if (with != j && std::fabs(corr) >= 0.5)
+        pf.reason += fmt::format(", and move it with {} (posterior correlation {:+.2f})",
+                                 structure.params[with].name, corr);
+    }
     p.value = bf.x[j];
     p.stderr_ns = sd;
     p.prior = mu[j];
@@ -536,6 +571,16 @@ double row_sd(const FitReport& r, size_t i) {
   return std::sqrt(e * e + s * s);
 }
 
+double gate_failed_rms_limit(size_t n) {
+  if (n == 0) return 0;
+  // sqrt(q / n), q the 99th percentile of chi-square on n degrees of
+  // freedom by the Wilson-Hilferty cube (within 1 % of the exact quantile
+  // from n = 1 up: 6.63 exact at n = 1, 6.59 here).
+  const double v = 2.0 / (9.0 * static_cast<double>(n)), z = 2.3263478740408408;
+  const double c = 1 - v + z * std::sqrt(v);
+  return std::sqrt(c * c * c);
+}
+
 std::vector<std::string> fit_problems(const FitReport& r) {
   std::vector<std::string> out;
   const double e = expected_rms(r);
@@ -556,12 +601,13 @@ std::vector<std::string> fit_problems(const FitReport& r) {
                           "stability gate exceeds the fit's own noise-plus-inadequacy estimate "
                           "{:.2f}% {}",
                           100 * r.rms_passed, r.passed, 100 * e, terms));
-  if (!r.gate_failed.empty() && r.rms_sd_failed > 1)
+  if (!r.gate_failed.empty() && r.rms_sd_failed > gate_failed_rms_limit(r.gate_failed.size()))
     out.push_back(fmt::format(
         "the {} gate-failed rows' residuals are {:.2f} sd in rms against the fit's own "
-        "noise-plus-inadequacy estimate {:.2f}% with each row's own spread added: they exceed "
-        "even that",
-        r.gate_failed.size(), r.rms_sd_failed, 100 * e));
+        "noise-plus-inadequacy estimate {:.2f}% with each row's own spread added: beyond the "
+        "{:.2f} that {} such rows exceed 1% of the time",
+        r.gate_failed.size(), r.rms_sd_failed, 100 * e,
+        gate_failed_rms_limit(r.gate_failed.size()), r.gate_failed.size()));
   const auto cap = [&](bool at, const char* what, double v) {
     if (at)
       out.push_back(fmt::format("the {} sits at its cap ({:.0f}%): the search could not place it",
@@ -580,14 +626,16 @@ std::vector<std::string> fit_problems(const FitReport& r) {
     const ParamFit& f = r.params[j];
     // A penalty (a cold or remote state's extra over the warm path) may
     // be 0 on a machine; work cannot.
-    if (f.rows.empty() || f.fitted > 0 || is_penalty(r.model.params[j])) continue;
+    if (f.rows.empty() || f.fitted > 0 || is_penalty(r.model.params[j]) ||
+        f.bound_z >= -kBoundRefuseZ)
+      continue;
     const size_t shown = std::min<size_t>(3, f.rows.size());
     out.push_back(fmt::format(
         "{} is 0 although {} {} it ({}{}): the fit drove a price the rows measure to its "
-        "bound",
+        "bound (they push it below 0 by {:.1f} sd)",
         r.model.params[j].name, f.rows.size(), f.rows.size() == 1 ? "row counts" : "rows count",
         id_ranges({f.rows.begin(), f.rows.begin() + static_cast<std::ptrdiff_t>(shown)}),
-        shown < f.rows.size() ? ", ..." : ""));
+        shown < f.rows.size() ? ", ..." : "", -f.bound_z));
   }
   if (!r.converged) out.push_back("NNLS did not converge: the values are its last feasible point");
   return out;

@@ -105,7 +105,21 @@ struct ParamFit {
   double stderr_ns = -1;          // posterior standard deviation
   double data_share = 0;          // 1 - posterior variance / prior variance
   std::vector<std::string> rows;  // ids of the rows that count its events
+  // At 0 (its bound): how hard the rows and its prior push it below 0, in
+  // posterior sds with every other price free (a score test; <= 0). A work
+  // price is refused at 0 only when this is below -kBoundRefuseZ: short of
+  // that the rows allow 0 (most often they measure only its sum with a
+  // price that moves with it, named in `reason`).
+  double bound_z = 0;
 };
+
+// A price at 0 whose rows push it below by more than one posterior sd is
+// a fit the rows contradict: unconstrained, they would put it more than
+// an sd under 0. Within one sd, 0 is where the rows' own optimum is (to an
+// sd): a sitting whose per-slot registration work is all zeroing puts
+// file_table_slot there (-0.13 sd), wait-wake rows made five times faster
+// than the model put futex_wait at -1.5 sd.
+inline constexpr double kBoundRefuseZ = 1.0;
 
 struct FitReport {
   CostModel model;                // the fitted profile
@@ -164,6 +178,13 @@ double measurement_spread(const std::string& note, double rounds);
 // The fit's own estimate of its rms relative residual:
 // sqrt(s^2 + sv^2 + su^2).
 double expected_rms(const FitReport& r);
+
+// What the rms, in sds, of n gate-failed rows may reach before the fit is
+// refused: each row judged against the fit's estimate with its own spread
+// added, their sum of squares is chi-square on n degrees of freedom if the
+// model holds (the fit does not set their spreads), so the limit is that
+// sum's 99th percentile: 2.57 for 1 row, 1.39 for 18, 1.26 for 40, towards 1.
+double gate_failed_rms_limit(size_t n);
 
 // Why the fit is not to be trusted, one line per cause (empty: none):
 // the residuals above what the fit expects (the rows that passed their

@@ -182,12 +182,15 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
   }
   const std::vector<std::string> problems = fit_problems(r);
   std::string at_zero;  // measured penalties at 0: the machine shows none
-  for (size_t j = 0; j < r.params.size(); ++j)
-    if (!r.params[j].rows.empty() && r.params[j].fitted <= 0 && is_penalty(r.model.params[j]))
-      at_zero += fmt::format("{}{}", at_zero.empty() ? "" : ", ", r.model.params[j].name);
+  std::string allowed;  // measured work prices at 0 that their rows allow
+  for (size_t j = 0; j < r.params.size(); ++j) {
+    if (r.params[j].rows.empty() || r.params[j].fitted > 0) continue;
+    std::string& to = is_penalty(r.model.params[j]) ? at_zero : allowed;
+    to += fmt::format("{}{}", to.empty() ? "" : ", ", r.model.params[j].name);
+  }
   if (problems.empty())
     out += fmt::format(
-        "the fit is credible: {}, no error-model term at a cap, no measured work price at 0{}{}{}\n",
+        "the fit is credible: {}, no error-model term at a cap, {}{}{}{}\n",
         r.gate_failed.empty()
             ? fmt::format("rms {:.2f}% within its noise-plus-inadequacy estimate {:.2f}%",
                           r.rms_rel * 100, expected_rms(r) * 100)
@@ -197,6 +200,10 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                           "spread added (rms relative residual of all {:.2f}%)",
                           r.rms_passed * 100, r.passed, expected_rms(r) * 100, r.rms_sd_failed,
                           r.gate_failed.size(), r.rms_rel * 100),
+        allowed.empty() ? std::string("no measured work price at 0")
+                        : fmt::format("no measured work price pushed below 0 (at 0, which "
+                                      "their rows allow: {})",
+                                      allowed),
         at_zero.empty() ? std::string()
                         : fmt::format(" (penalties at 0, which a machine may show: {})", at_zero),
         r.noise_at_floor ? fmt::format(" (the row noise sits at its floor {:.2f}%: the rows agree "
