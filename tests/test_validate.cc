@@ -497,7 +497,7 @@ TEST_CASE("calibrate refuses a fit that is not credible: exit 3, one line per ca
   INFO(r.err);
   CHECK(r.status == 3);
   CHECK_FALSE(std::filesystem::exists(out));
-  CHECK(r.err.find("simcache: calibrate: not credible: the rms relative residual") !=
+  CHECK(r.err.find("simcache: calibrate: not credible: the 3 gate-failed rows' residuals are") !=
         std::string::npos);
   CHECK(r.err.find("simcache: calibrate: not credible: the model inadequacy per workload shape "
                    "sits at its cap (30%)") != std::string::npos);

@@ -133,6 +133,10 @@ struct FitReport {
   // and for streaming memory work (SpeedClass::memory).
   double speed = 1, speed_memory = 1;
   double row_noise = 0;         // relative measurement noise of a row (>= noise_cv)
+  // The row noise's prior centre: the rms of the rows' own standard errors
+  // (noise_prior_rows of them; 0: none had one), at least noise_cv.
+  double noise_prior = 0;
+  size_t noise_prior_rows = 0;
   double inadequacy = 0;        // relative model error of one configuration (CostModel)
   double inadequacy_shape = 0;  // ... shared by the configurations of one workload shape
   size_t configs = 0;           // distinct configurations (row_relation)
@@ -174,17 +178,21 @@ double row_spread(const std::string& note);
 // larger; at most 1, 0 when the note states no spread. validate's
 // coverage with each row's own measurement error added.
 double measurement_spread(const std::string& note, double rounds);
+// The rounds behind a row's mean: "N measured rounds" (or "N groups") in
+// its shape, else the scenario's rounds parameter, else 15.
+double measured_rounds(const MappedRow& r);
 
 // The fit's own estimate of its rms relative residual:
 // sqrt(s^2 + sv^2 + su^2).
 double expected_rms(const FitReport& r);
 
-// What the rms, in sds, of n gate-failed rows may reach before the fit is
-// refused: each row judged against the fit's estimate with its own spread
-// added, their sum of squares is chi-square on n degrees of freedom if the
-// model holds (the fit does not set their spreads), so the limit is that
-// sum's 99th percentile: 2.57 for 1 row, 1.39 for 18, 1.26 for 40, towards 1.
-double gate_failed_rms_limit(size_t n);
+// What the rms, in sds, of n rows may reach before the fit is refused:
+// each row judged against the fit's estimate (a gate-failed row with its
+// own spread added), their sum of squares is at most chi-square on n
+// degrees of freedom if the model holds (fitting the prices to them only
+// shrinks it), so the limit is that sum's 99th percentile: 2.57 for 1
+// row, 1.39 for 18, 1.26 for 40, towards 1.
+double rms_sd_limit(size_t n);
 
 // Why the fit is not to be trusted, one line per cause (empty: none):
 // the residuals above what the fit expects (the rows that passed their

@@ -56,6 +56,19 @@ double row_spread(const std::string& note) {
   return measurement_spread(note, 1);
 }
 
+// The repeats of the real measurement, as its shape states them ("15
+// measured rounds", "15 groups x 32 ops"); the simulation may use fewer.
+// RE2 (measure.h): user data never meets a backtracking engine, and
+// the number is checked (stod threw on 400 digits; 0 divided by zero).
+double measured_rounds(const MappedRow& r) {
+  static const Regex repeats = compile_regex(R"((\d{1,6}) (?:measured rounds|groups))", nullptr);
+  std::vector<std::optional<std::string>> mt;
+  double rounds = noise_rounds(r.params, 15.0);
+  if (regex_search(repeats, r.row.shape, &mt) && mt[1] && std::stoi(*mt[1]) > 0)
+    rounds = std::stoi(*mt[1]);
+  return rounds;
+}
+
 double measurement_spread(const std::string& note, double rounds) {
   static const Regex se_re = compile_regex(R"(; se ([0-9.]{1,20})%)", nullptr);
   static const Regex cv_re = compile_regex(R"(max group CV ([0-9.]{1,20})%)", nullptr);
@@ -165,11 +178,16 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
       "(zeroing, a table's slots), by type-II maximum likelihood\n",
       r.speed, r.speed_memory);
   out += fmt::format(
-      "measurement noise of a row {:.2f}%; model inadequacy {:.2f}% per configuration ({} "
-      "configurations) and {:.2f}% per workload shape ({} shapes), by type-II maximum "
-      "likelihood; {:.1f} effective parameters for {} rows\n",
-      r.row_noise * 100, r.inadequacy * 100, r.configs, r.inadequacy_shape * 100, r.shapes,
-      r.effective_params, rows.size());
+      "measurement noise of a row {:.2f}% (its prior: {}); model inadequacy {:.2f}% per "
+      "configuration ({} configurations) and {:.2f}% per workload shape ({} shapes), by "
+      "type-II maximum likelihood; {:.1f} effective parameters for {} rows\n",
+      r.row_noise * 100,
+      r.noise_prior_rows
+          ? fmt::format("the rms of {} rows' own standard errors, {:.2f}%", r.noise_prior_rows,
+                        r.noise_prior * 100)
+          : fmt::format("noise_cv {:.2f}%, no row has a standard error", r.noise_prior * 100),
+      r.inadequacy * 100, r.configs, r.inadequacy_shape * 100, r.shapes, r.effective_params,
+      rows.size());
   out += fmt::format("rows that disagree most: {}\n", worst_rows(r, rows, 5));
   if (!r.gate_failed.empty()) {
     std::string g;
@@ -192,14 +210,18 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
     out += fmt::format(
         "the fit is credible: {}, no error-model term at a cap, {}{}{}{}\n",
         r.gate_failed.empty()
-            ? fmt::format("rms {:.2f}% within its noise-plus-inadequacy estimate {:.2f}%",
-                          r.rms_rel * 100, expected_rms(r) * 100)
+            ? fmt::format("rms {:.2f}% against its noise-plus-inadequacy estimate {:.2f}% "
+                          "(limit {:.2f} times it for {} rows)",
+                          r.rms_rel * 100, expected_rms(r) * 100, rms_sd_limit(r.passed),
+                          r.passed)
             : fmt::format("rms {:.2f}% over the {} rows that passed their stability gate "
-                          "within its noise-plus-inadequacy estimate {:.2f}%, and {:.2f} sd in "
-                          "rms over the {} gate-failed rows against it with each one's own "
-                          "spread added (rms relative residual of all {:.2f}%)",
-                          r.rms_passed * 100, r.passed, expected_rms(r) * 100, r.rms_sd_failed,
-                          r.gate_failed.size(), r.rms_rel * 100),
+                          "against its noise-plus-inadequacy estimate {:.2f}% (limit {:.2f} "
+                          "times it), and {:.2f} sd in rms over the {} gate-failed rows against "
+                          "it with each one's own spread added (limit {:.2f}; rms relative "
+                          "residual of all {:.2f}%)",
+                          r.rms_passed * 100, r.passed, expected_rms(r) * 100,
+                          rms_sd_limit(r.passed), r.rms_sd_failed, r.gate_failed.size(),
+                          rms_sd_limit(r.gate_failed.size()), r.rms_rel * 100),
         allowed.empty() ? std::string("no measured work price at 0")
                         : fmt::format("no measured work price pushed below 0 (at 0, which "
                                       "their rows allow: {})",

@@ -14,19 +14,6 @@ namespace {
 
 int sign(double v) { return v > 1e-9 ? 1 : v < -1e-9 ? -1 : 0; }
 
-// The repeats of the real measurement, as its shape states them ("15
-// measured rounds", "15 groups x 32 ops"); the simulation may use fewer.
-// RE2 (measure.h): user data never meets a backtracking engine, and
-// the number is checked (stod threw on 400 digits; 0 divided by zero).
-double measured_rounds(const MappedRow& r) {
-  static const Regex repeats = compile_regex(R"((\d{1,6}) (?:measured rounds|groups))", nullptr);
-  std::vector<std::optional<std::string>> mt;
-  double rounds = noise_rounds(r.params, 15.0);
-  if (regex_search(repeats, r.row.shape, &mt) && mt[1] && std::stoi(*mt[1]) > 0)
-    rounds = std::stoi(*mt[1]);
-  return rounds;
-}
-
 // Relative noise of a measured delta between two boots of this row's
 // workload: sqrt(2 cv^2 / rounds + drift^2) from the profile's noise model.
 double row_noise(const CostModel& m, const MappedRow& r) {
