@@ -760,6 +760,11 @@ TEST_CASE("docs/measure.md's worked example is what calibrate prints on its rows
   CHECK(std::filesystem::exists(out) == (r.status == 0));
   std::filesystem::remove(out);
   check_doc_block("docs/measure.md", "vm-calibrate", want);
+  // The text after the block says so.
+  CHECK(r.status == 0);
+  CHECK(simcache::testing::read_text(repo_file("docs/measure.md"))
+            .find("The block above is what calibrate prints today: the fit is credible.") !=
+        std::string::npos);
 }
 
 TEST_CASE("docs/measure.md's second worked example: one sitting's rows fitted and validated",
