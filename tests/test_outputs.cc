@@ -682,6 +682,22 @@ TEST_CASE("kernels side by side: each column is matched to measurements on its o
   CHECK(rec.at("kernel_profiles").at(1).at("name") == "v6.13");
   CHECK(rec.at("kernel_profiles").at(1).at("install_allocates_node") == true);
   CHECK(rec.at("kernel_profiles").at(0).at("install_allocates_node") == false);
+  // So does CSV, every kernel's under its name (kernel.<field>: the first's).
+  const std::string csv = format_csv(r, o);
+  CHECK(csv.find(",record,kernel.name,v6.12\r\n") != std::string::npos);
+  CHECK(csv.find(",record,kernel_profiles.v6.12.install_allocates_node,false\r\n") !=
+        std::string::npos);
+  CHECK(csv.find(",record,kernel_profiles.v6.13.install_allocates_node,true\r\n") !=
+        std::string::npos);
+  CHECK(csv.find(",record,kernel_profiles.v6.13.name,v6.13\r\n") != std::string::npos);
+  // A run on one kernel has no kernel_profiles lines.
+  {
+    RunRequest one = req;
+    one.kernel = "v6.13";
+    RunResult r1;
+    REQUIRE(run(one, &r1, &err));
+    CHECK(format_csv(r1, o).find("kernel_profiles.") == std::string::npos);
+  }
   // Each column's resolved configuration is its own kernel's, as a run on
   // that kernel alone writes it (defaults that stand for a profile value).
   for (const char* k : {"v6.12", "v6.13"}) {
