@@ -10,6 +10,8 @@
 #include "measure/kit.h"
 
 /* One round: `total` SQEs in bursts of `burst` (one io_uring_enter each),
+ * each SQE's user_data its index in the burst (as seed 002's program: the
+ * ring's cancel table hashes polls by user_data),
  * a new ring every `recycle` bursts, closed with io_uring_queue_exit()
  * (its teardown cancels the polls on a kworker). All of it is timed, as
  * the simulator's driver times it. */
@@ -24,6 +26,7 @@ static double poll_round(int pipe_rd, int qd, int burst, int recycle, int total)
         struct io_uring_sqe* sqe = io_uring_get_sqe(&r);
         if (!sqe) kit_die("SQ ring full", EBUSY);
         io_uring_prep_poll_add(sqe, pipe_rd, POLLIN);
+        sqe->user_data = (unsigned long long)i; /* as seed 002's program */
       }
       const int ret = io_uring_submit(&r);
       if (ret != n) kit_die("submit POLL_ADD", ret < 0 ? ret : EIO);
@@ -51,7 +54,8 @@ int kit_cmd_poll(int argc, char** argv, const struct kit_opts* o, const struct k
   char shape[512];
   snprintf(shape, sizeof shape,
            "POLL_ADD on a never-readable pipe: QD=%d, bursts of %d SQEs, ring recycled every %d "
-           "bursts, %d SQEs/round; %d warmup + %d measured rounds",
+           "bursts, %d SQEs/round, user_data its index in the burst; %d warmup + %d measured "
+           "rounds",
            qd, burst, recycle, total, o->warmup, kit_point_rounds(&p));
   kit_row(o, h, o->id, "poll-refill", shape, "mean ns/sqe", &p, 1, "ns/sqe", "");
   kit_point_free(&p);
