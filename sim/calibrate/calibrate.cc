@@ -472,6 +472,10 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.speed = bf.speed;
   rep.speed_memory = bf.speed_memory;
   rep.row_noise = bf.s;
+  // The row noise beyond what the rows' own standard errors explain: how
+  // far a row moves between sittings or boots. A prediction for a new
+  // sitting must carry it, so the profile's inadequacy does.
+  rep.drift = std::sqrt(std::max(bf.s * bf.s - rep.noise_prior * rep.noise_prior, 0.0));
   rep.inadequacy = bf.sv;
   rep.inadequacy_shape = bf.su;
   rep.configs = nconf;
@@ -584,7 +588,7 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.rms_passed = rep.passed ? std::sqrt(sum_passed / static_cast<double>(rep.passed)) : 0;
   rep.rms_sd_failed = failed ? std::sqrt(sum_failed / static_cast<double>(failed)) : 0;
   rep.model.noise = derive_noise(rows, fit);
-  rep.model.inadequacy = bf.sv;
+  rep.model.inadequacy = std::sqrt(bf.sv * bf.sv + rep.drift * rep.drift);
   rep.model.inadequacy_shape = bf.su;
   // Every row the fit used, named (the report marks a measurement the
   // profile was fitted to as in-sample from this list).
@@ -593,8 +597,11 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.model.inadequacy_source = fmt::format(
       "fit: type-II maximum likelihood over {} rows in {} configurations and {} workload "
       "shapes, beside a measurement noise of {:.3g}% per row and speed factors of {:.4g} "
-      "(CPU work) and {:.4g} (streaming memory work) on the priors; fitted to {}",
-      rows.size(), nconf, nshape, 100 * bf.s, bf.speed, bf.speed_memory, by_file(ids));
+      "(CPU work) and {:.4g} (streaming memory work) on the priors; model_inadequacy is "
+      "the configuration's {:.3g}% with the row noise's {:.3g}% beyond the rows' own standard "
+      "errors (drift between sittings) added; fitted to {}",
+      rows.size(), nconf, nshape, 100 * bf.s, bf.speed, bf.speed_memory, 100 * bf.sv,
+      100 * rep.drift, by_file(ids));
   std::string err;
   rep.model.validate(&err);
   return rep;

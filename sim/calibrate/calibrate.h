@@ -137,6 +137,11 @@ struct FitReport {
   // (noise_prior_rows of them; 0: none had one), at least noise_cv.
   double noise_prior = 0;
   size_t noise_prior_rows = 0;
+  // The row noise beyond noise_prior, sqrt(row_noise^2 - noise_prior^2)
+  // (0 when within it): how far a row moves between sittings or boots
+  // beyond its own standard error. The profile's model_inadequacy is
+  // sqrt(inadequacy^2 + drift^2), so every prediction carries it.
+  double drift = 0;
   double inadequacy = 0;        // relative model error of one configuration (CostModel)
   double inadequacy_shape = 0;  // ... shared by the configurations of one workload shape
   size_t configs = 0;           // distinct configurations (row_relation)

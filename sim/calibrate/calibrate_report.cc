@@ -178,7 +178,7 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
       "(zeroing, a table's slots), by type-II maximum likelihood\n",
       r.speed, r.speed_memory);
   out += fmt::format(
-      "measurement noise of a row {:.2f}% (its prior: {}); model inadequacy {:.2f}% per "
+      "measurement noise of a row {:.2f}% (its prior: {}{}); model inadequacy {:.2f}% per "
       "configuration ({} configurations) and {:.2f}% per workload shape ({} shapes), by "
       "type-II maximum likelihood; {:.1f} effective parameters for {} rows\n",
       r.row_noise * 100,
@@ -186,6 +186,10 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
           ? fmt::format("the rms of {} rows' own standard errors, {:.2f}%", r.noise_prior_rows,
                         r.noise_prior * 100)
           : fmt::format("noise_cv {:.2f}%, no row has a standard error", r.noise_prior * 100),
+      r.drift > 0 ? fmt::format("; {:.2f}% beyond it, a drift between sittings that the "
+                                "profile's intervals carry as inadequacy",
+                                r.drift * 100)
+                  : std::string(),
       r.inadequacy * 100, r.configs, r.inadequacy_shape * 100, r.shapes, r.effective_params,
       rows.size());
   out += fmt::format("rows that disagree most: {}\n", worst_rows(r, rows, 5));
