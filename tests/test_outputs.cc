@@ -685,11 +685,11 @@ TEST_CASE("kernels side by side: each column is matched to measurements on its o
   // So does CSV, every kernel's under its name (kernel.<field>: the first's).
   const std::string csv = format_csv(r, o);
   CHECK(csv.find(",record,kernel.name,v6.12\r\n") != std::string::npos);
-  CHECK(csv.find(",record,kernel_profiles.v6.12.install_allocates_node,false\r\n") !=
+  CHECK(csv.find(",record,kernel_profiles[v6.12].install_allocates_node,false\r\n") !=
         std::string::npos);
-  CHECK(csv.find(",record,kernel_profiles.v6.13.install_allocates_node,true\r\n") !=
+  CHECK(csv.find(",record,kernel_profiles[v6.13].install_allocates_node,true\r\n") !=
         std::string::npos);
-  CHECK(csv.find(",record,kernel_profiles.v6.13.name,v6.13\r\n") != std::string::npos);
+  CHECK(csv.find(",record,kernel_profiles[v6.13].name,v6.13\r\n") != std::string::npos);
   // A run on one kernel has no kernel_profiles lines.
   {
     RunRequest one = req;

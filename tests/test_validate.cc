@@ -504,13 +504,14 @@ TEST_CASE("calibrate refuses a fit that is not credible: exit 3, one line per ca
   // docs/calibration.md quotes these two lines.
   CHECK(r.err.find("simcache: calibrate: not credible: msg_ring_send_fd is 0 although 28 rows "
                    "count it (SF-001..SF-003, ...): the fit drove a price the rows measure to its "
-                   "bound (they push it below 0 by 2.8 sd)\n") != std::string::npos);
+                   "bound (no price above 0 moves with it; they push it below 0 by 0.8 sd)\n") !=
+        std::string::npos);
   CHECK(r.err.find("simcache: calibrate: rows that disagree most: SF-252 -64.21% (2.1 sd), ") !=
         std::string::npos);
   const std::string doc = simcache::testing::read_text(repo_file("docs/calibration.md"));
   CHECK(doc.find("msg_ring_send_fd is 0 although 28 rows count it (SF-001..SF-003, ...): the fit "
-                 "drove a price the rows measure to its bound (they push it below 0 by 2.8 sd)\n") !=
-        std::string::npos);
+                 "drove a price the rows measure to its bound (no price above 0 moves with it; "
+                 "they push it below 0 by 0.8 sd)\n") != std::string::npos);
   CHECK(doc.find("rows that disagree most: SF-252 -64.21% (2.1 sd), ...") != std::string::npos);
   CHECK(r.err.find("no profile written to " + out + " (--force writes it)") != std::string::npos);
   CHECK(r.out.find("NOT CREDIBLE: ") != std::string::npos);

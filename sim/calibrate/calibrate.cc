@@ -149,17 +149,7 @@ struct PriorPredictive {
 // Without it, rows that do not separate the two would leave km anywhere.
 constexpr double kMemoryRatioSd = 2.302585092994046;
 
-// The row noise's prior: log s ~ N(log s0, sd^2) with sd = log 2, s0 the
-// rms of the rows' own standard errors (measurement_spread(): the kit's
-// se, else a round's CV over the rounds) and at least noise_cv. Row noise
-// is what a row's mean would move if measured again; only repeats of a
-// configuration measure it in the fit. Without repeats the rows cannot
-// tell it from the model's inadequacy (both are one variance per row),
-// and the fit would put all that it cannot explain into noise, which no
-// prediction interval carries. The rows' own spreads say what the noise
-// is; what the fit cannot explain beyond it is then inadequacy. Many
-// repeats (sittings pooled) outweigh the prior.
-constexpr double kNoisePriorSd = 0.6931471805599453;
+// kNoisePriorSd (calibrate.h): the row noise's prior.
 
 // -log p(log rows | k, s, sv, su) up to a constant, z integrated over its
 // prior.
@@ -227,6 +217,13 @@ void coordinate_search(F f, size_t dims, const double* lo, const double* hi, dou
   }
 }
 
+// Whether some workload shape holds two configurations: only then can
+// the rows tell the inadequacy per shape from the one per configuration.
+bool shapes_apart(const ErrorModel& em) {
+  return std::set<size_t>(em.shape.begin(), em.shape.end()).size() <
+         std::set<size_t>(em.config.begin(), em.config.end()).size();
+}
+
 // The speed factors and the three log-sds. The CPU speed factor k is
 // searched relative to k0, the geometric mean of measured over
 // prior-predicted row times, within a factor of 30 either way (the search
@@ -249,8 +246,7 @@ void fit_error_model(const PriorPredictive& pp, const ErrorModel& em, double s_m
   // inadequacies are one variance per row, and the search would leave the
   // split where it started: it all goes to the configuration's, which
   // every prediction carries and no effect within a shape cancels.
-  const bool shape_apart = std::set<size_t>(em.shape.begin(), em.shape.end()).size() <
-                           std::set<size_t>(em.config.begin(), em.config.end()).size();
+  const bool shape_apart = shapes_apart(em);
   const double lo[5] = {lk0 - span, -rspan, std::log(s_min), std::log(1e-5), std::log(1e-5)};
   const double hi[5] = {lk0 + span, rspan, cap, cap, shape_apart ? cap : std::log(1e-5)};
   double th[5] = {lk0, 0, std::log(std::max(s_min, 0.01)), std::log(0.01),
@@ -317,17 +313,35 @@ void solve_params(const Matrix& a, const std::vector<double>& y, const std::vect
   for (size_t i = 0; i < np; ++i)
     for (size_t j = 0; j < np; ++j) f->cov(i, j) = k[i] * tau[i] * hinv(i, j) * tau[j] * k[j];
   // The score test of each bound the solution sits at: the residual's
-  // pull on u_j (negative: the rows and the prior together want it below
-  // 0), in sds of u_j with the others profiled out.
+  // pull g_j on u_j (negative: the rows and the prior together want it
+  // below 0), in sds of u_j given the free prices F (those above 0), which
+  // move with it, and the other prices at 0, which stay there: g_j over
+  // the square root of the Schur complement H_jj - H_jF H_FF^-1 H_Fj.
   std::vector<double> resid(b);
   for (size_t r = 0; r < m.rows; ++r)
     for (size_t j = 0; j < np; ++j) resid[r] -= m(r, j) * u[j];
+  std::vector<size_t> free_set;
+  for (size_t j = 0; j < np; ++j)
+    if (u[j] > 0) free_set.push_back(j);
+  const size_t nf = free_set.size();
+  Matrix hff(nf, nf), hff_inv;
+  for (size_t a = 0; a < nf; ++a)
+    for (size_t c = 0; c < nf; ++c) hff(a, c) = h(free_set[a], free_set[c]);
+  const bool have_inv = nf == 0 || spd_inverse(hff, &hff_inv);
   f->bound_z.assign(np, 0.0);
   for (size_t j = 0; j < np; ++j) {
     if (u[j] > 0) continue;
     double g = 0;
     for (size_t r = 0; r < m.rows; ++r) g += m(r, j) * resid[r];
-    f->bound_z[j] = std::min(0.0, g) * std::sqrt(std::max(hinv(j, j), 0.0));
+    if (g >= 0) continue;
+    double schur = h(j, j);
+    if (have_inv)
+      for (size_t a = 0; a < nf; ++a)
+        for (size_t c = 0; c < nf; ++c)
+          schur -= h(j, free_set[a]) * hff_inv(a, c) * h(free_set[c], j);
+    // The prior row alone gives H_jj >= 1 and a Schur complement > 0; a
+    // rounding to 0 or below reads as no information beyond the prior.
+    f->bound_z[j] = g / std::sqrt(std::max(schur, 1e-12));
   }
 }
 
@@ -449,21 +463,19 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     if (spread[i] > 0) rep.gate_failed.push_back({rows[i].row.id, spread[i]});
   }
   // The row noise's prior centre (kNoisePriorSd): the rms of the own
-  // standard errors of the rows that passed their gate (of every row that
-  // has one, when none passed), at least noise_cv.
-  double se2 = 0, se2_all = 0;
-  size_t nse = 0, nse_all = 0;
+  // standard errors of the rows that passed their gate, at least
+  // noise_cv; noise_cv alone when none passed or none has one (a
+  // gate-failed row's spread is already its own term of the error model).
+  double se2 = 0;
+  size_t nse = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
+    if (spread[i] > 0) continue;
     const double se = measurement_spread(rows[i].row.note, measured_rounds(rows[i]));
-    if (!(se > 0)) continue;
-    se2_all += se * se, ++nse_all;
-    if (spread[i] == 0) se2 += se * se, ++nse;
+    if (se > 0) se2 += se * se, ++nse;
   }
-  const double s_rms = nse ? std::sqrt(se2 / static_cast<double>(nse))
-                       : nse_all ? std::sqrt(se2_all / static_cast<double>(nse_all))
-                                 : 0.0;
-  rep.noise_prior = std::max(fit.noise_cv, s_rms);
-  rep.noise_prior_rows = nse ? nse : nse_all;
+  rep.noise_prior_rms = nse ? std::sqrt(se2 / static_cast<double>(nse)) : 0.0;
+  rep.noise_prior = std::max(fit.noise_cv, rep.noise_prior_rms);
+  rep.noise_prior_rows = nse;
   const BayesFit bf =
       bayes_fit(a, y, mu, tau, cls, config, shape, spread, fit.noise_cv, rep.noise_prior);
   // The priors on this machine: the priors' machine's, times its speed.
@@ -480,6 +492,7 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.inadequacy_shape = bf.su;
   rep.configs = nconf;
   rep.shapes = nshape;
+  rep.shape_inadequacy_apart = shapes_apart(ErrorModel{config, shape, spread});
   rep.effective_params = bf.dof;
   rep.noise_at_cap = bf.s_at_cap;
   rep.noise_at_floor = bf.s_at_floor;
@@ -534,22 +547,26 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     pf.bound_z = bf.bound_z[j];
     if (!pf.rows.empty() && bf.x[j] <= 0 && is_penalty(p))
       pf.reason += "; a penalty at 0: these rows show no such extra cost on this machine";
-    else if (!pf.rows.empty() && bf.x[j] <= 0 && pf.bound_z >= -kBoundRefuseZ) {
-      // The price the rows move together with it, by posterior correlation.
+    else if (!pf.rows.empty() && bf.x[j] <= 0) {
+      // The price above 0 that the rows move with it most, by posterior
+      // correlation: with it at |r| >= kAllowedPartnerCorr the rows
+      // measure their sum, and the sum is above 0.
       size_t with = j;
       double corr = 0;
       for (size_t k = 0; k < np; ++k) {
         const double d = bf.cov(j, j) * bf.cov(k, k);
-        if (k == j || d <= 0) continue;
+        if (k == j || d <= 0 || !(bf.x[k] > 0)) continue;
         const double c = bf.cov(j, k) / std::sqrt(d);
         if (std::fabs(c) > std::fabs(corr)) corr = c, with = k;
       }
-      pf.reason += fmt::format(
-          "; at 0, which its rows allow: they push it below 0 by {:.2f} sd (a refusal needs {:.2f})",
-          -pf.bound_z, kBoundRefuseZ);
-      if (with != j && std::fabs(corr) >= 0.5)
-        pf.reason += fmt::format(", and move it with {} (posterior correlation {:+.2f})",
-                                 structure.params[with].name, corr);
+      if (with != j && std::fabs(corr) >= kAllowedPartnerCorr)
+        pf.partner = structure.params[with].name;
+      pf.allowed_at_zero = pf.bound_z >= -kBoundRefuseZ && !pf.partner.empty();
+      if (pf.allowed_at_zero)
+        pf.reason += fmt::format(
+            "; at 0, which its rows allow: they measure its sum with {} (posterior correlation "
+            "{:+.2f}) and push it below 0 by {:.2f} sd (a refusal needs {:.2f})",
+            structure.params[with].name, corr, -pf.bound_z, kBoundRefuseZ);
     }
     p.value = bf.x[j];
     p.stderr_ns = sd;
@@ -588,7 +605,8 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.rms_passed = rep.passed ? std::sqrt(sum_passed / static_cast<double>(rep.passed)) : 0;
   rep.rms_sd_failed = failed ? std::sqrt(sum_failed / static_cast<double>(failed)) : 0;
   rep.model.noise = derive_noise(rows, fit);
-  rep.model.inadequacy = std::sqrt(bf.sv * bf.sv + rep.drift * rep.drift);
+  rep.model.inadequacy = bf.sv;
+  rep.model.drift = rep.drift;
   rep.model.inadequacy_shape = bf.su;
   // Every row the fit used, named (the report marks a measurement the
   // profile was fitted to as in-sample from this list).
@@ -597,11 +615,9 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.model.inadequacy_source = fmt::format(
       "fit: type-II maximum likelihood over {} rows in {} configurations and {} workload "
       "shapes, beside a measurement noise of {:.3g}% per row and speed factors of {:.4g} "
-      "(CPU work) and {:.4g} (streaming memory work) on the priors; model_inadequacy is "
-      "the configuration's {:.3g}% with the row noise's {:.3g}% beyond the rows' own standard "
-      "errors (drift between sittings) added; fitted to {}",
-      rows.size(), nconf, nshape, 100 * bf.s, bf.speed, bf.speed_memory, 100 * bf.sv,
-      100 * rep.drift, by_file(ids));
+      "(CPU work) and {:.4g} (streaming memory work) on the priors; model_drift is the row "
+      "noise beyond the rows' own standard errors; fitted to {}",
+      rows.size(), nconf, nshape, 100 * bf.s, bf.speed, bf.speed_memory, by_file(ids));
   std::string err;
   rep.model.validate(&err);
   return rep;
@@ -674,16 +690,19 @@ std::vector<std::string> fit_problems(const FitReport& r) {
     const ParamFit& f = r.params[j];
     // A penalty (a cold or remote state's extra over the warm path) may
     // be 0 on a machine; work cannot.
-    if (f.rows.empty() || f.fitted > 0 || is_penalty(r.model.params[j]) ||
-        f.bound_z >= -kBoundRefuseZ)
+    if (f.rows.empty() || f.fitted > 0 || is_penalty(r.model.params[j]) || f.allowed_at_zero)
       continue;
     const size_t shown = std::min<size_t>(3, f.rows.size());
     out.push_back(fmt::format(
         "{} is 0 although {} {} it ({}{}): the fit drove a price the rows measure to its "
-        "bound (they push it below 0 by {:.1f} sd)",
+        "bound ({})",
         r.model.params[j].name, f.rows.size(), f.rows.size() == 1 ? "row counts" : "rows count",
         id_ranges({f.rows.begin(), f.rows.begin() + static_cast<std::ptrdiff_t>(shown)}),
-        shown < f.rows.size() ? ", ..." : "", -f.bound_z));
+        shown < f.rows.size() ? ", ..." : "",
+        f.partner.empty()
+            ? fmt::format("no price above 0 moves with it; they push it below 0 by {:.1f} sd",
+                          -f.bound_z)
+            : fmt::format("they push it below 0 by {:.1f} sd", -f.bound_z)));
   }
   if (!r.converged) out.push_back("NNLS did not converge: the values are its last feasible point");
   return out;

@@ -106,20 +106,39 @@ struct ParamFit {
   double data_share = 0;          // 1 - posterior variance / prior variance
   std::vector<std::string> rows;  // ids of the rows that count its events
   // At 0 (its bound): how hard the rows and its prior push it below 0, in
-  // posterior sds with every other price free (a score test; <= 0). A work
-  // price is refused at 0 only when this is below -kBoundRefuseZ: short of
-  // that the rows allow 0 (most often they measure only its sum with a
-  // price that moves with it, named in `reason`).
+  // posterior sds given the prices above 0, which move with it (a score
+  // test: the pull over the square root of the Schur complement; <= 0).
   double bound_z = 0;
+  // A work price at 0 that the rows allow there: they measure only its
+  // sum with a price above 0 (posterior correlation at least
+  // kAllowedPartnerCorr in size, named in `reason`), and push it below 0
+  // by at most kBoundRefuseZ sds. Any other work price at 0 refuses the fit.
+  bool allowed_at_zero = false;
+  std::string partner;  // that price above 0, if one moves with it so
 };
 
 // A price at 0 whose rows push it below by more than one posterior sd is
 // a fit the rows contradict: unconstrained, they would put it more than
-// an sd under 0. Within one sd, 0 is where the rows' own optimum is (to an
-// sd): a sitting whose per-slot registration work is all zeroing puts
-// file_table_slot there (-0.13 sd), wait-wake rows made five times faster
-// than the model put futex_wait at -1.5 sd.
+// an sd under 0. A sitting whose per-slot registration work is all
+// zeroing puts file_table_slot at 0 (-0.13 sd, correlation -1.00 with
+// zero_bytes): allowed. Prices at 0 with no partner above 0 (the scalar
+// wait-wake rows made 20 times faster than the model: futex_wait,
+// futex_wake and the request path all at 0, each within an sd) are a
+// collapse, refused whatever their pull.
 inline constexpr double kBoundRefuseZ = 1.0;
+inline constexpr double kAllowedPartnerCorr = 0.9;
+
+// The row noise's prior: log s ~ N(log s0, sd^2) with sd = log 2, s0 the
+// rms of the rows' own standard errors (measurement_spread(): the kit's
+// se, else a round's CV over the rounds) and at least noise_cv. Row noise
+// is what a row's mean would move if measured again; only repeats of a
+// configuration measure it in the fit. Without repeats the rows cannot
+// tell it from the model's inadequacy (both are one variance per row),
+// and the fit would put all that it cannot explain into noise, which no
+// prediction interval carries. The rows' own spreads say what the noise
+// is; what the fit cannot explain beyond it is then inadequacy. Many
+// repeats (sittings pooled) outweigh the prior.
+inline constexpr double kNoisePriorSd = 0.6931471805599453;
 
 struct FitReport {
   CostModel model;                // the fitted profile
@@ -133,14 +152,18 @@ struct FitReport {
   // and for streaming memory work (SpeedClass::memory).
   double speed = 1, speed_memory = 1;
   double row_noise = 0;         // relative measurement noise of a row (>= noise_cv)
-  // The row noise's prior centre: the rms of the rows' own standard errors
-  // (noise_prior_rows of them; 0: none had one), at least noise_cv.
-  double noise_prior = 0;
+  // The row noise's prior centre: noise_prior_rms, the rms of the own
+  // standard errors of noise_prior_rows rows that passed their gate (0:
+  // none), at least noise_cv.
+  double noise_prior = 0, noise_prior_rms = 0;
   size_t noise_prior_rows = 0;
+  // Some workload shape holds two configurations: the inadequacy per shape
+  // is searched apart from the one per configuration (else it is 0).
+  bool shape_inadequacy_apart = false;
   // The row noise beyond noise_prior, sqrt(row_noise^2 - noise_prior^2)
   // (0 when within it): how far a row moves between sittings or boots
-  // beyond its own standard error. The profile's model_inadequacy is
-  // sqrt(inadequacy^2 + drift^2), so every prediction carries it.
+  // beyond its own standard error. The profile records it as model_drift,
+  // which every time's interval carries.
   double drift = 0;
   double inadequacy = 0;        // relative model error of one configuration (CostModel)
   double inadequacy_shape = 0;  // ... shared by the configurations of one workload shape

@@ -182,12 +182,16 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
       "configuration ({} configurations) and {:.2f}% per workload shape ({} shapes), by "
       "type-II maximum likelihood; {:.1f} effective parameters for {} rows\n",
       r.row_noise * 100,
-      r.noise_prior_rows
-          ? fmt::format("the rms of {} rows' own standard errors, {:.2f}%", r.noise_prior_rows,
+      r.noise_prior_rows == 0
+          ? fmt::format("noise_cv {:.2f}%: no row that passed its gate has a standard error",
                         r.noise_prior * 100)
-          : fmt::format("noise_cv {:.2f}%, no row has a standard error", r.noise_prior * 100),
+      : r.noise_prior > r.noise_prior_rms
+          ? fmt::format("noise_cv {:.2f}%, above the rms {:.2f}% of {} rows' own standard errors",
+                        r.noise_prior * 100, r.noise_prior_rms * 100, r.noise_prior_rows)
+          : fmt::format("the rms of {} rows' own standard errors, {:.2f}%", r.noise_prior_rows,
+                        r.noise_prior * 100),
       r.drift > 0 ? fmt::format("; {:.2f}% beyond it, a drift between sittings that the "
-                                "profile's intervals carry as inadequacy",
+                                "profile's time intervals carry (model_drift)",
                                 r.drift * 100)
                   : std::string(),
       r.inadequacy * 100, r.configs, r.inadequacy_shape * 100, r.shapes, r.effective_params,
@@ -218,14 +222,19 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                           "(limit {:.2f} times it for {} rows)",
                           r.rms_rel * 100, expected_rms(r) * 100, rms_sd_limit(r.passed),
                           r.passed)
-            : fmt::format("rms {:.2f}% over the {} rows that passed their stability gate "
-                          "against its noise-plus-inadequacy estimate {:.2f}% (limit {:.2f} "
-                          "times it), and {:.2f} sd in rms over the {} gate-failed rows against "
-                          "it with each one's own spread added (limit {:.2f}; rms relative "
-                          "residual of all {:.2f}%)",
-                          r.rms_passed * 100, r.passed, expected_rms(r) * 100,
-                          rms_sd_limit(r.passed), r.rms_sd_failed, r.gate_failed.size(),
-                          rms_sd_limit(r.gate_failed.size()), r.rms_rel * 100),
+            : fmt::format("{}{:.2f} sd in rms over the {} gate-failed rows against {} "
+                          "noise-plus-inadequacy estimate {:.2f}% with each one's own spread "
+                          "added (limit {:.2f}; rms relative residual of all {:.2f}%)",
+                          r.passed == 0
+                              ? std::string("no row passed its stability gate; ")
+                              : fmt::format("rms {:.2f}% over the {} rows that passed their "
+                                            "stability gate against its noise-plus-inadequacy "
+                                            "estimate {:.2f}% (limit {:.2f} times it), and ",
+                                            r.rms_passed * 100, r.passed, expected_rms(r) * 100,
+                                            rms_sd_limit(r.passed)),
+                          r.rms_sd_failed, r.gate_failed.size(), r.passed == 0 ? "its" : "that",
+                          expected_rms(r) * 100, rms_sd_limit(r.gate_failed.size()),
+                          r.rms_rel * 100),
         allowed.empty() ? std::string("no measured work price at 0")
                         : fmt::format("no measured work price pushed below 0 (at 0, which "
                                       "their rows allow: {})",
@@ -237,9 +246,14 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                                        r.row_noise * 100)
                          : std::string(),
         r.shapes > 1 && r.inadequacy_shape <= 0
-            ? " (the inadequacy per workload shape is 0: each shape's level is carried by prices "
-              "of its own, so a shape not in the rows is as uncertain as those prices are; "
-              "validate --leave-out shape measures it)"
+            ? (r.shape_inadequacy_apart
+                   ? " (the inadequacy per workload shape is 0: each shape's level is carried by "
+                     "prices of its own, so a shape not in the rows is as uncertain as those "
+                     "prices are; validate --leave-out shape measures it)"
+                   : " (every workload shape holds one configuration, so the rows cannot tell "
+                     "the inadequacy per shape from the one per configuration: it is all the "
+                     "configuration's; validate --leave-out shape measures what a shape not in "
+                     "the rows costs)")
             : "");
   for (const std::string& p : problems) out += "NOT CREDIBLE: " + p + "\n";
   out += fmt::format("\n{:<24} {:>11} {:>10} {:>11} {:>10} {:<12} {}\n", "parameter", "value",

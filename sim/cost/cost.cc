@@ -149,7 +149,8 @@ double CostModel::prior_variance(const std::vector<double>& g) const {
 
 double CostModel::predictive_variance(const std::vector<double>& g, double t_ns) const {
   return variance(g) +
-         (inadequacy * inadequacy + inadequacy_shape * inadequacy_shape) * t_ns * t_ns;
+         (inadequacy * inadequacy + inadequacy_shape * inadequacy_shape + drift * drift) * t_ns *
+             t_ns;
 }
 
 bool rests_on_priors(const CostModel& m, const std::vector<double>& g) {

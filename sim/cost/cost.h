@@ -97,6 +97,12 @@ class CostModel {
   // mechanism the model lacks for that program): it moves a time, never
   // an effect between two columns of the same workload.
   double inadequacy_shape = 0;
+  // How far a measured time moves between sittings (days, boots) beyond
+  // its own standard error, as a fraction (model_drift): the fit's row
+  // noise beyond the rows' own errors, seen when sittings are pooled. A
+  // time's interval carries it, since a new sitting's measurement moves
+  // so; an effect's does not (the noise model carries a delta's noise).
+  double drift = 0;
   std::string inadequacy_source;
 
   // Rejects duplicate names, an event priced twice and negative or

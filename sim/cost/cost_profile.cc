@@ -180,7 +180,8 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
   m.path = path;
   if (!r.keys(tbl,
               {"name", "description", "generated_by", "param", "noise", "correlation",
-               "model_inadequacy", "model_inadequacy_shape", "model_inadequacy_source"},
+               "model_inadequacy", "model_inadequacy_shape", "model_drift",
+               "model_inadequacy_source"},
               ""))
     return false;
   if (!r.str(tbl, "name", "", true, &m.name)) return false;
@@ -196,6 +197,12 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
     if (!in->is_number() || !v || !(*v >= 0 && *v < 1))
       return r.fail(in, "model_inadequacy_shape", "expected a fraction in [0, 1)");
     m.inadequacy_shape = *v;
+  }
+  if (const toml::node* in = tbl.get("model_drift")) {
+    const std::optional<double> v = in->value<double>();
+    if (!in->is_number() || !v || !(*v >= 0 && *v < 1))
+      return r.fail(in, "model_drift", "expected a fraction in [0, 1)");
+    m.drift = *v;
   }
   if (!r.str(tbl, "model_inadequacy_source", "", false, &m.inadequacy_source)) return false;
   const toml::node* pn = tbl.get("param");
@@ -281,9 +288,10 @@ std::string profile_toml(const CostModel& m, const std::string& header) {
     out += line.empty() ? "#\n" : fmt::format("# {}\n", line);
   out += fmt::format("\nname = {}\n", quote(m.name));
   if (!m.description.empty()) out += fmt::format("description = {}\n", quote(m.description));
-  if (m.inadequacy > 0 || m.inadequacy_shape > 0) {
+  if (m.inadequacy > 0 || m.inadequacy_shape > 0 || m.drift > 0) {
     out += fmt::format("model_inadequacy = {:.9g}\nmodel_inadequacy_shape = {:.9g}\n",
                        m.inadequacy, m.inadequacy_shape);
+    if (m.drift > 0) out += fmt::format("model_drift = {:.9g}\n", m.drift);
     if (!m.inadequacy_source.empty())
       out += fmt::format("model_inadequacy_source = {}\n", quote(m.inadequacy_source));
   }

@@ -411,13 +411,14 @@ std::string format_csv(const RunResult& r, const ReportOptions& o) {
   for (const BuiltTable& t : r.record.compiled_in)
     line(run + ",,,", "record", std::string("compiled_in.") + t.file, t.sha256);
   for (const auto& [k, v] : r.record.kernel_profile) line(run + ",,,", "record", "kernel." + k, v);
-  // Columns on several kernels: every one's profile, by its name.
+  // Columns on several kernels: every one's profile, by its name in
+  // brackets (kernel names hold dots).
   for (const auto& profile : r.record.kernel_profiles) {
     std::string name;
     for (const auto& [k, v] : profile)
       if (k == "name") name = v;
     for (const auto& [k, v] : profile)
-      line(run + ",,,", "record", "kernel_profiles." + name + "." + k, v);
+      line(run + ",,,", "record", "kernel_profiles[" + name + "]." + k, v);
   }
   for (const auto& [k, v] : r.record.machine) line(run + ",,,", "record", "machine." + k, v);
   for (const WorkloadResult& w : r.workloads) {
