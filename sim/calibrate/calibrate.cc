@@ -485,8 +485,8 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.speed_memory = bf.speed_memory;
   rep.row_noise = bf.s;
   // The row noise beyond what the rows' own standard errors explain: how
-  // far a row moves between sittings or boots. A prediction for a new
-  // sitting must carry it, so the profile's inadequacy does.
+  // far a row moves between sittings or boots. A time predicted for a new
+  // sitting must carry it: the profile records it as model_drift.
   rep.drift = std::sqrt(std::max(bf.s * bf.s - rep.noise_prior * rep.noise_prior, 0.0));
   rep.inadequacy = bf.sv;
   rep.inadequacy_shape = bf.su;
