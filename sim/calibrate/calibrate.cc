@@ -66,8 +66,9 @@ struct BayesFit {
   bool s_at_floor = false, s_at_cap = false, sv_at_cap = false, su_at_cap = false;
   bool speed_at_bound = false;
   // Per parameter at its bound 0: the score statistic of that bound, the
-  // gradient of the log posterior pushing it below 0, in posterior sds with
-  // every other price free (g_j sqrt((H^-1)_jj) in u); 0 off the bound.
+  // gradient of the log posterior pushing it below 0, in posterior sds
+  // given the prices above 0 (g_j over the square root of its Schur
+  // complement, in u; solve_params()); 0 off the bound or pulled up.
   std::vector<double> bound_z;
 };
 
