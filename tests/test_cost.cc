@@ -149,6 +149,28 @@ TEST_CASE("a profile survives a write and a read", "[cost][profile]") {
     CHECK(back.corr[i] == Approx(m.corr[i]).epsilon(1e-8).margin(1e-12));
   REQUIRE(back.noise.has_value());
   CHECK(back.noise->entries.size() == m.noise->entries.size());
+  CHECK(back.inadequacy == Approx(m.inadequacy).epsilon(1e-8));
+  CHECK(m.drift > 0);
+  CHECK(back.drift == Approx(m.drift).epsilon(1e-8));
+}
+
+TEST_CASE("model_drift widens a time's interval, not an effect's", "[cost][profile]") {
+  CostModel m = simcache::testing::default_profile();
+  const std::vector<double> g(m.params.size(), 0.0);
+  m.drift = 0;
+  const double base = m.predictive_variance(g, 100.0);
+  m.drift = 0.05;
+  CHECK(m.predictive_variance(g, 100.0) == Approx(base + 0.05 * 0.05 * 100.0 * 100.0));
+  // An effect between two configurations: the same interval with or
+  // without drift (a measured delta's noise is the noise model's).
+  std::vector<double> b(m.params.size(), 0.0), v(m.params.size(), 0.0);
+  b[0] = 10, v[0] = 11;
+  const EffectInterval with = effect_interval(m, b, v, EffectRelation::cross_shape);
+  m.drift = 0;
+  const EffectInterval without = effect_interval(m, b, v, EffectRelation::cross_shape);
+  CHECK(with.effect == Approx(0.1));
+  CHECK(with.lo == without.lo);
+  CHECK(with.hi == without.hi);
 }
 
 TEST_CASE("the noise model picks the most specific entry", "[cost]") {
@@ -184,6 +206,10 @@ TEST_CASE("malformed profiles are one-line errors naming file, line and field", 
       {"name = \"x\"\n" + good_param + good_param, "param: parameter 'a' is defined twice"},
       {"name = \"x\"\n" + good_param + "[noise]\nround_cv = 2\ndrift = 0.01\nsource = \"s\"\n",
        ":9: noise.round_cv: 2 is outside"},
+      {"name = \"x\"\nmodel_drift = 1.5\n" + good_param,
+       ":2: model_drift: expected a fraction in [0, 1)"},
+      {"name = \"x\"\nmodel_drift = \"a\"\n" + good_param,
+       ":2: model_drift: expected a fraction in [0, 1)"},
   };
   for (const Case& c : cases) {
     const TempFile f("bad_profile.toml", c.text);
