@@ -592,6 +592,15 @@ TEST_CASE("pinned means narrow against the value, not only against the prior",
 
 namespace {
 
+// validate's output from its summary line on.
+std::string tail(const std::string& out) { return out.substr(out.find("\nsummary: ") + 1); }
+
+// How many rows validate counts inside their 90 % intervals.
+int covered(const std::string& out) {
+  const size_t at = out.find("rows ", out.find("coverage of the 90%"));
+  return std::stoi(out.substr(at + 5));
+}
+
 // The lines of calibrate's report from "rms relative residual" to the
 // line before the parameter table, and its closing count of pinned
 // parameters: what the workflow prints.
@@ -891,13 +900,8 @@ TEST_CASE("docs/measure.md's third worked example: two sittings pooled", "[calib
   std::filesystem::remove(tmp + "_pooled.toml");
   REQUIRE(vq.status == 0);
   REQUIRE(vp.status == 0);
-  const auto tail = [](const std::string& out) { return out.substr(out.find("\nsummary: ") + 1); };
   // Both validation sittings: the pooled profile's intervals cover more
   // of them than the one sitting's.
-  const auto covered = [](const std::string& out) {
-    const size_t at = out.find("rows ", out.find("coverage of the 90%"));
-    return std::stoi(out.substr(at + 5));
-  };
   CHECK(covered(vp.out) > covered(vq.out) + 10);
   const std::string want = fmt::format(
       "```\n$ simcache calibrate --measurements {} --out quiet.toml\n{}"
@@ -1004,10 +1008,6 @@ TEST_CASE("docs/measure.md's fourth worked example: a third sitting, a price at 
                      "file_table_slot)") != std::string::npos);
   for (const CostParam& p : fresh.params)
     if (p.name == "file_table_slot") CHECK(p.value == 0);
-  const auto covered = [](const std::string& out) {
-    const size_t c = out.find("rows ", out.find("coverage of the 90%"));
-    return std::stoi(out.substr(c + 5));
-  };
   // Its own sitting's validation rows: at least 85 % inside their
   // intervals (the row noise's prior puts what the fit cannot explain into
   // the inadequacy the intervals carry).
@@ -1022,7 +1022,6 @@ TEST_CASE("docs/measure.md's fourth worked example: a third sitting, a price at 
   CHECK(t3.out.find("beyond it, a drift between sittings that the profile's time intervals "
                     "carry (model_drift)") != std::string::npos);
   CHECK(drift_pct(t3.out) > 2);  // "several per cent" (docs/calibration.md)
-  const auto tail = [](const std::string& out) { return out.substr(out.find("\nsummary: ") + 1); };
   const std::string want = fmt::format(
       "```\n$ simcache calibrate --measurements {} --out fresh.toml\n{}...\n{}"
       "$ simcache validate --profile fresh.toml --measurements {}\n...\n{}"

@@ -493,7 +493,6 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.inadequacy_shape = bf.su;
   rep.configs = nconf;
   rep.shapes = nshape;
-  rep.shape_inadequacy_apart = shapes_apart(ErrorModel{config, shape, spread});
   rep.effective_params = bf.dof;
   rep.noise_at_cap = bf.s_at_cap;
   rep.noise_at_floor = bf.s_at_floor;

@@ -157,9 +157,6 @@ struct FitReport {
   // none), at least noise_cv.
   double noise_prior = 0, noise_prior_rms = 0;
   size_t noise_prior_rows = 0;
-  // Some workload shape holds two configurations: the inadequacy per shape
-  // is searched apart from the one per configuration (else it is 0).
-  bool shape_inadequacy_apart = false;
   // The row noise beyond noise_prior, sqrt(row_noise^2 - noise_prior^2)
   // (0 when within it): how far a row moves between sittings or boots
   // beyond its own standard error. The profile records it as model_drift,

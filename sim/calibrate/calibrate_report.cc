@@ -246,7 +246,7 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                                        r.row_noise * 100)
                          : std::string(),
         r.shapes > 1 && r.inadequacy_shape <= 0
-            ? (r.shape_inadequacy_apart
+            ? (r.shapes < r.configs  // some shape holds two configurations (shapes_apart())
                    ? " (the inadequacy per workload shape is 0: each shape's level is carried by "
                      "prices of its own, so a shape not in the rows is as uncertain as those "
                      "prices are; validate --leave-out shape measures it)"

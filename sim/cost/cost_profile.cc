@@ -186,23 +186,16 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
     return false;
   if (!r.str(tbl, "name", "", true, &m.name)) return false;
   if (!r.str(tbl, "description", "", false, &m.description)) return false;
-  if (const toml::node* in = tbl.get("model_inadequacy")) {
+  // The top-level error-model fractions, each optional, in [0, 1).
+  for (const auto& [key, field] : {std::pair{"model_inadequacy", &m.inadequacy},
+                                   std::pair{"model_inadequacy_shape", &m.inadequacy_shape},
+                                   std::pair{"model_drift", &m.drift}}) {
+    const toml::node* in = tbl.get(key);
+    if (!in) continue;
     const std::optional<double> v = in->value<double>();
     if (!in->is_number() || !v || !(*v >= 0 && *v < 1))
-      return r.fail(in, "model_inadequacy", "expected a fraction in [0, 1)");
-    m.inadequacy = *v;
-  }
-  if (const toml::node* in = tbl.get("model_inadequacy_shape")) {
-    const std::optional<double> v = in->value<double>();
-    if (!in->is_number() || !v || !(*v >= 0 && *v < 1))
-      return r.fail(in, "model_inadequacy_shape", "expected a fraction in [0, 1)");
-    m.inadequacy_shape = *v;
-  }
-  if (const toml::node* in = tbl.get("model_drift")) {
-    const std::optional<double> v = in->value<double>();
-    if (!in->is_number() || !v || !(*v >= 0 && *v < 1))
-      return r.fail(in, "model_drift", "expected a fraction in [0, 1)");
-    m.drift = *v;
+      return r.fail(in, key, "expected a fraction in [0, 1)");
+    *field = *v;
   }
   if (!r.str(tbl, "model_inadequacy_source", "", false, &m.inadequacy_source)) return false;
   const toml::node* pn = tbl.get("param");
