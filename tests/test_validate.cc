@@ -497,8 +497,10 @@ TEST_CASE("calibrate refuses a fit that is not credible: exit 3, one line per ca
   INFO(r.err);
   CHECK(r.status == 3);
   CHECK_FALSE(std::filesystem::exists(out));
-  CHECK(r.err.find("simcache: calibrate: not credible: the 3 gate-failed rows' residuals are") !=
-        std::string::npos);
+  // The three slow rows are one shape's: their shared inadequacy (at its
+  // cap, the cause below) takes their common shift, so their whitened
+  // residual is no cause of its own.
+  CHECK(r.err.find("gate-failed rows' residuals") == std::string::npos);
   CHECK(r.err.find("simcache: calibrate: not credible: the model inadequacy per workload shape "
                    "sits at its cap (30%)") != std::string::npos);
   // docs/calibration.md quotes these two lines.

@@ -179,13 +179,19 @@ struct FitReport {
   // Per row (the order of the rows fitted): that spread, 0 for a row
   // that passed its gate.
   std::vector<double> spread;
-  // The credibility test's two halves (fit_problems()): the rms relative
-  // residual of the rows that passed their gate (or had none), against
-  // expected_rms(); and the rms of residual / row_sd() over the
-  // gate-failed rows, against 1. Judged apart, so that wide spreads of
-  // the failed rows cannot hide a misfit of the others.
+  // The credibility test's two halves (fit_problems()), judged apart so
+  // that wide spreads of the failed rows cannot hide a misfit of the
+  // others: the rows that passed their gate (or had none), and the
+  // gate-failed rows. Each half's residuals are whitened by their own
+  // covariance under the fitted error model (row noise, the inadequacy
+  // that rows of one configuration share, the one that rows of one
+  // workload shape share, a failed row's own spread): white_passed and
+  // rms_sd_failed are sqrt(r^T Sigma^-1 r / n), in sds, chi-square on n
+  // degrees of freedom when the model holds, however the rows are
+  // correlated. rms_passed is the plain rms relative residual of the
+  // rows that passed, for the report.
   size_t passed = 0;
-  double rms_passed = 0, rms_sd_failed = 0;
+  double rms_passed = 0, white_passed = 0, rms_sd_failed = 0;
 };
 
 // What the fit expects of row i's relative residual: expected_rms(), with

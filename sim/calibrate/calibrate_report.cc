@@ -218,20 +218,21 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
     out += fmt::format(
         "the fit is credible: {}, no error-model term at a cap, {}{}{}{}\n",
         r.gate_failed.empty()
-            ? fmt::format("rms {:.2f}% against its noise-plus-inadequacy estimate {:.2f}% "
-                          "(limit {:.2f} times it for {} rows)",
-                          r.rms_rel * 100, expected_rms(r) * 100, rms_sd_limit(r.passed),
-                          r.passed)
+            ? fmt::format("rms {:.2f}% against its noise-plus-inadequacy estimate {:.2f}%, "
+                          "{:.2f} sd in rms whitened (limit {:.2f} for {} rows)",
+                          r.rms_rel * 100, expected_rms(r) * 100, r.white_passed,
+                          rms_sd_limit(r.passed), r.passed)
             : fmt::format("{}{:.2f} sd in rms over the {} gate-failed rows against {} "
                           "noise-plus-inadequacy estimate {:.2f}% with each one's own spread "
-                          "added (limit {:.2f}; rms relative residual of all {:.2f}%)",
+                          "added, whitened (limit {:.2f}; rms relative residual of all {:.2f}%)",
                           r.passed == 0
                               ? std::string("no row passed its stability gate; ")
                               : fmt::format("rms {:.2f}% over the {} rows that passed their "
                                             "stability gate against its noise-plus-inadequacy "
-                                            "estimate {:.2f}% (limit {:.2f} times it), and ",
+                                            "estimate {:.2f}%, {:.2f} sd in rms whitened "
+                                            "(limit {:.2f}), and ",
                                             r.rms_passed * 100, r.passed, expected_rms(r) * 100,
-                                            rms_sd_limit(r.passed)),
+                                            r.white_passed, rms_sd_limit(r.passed)),
                           r.rms_sd_failed, r.gate_failed.size(), r.passed == 0 ? "its" : "that",
                           expected_rms(r) * 100, rms_sd_limit(r.gate_failed.size()),
                           r.rms_rel * 100),
