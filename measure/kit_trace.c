@@ -7,10 +7,12 @@
  * so the host's mounts are untouched; the instance
  * (instances/simcache-measure-PID) is removed on every exit path.
  * The program runs in a forked child; the allocation events and the
- * io_uring events are filtered in the kernel to the child's pid, the free
- * events are not (ring teardown runs on a kworker, RCU callbacks on
- * whatever task is current): a free counts when its pointer is that of an
- * object the child allocated and has not been freed since. After the child
+ * io_uring events are filtered in the kernel to the child's pid and its
+ * io-wq workers (threads named iou-wrk-PID, where punted requests run and
+ * complete), the free events are not (ring teardown runs on a kworker,
+ * RCU callbacks on whatever task is current): a free counts when its
+ * pointer is that of an object the child or a worker allocated and has
+ * not been freed since. After the child
  * exits the instance keeps recording until every object allocated at an
  * io_uring call site is freed, or their number has not changed for 0.5 s
  * (an io-wq worker is freed by kfree_rcu()'s batch, which traces no kfree),
@@ -205,6 +207,12 @@ static long match_trace(struct matcher* m, char* text, int child, FILE* keep) {
       if (dash && ev) {
         ++events;
         const int pid = atoi(dash + 1);
+        /* TASK: the comm before the dash, right-aligned in its column */
+        const char* task = line;
+        while (*task == ' ') ++task;
+        char wrk[32];
+        const int wl = snprintf(wrk, sizeof wrk, "iou-wrk-%d", child);
+        const int mine = pid == child || (dash - task == wl && !strncmp(task, wrk, (size_t)wl));
         ev += 2;
         char* colon = strchr(ev, ':');
         const size_t elen = colon ? (size_t)(colon - ev) : 0;
@@ -215,7 +223,7 @@ static long match_trace(struct matcher* m, char* text, int child, FILE* keep) {
         const int is_free = (elen == 5 && !strncmp(ev, "kfree", 5)) ||
                             (elen == 15 && !strncmp(ev, "kmem_cache_free", 15));
         int kept = 0;
-        if ((is_kmalloc || is_kca) && pid == child && field(txt, "call_site", cs, sizeof cs) &&
+        if ((is_kmalloc || is_kca) && mine && field(txt, "call_site", cs, sizeof cs) &&
             field(txt, "ptr", ptrs, sizeof ptrs)) {
           site_name(cs, site, sizeof site);
           if (is_kca) field(txt, "name", cache, sizeof cache);
@@ -250,12 +258,12 @@ static long match_trace(struct matcher* m, char* text, int child, FILE* keep) {
             m->rows[f].count++;
             const int g = row_of(m, 'g', asite, acache);
             m->rows[g].count++;
-            if (pid != child) ++m->other_task_frees;
+            if (!mine) ++m->other_task_frees;
             if (o->uring) --m->live_uring;
             o->row = -1;
             kept = 1;
           }
-        } else if (elen > 9 && !strncmp(ev, "io_uring_", 9) && pid == child) {
+        } else if (elen > 9 && !strncmp(ev, "io_uring_", 9) && mine) {
           char name[64], op[40] = "-";
           snprintf(name, sizeof name, "%.*s", (int)elen, ev);
           const char* o = strstr(txt, "opcode ");
@@ -387,8 +395,9 @@ int kit_trace_program(const char* dir, int buffer_kb, const struct kit_opts* o,
     _exit(rc);
   }
   close(go[0]);
-  char filt[64];
-  snprintf(filt, sizeof filt, "common_pid == %d", (int)child);
+  /* The program and its io-wq workers (threads named iou-wrk-PID). */
+  char filt[96];
+  snprintf(filt, sizeof filt, "common_pid == %d || comm == \"iou-wrk-%d\"", (int)child, (int)child);
   put("events/kmem/kmalloc/filter", filt);
   put("events/kmem/kmem_cache_alloc/filter", filt);
   put("events/io_uring/filter", filt);

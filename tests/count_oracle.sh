@@ -72,6 +72,8 @@ model_q() {
     ($s | to_entries | map(select(.value.callers["io_msg_send_fd"] != null or true))) as $e |
     ([$e[] | .key as $x | .value as $v |
       "alloc:site:\($x)\t\(allocs($v.nested) - ([$e[] | select(.value.callers[$x] != null) | share(.value; $x)] | add // 0))"]
+     + ["req:io_kiocb\t\($t.req_alloc // 0)", "req:submit\t\($t.sqe_submit // 0)",
+        "cqe:post\t\($t.cqe_post // 0)", "cqe:overflow\t\($t.cqe_overflow // 0)"]
      + ["alloc:site:(none)\t\(($t.kmalloc // 0) + ($t.kmem_cache_alloc // 0) - ([$e[] | select(.value.callers["(top)"] != null) | share(.value; "(top)")] | add // 0))"]
      + [$t.slab | to_entries[] |
         "alloc:cache:\(.key)\t\((.value.alloc_fastpath // 0) + (.value.alloc_slowpath // 0))",
@@ -81,6 +83,15 @@ model_q() {
 # The kernel's quantities from the kit's counts (io_uring call sites only).
 kernel_q() {
   awk -F'\t' -v map="$sitemap" 'BEGIN { n = split(map, l, "\n"); for (i = 1; i <= n; ++i) { split(l[i], f, " "); m[f[1]] = f[2] } }
+    # Every submitted SQE takes one io_kiocb from the ring'"'"'s request cache
+    # (io_alloc_req()): on 6.18 the cache'"'"'s bulk refills trace no kmem
+    # event, so the requests are counted where they are submitted.
+    $1 == "uring" && $2 == "io_uring_submit_req" { q["req:io_kiocb"] += $4; q["req:submit"] += $4 }
+    # A CQE is posted to the CQ ring (io_uring_complete) or, the ring full,
+    # onto its overflow list (io_uring_cqe_overflow); the model'"'"'s cqe_post
+    # counts both, cqe_overflow the second.
+    $1 == "uring" && ($2 == "io_uring_complete" || $2 == "io_uring_cqe_overflow") { q["cqe:post"] += $4 }
+    $1 == "uring" && $2 == "io_uring_cqe_overflow" { q["cqe:overflow"] += $4 }
     NR == 1 || $1 == "summary" || $1 == "uring" || $1 == "free" { next }
     { io = $2 ~ /^(io_|__io_|create_io_)/ || ($2 in m) }
     !io { next }
