@@ -457,3 +457,45 @@ TEST_CASE("seed 000: waitv-cache-zero zeroes reused vectors, telling the two hal
   CHECK_FALSE(run(req, &out, &err));
   CHECK_THAT(err, Contains("waitv_cache_zero needs a WAITV cache"));
 }
+
+TEST_CASE("seed 000-c: WAITV programs in several memcgs on one CPU switch the obj stock's owner",
+          "[knobs][futex][memcg][seed000]") {
+  // memcgs=N: N copies of the program, each in a memcg of its own with a
+  // ring of its own, take turns cycle by cycle. The work is the same as
+  // one program's (the same allocations and frees per cycle); only the
+  // CPU's obj stock changes owner.
+  // One warm-up round: each ring's request cache is filled before the
+  // measured one (four rings refill four caches).
+  const Sets base = {{"rounds", "1"}, {"warmup", "1"}};
+  auto with = [&](const char* n) {
+    Sets s = base;
+    s.emplace_back("memcgs", n);
+    return s;
+  };
+  const RunResult one = run_ok("waitv", {"waitv-account"}, base);
+  const RunResult four = run_ok("waitv", {"waitv-account"}, with("4"));
+  const Counters& o = col(one, 0).timed;
+  const Counters& f = col(four, 0).timed;
+  CHECK(f[Event::kmalloc] == o[Event::kmalloc]);
+  CHECK(f[Event::memcg_post_alloc_hook] == o[Event::memcg_post_alloc_hook]);
+  CHECK(f[Event::memcg_post_alloc_hook] == 4096);
+  // One program: the stock never changes owner. Four on a one-slot stock
+  // (v6.18): every cycle's first charge finds another memcg's bytes there.
+  CHECK(o[Event::obj_stock_drain] == 0);
+  CHECK(f[Event::obj_stock_drain] == 512);  // one per cycle
+  CHECK(f[Event::memcg_charge] > o[Event::memcg_charge]);
+  // obj-stock-keep acts on frees for another memcg; here every free is in
+  // the memcg that allocated it, so it changes nothing.
+  const RunResult keep = run_ok("waitv", {"waitv-account+obj-stock-keep"}, with("4"));
+  CHECK(col(keep, 0).timed == f);
+  // 7.1's obj stock caches five objcgs (NR_OBJ_STOCK): four programs cost
+  // what one does; one slot, or eight programs, drain it every cycle.
+  auto v71 = [&](const char* policy, const char* n) {
+    return col(run_ok("waitv", {policy}, with(n), "v7.1"), 0).timed;
+  };
+  const Counters one71 = col(run_ok("waitv", {"waitv-account"}, base, "v7.1"), 0).timed;
+  CHECK(v71("waitv-account", "4")[Event::memcg_charge] == one71[Event::memcg_charge]);
+  CHECK(v71("waitv-account", "4")[Event::obj_stock_drain] == 0);
+  CHECK(v71("waitv-account(obj_stock_slots=1)", "4")[Event::obj_stock_drain] == 512);
+  CHECK(v71("waitv-account", "8")[Event::obj_stock_drain] == 512);
+}

@@ -18,16 +18,32 @@ namespace {
 // (min_complete = vectors) and sleeps that long in io_cqring_wait; the
 // second enter is another task's, whose wakes end the sleep. Nothing else
 // changes, so 0 is the program above exactly.
+// memcgs > 1 (seed 000-c): that many copies of the program, each a task
+// in a memory cgroup of its own with a ring of its own, on the one CPU,
+// take turns cycle by cycle, so the CPU's obj stock changes owner at
+// every cycle (as on a machine running several containers' event loops).
 void run_waitv(Env& e, const Params& p, Recorder& rec) {
   const int64_t vectors = p.at("vectors"), width = p.at("width");
   const auto delay = static_cast<uint64_t>(p.at("wake_delay_us"));
   const auto predict = p.at("predict_us") ? static_cast<uint64_t>(p.at("predict_us")) : delay;
   const uint32_t sq = ring_entries(vectors, 64);
-  const RingId r = e.io.ring_create(e.submitter, {sq, std::max(128u, 2 * sq), false});
-  if (r < 0) return;
+  std::vector<RingId> rings;
+  for (int64_t i = 0; i < p.at("memcgs"); ++i) {
+    const Task t = p.at("memcgs") == 1
+                       ? e.submitter
+                       : Task{e.submitter.cpu, e.mm.memcg().create(e.submitter.memcg), 0};
+    const RingId r = e.io.ring_create(t, {sq, std::max(128u, 2 * sq), false});
+    if (r < 0) break;
+    rings.push_back(r);
+  }
+  if (rings.size() != static_cast<size_t>(p.at("memcgs"))) {  // -ENOMEM (injected failures)
+    for (RingId r : rings) e.io.ring_exit(r, e.kworker);
+    return;
+  }
   auto round = [&](bool measured, bool) {
     rec.begin_round(measured);
     for (int64_t c = 0; c < p.at("cycles"); ++c) {
+      const RingId r = rings[static_cast<size_t>(c) % rings.size()];
       rec.timed_begin();
       e.io.enter_begin(r);
       for (int64_t v = 0; v < vectors; ++v) {
@@ -46,11 +62,11 @@ void run_waitv(Env& e, const Params& p, Recorder& rec) {
         e.io.enter_end(r);
       }
     }
-    ring_metrics(e, rec, r);  // futex_cache, waitv-cache
+    ring_metrics(e, rec, rings[0]);  // futex_cache, waitv-cache
     rec.end_round(static_cast<uint64_t>(p.at("cycles") * vectors));
   };
   run_rounds(p, round);
-  e.io.ring_exit(r, e.kworker);
+  for (RingId r : rings) e.io.ring_exit(r, e.kworker);
 }
 
 // e0 with the workload mix: the same loop as a task that yields after
@@ -201,6 +217,9 @@ void register_waitv(ScenarioRegistry& r) {
        "seed 003: the waiter sleeps this long in io_cqring_wait before the wake (0 = no sleep)"},
       {"predict_us", 0, 0, 10000000,
        "seed 003: the idle governor's predicted sleep (0 = wake_delay_us, a converged predictor)"},
+      {"memcgs", 1, 1, 64,
+       "seed 000-c: copies of the program, each in a memcg of its own with its own ring, taking "
+       "turns cycle by cycle on the one CPU (the obj stock changes owner)"},
   };
   ScenarioInfo v{"waitv", "v0: FUTEX_WAITV -> FUTEX_WAKE, 8 vectors of 8 words",
                  "pair", "ns",
