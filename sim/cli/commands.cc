@@ -71,6 +71,10 @@ constexpr Flag kReportFlags[] = {
     {"measurements", T::value, "measured rows shown beside the model (TSV), or none", "FILE"},
     {"mapping", T::value, "mapping of measured rows to simulations (TOML)", "FILE"},
     {"explain", T::nothing, "break each policy's time per op into its parameters"},
+    {"full", T::nothing,
+     "simulate in full: price every event on the machine's clock as it happens, also where the "
+     "output needs no clock (by default a one-task table run is priced after the fact; the "
+     "output is the same, only slower)"},
     {"fail", T::values,
      "inject allocation failures at POINT (page_alloc, slab, bulk_short, bulk_zero, kvmalloc, "
      "memcg_charge): POINT=PROBABILITY (drawn from --seed) or POINT=nth:N (repeatable)",

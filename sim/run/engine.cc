@@ -135,6 +135,7 @@ void run_job(Job& j, const RunConfig& cfg) {
   });
   machine.run();
   PolicyResult& r = *j.out;
+  r.needs_clock = machine.clock_ordered();
   r.policy = j.col->spec;
   r.kernel = std::string(j.col->kernel->name);
   r.config = config_record(ps, mc);

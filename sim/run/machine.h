@@ -85,6 +85,15 @@ class Machine final : public LockHook {
   const TaskStats& stats(int task) const { return tasks_[task].stats; }
   const Counters* own_counts(int task) const { return tasks_[task].counts.get(); }
   uint64_t steps() const { return steps_; }
+  // Whether the clock ordered anything: more than one task, or an irq
+  // source. A run without either does the same work, event for event,
+  // with prices or without (its clock only times what it did).
+  bool clock_ordered() const {
+    if (tasks_.size() > 1) return true;
+    for (const Cpu& c : cpus_)
+      if (!c.irqs.empty()) return true;
+    return false;
+  }
   const iou::LockRules& rules() const { return cfg_.rules; }
 
   void acquire(LockClass cls, uint32_t id) override;

@@ -128,6 +128,7 @@ void Recorder::end_round(uint64_t ops) {
 }
 
 void Recorder::finish(PolicyResult* out) const {
+  out->needs_clock |= needs_clock_;
   out->total = mm_.events();
   out->timed = timed_sum_;
   out->rounds = rounds_;

@@ -56,6 +56,10 @@ class Recorder {
     if (measured_ && in_timed_ && mm_.events().priced()) lat_[kind].add_ns(now() - start);
   }
   bool measured() const { return measured_; }
+  // What the run reports is read off the clock (a share of the CPU's
+  // wall time): without prices it is not what a priced run reports
+  // (PolicyResult::needs_clock).
+  void needs_clock() { needs_clock_ = true; }
   // Records (replaces) the ring of `st.role` in snapshot `name`, and the
   // snapshot's memory split.
   void snapshot(const std::string& name, const RingState& st, const MemorySplit& mem);
@@ -65,7 +69,7 @@ class Recorder {
 
  private:
   Mm& mm_;
-  bool measured_ = false, in_timed_ = false;
+  bool measured_ = false, in_timed_ = false, needs_clock_ = false;
   Counters round_, mark_, timed_sum_;
   std::string phase_;
   std::vector<std::pair<std::string, Counters>> phase_round_, phase_sum_;  // operation order
