@@ -822,6 +822,29 @@ TEST_CASE("validate --leave-out prints the out-of-sample table, at any job count
       run_cli({"validate", "--leave-out", "group", "--measurements", tsv, "--jobs", "2"});
   REQUIRE(groups.status == 0);
   CHECK(groups.out + "\n" == leave_out_markdown(false));
+  // The units wholly inside: every row of a shape inside here; three
+  // groups with a row outside (each such group's table row names its
+  // rows outside), so 12 of 15.
+  CHECK(one.out.find("(6/6 shapes with every row inside: a shape's rows are predicted from the "
+                     "same prices and miss together)") != std::string::npos);
+  CHECK(groups.out.find("(12/15 groups with every row inside") != std::string::npos);
+  size_t units_outside = 0;
+  for (size_t at = groups.out.find("\n| "); at != std::string::npos;
+       at = groups.out.find("\n| ", at + 1)) {
+    const std::string line = groups.out.substr(at + 1, groups.out.find('\n', at + 1) - at - 1);
+    // "| ROWS | IN/N | ..." on a unit's first line: IN < N has a row outside
+    if (line.rfind("| |", 0) == 0 || line.rfind("| rows", 0) == 0 || line.rfind("|---", 0) == 0)
+      continue;
+    const size_t b = line.find(" | ") + 3, slash = line.find('/', b), e = line.find(' ', slash);
+    units_outside += line.substr(b, slash - b) != line.substr(slash + 1, e - slash - 1);
+  }
+  CHECK(units_outside == 3);
+  // docs/validation.md's reading of the two lines.
+  const std::string doc = simcache::testing::read_text(repo_file("docs/validation.md"));
+  CHECK(doc.find(fmt::format("Six shapes all inside is what 90 % intervals give about half\nthe "
+                             "time (0.9 to the sixth power, {:.2f})",
+                             std::pow(0.9, 6))) != std::string::npos);
+  CHECK(doc.find("where 3 of 15 groups have a row outside") != std::string::npos);
 }
 
 TEST_CASE("validate --leave-out: one unit is refused, skipped rows are listed", "[calib][cli]") {

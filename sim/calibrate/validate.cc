@@ -291,6 +291,7 @@ LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
   for (const LeaveOutUnit& u : l.units) {
     l.refused += u.refused;
     l.rows_in += u.v.rows_covered;
+    l.units_in += u.v.rows_covered == u.rows.size();
     l.rows_in_noise += u.v.rows_covered_noise;
     l.rows_all += u.rows.size();
     for (size_t i = 0; i < u.rows.size(); ++i)
@@ -313,13 +314,16 @@ std::string format_leave_out(const LeaveOut& l, const std::vector<MappedRow>& ro
   };
   std::string s = fmt::format(
       "Each {} left out in turn, over the {} fits: rows {}/{} ({:.0f} %) and effects {}/{} "
-      "({:.0f} %) inside their {:.0f} % model interval, {}/{} rows with each row's own "
+      "({:.0f} %) inside their {:.0f} % model interval ({}/{} {}s with every row inside: a "
+      "{}'s rows are predicted from the same prices and miss together), {}/{} rows with each "
+      "row's own "
       "measurement error added and {}/{} effects with the noise of the delta added; median "
       "interval width {:.1f} % of the predicted row time and {:.2f} pp of an effect; {} of the "
       "{} fits of the rest are refused by calibrate (not credible).\n",
       l.by_shape ? "workload shape" : "group", l.units.size(), l.rows_in, l.rows_all,
       pct(l.rows_in, l.rows_all), l.effects_in, l.effects_all, pct(l.effects_in, l.effects_all),
-      kIntervalLevel * 100, l.rows_in_noise, l.rows_all, l.effects_noise, l.effects_all,
+      kIntervalLevel * 100, l.units_in, l.units.size(), l.by_shape ? "shape" : "group",
+      l.by_shape ? "shape" : "group", l.rows_in_noise, l.rows_all, l.effects_noise, l.effects_all,
       100 * l.median_row_width, 100 * l.median_effect_width, l.refused, l.units.size());
   if (!table) return s;
   s += fmt::format(
