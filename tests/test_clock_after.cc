@@ -36,6 +36,39 @@ TEST_CASE("a column needs the clock when its tasks or its shown metrics depend o
             .needs_clock);
 }
 
+TEST_CASE("each driver's one-task declaration is what its priced run does", "[clock][engine]") {
+  // A driver that says it runs as one task reading nothing off the clock
+  // (ScenarioInfo::one_task) must not need the clock when priced; one
+  // that does not say so, with its defaults, does need it (the
+  // declaration is not merely cautious).
+  const CostModel& m = simcache::testing::test_profile();
+  size_t one = 0, more = 0;
+  std::string not_one;
+  for (const ScenarioInfo& s : ScenarioRegistry::get().all()) {
+    Params p;
+    std::string err;
+    REQUIRE(resolve_params(s, {}, {}, &p, &err));
+    const bool declared = s.one_task && s.one_task(p);
+    INFO(s.name << (declared ? ": one task" : ": not one task"));
+    CHECK(col(run_priced(std::string(s.name), {"unpatched"}, {}, m), 0).needs_clock == !declared);
+    (declared ? one : more) += 1;
+    if (!declared) not_one += std::string(not_one.empty() ? "" : ",") + std::string(s.name);
+  }
+  // docs/cli.md names them.
+  CHECK(not_one == "rt-arm-loop,qd1-read,idle-wait");
+  CHECK(one == 10);  // all but rt-arm-loop, qd1-read and idle-wait
+  CHECK(more == 3);
+  // arm-fail with background users is not one task.
+  const ScenarioInfo* af = ScenarioRegistry::get().find("arm-fail");
+  REQUIRE(af);
+  Params p;
+  std::string err;
+  REQUIRE(resolve_params(*af, {}, {{"bg_per_cpu", "1"}}, &p, &err));
+  CHECK_FALSE(af->one_task(p));
+  CHECK(col(run_priced("arm-fail", {"unpatched"}, {{"bg_per_cpu", "1"}, {"cycles", "100"}}, m), 0)
+            .needs_clock);
+}
+
 TEST_CASE("every scenario's plain table is the same priced after the fact or as it goes",
           "[clock][cli]") {
   std::vector<std::string> names = split_words(ScenarioRegistry::get().names(), ',');

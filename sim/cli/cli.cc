@@ -239,6 +239,17 @@ bool load_measured(const ParsedFlags& f, Mapping* map, bool have_map,
   return true;
 }
 
+// Every workload's driver runs as one task with nothing it reports read
+// off the clock (ScenarioInfo::one_task), and no background trace adds
+// tasks: the run may go unpriced (a driver that turns out otherwise says
+// so in PolicyResult::needs_clock, and the run is redone priced).
+bool one_task(const RunConfig& cfg) {
+  if (cfg.bg_trace) return false;
+  for (const RunWorkload& w : cfg.workloads)
+    if (!w.info || !w.info->one_task || !w.info->one_task(w.params)) return false;
+  return true;
+}
+
 // Some column's report depends on its machine's prices (PolicyResult::needs_clock).
 bool needs_clock(const RunResult& r) {
   for (const WorkloadResult& w : r.workloads)
@@ -314,16 +325,18 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   if (auto_sites) cfg.call_sites = false;
   detail_views(f, &ro);
   // The plain table's times are counts x prices, taken after the run: a
-  // workload of one task runs with no prices on its clock (the same
-  // events; pricing each as it happens is a fifth of sparse4096's time),
-  // and one whose clock ordered its tasks, or whose table shows a share
-  // of wall time, runs again with them. Every
+  // run whose drivers say they are one task reading nothing they report
+  // off the clock (one_task()) runs with no prices on its machine (the
+  // same events; pricing each as it happens is a fifth of sparse4096's
+  // time); should its clock have ordered tasks after all, or a metric it
+  // shows be a share of wall time, it runs again with them. Every
   // output that reads the clock (latency, the teardown timeline's
   // metrics in the detail views, JSON, CSV, --sysfs) keeps it. --full
   // prices as it goes.
   const bool auto_clock = !cfg.event_ns.empty() && format == "table" && !table_shows_record(ro) &&
                           !extend && req.seeds <= 1 && !v.count("full") && !v.count("sysfs") &&
-                          !v.count("slabinfo") && !v.count("slabinfo-report") && !v.count("hist");
+                          !v.count("slabinfo") && !v.count("slabinfo-report") && !v.count("hist") &&
+                          one_task(cfg);
   std::vector<double> prices;
   if (auto_clock) prices.swap(cfg.event_ns);
   RunResult result;

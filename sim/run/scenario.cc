@@ -182,8 +182,9 @@ ScenarioRegistry& ScenarioRegistry::get() {
   return *r;
 }
 
-void ScenarioRegistry::add(ScenarioInfo info, WorkFn work) {
+void ScenarioRegistry::add(ScenarioInfo info, WorkFn work, OneTaskFn one_task) {
   info.work = work;
+  info.one_task = one_task;
   scenarios_.push_back(std::move(info));
 }
 

@@ -115,6 +115,13 @@ using DriverFn = void (*)(Env&, const Params&, Recorder&);
 // Saturates at UINT64_MAX.
 using WorkFn = uint64_t (*)(const Params&);
 
+// Whether, with these parameters, the driver runs as one task on a
+// machine with no irq source and reports nothing read off the clock: its
+// counts are the same with prices on the clock or without, so a plain
+// table prices it after the fact (sim/cli/cli.cc). nullptr: never.
+using OneTaskFn = bool (*)(const Params&);
+inline bool always_one_task(const Params&) { return true; }
+
 struct ScenarioInfo {
   std::string_view name;
   std::string_view summary;
@@ -124,6 +131,7 @@ struct ScenarioInfo {
   DriverFn run;
   std::vector<std::string> policies = {};  // default columns (empty: "unpatched")
   WorkFn work = nullptr;                   // add() requires one
+  OneTaskFn one_task = nullptr;            // add()'s
 };
 
 // a x b x ..., saturating at UINT64_MAX (work estimates).
@@ -148,7 +156,7 @@ class ScenarioRegistry {
  public:
   static ScenarioRegistry& get();
   // Every driver states its work (the budget is checked before a run).
-  void add(ScenarioInfo info, WorkFn work);
+  void add(ScenarioInfo info, WorkFn work, OneTaskFn one_task = nullptr);
   void add_preset(PresetInfo info);
   const ScenarioInfo* find(std::string_view name) const;
   const PresetInfo* find_preset(std::string_view name) const;

@@ -182,8 +182,12 @@ std::vector<ParamSpec> background_params(int64_t per_cpu) {
   };
 }
 
+bool background_params_wanted(const Params& p) {
+  return p.at("bg_rate_per_ms") > 0 && (p.at("bg_per_cpu") > 0 || irq_wanted(p));
+}
+
 bool background_wanted(const Env& e, const Params& p) {
-  return e.bg_trace || (p.at("bg_rate_per_ms") > 0 && (p.at("bg_per_cpu") > 0 || irq_wanted(p)));
+  return e.bg_trace || background_params_wanted(p);
 }
 
 void spawn_background(BackgroundMix& mix, Env& e, const Params& p, Recorder& rec,

@@ -55,6 +55,8 @@ bool check_background_trace(const Params& p, std::string* error);
 // background trace: the loop must then yield between operations so they
 // interleave.
 bool background_wanted(const Env& e, const Params& p);
+// The same from the parameters alone (no background trace).
+bool background_params_wanted(const Params& p);
 
 // One background task: bursts of `burst` kmallocs then as many kfrees,
 // bursts arriving seeded-Poisson at a mean gap of `mean_gap_ns`.

@@ -227,14 +227,14 @@ void register_waitv(ScenarioRegistry& r) {
                   {"width", 8, 1, 128, "futex words per vector (FUTEX_WAITV_MAX 128)"}},
                  program<run_waitv>};
   v.params.insert(v.params.end(), common.begin(), common.end());
-  r.add(v, waitv_work);
+  r.add(v, waitv_work, always_one_task);
   ScenarioInfo s{"wait-wake", "s0: scalar control, 32 FUTEX_WAIT then 32 FUTEX_WAKE",
                  "pair", "ns",
                  {{"vectors", 32, 1, 4096, "FUTEX_WAIT requests per cycle"},
                   {"width", 0, 0, 0, "0: scalar FUTEX_WAIT"}},
                  program<run_waitv>};
   s.params.insert(s.params.end(), common.begin(), common.end());
-  r.add(s, waitv_work);
+  r.add(s, waitv_work, always_one_task);
 }
 
 void register_arm_fail(ScenarioRegistry& r) {
@@ -256,7 +256,9 @@ void register_arm_fail(ScenarioRegistry& r) {
       program<run_arm_fail>};
   const std::vector<ParamSpec> mix = background_params(/*per_cpu=*/0);
   info.params.insert(info.params.end(), mix.begin(), mix.end());
-  r.add(info, arm_fail_work);
+  // Background users or an irq source: more tasks (a background trace
+  // too, which the CLI checks itself).
+  r.add(info, arm_fail_work, [](const Params& p) { return !background_params_wanted(p); });
 }
 
 }  // namespace simcache::sim

@@ -192,7 +192,7 @@ void register_node_cache_coldwarm(ScenarioRegistry& r) {
              {"warmup", 3, 0, 10000, "untimed warm-up rounds"},
              {"smoke", 0, 0, 1, "untimed smoke round"},
          },
-         program<run_coldwarm>}, coldwarm_work);
+         program<run_coldwarm>}, coldwarm_work, always_one_task);
 }
 
 void register_lifecycle(ScenarioRegistry& r) {
@@ -212,7 +212,7 @@ void register_lifecycle(ScenarioRegistry& r) {
              {"prefill_flag", 0, 0, 1, "registration passes the prefill opt-in flag"},
              rcu_gp_param(),
          },
-         program<run_lifecycle>}, lifecycle_work);
+         program<run_lifecycle>}, lifecycle_work, always_one_task);
 }
 
 }  // namespace simcache::sim

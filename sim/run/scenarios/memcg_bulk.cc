@@ -204,7 +204,7 @@ void register_memcg_bulk(ScenarioRegistry& r) {
              {"gp_every", 16, 1, 1000000, "free=2: iterations per grace period"},
              {"caches", 1, 1, 64, "SLAB_ACCOUNT caches the objects alternate between"},
          },
-         program<run_memcg_bulk>}, memcg_bulk_work);
+         program<run_memcg_bulk>}, memcg_bulk_work, always_one_task);
   r.add({"memcg-single",
          "seed 002 single allocation: kmem_cache_alloc + free (or kmalloc), accounted",
          "object",
@@ -214,7 +214,7 @@ void register_memcg_bulk(ScenarioRegistry& r) {
              {"kmalloc", 0, 0, 1, "1: kmalloc(size, GFP_KERNEL_ACCOUNT) + kfree instead"},
              {"iterations", 100000, 1, 100000000, "timed alloc+free pairs"},
          },
-         program<run_memcg_single>}, memcg_single_work);
+         program<run_memcg_single>}, memcg_single_work, always_one_task);
   r.add({"memcg-multi",
          "seed 002 follow-up: tasks of several memcgs take turns on one CPU (the obj stock changes owner)",
          "object",
@@ -226,7 +226,7 @@ void register_memcg_bulk(ScenarioRegistry& r) {
              {"lag", 1, 0, 1, "1: a turn's objects are freed in the next task's turn (deferred frees)"},
              {"iterations", 10000, 1, 100000000, "timed turns"},
          },
-         program<run_memcg_multi>}, memcg_multi_work);
+         program<run_memcg_multi>}, memcg_multi_work, always_one_task);
   r.add({"poll-refill",
          "seed 002 io_uring test: POLL_ADD bursts force __io_alloc_req_refill",
          "sqe",
@@ -237,7 +237,7 @@ void register_memcg_bulk(ScenarioRegistry& r) {
              {"recycle", 32, 1, 100000, "bursts before the ring is recycled"},
              {"total", 1 << 18, 1, 1 << 26, "SQEs submitted in all (the seed uses 1 << 24)"},
          },
-         program<run_poll_refill>}, poll_refill_work);
+         program<run_poll_refill>}, poll_refill_work, always_one_task);
 }
 
 }  // namespace simcache::sim

@@ -103,7 +103,7 @@ void register_sparse_fill(ScenarioRegistry& r) {
               "1: each round follows an untimed sleep (a paced lifecycle's fill phase): the first batch's installs start cold"},
              rcu_gp_param(),
          },
-         program<run_sparse_fill>}, sparse_fill_work);
+         program<run_sparse_fill>}, sparse_fill_work, always_one_task);
 }
 
 }  // namespace simcache::sim
