@@ -20,7 +20,6 @@
 #include "sim/replay/background_trace.h"
 #include "sim/replay/replay.h"
 #include "sim/replay/trace.h"
-#include "sim/replay/trace_dat.h"
 
 namespace {
 using simcache::fuzz::add_work;
@@ -98,29 +97,6 @@ void replay(const std::string& path, size_t pick) {
   }
 }
 
-// A trace.dat that libtracecmd read in trace_dat_as_text()'s child is
-// rendered again in this process (trace_dat_as_text_here()): a memory
-// error in the rendering is then this fuzzer's crash, not the child's
-// error line, and the two texts must be the same bytes.
-void check_dat(const std::string& path) {
-  using namespace simcache::sim;
-  std::string err;
-  const auto src = InputSource::open(path, "trace", &err);
-  if (!src || !is_trace_dat(*src)) return;
-  const auto child = trace_dat_as_text(*src, 1u << 20, &err);
-  if (!child) return;
-  const auto here = trace_dat_as_text_here(*src, 1u << 20, &err);
-  if (!here || here->size() != child->size()) std::abort();
-  std::string a(4096, '\0'), b(4096, '\0');
-  for (uint64_t off = 0; off < child->size();) {
-    const long n = child->read_at(off, a.data(), a.size());
-    const long m = here->read_at(off, b.data(), b.size());
-    if (n <= 0 || n != m || a.compare(0, static_cast<size_t>(n), b, 0, static_cast<size_t>(n)) != 0)
-      std::abort();
-    off += static_cast<uint64_t>(n);
-  }
-}
-
 void check_background(const uint8_t* data, size_t size, uint64_t work) {
   using namespace simcache::sim;
   const std::string path = "/tmp/simcache-fuzz-bgtrace-" + std::to_string(::getpid()) + ".txt";
@@ -132,7 +108,6 @@ void check_background(const uint8_t* data, size_t size, uint64_t work) {
   if (work <= kMaxWork)
     replay(path, std::hash<std::string_view>{}(
                      std::string_view(reinterpret_cast<const char*>(data), size)));
-  check_dat(path);
   ::unlink(path.c_str());
   simcache::fuzz::check_error(ok, err);
   if (!ok) return;

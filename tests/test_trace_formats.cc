@@ -8,14 +8,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
-#include <algorithm>
 
 #include "sim/cli/cli.h"
 #include "model/gfp.h"
 #include "sim/replay/background_trace.h"
 #include "sim/replay/text.h"
 #include "sim/replay/trace.h"
-#include "sim/replay/trace_dat.h"
 #include "test_replay_util.h"
 
 using namespace simcache;
@@ -328,32 +326,4 @@ TEST_CASE("trace.dat: damaged, cut short or over budget is one line and status 2
   CHECK_FALSE(load_background_trace(path + "-missing", &t, &err));
   CHECK(err.find(path + "-missing: cannot read the background trace") == 0);
   std::remove(path.c_str());
-}
-
-TEST_CASE("trace.dat: the fuzzer's in-process rendering is the child's, byte for byte",
-          "[replay][traces]") {
-  std::string err;
-  const auto src = InputSource::open(fixture("kmem-cat.dat"), "trace", &err);
-  REQUIRE(src);
-  REQUIRE(is_trace_dat(*src));
-  const auto child = trace_dat_as_text(*src, 1u << 20, &err);
-  const auto here = trace_dat_as_text_here(*src, 1u << 20, &err);
-  REQUIRE(child);
-  REQUIRE(here);
-  auto text = [](InputSource& s) {
-    std::string out(static_cast<size_t>(s.size()), '\0');
-    for (uint64_t off = 0; off < s.size();) {
-      const long n = s.read_at(off, out.data() + off, out.size() - off);
-      REQUIRE(n > 0);
-      off += static_cast<uint64_t>(n);
-    }
-    return out;
-  };
-  const std::string a = text(*child);
-  CHECK(a.size() > 10000);
-  CHECK(std::count(a.begin(), a.end(), '\n') > 100);
-  CHECK(a == text(*here));
-  // The record budget holds in either.
-  CHECK_FALSE(trace_dat_as_text_here(*src, 10, &err));
-  CHECK(err.find("the trace has more than 10 records") != std::string::npos);
 }

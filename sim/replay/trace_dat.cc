@@ -237,11 +237,4 @@ std::shared_ptr<InputSource> trace_dat_as_text(InputSource& src, uint64_t max_re
   return out;
 }
 
-std::shared_ptr<InputSource> trace_dat_as_text_here(InputSource& src, uint64_t max_records,
-                                                    std::string* error) {
-  auto out = InputSource::temp(src.path(), src.what(), error);
-  if (!out || !render(src, out.get(), max_records, error)) return nullptr;
-  return out;
-}
-
 }  // namespace simcache::sim

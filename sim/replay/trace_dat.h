@@ -25,12 +25,4 @@ bool is_trace_dat(InputSource& src);
 std::shared_ptr<InputSource> trace_dat_as_text(InputSource& src, uint64_t max_records,
                                                std::string* error);
 
-// The same rendering in this process, with no child to contain a crash:
-// for the trace fuzzer only, on a file trace_dat_as_text() has already
-// read (its child survived it), so that a memory error in the rendering
-// shows as a fuzzer crash instead of the child's error line. The text is
-// trace_dat_as_text()'s, byte for byte.
-std::shared_ptr<InputSource> trace_dat_as_text_here(InputSource& src, uint64_t max_records,
-                                                    std::string* error);
-
 }  // namespace simcache::sim
