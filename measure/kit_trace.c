@@ -198,16 +198,28 @@ static long match_trace(struct matcher* m, char* text, int child, FILE* keep) {
     if (line[0] == '#') {
       if (keep) fprintf(keep, "%s\n", line);
     } else {
-      /* TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: TEXT */
+      /* TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: TEXT, or TASK-PID (TGID) [CPU]
+       * ... where the global options/record-tgid is on (an unknown TGID
+       * prints as dashes): TASK-PID ends before " (" then. */
       char* br = strstr(line, " [");
+      char* end = br;
+      if (br && br > line && br[-1] == ')') {
+        char* op = br - 1;
+        while (op > line && *op != '(') --op;
+        if (*op == '(' && op > line && op[-1] == ' ') end = op - 1;
+      }
       char* dash = NULL;
-      for (char* p = line; br && p < br; ++p)
+      for (char* p = line; end && p < end; ++p)
         if (*p == '-') dash = p;
       char* ev = br ? strstr(br, ": ") : NULL;
       if (dash && ev) {
         ++events;
         const int pid = atoi(dash + 1);
-        /* TASK: the comm before the dash, right-aligned in its column */
+        /* The allocation and io_uring events are the program's and its
+         * io-wq workers' by the kernel's filter (on the task's comm when
+         * the event fired). The text's TASK is the comm cache's at read
+         * time, which may have lost a short-lived worker ("<...>"): it
+         * only tells, for the unfiltered frees, which ran elsewhere. */
         const char* task = line;
         while (*task == ' ') ++task;
         char wrk[32];
@@ -223,7 +235,7 @@ static long match_trace(struct matcher* m, char* text, int child, FILE* keep) {
         const int is_free = (elen == 5 && !strncmp(ev, "kfree", 5)) ||
                             (elen == 15 && !strncmp(ev, "kmem_cache_free", 15));
         int kept = 0;
-        if ((is_kmalloc || is_kca) && mine && field(txt, "call_site", cs, sizeof cs) &&
+        if ((is_kmalloc || is_kca) && field(txt, "call_site", cs, sizeof cs) &&
             field(txt, "ptr", ptrs, sizeof ptrs)) {
           site_name(cs, site, sizeof site);
           if (is_kca) field(txt, "name", cache, sizeof cache);
@@ -263,7 +275,7 @@ static long match_trace(struct matcher* m, char* text, int child, FILE* keep) {
             o->row = -1;
             kept = 1;
           }
-        } else if (elen > 9 && !strncmp(ev, "io_uring_", 9) && mine) {
+        } else if (elen > 9 && !strncmp(ev, "io_uring_", 9)) {
           char name[64], op[40] = "-";
           snprintf(name, sizeof name, "%.*s", (int)elen, ev);
           const char* o = strstr(txt, "opcode ");

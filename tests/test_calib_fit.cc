@@ -556,9 +556,11 @@ TEST_CASE("every error-model edge is a cause of its own", "[calib][fit][credible
   CHECK(rms_sd_limit(43) == Approx(std::sqrt(67.459 / 43)).epsilon(0.005));
   wide.white_passed = 1.01 * rms_sd_limit(43);
   CHECK(fit_problems(wide).size() == 1);
-  CHECK(has_problem(fit_problems(wide), "of the 43 rows that passed their stability gate against"));
-  CHECK(has_problem(fit_problems(wide), "is 1.27 sd in rms, with the inadequacies that rows of one "
-                                        "configuration or shape share whitened: beyond the 1.25 "
+  CHECK(has_problem(fit_problems(wide), "the residuals of the 43 rows that passed their stability "
+                                        "gate are 1.27 sd in rms against the fit's own "
+                                        "noise-plus-inadequacy estimate"));
+  CHECK(has_problem(fit_problems(wide), "with the inadequacies that rows of one configuration or "
+                                        "shape share whitened (plain rms 0.73%): beyond the 1.25 "
                                         "that 43 such rows exceed 1% of the time"));
   wide.white_passed = 0.99 * rms_sd_limit(43);
   CHECK(fit_problems(wide).empty());

@@ -10,6 +10,8 @@
 #include "sim/cli/cli.h"
 #include "sim/cost/cost.h"
 #include "sim/run/engine.h"
+#include "sim/replay/background_trace.h"
+#include "sim/run/run_config.h"
 #include "test_cost_util.h"
 #include "test_run_util.h"
 
@@ -67,6 +69,32 @@ TEST_CASE("each driver's one-task declaration is what its priced run does", "[cl
   CHECK_FALSE(af->one_task(p));
   CHECK(col(run_priced("arm-fail", {"unpatched"}, {{"bg_per_cpu", "1"}, {"cycles", "100"}}, m), 0)
             .needs_clock);
+}
+
+TEST_CASE("a run is priced after the fact only where every workload is one task",
+          "[clock][engine]") {
+  const auto one = [](const char* scenario, std::vector<std::pair<std::string, std::string>> sets,
+                      const char* bg = nullptr) {
+    RunRequest req;
+    req.scenario = scenario;
+    req.sets = std::move(sets);
+    if (bg) req.background_trace = bg;
+    RunConfig cfg;
+    std::string err;
+    if (bg) REQUIRE(attach_background_trace(&req, &err));
+    REQUIRE(resolve_run(req, &cfg, &err));
+    return runs_as_one_task(cfg);
+  };
+  CHECK(one("sparse4096", {}));
+  CHECK(one("sparse-fill", {}));
+  CHECK(one("arm-fail", {}));
+  CHECK(one("memcg-multi", {}));
+  CHECK_FALSE(one("arm-fail", {{"bg_per_cpu", "1"}}));
+  CHECK_FALSE(one("rt-arm", {}));  // a preset with one multi-task workload is not
+  CHECK_FALSE(one("qd1", {}));
+  CHECK_FALSE(one("iowait-gate", {}));
+  CHECK_FALSE(one("arm-fail", {},
+                  simcache::testing::repo_file("tests/data/traces/bg-two-cpu-192.txt").c_str()));
 }
 
 TEST_CASE("every scenario's plain table is the same priced after the fact or as it goes",

@@ -498,4 +498,10 @@ TEST_CASE("seed 000-c: WAITV programs in several memcgs on one CPU switch the ob
   CHECK(v71("waitv-account", "4")[Event::obj_stock_drain] == 0);
   CHECK(v71("waitv-account(obj_stock_slots=1)", "4")[Event::obj_stock_drain] == 512);
   CHECK(v71("waitv-account", "8")[Event::obj_stock_drain] == 512);
+  // The memory metrics sum every program's ring: four WAITV caches.
+  const auto retained = [&](const Sets& sets) {
+    return col(run_ok("waitv", {"waitv-cache"}, sets), 0).metrics.at("bytes_retained");
+  };
+  CHECK(retained(base) > 0);
+  CHECK(retained(with("4")) == 4 * retained(base));
 }

@@ -610,12 +610,19 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
       for (size_t c = 0; c < idx.size(); ++c) m(a, c) = sigma(idx[a], idx[c]);
     }
     double q = 0;
-    if (!cholesky(m, &l)) {  // no error model at all: any residual is infinitely off
-      for (double v : z) q += v != 0 ? HUGE_VAL : 0.0;
-    } else {
-      forward_solve(l, &z);
-      for (double v : z) q += v * v;
+    // As solve_params() whitens: should the full covariance not factor,
+    // the row noise (and spreads) alone.
+    if (!cholesky(m, &l)) {
+      const Matrix diag = em.sigma(bf.s, 0, 0);
+      for (size_t a = 0; a < idx.size(); ++a)
+        for (size_t c = 0; c < idx.size(); ++c) m(a, c) = diag(idx[a], idx[c]);
+      if (!cholesky(m, &l)) {  // no error model at all: any residual is infinitely off
+        for (double v : z) q += v != 0 ? HUGE_VAL : 0.0;
+        return std::sqrt(q / static_cast<double>(idx.size()));
+      }
     }
+    forward_solve(l, &z);
+    for (double v : z) q += v * v;
     return std::sqrt(q / static_cast<double>(idx.size()));
   };
   size_t failed = 0;
@@ -683,15 +690,12 @@ std::vector<std::string> fit_problems(const FitReport& r) {
       100 * r.row_noise, 100 * r.inadequacy, 100 * r.inadequacy_shape);
   if (r.passed > 0 && r.white_passed > rms_sd_limit(r.passed))
     out.push_back(fmt::format(
-        "the rms relative residual {:.2f}% {}against the fit's own noise-plus-inadequacy "
-        "estimate {:.2f}% {} is {:.2f} sd in rms, with the inadequacies that rows of one "
-        "configuration or shape share whitened: beyond the {:.2f} that {} such rows exceed 1% "
-        "of the time",
-        100 * r.rms_passed,
-        r.gate_failed.empty() ? std::string()
-                              : fmt::format("of the {} rows that passed their stability gate ",
-                                            r.passed),
-        100 * e, terms, r.white_passed, rms_sd_limit(r.passed), r.passed));
+        "the residuals of the {} rows{} are {:.2f} sd in rms against the fit's own "
+        "noise-plus-inadequacy estimate {:.2f}% {}, with the inadequacies that rows of one "
+        "configuration or shape share whitened (plain rms {:.2f}%): beyond the {:.2f} that {} "
+        "such rows exceed 1% of the time",
+        r.passed, r.gate_failed.empty() ? "" : " that passed their stability gate",
+        r.white_passed, 100 * e, terms, 100 * r.rms_passed, rms_sd_limit(r.passed), r.passed));
   if (!r.gate_failed.empty() && r.rms_sd_failed > rms_sd_limit(r.gate_failed.size()))
     out.push_back(fmt::format(
         "the {} gate-failed rows' residuals are {:.2f} sd in rms against the fit's own "

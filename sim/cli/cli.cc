@@ -239,19 +239,8 @@ bool load_measured(const ParsedFlags& f, Mapping* map, bool have_map,
   return true;
 }
 
-// Every workload's driver runs as one task with nothing it reports read
-// off the clock (ScenarioInfo::one_task), and no background trace adds
-// tasks: the run may go unpriced (a driver that turns out otherwise says
-// so in PolicyResult::needs_clock, and the run is redone priced).
-bool one_task(const RunConfig& cfg) {
-  if (cfg.bg_trace) return false;
-  for (const RunWorkload& w : cfg.workloads)
-    if (!w.info || !w.info->one_task || !w.info->one_task(w.params)) return false;
-  return true;
-}
-
 // Some column's report depends on its machine's prices (PolicyResult::needs_clock).
-bool needs_clock(const RunResult& r) {
+bool any_needs_clock(const RunResult& r) {
   for (const WorkloadResult& w : r.workloads)
     for (const PolicyResult& p : w.policies)
       if (p.needs_clock) return true;
@@ -326,7 +315,7 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   detail_views(f, &ro);
   // The plain table's times are counts x prices, taken after the run: a
   // run whose drivers say they are one task reading nothing they report
-  // off the clock (one_task()) runs with no prices on its machine (the
+  // off the clock (runs_as_one_task()) runs with no prices on its machine (the
   // same events; pricing each as it happens is a fifth of sparse4096's
   // time); should its clock have ordered tasks after all, or a metric it
   // shows be a share of wall time, it runs again with them. Every
@@ -336,13 +325,13 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   const bool auto_clock = !cfg.event_ns.empty() && format == "table" && !table_shows_record(ro) &&
                           !extend && req.seeds <= 1 && !v.count("full") && !v.count("sysfs") &&
                           !v.count("slabinfo") && !v.count("slabinfo-report") && !v.count("hist") &&
-                          one_task(cfg);
+                          runs_as_one_task(cfg);
   std::vector<double> prices;
   if (auto_clock) prices.swap(cfg.event_ns);
   RunResult result;
   if (extend) run_until_separated(&cfg, &result);
   else run_pooled(cfg, &result);
-  if (auto_clock && needs_clock(result)) {
+  if (auto_clock && any_needs_clock(result)) {
     cfg.event_ns.swap(prices);
     run_pooled(cfg, &result);
   }

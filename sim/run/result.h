@@ -120,7 +120,7 @@ struct PolicyResult {
   std::vector<std::pair<std::string, std::string>> config;
   // What the column reports depends on the prices its machine ran with:
   // the clock ordered its tasks (Machine::clock_ordered()), or a metric
-  // was read off the clock (Recorder::needs_clock()).
+  // was read off the clock (Recorder::mark_needs_clock()).
   bool needs_clock = false;
   Counters total;                // the whole run, set-up and teardown included
   Counters timed;                // summed over the measured rounds' timed regions

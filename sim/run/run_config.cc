@@ -309,4 +309,11 @@ bool resolve_custom(const RunRequest& req, const std::string& name,
   return true;
 }
 
+bool runs_as_one_task(const RunConfig& cfg) {
+  if (cfg.bg_trace) return false;
+  for (const RunWorkload& w : cfg.workloads)
+    if (!w.info || !w.info->one_task || !w.info->one_task(w.params)) return false;
+  return true;
+}
+
 }  // namespace simcache::sim

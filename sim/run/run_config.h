@@ -139,6 +139,13 @@ struct RunConfig {
   RunRequest request;
 };
 
+// Every workload's driver runs as one task with nothing it reports read
+// off the clock (ScenarioInfo::one_task, for its parameters), and no
+// background trace adds tasks: a plain table of the run may be priced
+// after the fact (sim/cli/cli.cc; a driver that turns out otherwise says
+// so in PolicyResult::needs_clock, and the run is redone priced).
+bool runs_as_one_task(const RunConfig& cfg);
+
 // Resolves `req`: unknown names, parameters out of their ranges, columns
 // that do not parse for the kernel, a machine the parameters contradict
 // and a run over its work budget are errors (one line each).

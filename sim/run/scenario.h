@@ -59,7 +59,7 @@ class Recorder {
   // What the run reports is read off the clock (a share of the CPU's
   // wall time): without prices it is not what a priced run reports
   // (PolicyResult::needs_clock).
-  void needs_clock() { needs_clock_ = true; }
+  void mark_needs_clock() { needs_clock_ = true; }
   // Records (replaces) the ring of `st.role` in snapshot `name`, and the
   // snapshot's memory split.
   void snapshot(const std::string& name, const RingState& st, const MemorySplit& mem);

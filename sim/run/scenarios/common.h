@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <vector>
 
 #include "sim/run/scenario.h"
@@ -122,17 +123,26 @@ inline int64_t ring_cache_bytes(Env& e, RingId r) {
   return b;
 }
 
-// The memory metrics of the measured ring (docs/stats.md "Model metrics").
-// entries_bytes: every cache's entries array together, then each cache
-// the ring set up on its own (entries_bytes_node_cache, ...).
-inline void ring_metrics(Env& e, Recorder& rec, RingId r) {
-  rec.metric("bytes_retained", ring_cache_bytes(e, r));
-  int64_t all = 0;
-  for (const auto& [name, ac] : ring_caches(e.io.ring(r))) all += entries_bytes(*ac);
+// The memory metrics of the measured rings, summed (docs/stats.md "Model
+// metrics"). entries_bytes: every cache's entries array together, then
+// each cache a ring set up on its own (entries_bytes_node_cache, ...).
+inline void ring_metrics(Env& e, Recorder& rec, const std::vector<RingId>& rings) {
+  int64_t retained = 0, all = 0;
+  std::map<std::string, int64_t> each;
+  for (RingId r : rings) {
+    retained += ring_cache_bytes(e, r);
+    for (const auto& [name, ac] : ring_caches(e.io.ring(r))) {
+      all += entries_bytes(*ac);
+      if (ac->entries_mem != kNull || ac == &e.io.ring(r).node_cache)
+        each[std::string("entries_bytes_") + name] += entries_bytes(*ac);
+    }
+  }
+  rec.metric("bytes_retained", retained);
   rec.metric("entries_bytes", all);
-  for (const auto& [name, ac] : ring_caches(e.io.ring(r)))
-    if (ac->entries_mem != kNull || ac == &e.io.ring(r).node_cache)
-      rec.metric(std::string("entries_bytes_") + name, entries_bytes(*ac));
+  for (const auto& [k, v] : each) rec.metric(k, v);
+}
+inline void ring_metrics(Env& e, Recorder& rec, RingId r) {
+  ring_metrics(e, rec, std::vector<RingId>{r});
 }
 
 // One ring's io_uring caches now (a closed ring: all zero, not live).

@@ -22,7 +22,7 @@ struct IowaitShare {
   }
   void end(Env& e, Recorder& rec) const {
     if (!rec.measured()) return;
-    rec.needs_clock();  // the table shows the share: an unpriced run is redone with prices
+    rec.mark_needs_clock();  // the table shows the share: an unpriced run is redone with prices
     const double wall = rec.now() - t0;
     if (wall <= 0) return;
     rec.metric("iowait_ppm", static_cast<int64_t>((e.io.iowait_ns() - iow0) / wall * 1e6 + 0.5));

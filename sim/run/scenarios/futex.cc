@@ -62,7 +62,7 @@ void run_waitv(Env& e, const Params& p, Recorder& rec) {
         e.io.enter_end(r);
       }
     }
-    ring_metrics(e, rec, rings[0]);  // futex_cache, waitv-cache
+    ring_metrics(e, rec, rings);  // futex_cache, waitv-cache: every program's ring
     rec.end_round(static_cast<uint64_t>(p.at("cycles") * vectors));
   };
   run_rounds(p, round);
