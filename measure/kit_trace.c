@@ -203,10 +203,11 @@ static long match_trace(struct matcher* m, char* text, int child, FILE* keep) {
        * prints as dashes): TASK-PID ends before " (" then. */
       char* br = strstr(line, " [");
       char* end = br;
+      int tgid = 0;
       if (br && br > line && br[-1] == ')') {
         char* op = br - 1;
         while (op > line && *op != '(') --op;
-        if (*op == '(' && op > line && op[-1] == ' ') end = op - 1;
+        if (*op == '(' && op > line && op[-1] == ' ') end = op - 1, tgid = atoi(op + 1);
       }
       char* dash = NULL;
       for (char* p = line; end && p < end; ++p)
@@ -224,7 +225,8 @@ static long match_trace(struct matcher* m, char* text, int child, FILE* keep) {
         while (*task == ' ') ++task;
         char wrk[32];
         const int wl = snprintf(wrk, sizeof wrk, "iou-wrk-%d", child);
-        const int mine = pid == child || (dash - task == wl && !strncmp(task, wrk, (size_t)wl));
+        const int mine = pid == child || tgid == child ||
+                         (dash - task == wl && !strncmp(task, wrk, (size_t)wl));
         ev += 2;
         char* colon = strchr(ev, ':');
         const size_t elen = colon ? (size_t)(colon - ev) : 0;

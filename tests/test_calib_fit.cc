@@ -828,7 +828,7 @@ TEST_CASE("validate --leave-out prints the out-of-sample table, at any job count
   // groups with a row outside (each such group's table row names its
   // rows outside), so 12 of 15.
   CHECK(one.out.find("(6/6 shapes with every row inside: a shape's rows are predicted from the "
-                     "same prices and miss together)") != std::string::npos);
+                     "same prices, so their errors go together)") != std::string::npos);
   CHECK(groups.out.find("(12/15 groups with every row inside") != std::string::npos);
   size_t units_outside = 0;
   for (size_t at = groups.out.find("\n| "); at != std::string::npos;
@@ -843,7 +843,7 @@ TEST_CASE("validate --leave-out prints the out-of-sample table, at any job count
   CHECK(units_outside == 3);
   // docs/validation.md's reading of the two lines.
   const std::string doc = simcache::testing::read_text(repo_file("docs/validation.md"));
-  CHECK(doc.find(fmt::format("Six shapes all inside is what 90 % intervals give about half\nthe "
+  CHECK(doc.find(fmt::format("all inside is what 90 % intervals give about half\nthe "
                              "time (0.9 to the sixth power, {:.2f})",
                              std::pow(0.9, 6))) != std::string::npos);
   CHECK(doc.find("where 3 of 15 groups have a row outside") != std::string::npos);

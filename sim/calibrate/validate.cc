@@ -315,8 +315,8 @@ std::string format_leave_out(const LeaveOut& l, const std::vector<MappedRow>& ro
   std::string s = fmt::format(
       "Each {} left out in turn, over the {} fits: rows {}/{} ({:.0f} %) and effects {}/{} "
       "({:.0f} %) inside their {:.0f} % model interval ({}/{} {}s with every row inside: a "
-      "{}'s rows are predicted from the same prices and miss together), {}/{} rows with each "
-      "row's own "
+      "{}'s rows are predicted from the same prices, so their errors go together), {}/{} rows "
+      "with each row's own "
       "measurement error added and {}/{} effects with the noise of the delta added; median "
       "interval width {:.1f} % of the predicted row time and {:.2f} pp of an effect; {} of the "
       "{} fits of the rest are refused by calibrate (not credible).\n",

@@ -84,8 +84,8 @@ struct LeaveOut {
   size_t rows_in = 0, rows_in_noise = 0, rows_all = 0, effects_in = 0, effects_noise = 0, effects_all = 0,
          refused = 0;
   // Units every row of which is inside its interval: a unit's rows are
-  // predicted from the same prices and miss together, so the row share
-  // rests on this many independent outcomes, not on the rows' count.
+  // predicted from the same prices, so their errors go together and the
+  // row share rests on fewer independent outcomes than the rows' count.
   size_t units_in = 0;
   double median_row_width = 0;     // of the predicted row time
   double median_effect_width = 0;  // percentage points / 100

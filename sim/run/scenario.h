@@ -116,7 +116,8 @@ using DriverFn = void (*)(Env&, const Params&, Recorder&);
 using WorkFn = uint64_t (*)(const Params&);
 
 // Whether, with these parameters, the driver runs as one task on a
-// machine with no irq source and reports nothing read off the clock: its
+// machine with no irq source and its plain table shows nothing read off
+// the clock (the teardown timeline's metrics are detail views): its
 // counts are the same with prices on the clock or without, so a plain
 // table prices it after the fact (sim/cli/cli.cc). nullptr: never.
 using OneTaskFn = bool (*)(const Params&);
