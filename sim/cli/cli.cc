@@ -320,12 +320,12 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   // time); should its clock have ordered tasks after all, or a metric it
   // shows be a share of wall time, it runs again with them. Every
   // output that reads the clock (latency, the teardown timeline's
-  // metrics in the detail views, JSON, CSV, --sysfs) keeps it. --full
+  // metrics in the detail views, JSON, CSV, --sysfs) keeps it; latency
+  // is a detail view, which --until-separated and --seeds turn on. --full
   // prices as it goes.
   const bool auto_clock = !cfg.event_ns.empty() && format == "table" && !table_shows_record(ro) &&
-                          !extend && req.seeds <= 1 && !v.count("full") && !v.count("sysfs") &&
-                          !v.count("slabinfo") && !v.count("slabinfo-report") && !v.count("hist") &&
-                          runs_as_one_task(cfg);
+                          !v.count("full") && !v.count("sysfs") && !v.count("slabinfo") &&
+                          !v.count("slabinfo-report") && !v.count("hist") && runs_as_one_task(cfg);
   std::vector<double> prices;
   if (auto_clock) prices.swap(cfg.event_ns);
   RunResult result;
