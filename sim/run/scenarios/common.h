@@ -8,7 +8,8 @@
 #include <bit>
 #include <cmath>
 #include <deque>
-#include <map>
+#include <span>
+#include <tuple>
 #include <vector>
 
 #include "sim/run/scenario.h"
@@ -126,24 +127,31 @@ inline int64_t ring_cache_bytes(Env& e, RingId r) {
 // The memory metrics of the measured rings, summed (docs/stats.md "Model
 // metrics"). entries_bytes: every cache's entries array together, then
 // each cache a ring set up on its own (entries_bytes_node_cache, ...).
-inline void ring_metrics(Env& e, Recorder& rec, const std::vector<RingId>& rings) {
+// Lifecycle drivers call it once an operation: no allocation beyond the
+// metrics' own names.
+inline void ring_metrics(Env& e, Recorder& rec, std::span<const RingId> rings) {
   int64_t retained = 0, all = 0;
-  std::map<std::string, int64_t> each;
+  constexpr size_t kCaches = std::tuple_size_v<decltype(ring_caches(e.io.ring(0)))>;
+  std::array<int64_t, kCaches> each{};
+  std::array<bool, kCaches> set_up{};
   for (RingId r : rings) {
     retained += ring_cache_bytes(e, r);
-    for (const auto& [name, ac] : ring_caches(e.io.ring(r))) {
-      all += entries_bytes(*ac);
-      if (ac->entries_mem != kNull || ac == &e.io.ring(r).node_cache)
-        each[std::string("entries_bytes_") + name] += entries_bytes(*ac);
+    const iou::IoRingCtx& c = e.io.ring(r);
+    const auto caches = ring_caches(c);
+    for (size_t i = 0; i < kCaches; ++i) {
+      const iou::IoAllocCache& ac = *caches[i].second;
+      all += entries_bytes(ac);
+      each[i] += entries_bytes(ac);
+      set_up[i] = set_up[i] || ac.entries_mem != kNull || &ac == &c.node_cache;
     }
   }
   rec.metric("bytes_retained", retained);
   rec.metric("entries_bytes", all);
-  for (const auto& [k, v] : each) rec.metric(k, v);
+  const auto names = ring_caches(e.io.ring(rings[0]));
+  for (size_t i = 0; i < kCaches; ++i)
+    if (set_up[i]) rec.metric(std::string("entries_bytes_") + names[i].first, each[i]);
 }
-inline void ring_metrics(Env& e, Recorder& rec, RingId r) {
-  ring_metrics(e, rec, std::vector<RingId>{r});
-}
+inline void ring_metrics(Env& e, Recorder& rec, RingId r) { ring_metrics(e, rec, {&r, 1}); }
 
 // One ring's io_uring caches now (a closed ring: all zero, not live).
 inline RingState ring_state(Env& e, RingId r, const char* role) {
