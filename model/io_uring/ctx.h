@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/io_uring/alloc_cache.h"
+#include "model/mm/state_sig.h"
 #include "model/types.h"
 
 namespace simcache::iou {
@@ -107,5 +108,10 @@ struct IoRingCtx {
   std::vector<ArmedFutex> futex_list;
   std::vector<Ptr> poll_list;  // armed IORING_OP_POLL_ADD requests
 };
+
+// What of a ring decides its future (model/mm/state_sig.h): its task,
+// parameters and allocations, every io_alloc_cache's parked objects, the
+// request lists, the CQ and the file table (ctx_sig.cc).
+void ring_signature(const IoRingCtx& c, StateSig* s);
 
 }  // namespace simcache::iou

@@ -48,6 +48,13 @@ struct IoUringTask {
   Ptr io_worker = kNull;  // its io-wq's one worker (create_io_worker()), once work was queued
 };
 
+// What of the task contexts decides the future (model/mm/state_sig.h):
+// each one's allocations, the io_wq_hash references and the waiting
+// CPU's frequency boost (ctx_sig.cc).
+void tasks_signature(const std::vector<IoUringTask>& tasks,
+                     const std::vector<std::pair<Ptr, uint32_t>>& wq_hash_refs,
+                     const IowaitBoost& boost, StateSig* s);
+
 // The running CPU's virtual clock where the allocator has one (priced
 // runs), else 0.
 template <IoAllocator A>

@@ -127,6 +127,17 @@ class IoUring {
   // Task contexts alive (tests).
   size_t task_contexts() const { return k_.tasks.size(); }
 
+  // The state a steady-state check compares (model/mm/state_sig.h): the
+  // task contexts, the waiting CPU's frequency boost and every open ring
+  // in id order (not the ids themselves, which only grow), with its
+  // caches, request lists, CQ and file table. The allocator below is the
+  // mm's own signature.
+  void signature(StateSig* s) const {
+    tasks_signature(k_.tasks, k_.wq_hash_refs, k_.freq_boost, s);
+    s->add(rings_.size());
+    for (const auto& [id, c] : rings_) ring_signature(*c, s);
+  }
+
   // Tears down every live ring, then the tasks' io_uring contexts
   // (end-of-run leak checks).
   void exit_all(const Task& kworker) {

@@ -33,6 +33,7 @@ struct BatchHists {
   void add(Batch b, uint64_t n) {
     h[static_cast<size_t>(b)][n ? 64 - static_cast<size_t>(__builtin_clzll(n)) : 0]++;
   }
+  friend bool operator==(const BatchHists&, const BatchHists&) = default;
   BatchHists& operator+=(const BatchHists& o) {
     for (size_t b = 0; b < kNumBatches; ++b)
       for (size_t i = 0; i < kLog2Buckets; ++i) h[b][i] += o.h[b][i];

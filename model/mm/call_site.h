@@ -97,6 +97,7 @@ struct CallSiteCounts {
     for (size_t i = 0; i < r.calls.size(); ++i) r.calls[i] = a.calls[i] - b.calls[i];
     return r;
   }
+  friend bool operator==(const CallSiteCounts&, const CallSiteCounts&) = default;
   CallSiteCounts& operator+=(const CallSiteCounts& o) {
     for (size_t i = 0; i < kNumCallSites; ++i)
       for (size_t k = 0; k < kNumScoped; ++k) inclusive[i][k] += o.inclusive[i][k];

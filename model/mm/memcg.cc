@@ -553,4 +553,33 @@ uint64_t Memcg::charged_bytes(MemcgId memcg) const {
   return sum;
 }
 
+void Memcg::signature(StateSig* s) const {
+  s->add(memcgs_.size());
+  for (const MemcgState& m : memcgs_) {
+    s->add(m.parent);
+    s->add(m.max);
+    s->add(m.usage);
+    s->add(static_cast<uint64_t>(m.kmem));
+    s->add(static_cast<uint64_t>(m.slab_flushed));
+    s->add(static_cast<uint64_t>(m.live));
+  }
+  for (const Objcg& o : objcgs_) {
+    s->add(o.memcg);
+    s->add(o.nr_charged_bytes);
+  }
+  for (const MemcgStock& st : memcg_stock_) {
+    s->all(st.cached);
+    s->all(st.nr_pages);
+    s->add(st.drain_idx);
+  }
+  for (const ObjStock& st : obj_stock_) {
+    s->all(st.cached);
+    s->all(st.nr_bytes);
+    s->add(st.drain_idx);
+    s->add(static_cast<uint8_t>(st.index));
+    s->add(static_cast<uint16_t>(st.node));
+    s->add(static_cast<uint32_t>(st.slab_b));
+  }
+}
+
 }  // namespace simcache

@@ -18,6 +18,7 @@
 
 #include "model/counters.h"
 #include "model/mm/lock_hook.h"
+#include "model/mm/state_sig.h"
 #include "model/types.h"
 
 namespace simcache {
@@ -77,6 +78,8 @@ class Memcg {
   // that page_counter usage reflects only live objects. Also uncharges the
   // whole pages parked in objcg nr_charged_bytes (as obj_cgroup_release()).
   void drain_all();
+  // Every memcg's counters, objcg and stock (model/mm/state_sig.h).
+  void signature(StateSig* s) const;
 
   // memory.current of `memcg` in pages (page_counter usage, includes pages
   // parked in per-CPU stocks).

@@ -438,4 +438,40 @@ uint64_t Mm::large_bytes_total() const { return large_bytes_; }
 
 const std::vector<KasanReport>& Mm::kasan_reports() const { return slub_->reports; }
 
+void Mm::signature(StateSig* s) const {
+  pages_->signature(s);
+  memcg_->signature(s);
+  for (const std::vector<Ptr>& batch : krcp_) s->ptrs(batch);
+  slub_->signature(s);
+  // The large objects met, in label order, then any live one nobody the
+  // walks know holds, by id.
+  size_t live = 0;
+  for (const Large& l : large_) live += l.live;
+  s->add(live);
+  s->add(large_bytes_);
+  for (size_t k = 0, next_unmet = 0;;) {
+    if (k < s->large_order().size()) {
+      const uint64_t id = s->large_order()[k++];
+      if (id >= large_.size() || !large_[id].live) {
+        s->add(StateSig::kNone);
+        continue;
+      }
+      const Large& l = large_[id];
+      s->add(l.bytes);
+      s->add(l.order);
+      s->add(l.nr_pages);
+      s->add(l.memcg);
+      s->add(l.vmalloc);
+      s->add(l.mempool);
+      s->add(l.site);
+      s->add(l.vpages.size());
+      continue;
+    }
+    while (next_unmet < large_.size() && (!large_[next_unmet].live || s->has_large(next_unmet)))
+      ++next_unmet;
+    if (next_unmet == large_.size()) break;
+    s->large(next_unmet);
+  }
+}
+
 }  // namespace simcache

@@ -157,6 +157,10 @@ class Mm {
   // checked after draining stocks. Appends to kasan_reports(); returns the
   // number of new reports.
   size_t check_leaks();
+  // The state a steady-state check compares (model/mm/state_sig.h): the
+  // page allocator, memcg, SLUB, the large objects and the kvfree_rcu
+  // batches.
+  void signature(StateSig* s) const;
 
   // Per-object slots holding a last-free CPU (slab_alloc_remote), kept
   // in the slabs' own metadata: proportional to the slab table.

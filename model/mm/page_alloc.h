@@ -10,6 +10,7 @@
 #include "model/counters.h"
 #include "model/mm/lock_hook.h"
 #include "model/mm/fault.h"
+#include "model/mm/state_sig.h"
 #include "model/types.h"
 
 namespace simcache {
@@ -22,6 +23,11 @@ class PageAllocator {
   // failure (injected).
   uint32_t alloc_pages(uint32_t order, NodeId node, gfp_t gfp);
   void free_pages(uint32_t page, uint32_t order);
+  // The pages allocated (model/mm/state_sig.h). A page id is a label:
+  // which one a slab gets decides nothing else, so the ids are left out.
+  void signature(StateSig* s) const {
+    s->add(live_.size() - free_ids_.size());
+  }
 
  private:
   EventSink* ev_;

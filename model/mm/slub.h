@@ -28,6 +28,8 @@
 #include "model/mm/lock_hook.h"
 #include "model/mm/mm_config.h"
 #include "model/mm/obj_state.h"
+#include "model/mm/slab_ptr.h"
+#include "model/mm/state_sig.h"
 #include "model/types.h"
 
 namespace simcache {
@@ -275,6 +277,10 @@ class Slub {
   // inuse counts, lists, per-node counters, sheaves). Returns a
   // description of the first violations found, empty when consistent.
   std::string check_invariants() const;
+  // What decides the allocator's future behaviour (model/mm/state_sig.h):
+  // the slab table with each slab's lists, freelist, object states and
+  // last-free CPUs, the sheaves, and every cache's CPU and node state.
+  void signature(StateSig* s) const;
   std::vector<KasanReport> reports;
 
  private:
@@ -465,23 +471,6 @@ class Slub {
 
 // ---- Hot helpers, inline: every simulated allocation and free uses them.
 
-namespace slub_ptr {
-inline constexpr int kIdxBits = 15;
-inline constexpr int kSlotBits = 32;
-// The epoch fills bits 47..61: bit 62 is kVmallocBit and bit 63 kLargeBit,
-// so an epoch of 16 bits would turn a slab pointer into a vmalloc one after
-// 32,768 reuses of its slot. It counts 1..kEpochMask and wraps to 1 (0 is
-// never used, so slab 0's first object is never kNull).
-inline constexpr int kEpochBits = 15;
-inline constexpr Ptr kIdxMask = (1ull << kIdxBits) - 1;
-inline constexpr Ptr kSlotMask = (1ull << kSlotBits) - 1;
-inline constexpr uint16_t kEpochMask = (1u << kEpochBits) - 1;
-static_assert(kIdxBits + kSlotBits + kEpochBits == 62, "slab pointers stay below kVmallocBit");
-inline uint16_t next_epoch(uint16_t e) {
-  const uint16_t n = static_cast<uint16_t>((e + 1u) & kEpochMask);
-  return n ? n : 1;
-}
-}  // namespace slub_ptr
 
 inline Ptr Slub::make_ptr(int32_t slab, uint32_t idx) const {
   using namespace slub_ptr;

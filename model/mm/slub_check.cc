@@ -98,4 +98,79 @@ std::string Slub::check_invariants() const {
   return e.text;
 }
 
+void Slub::signature(StateSig* s) const {
+  // Every cache's CPU and node state, naming slabs and sheaves by label.
+  s->add(caches_.size());
+  for (const KmemCache& c : caches_) {
+    s->add(c.live);
+    s->add(static_cast<uint32_t>(c.refcount));
+    for (const KmemCache::Cpu& pc : c.cpu) {
+      s->add(s->slab(pc.slab));
+      s->all(pc.freelist);
+      s->add(s->slab(pc.partial));
+      s->add(pc.partial_slabs);
+      s->add(s->sheaf(pc.main));
+      s->add(s->sheaf(pc.spare));
+      s->add(s->sheaf(pc.rcu_free));
+    }
+    for (const Node& n : c.node) {
+      s->add(s->slab(n.partial_head));
+      s->add(s->slab(n.partial_tail));
+      s->add(n.nr_partial);
+      s->add(n.nr_slabs);
+      s->add(n.total_objects);
+      s->add(n.barn_full.size());
+      for (int32_t sh : n.barn_full) s->add(s->sheaf(sh));
+      s->add(n.barn_empty.size());
+      for (int32_t sh : n.barn_empty) s->add(s->sheaf(sh));
+    }
+  }
+  s->add(rcu_pending_.size());
+  for (const RcuSheaf& r : rcu_pending_) {
+    s->add(s->sheaf(r.sheaf));
+    s->add(r.cpu);
+    s->add(r.nobarn);
+  }
+  s->add(slab_bytes_);
+  // Then each slab and sheaf met, in label order; their contents name
+  // more (list neighbours, objects' own slabs), met in turn. A slab no
+  // walk reaches (its objects held by nobody the walks know) comes last,
+  // by slot.
+  s->add(slabs_.size() - free_slab_slots_.size());
+  size_t k = 0, j = 0, next_unmet = 0;
+  for (;;) {
+    if (k < s->slab_order().size()) {
+      const Slab& sl = slabs_[s->slab_order()[k++]];
+      s->add(static_cast<uint64_t>(sl.where));
+      s->add(sl.cache);
+      s->add(sl.objects);
+      s->add(sl.inuse);
+      s->add(sl.node);
+      s->add(sl.order);
+      s->add(sl.cpu);
+      s->ptr(sl.obj_exts);
+      s->all(sl.state);
+      s->all(sl.last_free);
+      s->all(sl.freelist);
+      s->add(s->slab(sl.prev));
+      s->add(s->slab(sl.next));
+      s->all(sl.objcg);
+      s->all(sl.objcg_node);
+    } else if (j < s->sheaf_order().size()) {
+      const Sheaf& sh = sheaves_[s->sheaf_order()[j++]];
+      s->add(sh.cache);
+      s->add(sh.capacity);
+      s->ptr(sh.self);
+      s->ptrs(sh.objects);
+    } else {
+      while (next_unmet < slabs_.size() &&
+             (slabs_[next_unmet].where == SlabWhere::kUnused ||
+              s->has_slab(static_cast<int32_t>(next_unmet))))
+        ++next_unmet;
+      if (next_unmet == slabs_.size()) break;
+      s->slab(static_cast<int32_t>(next_unmet));
+    }
+  }
+}
+
 }  // namespace simcache

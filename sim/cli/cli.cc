@@ -321,11 +321,16 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   // shows be a share of wall time, it runs again with them. Every
   // output that reads the clock (latency, the teardown timeline's
   // metrics in the detail views, JSON, CSV, --sysfs) keeps it; latency
-  // is a detail view, which --until-separated and --seeds turn on. --full
-  // prices as it goes.
-  const bool auto_clock = !cfg.event_ns.empty() && format == "table" && !table_shows_record(ro) &&
-                          !v.count("full") && !v.count("sysfs") && !v.count("slabinfo") &&
-                          !v.count("slabinfo-report") && !v.count("hist") && runs_as_one_task(cfg);
+  // is a detail view, which --until-separated and --seeds turn on. Such a
+  // table also shows nothing a computed round leaves out (ring ids,
+  // object histories, whole-run statistics): once the measured rounds
+  // repeat, the rest are computed (sim/run/steady.h), except with fault
+  // injection. --full simulates every round and prices as it goes.
+  const bool plain = format == "table" && !table_shows_record(ro) && !v.count("full") &&
+                     !v.count("sysfs") && !v.count("slabinfo") && !v.count("slabinfo-report") &&
+                     !v.count("hist") && runs_as_one_task(cfg);
+  const bool auto_clock = plain && !cfg.event_ns.empty();
+  cfg.steady = plain && cfg.faults.empty();
   std::vector<double> prices;
   if (auto_clock) prices.swap(cfg.event_ns);
   RunResult result;

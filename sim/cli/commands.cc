@@ -72,9 +72,10 @@ constexpr Flag kReportFlags[] = {
     {"mapping", T::value, "mapping of measured rows to simulations (TOML)", "FILE"},
     {"explain", T::nothing, "break each policy's time per op into its parameters"},
     {"full", T::nothing,
-     "simulate in full: price every event on the machine's clock as it happens, also where the "
-     "output needs no clock (by default a one-task table run is priced after the fact; the "
-     "output is the same, only slower)"},
+     "simulate in full: every measured round, and every event priced on the machine's clock as "
+     "it happens, also where the output needs neither (by default a one-task table run is "
+     "priced after the fact and computes the rounds of a steady state; the output is the same, "
+     "only slower)"},
     {"fail", T::values,
      "inject allocation failures at POINT (page_alloc, slab, bulk_short, bulk_zero, kvmalloc, "
      "memcg_charge): POINT=PROBABILITY (drawn from --seed) or POINT=nth:N (repeatable)",

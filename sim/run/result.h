@@ -122,6 +122,11 @@ struct PolicyResult {
   // the clock ordered its tasks (Machine::clock_ordered()), or a metric
   // was read off the clock (Recorder::mark_needs_clock()).
   bool needs_clock = false;
+  // Measured rounds computed from a steady cycle instead of simulated
+  // (sim/run/steady.h); their records are the cycle's, and the run's
+  // whole-run statistics beyond its event counters (per-cache and
+  // call-site totals, batch histograms) cover the simulated rounds only.
+  uint64_t computed_rounds = 0;
   Counters total;                // the whole run, set-up and teardown included
   Counters timed;                // summed over the measured rounds' timed regions
   RoundLog rounds;               // timed region of each measured round

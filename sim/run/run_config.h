@@ -134,6 +134,11 @@ struct RunConfig {
   std::vector<RunRequest::Fault> faults;
   bool call_sites = true;
   std::vector<double> event_ns;
+  // Steady measured rounds may be computed instead of simulated
+  // (sim/run/steady.h): only for outputs that need no round's ids,
+  // histories or whole-run statistics (sim/cli/cli.cc), never with
+  // fault injection.
+  bool steady = false;
   std::shared_ptr<const BackgroundTrace> bg_trace;
   // What the user asked for, kept for --dump-config and the record.
   RunRequest request;

@@ -68,6 +68,10 @@ void Recorder::begin_round(bool measured) {
   round_ = Counters{};
   round_stats_.clear();
   phase_round_.clear();
+  if (keep_rounds_ && measured) {
+    round_sites_start_ = timed_sites_;
+    round_batches_start_ = timed_batches_;
+  }
 }
 
 void Recorder::timed_begin(std::string_view phase) {
@@ -125,10 +129,32 @@ void Recorder::end_round(uint64_t ops) {
   total_ops_ += ops;
   ops_per_round_ = ops;
   measured_ = false;
+  if (!keep_rounds_) return;
+  last_.timed = round_;
+  last_.stats = round_stats_;
+  last_.phases = phase_round_;
+  last_.sites = timed_sites_ - round_sites_start_;
+  last_.batches = timed_batches_ - round_batches_start_;
+  last_.ops = ops;
+  last_.metrics = metrics_;
+}
+
+void Recorder::repeat_round(const RoundRecord& r) {
+  rounds_.push_back(r.timed);
+  timed_sum_ += r.timed;
+  add_delta(&timed_stats_, r.stats, {});
+  fold_round(&round_min_, &round_max_, r.stats, folded_rounds_++);
+  for (const auto& [k, c] : r.phases) add_phase(&phase_sum_, k, c);
+  timed_sites_ += r.sites;
+  timed_batches_ += r.batches;
+  total_ops_ += r.ops;
+  ops_per_round_ = r.ops;
+  ++computed_rounds_;
 }
 
 void Recorder::finish(PolicyResult* out) const {
   out->needs_clock |= needs_clock_;
+  out->computed_rounds = computed_rounds_;
   out->total = mm_.events();
   out->timed = timed_sum_;
   out->rounds = rounds_;

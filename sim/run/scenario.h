@@ -67,9 +67,33 @@ class Recorder {
   void snapshot_caches(const std::string& name);
   void finish(PolicyResult* out) const;
 
+  // One measured round as end_round() folded it in: what a steady-state
+  // check (sim/run/steady.h) compares between rounds and folds in again
+  // for the rounds it computes. Kept only after keep_rounds().
+  struct RoundRecord {
+    Counters timed;
+    std::vector<uint64_t> stats;  // [cache][item] deltas of the timed regions
+    std::vector<std::pair<std::string, Counters>> phases;
+    CallSiteCounts sites;
+    BatchHists batches;
+    uint64_t ops = 0;
+    std::map<std::string, int64_t> metrics;  // as the round left them
+    bool operator==(const RoundRecord&) const = default;
+  };
+  void keep_rounds() { keep_rounds_ = true; }
+  const RoundRecord& last_round() const { return last_; }
+  // Folds in `r` as end_round() would have for a simulated round.
+  void repeat_round(const RoundRecord& r);
+  // An operation failed (failure()) at some point of the run.
+  bool any_failure() const { return !failures_.empty(); }
+
  private:
   Mm& mm_;
-  bool measured_ = false, in_timed_ = false, needs_clock_ = false;
+  bool measured_ = false, in_timed_ = false, needs_clock_ = false, keep_rounds_ = false;
+  RoundRecord last_;
+  uint64_t computed_rounds_ = 0;  // repeat_round()s
+  CallSiteCounts round_sites_start_;  // keep_rounds(): timed_sites_ at begin_round()
+  BatchHists round_batches_start_;
   Counters round_, mark_, timed_sum_;
   std::string phase_;
   std::vector<std::pair<std::string, Counters>> phase_round_, phase_sum_;  // operation order
@@ -105,6 +129,9 @@ struct Env {
   Recorder* rec = nullptr;
   // RunRequest::bg_trace: replayed as the background users, or nullptr.
   const BackgroundTrace* bg_trace = nullptr;
+  // Rounds found steady may be computed instead of simulated
+  // (RunConfig::steady, sim/run/steady.h).
+  bool steady = false;
 };
 
 using DriverFn = void (*)(Env&, const Params&, Recorder&);

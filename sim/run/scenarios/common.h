@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/run/scenario.h"
+#include "sim/run/steady.h"
 #include "model/mm/geometry.h"
 
 namespace simcache::sim {
@@ -352,12 +353,21 @@ void program(Env& e, const Params& p, Recorder& rec) {
   e.io.task_exit_all();
 }
 
-// Runs `smoke` + `warmup` unmeasured rounds and `rounds` measured ones.
-template <class F>
-void run_rounds(const Params& p, F&& round) {
+// Runs `smoke` + `warmup` unmeasured rounds and `rounds` measured ones;
+// a steady tail of the measured ones may be computed (sim/run/steady.h):
+// `locals(StateSig*)` appends the driver's state that decides later
+// rounds, `cumulative` its counters that only grow.
+template <class F, class L>
+void run_rounds(Env& e, Recorder& rec, const Params& p, F&& round, L&& locals,
+                std::initializer_list<int64_t*> cumulative = {}) {
   for (int64_t i = 0; i < p.at("smoke"); ++i) round(/*measured=*/false, /*smoke=*/true);
   for (int64_t i = 0; i < p.at("warmup"); ++i) round(false, false);
-  for (int64_t i = 0; i < p.at("rounds"); ++i) round(true, false);
+  run_measured(e, rec, p.at("rounds"), [&] { round(true, false); }, locals, cumulative);
+}
+// The same for a driver whose locals decide nothing later rounds do.
+template <class F>
+void run_rounds(Env& e, Recorder& rec, const Params& p, F&& round) {
+  run_rounds(e, rec, p, round, [](StateSig*) {});
 }
 
 }  // namespace simcache::sim

@@ -45,7 +45,7 @@ template <class Op>
 void timed_cycles(Env& e, const Params& p, Recorder& rec, std::string_view kind, Op op) {
   const int k = rec.op_kind(kind);
   IowaitShare share;
-  run_rounds(p, [&](bool measured, bool) {
+  run_rounds(e, rec, p, [&](bool measured, bool) {
     rec.begin_round(measured);
     rec.timed_begin();
     share.begin(e, rec);

@@ -65,7 +65,7 @@ void run_waitv(Env& e, const Params& p, Recorder& rec) {
     ring_metrics(e, rec, rings);  // futex_cache, waitv-cache: every program's ring
     rec.end_round(static_cast<uint64_t>(p.at("cycles") * vectors));
   };
-  run_rounds(p, round);
+  run_rounds(e, rec, p, round);
   for (RingId r : rings) e.io.ring_exit(r, e.kworker);
 }
 
@@ -190,7 +190,8 @@ void run_arm_fail(Env& e, const Params& p, Recorder& rec) {
     rec.timed_end();
     rec.end_round(static_cast<uint64_t>(p.at("cycles") * waits));
   };
-  run_rounds(p, round);
+  // The failing share's error diffusion repeats every 1,000 arms.
+  run_rounds(e, rec, p, round, [&](StateSig* s) { s->add(static_cast<uint64_t>(seq % 1000)); });
   e.io.ring_exit(r, e.kworker);
 }
 

@@ -36,7 +36,7 @@ void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
     exit_ring(e, rec, dst, "target", measured, src);
     rec.end_round(static_cast<uint64_t>(slots));
   };
-  run_rounds(p, round);
+  run_rounds(e, rec, p, round);
   exit_ring(e, rec, src, "source", true);  // after the last (measured) round
 }
 
@@ -153,7 +153,16 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
     rec.end_round(1);
   };
   for (int64_t i = 0; i < p.at("warmup"); ++i) op(false);
-  for (int64_t i = 0; i < p.at("groups") * p.at("ops"); ++i) op(true);
+  // What decides the next operation beyond the model: a closed ring
+  // waiting for its teardown, and the slots the reuse ring's CQEs named.
+  run_measured(
+      e, rec, p.at("groups") * p.at("ops"), [&] { op(true); },
+      [&](StateSig* s) {
+        s->add(pending.ring >= 0);
+        s->add(pending.measured);
+        s->all(taken);
+      },
+      {&pending.created_behind});
   // The last measured operation's ring, the reuse ring and the source
   // close after the measured rounds: their teardowns are recorded too.
   exit_pending(e, rec, &pending, src, tc);

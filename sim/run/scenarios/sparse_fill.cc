@@ -65,7 +65,16 @@ void run_sparse_fill(Env& e, const Params& p, Recorder& rec) {
     if (idle) tc.sleep(kPacedSleepNs);
     rec.end_round(static_cast<uint64_t>(installs));
   };
-  run_rounds(p, round);
+  // What decides the next round beyond the model: whether a closed ring
+  // waits for its teardown, and whose round it was.
+  run_rounds(
+      e, rec, p, round,
+      [&](StateSig* s) {
+        s->add(pending >= 0);
+        s->add(pending_measured);
+        s->add(last_measured);
+      },
+      {&queued_at_create});
   if (pending >= 0)
     tc.teardown(pending, [&] { exit_ring(e, rec, pending, "target", pending_measured, src); });
   rec.metric("rings_created_teardown_queued", queued_at_create);

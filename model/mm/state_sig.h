@@ -1,0 +1,95 @@
+// A simulated kernel's state at a round boundary, as plain words: what
+// the steady-state check (sim/run/steady.h) compares between rounds of a
+// measurement program. Each part of the model appends what decides its
+// future behaviour: slab lists and freelists, sheaves and barns, memcg
+// stocks and counters, the large objects, the rings' caches and tables.
+//
+// Ids are labels. Which slot of the slab table a slab has, which sheaf
+// slot a sheaf, which id a large object or a page: the model decides
+// nothing by their values, only by which object is which. So a slab,
+// sheaf or large object is written as the order in which the walk first
+// meets it (a pointer as that label and its index in the slab), and
+// two states that differ only by a renaming of ids write the same words.
+// Slab epochs and page ids are left out, as are cumulative statistics
+// (event counters, SLUB stats, call-site counts, per-object histories
+// and their sequence numbers), which only grow and decide nothing.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <vector>
+
+#include "model/mm/slab_ptr.h"
+#include "model/types.h"
+
+namespace simcache {
+
+class StateSig {
+ public:
+  static constexpr uint64_t kNone = UINT64_MAX;
+  static constexpr uint64_t kMaxSlot = uint64_t{1} << 24;
+
+  void add(uint64_t v) { words_.push_back(v); }
+  // A slab slot's label (-1: none), handing out the next on first sight.
+  uint64_t slab(int32_t id) { return id < 0 ? kNone : label(&slab_, &slab_order_, id); }
+  uint64_t sheaf(int32_t id) { return id < 0 ? kNone : label(&sheaf_, &sheaf_order_, id); }
+  uint64_t large(uint64_t id) { return label(&large_, &large_order_, id); }
+  // A pointer: a slab object as its slab's label and its index, a large
+  // or vmalloc area as its flag and label.
+  void ptr(Ptr p) {
+    using namespace slub_ptr;
+    constexpr Ptr kBits = kLargeBit | kVmallocBit;
+    if (p == kNull) return add(kNone);
+    if (p & kBits) return add((p & kBits) | large(p & ~kBits));
+    const uint64_t slot = (p >> kIdxBits) & kSlotMask;
+    // No slab table reaches this many slots: a pointer that says so is
+    // written as it is rather than grow the label table.
+    if (slot >= kMaxSlot) return add(p);
+    add((slab(static_cast<int32_t>(slot)) << kIdxBits) | (p & kIdxMask));
+  }
+  // A sequence: its length, then each element.
+  template <class R>
+  void all(const R& r) {
+    add(static_cast<uint64_t>(std::size(r)));
+    for (const auto& x : r) add(static_cast<uint64_t>(x));
+  }
+  template <class R>
+  void ptrs(const R& r) {
+    add(static_cast<uint64_t>(std::size(r)));
+    for (Ptr p : r) ptr(p);
+  }
+  // The ids met so far, by label (a walk writes each one's contents).
+  const std::vector<uint64_t>& slab_order() const { return slab_order_; }
+  const std::vector<uint64_t>& sheaf_order() const { return sheaf_order_; }
+  const std::vector<uint64_t>& large_order() const { return large_order_; }
+  bool has_slab(int32_t id) const {
+    return static_cast<size_t>(id) < slab_.size() && slab_[static_cast<size_t>(id)] != 0;
+  }
+  bool has_large(uint64_t id) const { return id < large_.size() && large_[id] != 0; }
+
+  void clear() {
+    words_.clear();
+    for (auto* v : {&slab_, &sheaf_, &large_}) v->clear();
+    for (auto* v : {&slab_order_, &sheaf_order_, &large_order_}) v->clear();
+  }
+  size_t size() const { return words_.size(); }
+  const std::vector<uint64_t>& words() const { return words_; }
+  bool operator==(const StateSig& o) const { return words_ == o.words_; }
+
+ private:
+  // labels[id] is the label + 1 (0: not met yet).
+  static uint64_t label(std::vector<uint64_t>* labels, std::vector<uint64_t>* order, uint64_t id) {
+    if (id >= labels->size()) labels->resize(id + 1, 0);
+    uint64_t& l = (*labels)[id];
+    if (l == 0) {
+      order->push_back(id);
+      l = order->size();
+    }
+    return l - 1;
+  }
+  std::vector<uint64_t> words_;
+  std::vector<uint64_t> slab_, sheaf_, large_;
+  std::vector<uint64_t> slab_order_, sheaf_order_, large_order_;
+};
+
+}  // namespace simcache
