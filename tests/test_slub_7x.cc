@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "tests/slub_test_util.h"
+#include "tests/test_run_util.h"
 
 using namespace simcache;
 using namespace simcache::testing;
@@ -236,3 +237,20 @@ TEST_CASE("7.x: sheaf refill and flush batch sizes of 4096 kmalloc(24)",
   CHECK(mm.stat(mm.find_cache("kmalloc-32"), SlubStat::SHEAF_FLUSH) == 4140);
   CHECK(mm.check_leaks() == 0);
 }
+
+// A cache whose sheaves hold one object: freeing a sheaf's own memory at
+// the end-of-run shrink puts another sheaf on the barn being emptied. The
+// shrink took the barn's last sheaf off after freeing it, so it freed one
+// sheaf twice (SIGSEGV) and, taking the lists off first, looped; now it
+// empties the lists it took and leaves the new one.
+TEST_CASE("7.x: the end-of-run shrink of one-object sheaves frees each sheaf once",
+          "[slub][7x][sheaf]") {
+  for (const char* warm : {"0", "1"}) {
+    INFO("warm=" << warm);
+    const auto r = simcache::testing::run_ok(
+        "node-cache-coldwarm", {"unpatched(slab_sheaf_capacity=1)", "prefill(slab_sheaf_capacity=1)"},
+        {{"warm", warm}, {"slots", "8"}}, "v7.1");
+    CHECK(r.workloads.at(0).policies.size() == 2);
+  }
+}
+

@@ -214,17 +214,18 @@ void Slub::flush_all(CacheId s) {
   kworker.cpu = 0;
   for (NodeId nid = 0; nid < cfg_.nr_nodes; ++nid) {
     Node& n = caches_[s].node[nid];
-    {  // barn_shrink() (7.x; a 6.18 barn is always empty)
-      while (!n.barn_full.empty()) {
-        int32_t sh = n.barn_full.back();
-        n.barn_full.pop_back();
+    {  // barn_shrink() (7.x; a 6.18 barn is always empty): the lists are
+       // taken off the barn first, as the kernel splices them under the
+       // lock. A sheaf's own kfree() may put a sheaf back on this barn (a
+       // cache whose sheaves hold one object): it stays there.
+      std::vector<int32_t> full, empty;
+      full.swap(n.barn_full);
+      empty.swap(n.barn_empty);
+      for (int32_t sh : full) {
         flush_sheaf(sh, kworker);
         free_sheaf(sh, kworker);
       }
-      while (!n.barn_empty.empty()) {
-        free_sheaf(n.barn_empty.back(), kworker);
-        n.barn_empty.pop_back();
-      }
+      for (int32_t sh : empty) free_sheaf(sh, kworker);
     }
     auto held = lock(n);
     for (int32_t id = n.partial_head; id >= 0;) {
