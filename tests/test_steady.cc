@@ -117,33 +117,42 @@ TEST_CASE("steady rounds are never computed with fault injection", "[steady][eng
 }
 
 TEST_CASE("the state signature names slabs by label, not by their slots", "[steady][mm]") {
-  MmConfig cfg;
-  cfg.nr_cpus = 4;
-  const Task t{1, kRootMemcg, 0};
-  auto fill = [&](Mm& mm, std::vector<Ptr>* held) {
-    for (int i = 0; i < 300; ++i) held->push_back(mm.kmalloc(32, GFP_KERNEL, t));
-    for (size_t i = 0; i < held->size(); i += 3) mm.kfree((*held)[i], t);
-  };
-  auto sig = [](const Mm& mm, const std::vector<Ptr>& held) {
-    StateSig s;
-    s.ptrs(held);  // the holder first, as the rings come first in a run
-    mm.signature(&s);
-    return s;
-  };
-  // a: the kmalloc-32 slabs take the first slots. b: a kmalloc-4096 slab
-  // takes slot 0 first and is discarded, so the same objects live in
-  // slabs of other slots (and the slot a new slab gets is another).
-  Mm a(cfg), b(cfg);
-  const Ptr big = b.kmalloc(4096, GFP_KERNEL, t);
-  std::vector<Ptr> ha, hb;
-  b.kfree(big, t);
-  b.shrink_all();
-  a.shrink_all();
-  fill(a, &ha);
-  fill(b, &hb);
-  CHECK(ha != hb);  // the pointers differ...
-  CHECK(sig(a, ha) == sig(b, hb));  // ...the states do not
-  // One more free is another state.
-  a.kfree(ha[1], t);
-  CHECK_FALSE(sig(a, ha) == sig(b, hb));
+  for (SlubGen gen : {SlubGen::v6_18, SlubGen::v7}) {
+    INFO((gen == SlubGen::v7 ? "7.x" : "6.18"));
+    MmConfig cfg;
+    cfg.gen = gen;
+    cfg.nr_cpus = 4;
+    const Task t{1, kRootMemcg, 0};
+    auto fill = [&](Mm& mm, std::vector<Ptr>* held) {
+      for (int i = 0; i < 300; ++i) held->push_back(mm.kmalloc(32, GFP_KERNEL, t));
+      for (size_t i = 0; i < held->size(); i += 3) mm.kfree((*held)[i], t);
+    };
+    auto sig = [](const Mm& mm, const std::vector<Ptr>& held) {
+      StateSig s;
+      s.ptrs(held);  // the holder first, as the rings come first in a run
+      mm.signature(&s);
+      return s;
+    };
+    auto slot = [](Ptr p) { return (p >> slub_ptr::kIdxBits) & slub_ptr::kSlotMask; };
+    // Both use a kmalloc-4096 object once (7.x: its CPU sheaves stay).
+    // a: it is freed and its slab discarded first, so the kmalloc-32 slabs
+    // take the first slots. b: its slab holds slot 0 while they are made:
+    // the same objects in slabs of other slots, and the same state.
+    Mm a(cfg), b(cfg);
+    std::vector<Ptr> ha, hb;
+    a.kfree(a.kmalloc(4096, GFP_KERNEL, t), t);
+    a.shrink_all();
+    fill(a, &ha);
+    const Ptr big = b.kmalloc(4096, GFP_KERNEL, t);
+    fill(b, &hb);
+    b.kfree(big, t);
+    a.shrink_all();
+    b.shrink_all();
+    REQUIRE(ha.size() == hb.size());
+    for (size_t i = 0; i < ha.size(); ++i) CHECK(slot(ha[i]) != slot(hb[i]));
+    CHECK(sig(a, ha) == sig(b, hb));
+    // One more free is another state.
+    a.kfree(ha[1], t);
+    CHECK_FALSE(sig(a, ha) == sig(b, hb));
+  }
 }

@@ -80,7 +80,7 @@ class Recorder {
     std::map<std::string, int64_t> metrics;  // as the round left them
     bool operator==(const RoundRecord&) const = default;
   };
-  void keep_rounds() { keep_rounds_ = true; }
+  void keep_rounds(bool on = true) { keep_rounds_ = on; }
   const RoundRecord& last_round() const { return last_; }
   // Folds in `r` as end_round() would have for a simulated round.
   void repeat_round(const RoundRecord& r);

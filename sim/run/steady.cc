@@ -29,6 +29,17 @@ bool SteadyCheck::cycle(int p) const {
   return true;
 }
 
+// The check is over: its points, buffers and the recorder's round copies
+// go.
+int64_t SteadyCheck::stop() {
+  on_ = false;
+  points_.clear();
+  points_.shrink_to_fit();
+  work_ = StateSig();
+  rec_.keep_rounds(false);
+  return 0;
+}
+
 int64_t SteadyCheck::observe(const StateSig& locals, int64_t left) {
   if (!on_) return 0;
   // A cycle of one round shows after two more and computes at least one:
@@ -37,15 +48,10 @@ int64_t SteadyCheck::observe(const StateSig& locals, int64_t left) {
   // gives up (it costs a walk of the whole model each round).
   if (seen_ == 0 && left < 3) on_ = false;
   if (left <= 0 || seen_ >= kSteadyWindow) on_ = false;
-  if (!on_) {
-    points_.clear();
-    return 0;
-  }
+  if (!on_) return stop();
   ++seen_;
   if (!e_.mm.kasan_reports().empty() || rec_.any_failure() || !e_.io.failures().empty()) {
-    on_ = false;  // a report or a failure: every round is simulated
-    points_.clear();
-    return 0;
+    return stop();  // a report or a failure: every round is simulated
   }
   Point pt;
   work_.clear();
@@ -77,8 +83,7 @@ int64_t SteadyCheck::observe(const StateSig& locals, int64_t left) {
     for (size_t k = 0; k < kNumEvents; ++k) ev.v[k] += d.v[k] * static_cast<uint64_t>(cycles);
     for (size_t k = 0; k < cumulative_.size(); ++k)
       *cumulative_[k] += (points_[i].cumulative[k] - points_[i - up].cumulative[k]) * cycles;
-    on_ = false;  // the rounds left over run from the cycle's state
-    points_.clear();
+    stop();  // the rounds left over run from the cycle's state
     return cycles * p;
   }
   return 0;

@@ -37,8 +37,10 @@ namespace simcache::sim {
 
 inline constexpr int kSteadyMaxPeriod = 4;
 // Points (the start and the first rounds' ends) a check looks at: a
-// cycle of every length up to kSteadyMaxPeriod shows twice within them.
-inline constexpr int kSteadyWindow = 2 * kSteadyMaxPeriod + 1;
+// cycle of every length up to kSteadyMaxPeriod shows twice within them,
+// also where the start differs from every round's end (a driver's
+// locals: sparse-fill's "the last round was measured").
+inline constexpr int kSteadyWindow = 2 * kSteadyMaxPeriod + 2;
 
 class SteadyCheck {
  public:
@@ -60,6 +62,7 @@ class SteadyCheck {
     std::vector<int64_t> cumulative;
   };
   bool cycle(int p) const;
+  int64_t stop();
   Env& e_;
   Recorder& rec_;
   std::vector<int64_t*> cumulative_;
