@@ -72,7 +72,6 @@ class StateSig {
     for (auto* v : {&slab_, &sheaf_, &large_}) v->clear();
     for (auto* v : {&slab_order_, &sheaf_order_, &large_order_}) v->clear();
   }
-  size_t size() const { return words_.size(); }
   const std::vector<uint64_t>& words() const { return words_; }
   bool operator==(const StateSig& o) const { return words_ == o.words_; }
 

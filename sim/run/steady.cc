@@ -40,7 +40,7 @@ int64_t SteadyCheck::stop() {
   return 0;
 }
 
-int64_t SteadyCheck::observe(const StateSig& locals, int64_t left) {
+int64_t SteadyCheck::observe(int64_t left) {
   if (!on_) return 0;
   // A cycle of one round shows after two more and computes at least one:
   // fewer rounds than that, or none left, need no signature. Nor does a
@@ -54,9 +54,8 @@ int64_t SteadyCheck::observe(const StateSig& locals, int64_t left) {
     return stop();  // a report or a failure: every round is simulated
   }
   Point pt;
-  work_.clear();
-  for (uint64_t w : locals.words()) work_.add(w);
-  // The rings first: the objects they hold name slabs in ring order.
+  // After the driver's locals (begin()), the rings: the objects they hold
+  // name slabs in ring order.
   e_.io.signature(&work_);
   e_.mm.signature(&work_);
   // Kept as a 128-bit digest: a point costs 16 bytes, not the model's

@@ -48,10 +48,15 @@ class SteadyCheck {
   // nothing later rounds do (counted into a metric after the rounds).
   SteadyCheck(Env& e, Recorder& rec, std::initializer_list<int64_t*> cumulative = {});
   bool on() const { return on_; }
-  // Before the first measured round and after each, with the driver's
-  // locals in `locals` and `left` measured rounds still to run. Returns
-  // how many of them it computed (0: simulate on).
-  int64_t observe(const StateSig& locals, int64_t left);
+  // Before the first measured round and after each: the driver appends
+  // its locals to begin()'s signature, then observe() adds the model's,
+  // with `left` measured rounds still to run. Returns how many of them it
+  // computed (0: simulate on).
+  StateSig& begin() {
+    work_.clear();
+    return work_;
+  }
+  int64_t observe(int64_t left);
 
  private:
   struct Point {
@@ -79,12 +84,10 @@ template <class Round, class Locals>
 void run_measured(Env& e, Recorder& rec, int64_t n, Round&& round, Locals&& locals,
                   std::initializer_list<int64_t*> cumulative = {}) {
   SteadyCheck check(e, rec, cumulative);
-  StateSig sig;
   auto observe = [&](int64_t left) {
     if (!check.on()) return int64_t{0};
-    sig.clear();
-    locals(&sig);
-    return check.observe(sig, left);
+    locals(&check.begin());
+    return check.observe(left);
   };
   int64_t left = n;
   left -= observe(left);
