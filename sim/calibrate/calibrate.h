@@ -54,6 +54,10 @@ struct SimulateOptions {
   // Called after each distinct simulation (from the calling thread): rows
   // whose simulation is done, rows in all.
   std::function<void(size_t done, size_t total)> progress;
+  // Simulate every measured round. By default a one-task simulation
+  // computes its rounds once they repeat (sim/run/steady.h), with the
+  // same counts.
+  bool full = false;
 };
 
 bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<PerOpCounts>* per_op,

@@ -135,6 +135,7 @@ void copy_scalars(const RunRequest& req, RunConfig* out) {
   out->jobs = req.jobs;
   out->faults = req.faults;
   out->call_sites = req.call_sites;
+  out->timed_views = req.timed_views;
   out->event_ns = req.event_ns;
   out->bg_trace = req.bg_trace;
   out->request = req;

@@ -70,6 +70,12 @@ struct RunRequest {
   // Call-site scopes (MmConfig::call_sites): off leaves the counts alone
   // and the views by call site empty (--no-sites).
   bool call_sites = true;
+  // The timed regions' views beyond their event counts: per-cache SLUB
+  // stat deltas (PolicyResult::timed_caches, round_min/round_max), counts
+  // by call site and batch sizes (timed_sites, timed_batches). Off for a
+  // caller that reads only event counts (calibrate's and validate's
+  // simulations, sim/calibrate/simulate.cc); the counts are the same.
+  bool timed_views = true;
   // ns per event unit, kNumEvents of them (sim/cost event_prices()): the
   // machine advances each CPU's virtual clock by them as events are
   // counted. Empty: clocks stay at 0 (counts only), so nothing contends
@@ -133,6 +139,7 @@ struct RunConfig {
   int jobs = 1;
   std::vector<RunRequest::Fault> faults;
   bool call_sites = true;
+  bool timed_views = true;  // RunRequest::timed_views
   std::vector<double> event_ns;
   // Steady measured rounds may be computed instead of simulated
   // (sim/run/steady.h): only for outputs that need no round's ids,

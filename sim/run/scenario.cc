@@ -78,7 +78,7 @@ void Recorder::timed_begin(std::string_view phase) {
   in_timed_ = true;
   phase_ = std::string(phase);
   mark_ = mm_.events();
-  if (!measured_) return;
+  if (!measured_ || !timed_views_) return;
   mm_.stat_sums(&mark_stats_);
   mark_sites_ = mm_.call_sites();
   mark_batches_ = mm_.batches();
@@ -90,10 +90,9 @@ void Recorder::timed_end() {
   const Counters d = mm_.events() - mark_;
   round_ += d;
   if (!phase_.empty()) add_phase(&phase_round_, phase_, d);
-  if (!measured_) return;
-  std::vector<uint64_t> now;
-  mm_.stat_sums(&now);
-  add_delta(&round_stats_, now, mark_stats_);
+  if (!measured_ || !timed_views_) return;
+  mm_.stat_sums(&now_stats_);
+  add_delta(&round_stats_, now_stats_, mark_stats_);
   timed_sites_ += mm_.call_sites() - mark_sites_;
   timed_batches_ += mm_.batches() - mark_batches_;
 }

@@ -34,6 +34,10 @@ class Recorder {
  public:
   explicit Recorder(Mm& mm) : mm_(mm) {}
   void begin_round(bool measured);
+  // Off: the timed regions record their event counts only; timed_caches,
+  // round_min, round_max, timed_sites and timed_batches stay empty
+  // (RunConfig::timed_views).
+  void set_timed_views(bool on) { timed_views_ = on; }
   // A timed region; `phase` names the part of the operation it times
   // ("registration", "fill", ...). The phases of a round partition its
   // timed region, so their counts sum exactly to it.
@@ -101,6 +105,8 @@ class Recorder {
   // Per-cache stat sums [cache][item] at the mark, and the round's and the
   // timed regions' deltas.
   std::vector<uint64_t> mark_stats_, round_stats_, timed_stats_;
+  std::vector<uint64_t> now_stats_;  // timed_end()'s sums, kept to spare an allocation
+  bool timed_views_ = true;
   // The smallest and largest round delta of each [cache][item], folded
   // round by round: memory follows the caches, not the rounds run.
   std::vector<uint64_t> round_min_, round_max_;
