@@ -75,6 +75,41 @@ struct Normal {
 
 }  // namespace
 
+TEST_CASE("calibrate's simulations: computed rounds give the counts of every round simulated",
+          "[calib][steady]") {
+  // simulate_rows computes a one-task simulation's repeated rounds
+  // (sim/run/steady.h) and reads counts only (no call-site scopes, no
+  // timed views); the per-op counts are a full simulation's, exactly.
+  std::vector<PerOpCounts> full;
+  std::string err;
+  SimulateOptions o;
+  o.full = true;
+  REQUIRE(simulate_rows(calib().rows, 2, &full, &err, nullptr, o));
+  REQUIRE(full.size() == calib().per_op.size());
+  for (size_t i = 0; i < full.size(); ++i) {
+    INFO(calib().rows[i].row.id);
+    CHECK(full[i] == calib().per_op[i]);
+  }
+  // Some of the rows' simulations do compute rounds (the wait-wake ones).
+  uint64_t computed = 0;
+  for (const MappedRow& r : calib().rows) {
+    RunRequest req;
+    req.scenario = r.scenario;
+    req.kernel = r.kernel;
+    req.policies = {r.policy};
+    for (const auto& [k, v] : r.params) req.sets.emplace_back(k, std::to_string(v));
+    RunConfig cfg;
+    REQUIRE(resolve_run(req, &cfg, &err));
+    cfg.steady = runs_as_one_task(cfg);
+    cfg.timed_views = false;
+    cfg.call_sites = false;
+    RunResult res;
+    run(cfg, &res);
+    computed += res.workloads.at(0).policies.at(0).computed_rounds;
+  }
+  CHECK(computed > 0);
+}
+
 TEST_CASE("the fit recovers known parameters from synthetic rows with priors", "[calib][fit]") {
   // Rows generated from `truth` exactly; every prior the rows touch is put
   // 50 % above the truth. The rows determine combinations of parameters

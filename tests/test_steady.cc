@@ -96,6 +96,40 @@ TEST_CASE("steady rounds are computed with the records a full simulation gives",
   }
 }
 
+TEST_CASE("a run without timed views counts the same events and records no views",
+          "[steady][engine]") {
+  // RunConfig::timed_views off (calibrate's simulations): the counts, the
+  // phases and the metrics are the same; per-cache deltas, call sites and
+  // batches of the timed regions are left empty.
+  size_t with_batches = 0;
+  for (const char* s : {"lifecycle", "waitv", "sparse-fill", "memcg-bulk"}) {
+    INFO(s);
+    RunRequest req;
+    req.scenario = s;
+    req.kernel = "v6.18";
+    RunConfig cfg;
+    std::string err;
+    REQUIRE(resolve_run(req, &cfg, &err));
+    RunResult with, without;
+    run(cfg, &with);
+    cfg.timed_views = false;
+    run(cfg, &without);
+    const PolicyResult &a = with.workloads[0].policies[0], &b = without.workloads[0].policies[0];
+    CHECK(a.timed == b.timed);
+    CHECK(a.total == b.total);
+    CHECK(a.rounds == b.rounds);
+    CHECK(a.phases == b.phases);
+    CHECK(a.metrics == b.metrics);
+    CHECK_FALSE(a.timed_caches.empty());
+    CHECK(b.timed_caches.empty());
+    CHECK(b.round_max.empty());
+    CHECK(b.timed_sites == CallSiteCounts{});
+    CHECK(b.timed_batches == BatchHists{});
+    with_batches += !(a.timed_batches == BatchHists{});
+  }
+  CHECK(with_batches > 0);  // memcg-bulk's bulk allocations
+}
+
 TEST_CASE("a program whose state does not repeat is simulated in full", "[steady][engine]") {
   // sparse-fill: every round's timed counts are the same, but each new
   // ring's allocations take the next objects of their slabs and the
