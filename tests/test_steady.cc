@@ -190,3 +190,41 @@ TEST_CASE("the state signature names slabs by label, not by their slots", "[stea
     CHECK_FALSE(sig(a, ha) == sig(b, hb));
   }
 }
+
+TEST_CASE("a streamed signature hands on the words a kept one holds, a chunk at a time",
+          "[steady][mm]") {
+  // The steady check streams the signature into its digest
+  // (StateSig::stream_to): memory is a chunk, not the model's size.
+  MmConfig cfg;
+  cfg.nr_cpus = 2;
+  Mm mm(cfg);
+  const Task t{0, kRootMemcg, 0};
+  std::vector<Ptr> held;
+  for (int i = 0; i < 20000; ++i) held.push_back(mm.kmalloc(64, GFP_KERNEL, t));
+  for (size_t i = 0; i < held.size(); i += 2) mm.kfree(held[i], t);
+  StateSig kept;
+  kept.ptrs(held);
+  mm.signature(&kept);
+  REQUIRE(kept.words().size() > 3 * StateSig::kChunk);
+  struct Out {
+    std::vector<uint64_t> words;
+    size_t calls = 0;
+  } out;
+  StateSig streamed;
+  streamed.stream_to(
+      [](void* ctx, const uint64_t* w, size_t n) {
+        Out* o = static_cast<Out*>(ctx);
+        o->words.insert(o->words.end(), w, w + n);
+        ++o->calls;
+      },
+      &out);
+  streamed.ptrs(held);
+  mm.signature(&streamed);
+  CHECK(streamed.words().size() < StateSig::kChunk);
+  streamed.flush();
+  CHECK(streamed.words().empty());
+  CHECK(out.words == kept.words());
+  CHECK(out.calls == (kept.words().size() + StateSig::kChunk - 1) / StateSig::kChunk);
+  for (size_t i = 1; i < held.size(); i += 2) mm.kfree(held[i], t);
+  CHECK(mm.kasan_reports().empty());
+}

@@ -28,8 +28,27 @@ class StateSig {
  public:
   static constexpr uint64_t kNone = UINT64_MAX;
   static constexpr uint64_t kMaxSlot = uint64_t{1} << 24;
+  // Words a streaming signature holds before handing them on.
+  static constexpr size_t kChunk = 4096;
+  using Sink = void (*)(void* ctx, const uint64_t* words, size_t n);
 
-  void add(uint64_t v) { words_.push_back(v); }
+  // Streaming: the words go to `sink` in chunks of kChunk (and the rest
+  // at flush()) instead of being kept, so a signature as big as the model
+  // costs a chunk of memory, not its size. words() and == then see only
+  // what is not handed on yet.
+  void stream_to(Sink sink, void* ctx) {
+    sink_ = sink;
+    ctx_ = ctx;
+  }
+  void flush() {
+    if (!sink_ || words_.empty()) return;
+    sink_(ctx_, words_.data(), words_.size());
+    words_.clear();
+  }
+  void add(uint64_t v) {
+    words_.push_back(v);
+    if (sink_ && words_.size() >= kChunk) flush();
+  }
   // A slab slot's label (-1: none), handing out the next on first sight.
   uint64_t slab(int32_t id) { return id < 0 ? kNone : label(&slab_, &slab_order_, id); }
   uint64_t sheaf(int32_t id) { return id < 0 ? kNone : label(&sheaf_, &sheaf_order_, id); }
@@ -87,6 +106,8 @@ class StateSig {
     return l - 1;
   }
   std::vector<uint64_t> words_;
+  Sink sink_ = nullptr;
+  void* ctx_ = nullptr;
   std::vector<uint64_t> slab_, sheaf_, large_;
   std::vector<uint64_t> slab_order_, sheaf_order_, large_order_;
 };

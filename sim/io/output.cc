@@ -205,10 +205,10 @@ struct Staged {
   std::string tmp, path, data;
   int slot = -1;
 };
-struct Batch {
+struct StagedBatch {
   std::vector<Staged> items;
 };
-Batch* g_batch = nullptr;
+StagedBatch* g_batch = nullptr;
 
 bool stage_or_place(Staged s, std::string* error) {
   if (g_batch) {
@@ -293,7 +293,7 @@ bool check_output_dir(const std::string& path, std::string_view flag, std::strin
 }
 
 OutputBatch::OutputBatch() {
-  if (!g_batch) g_batch = new Batch, owner_ = true;
+  if (!g_batch) g_batch = new StagedBatch, owner_ = true;
 }
 
 OutputBatch::~OutputBatch() {
@@ -306,7 +306,7 @@ OutputBatch::~OutputBatch() {
 
 bool OutputBatch::commit(std::string* error) {
   if (!owner_ || !g_batch) return true;
-  Batch* b = g_batch;
+  StagedBatch* b = g_batch;
   g_batch = nullptr;  // stage_or_place() now places
   bool ok = true;
   for (Staged& s : b->items) {

@@ -1,14 +1,38 @@
 #include "sim/run/steady.h"
 
 #include <algorithm>
+#include <new>
 
 #include <xxhash.h>
 
 namespace simcache::sim {
 
+// XXH3-128's streaming state: the signature's words are hashed chunk by
+// chunk as the walk writes them.
+struct SteadyCheck::Hash {
+  XXH3_state_t* state = XXH3_createState();
+  Hash() {
+    if (!state) throw std::bad_alloc();
+  }
+  ~Hash() { XXH3_freeState(state); }
+  static void feed(void* ctx, const uint64_t* words, size_t n) {
+    XXH3_128bits_update(static_cast<XXH3_state_t*>(ctx), words, n * sizeof(uint64_t));
+  }
+};
+
 SteadyCheck::SteadyCheck(Env& e, Recorder& rec, std::initializer_list<int64_t*> cumulative)
     : e_(e), rec_(rec), cumulative_(cumulative), on_(e.steady && !e.mm.events().priced()) {
   if (on_) rec_.keep_rounds();
+}
+
+SteadyCheck::~SteadyCheck() = default;
+
+StateSig& SteadyCheck::begin() {
+  if (!hash_) hash_ = std::make_unique<Hash>();
+  work_.clear();
+  work_.stream_to(&Hash::feed, hash_->state);
+  XXH3_128bits_reset(hash_->state);
+  return work_;
 }
 
 // The points after rounds i - 2p, i - p and i hold one state, and the
@@ -36,6 +60,7 @@ int64_t SteadyCheck::stop() {
   points_.clear();
   points_.shrink_to_fit();
   work_ = StateSig();
+  hash_.reset();
   rec_.keep_rounds(false);
   return 0;
 }
@@ -60,8 +85,8 @@ int64_t SteadyCheck::observe(int64_t left) {
   e_.mm.signature(&work_);
   // Kept as a 128-bit digest: a point costs 16 bytes, not the model's
   // size (two different states collide with probability 2^-128).
-  const std::vector<uint64_t>& w = work_.words();
-  const XXH128_hash_t h = XXH3_128bits(w.data(), w.size() * sizeof(uint64_t));
+  work_.flush();
+  const XXH128_hash_t h = XXH3_128bits_digest(hash_->state);
   pt.digest[0] = h.low64;
   pt.digest[1] = h.high64;
   pt.has_round = !points_.empty();  // the first point is before any round

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <memory>
 #include <vector>
 
 #include "model/mm/state_sig.h"
@@ -47,15 +48,13 @@ class SteadyCheck {
   // `cumulative`: driver locals that grow round by round and decide
   // nothing later rounds do (counted into a metric after the rounds).
   SteadyCheck(Env& e, Recorder& rec, std::initializer_list<int64_t*> cumulative = {});
+  ~SteadyCheck();
   bool on() const { return on_; }
   // Before the first measured round and after each: the driver appends
   // its locals to begin()'s signature, then observe() adds the model's,
   // with `left` measured rounds still to run. Returns how many of them it
   // computed (0: simulate on).
-  StateSig& begin() {
-    work_.clear();
-    return work_;
-  }
+  StateSig& begin();
   int64_t observe(int64_t left);
 
  private:
@@ -71,7 +70,9 @@ class SteadyCheck {
   Env& e_;
   Recorder& rec_;
   std::vector<int64_t*> cumulative_;
-  StateSig work_;  // the signature being taken, its buffers reused
+  struct Hash;  // the digest being taken (steady.cc)
+  std::unique_ptr<Hash> hash_;
+  StateSig work_;  // the signature being taken, streamed into hash_
   bool on_;
   std::deque<Point> points_;  // the last 2 * kSteadyMaxPeriod + 1
   int seen_ = 0;              // points taken
