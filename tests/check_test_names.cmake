@@ -5,8 +5,10 @@
 #   - any test case name containing ';', and
 #   - any discovered ctest whose own command line (as catch_discover_tests
 #     wrote it) selects anything but exactly the test case of its name.
-# Usage: cmake -DEXE=<simcache_tests> -DINCLUDE=<ctest include file>
+# Usage: cmake -DEXE=<simcache_tests> -DINCLUDE=<ctest include file>[|<another>]
 #              -P check_test_names.cmake
+# (one include file per catch_discover_tests() call: tests/CMakeLists.txt
+# discovers the [slow] test cases and the rest apart)
 cmake_minimum_required(VERSION 3.25)
 if(NOT EXISTS "${EXE}")
   message(FATAL_ERROR "check_test_names: ${EXE} does not exist")
@@ -45,7 +47,10 @@ function(add_test name)
 endfunction()
 function(set_tests_properties)
 endfunction()
-include("${INCLUDE}")
+string(REPLACE "|" ";" includes "${INCLUDE}")
+foreach(f IN LISTS includes)
+  include("${f}")
+endforeach()
 
 if(NOT ncaptured EQUAL nnames)
   message(SEND_ERROR "ctest has ${ncaptured} discovered tests, the binary ${nnames} test cases")

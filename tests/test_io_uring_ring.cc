@@ -237,7 +237,7 @@ TEST_CASE("ring: teardown frees everything under every profile and policy",
 }
 
 TEST_CASE("ring: every allocation failure leaves the model consistent",
-          "[io_uring][ring][faults]") {
+          "[slow][io_uring][ring][faults]") {
   const KernelProfile& v618 = *profile_by_name("v6.18", nullptr);
   for (const std::string& spec : {std::string("unpatched"), maximal_policy(v618, false)}) {
     // Count the allocation calls of a clean run, then fail each in turn.

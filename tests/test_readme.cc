@@ -173,7 +173,7 @@ std::vector<std::vector<std::string>> scenario_commands(const std::string& text)
 
 }  // namespace
 
-TEST_CASE("docs: every scenario command shown runs", "[docs][readme]") {
+TEST_CASE("docs: every scenario command shown runs", "[slow][docs][readme]") {
   std::vector<std::string> files = {"README.md"};
   for (const auto& e : std::filesystem::directory_iterator(repo_file("docs")))
     if (e.path().extension() == ".md") files.push_back("docs/" + e.path().filename().string());

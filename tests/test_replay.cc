@@ -281,7 +281,7 @@ TEST_CASE("replay memory is bounded by live objects, not trace length", "[replay
   std::remove(b.c_str());
 }
 
-TEST_CASE("a scenario's op stream as a trace replays to the scenario's counts", "[replay]") {
+TEST_CASE("a scenario's op stream as a trace replays to the scenario's counts", "[slow][replay]") {
   for (const char* s : {"sparse-fill", "arm-fail", "waitv"}) {
     INFO(s);
     const std::string trace = std::string("roundtrip_") + s + ".trace";

@@ -39,7 +39,7 @@ bool has(const std::string& text, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("summary: every scenario and preset fits one screen", "[summary]") {
+TEST_CASE("summary: every scenario and preset fits one screen", "[slow][summary]") {
   std::vector<std::string> names;
   const ScenarioRegistry& reg = ScenarioRegistry::get();
   for (const PresetInfo& p : reg.presets()) names.emplace_back(p.name);

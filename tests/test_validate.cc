@@ -471,7 +471,7 @@ TEST_CASE("the metric column picks the lifecycle phase", "[validate]") {
 }
 
 TEST_CASE("calibrate refuses a fit that is not credible: exit 3, one line per cause, no profile",
-          "[validate][credible]") {
+          "[slow][validate][credible]") {
   // The shipped rows with the lifecycle rows five times slower.
   std::string text, line;
   {
