@@ -15,6 +15,8 @@
 // and their sequence numbers), which only grow and decide nothing.
 #pragma once
 
+#include <cassert>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <vector>
@@ -31,6 +33,13 @@ class StateSig {
   // Words a streaming signature holds before handing them on.
   static constexpr size_t kChunk = 4096;
   using Sink = void (*)(void* ctx, const uint64_t* words, size_t n);
+
+  StateSig() = default;
+  // Not copied: a copy of a streaming signature would feed its sink too.
+  StateSig(const StateSig&) = delete;
+  StateSig& operator=(const StateSig&) = delete;
+  StateSig(StateSig&&) = default;
+  StateSig& operator=(StateSig&&) = default;
 
   // Streaming: the words go to `sink` in chunks of kChunk (and the rest
   // at flush()) instead of being kept, so a signature as big as the model
@@ -92,7 +101,11 @@ class StateSig {
     for (auto* v : {&slab_order_, &sheaf_order_, &large_order_}) v->clear();
   }
   const std::vector<uint64_t>& words() const { return words_; }
-  bool operator==(const StateSig& o) const { return words_ == o.words_; }
+  // Kept signatures only: a streamed one has handed its words on.
+  bool operator==(const StateSig& o) const {
+    assert(!sink_ && !o.sink_);
+    return words_ == o.words_;
+  }
 
  private:
   // labels[id] is the label + 1 (0: not met yet).

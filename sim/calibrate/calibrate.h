@@ -54,10 +54,14 @@ struct SimulateOptions {
   // Called after each distinct simulation (from the calling thread): rows
   // whose simulation is done, rows in all.
   std::function<void(size_t done, size_t total)> progress;
-  // Simulate every measured round. By default a one-task simulation
-  // computes its rounds once they repeat (sim/run/steady.h), with the
-  // same counts.
+  // The reference the tests compare with: every measured round simulated,
+  // with call-site scopes and every timed view on. By default a one-task
+  // simulation computes its rounds once they repeat (sim/run/steady.h)
+  // and records counts only, with the same counts.
   bool full = false;
+  // Where set, the measured rounds computed instead of simulated, summed
+  // over the rows' simulations.
+  uint64_t* computed_rounds = nullptr;
 };
 
 bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<PerOpCounts>* per_op,

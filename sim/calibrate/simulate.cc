@@ -115,8 +115,8 @@ bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<Per
     req.jobs = jobs;
     // Only the event counts are read: no call-site scopes, no timed views
     // beyond the counts (the counts are the same without them).
-    req.call_sites = false;
-    req.timed_views = false;
+    req.call_sites = o.full;
+    req.timed_views = o.full;
     for (const auto& [k, v] : std::get<1>(key)) req.sets.emplace_back(k, std::to_string(v));
     RunConfig cfg;
     if (!resolve_run(req, &cfg, error)) return false;
@@ -124,6 +124,7 @@ bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<Per
     RunResult res;
     run(cfg, &res);
     for (const PolicyResult& p : res.workloads.at(0).policies) {
+      if (o.computed_rounds) *o.computed_rounds += p.computed_rounds;
       if (!p.failures.empty()) failures[{key, p.policy}] = p.failures;
       if (!p.timed_ops) continue;
       auto per_op = [&](const Counters& cnt) {
