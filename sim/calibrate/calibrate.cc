@@ -93,13 +93,15 @@ struct ErrorModel {
   // A row's own relative spread beyond the common noise s: set for rows
   // that failed their stability gate (row_spread()), 0 for the others.
   const std::vector<double>& spread;
+  double at(size_t i, size_t k, double s, double sv, double su) const {
+    return (i == k ? s * s + spread[i] * spread[i] : 0) + (config[i] == config[k] ? sv * sv : 0) +
+           (shape[i] == shape[k] ? su * su : 0);
+  }
   Matrix sigma(double s, double sv, double su) const {
     const size_t n = config.size();
     Matrix m(n, n);
     for (size_t i = 0; i < n; ++i)
-      for (size_t k = 0; k < n; ++k)
-        m(i, k) = (i == k ? s * s + spread[i] * spread[i] : 0) +
-                  (config[i] == config[k] ? sv * sv : 0) + (shape[i] == shape[k] ? su * su : 0);
+      for (size_t k = 0; k < n; ++k) m(i, k) = at(i, k, s, sv, su);
     return m;
   }
 };
@@ -165,10 +167,14 @@ double neg_log_marginal(const PriorPredictive& pp, const ErrorModel& em, double 
     z[i] = pp.ly[i] - std::log(p[i]) -
            (f[0] * pp.o[0][i] + f[1] * pp.o[1][i] + f[2] * pp.o[2][i]) / p[i];
   }
-  Matrix m = em.sigma(s, sv, su), l;
+  // The lower triangle only: all that cholesky() reads (the search
+  // evaluates this thousands of times a fit).
+  Matrix m(n, n), l;
+  const double k2 = k * k, ke2 = ke * ke;
   for (size_t i = 0; i < n; ++i)
-    for (size_t c = 0; c < n; ++c)
-      m(i, c) += (pp.g[0](i, c) + k * k * pp.g[1](i, c) + ke * ke * pp.g[2](i, c)) / (p[i] * p[c]);
+    for (size_t c = 0; c <= i; ++c)
+      m(i, c) = em.at(i, c, s, sv, su) +
+                (pp.g[0](i, c) + k2 * pp.g[1](i, c) + ke2 * pp.g[2](i, c)) / (p[i] * p[c]);
   if (!cholesky(m, &l)) return 1e300;
   forward_solve(l, &z);
   double q = 0, logdet = 0;

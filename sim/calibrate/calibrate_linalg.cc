@@ -46,11 +46,32 @@ Qr householder(const Matrix& A, const std::vector<double>& b) {
       continue;
     }
     for (size_t i = k; i < m; ++i) v[i] /= vv;
-    for (size_t c = j; c < n; ++c) {
+    // The reflection of each remaining column. Columns are independent:
+    // four dot products run side by side, each summed in the same order
+    // as alone (the same roundings), so their chains overlap.
+    auto reflect = [&](double* rc, double d) {
+      for (size_t i = k; i < m; ++i) rc[i] -= 2 * d * v[i];
+    };
+    size_t c = j;
+    for (; c + 4 <= n; c += 4) {
+      double *r0 = &r[c * m], *r1 = r0 + m, *r2 = r1 + m, *r3 = r2 + m;
+      double d0 = 0, d1 = 0, d2 = 0, d3 = 0;
+      for (size_t i = k; i < m; ++i) {
+        d0 += v[i] * r0[i];
+        d1 += v[i] * r1[i];
+        d2 += v[i] * r2[i];
+        d3 += v[i] * r3[i];
+      }
+      reflect(r0, d0);
+      reflect(r1, d1);
+      reflect(r2, d2);
+      reflect(r3, d3);
+    }
+    for (; c < n; ++c) {
       double* rc = &r[c * m];
       double d = 0;
       for (size_t i = k; i < m; ++i) d += v[i] * rc[i];
-      for (size_t i = k; i < m; ++i) rc[i] -= 2 * d * v[i];
+      reflect(rc, d);
     }
     double d = 0;
     for (size_t i = k; i < m; ++i) d += v[i] * q.qtb[i];
@@ -191,14 +212,34 @@ bool cholesky(const Matrix& m, Matrix* out) {
   const size_t n = m.rows;
   Matrix l(n, n);
   for (size_t j = 0; j < n; ++j) {
+    const double* lj = &l.a[j * n];
     double d = m(j, j);
-    for (size_t k = 0; k < j; ++k) d -= l(j, k) * l(j, k);
+    for (size_t k = 0; k < j; ++k) d -= lj[k] * lj[k];
     if (!(d > 0)) return false;
     l(j, j) = std::sqrt(d);
-    for (size_t i = j + 1; i < n; ++i) {
+    const double ljj = l(j, j);
+    // Four rows at a time: each row's sum runs in the same order as
+    // alone (the same roundings), and the four chains overlap.
+    size_t i = j + 1;
+    for (; i + 4 <= n; i += 4) {
+      const double *a = &l.a[i * n], *b = a + n, *c = b + n, *e = c + n;
+      double va = m(i, j), vb = m(i + 1, j), vc = m(i + 2, j), ve = m(i + 3, j);
+      for (size_t k = 0; k < j; ++k) {
+        va -= a[k] * lj[k];
+        vb -= b[k] * lj[k];
+        vc -= c[k] * lj[k];
+        ve -= e[k] * lj[k];
+      }
+      l(i, j) = va / ljj;
+      l(i + 1, j) = vb / ljj;
+      l(i + 2, j) = vc / ljj;
+      l(i + 3, j) = ve / ljj;
+    }
+    for (; i < n; ++i) {
+      const double* a = &l.a[i * n];
       double v = m(i, j);
-      for (size_t k = 0; k < j; ++k) v -= l(i, k) * l(j, k);
-      l(i, j) = v / l(j, j);
+      for (size_t k = 0; k < j; ++k) v -= a[k] * lj[k];
+      l(i, j) = v / ljj;
     }
   }
   *out = std::move(l);

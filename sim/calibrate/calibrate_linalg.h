@@ -44,7 +44,7 @@ double norm(const std::vector<double>& v);
 bool spd_inverse(const Matrix& m, Matrix* inv);
 
 // Lower-triangular L with L L^T = m for a symmetric positive definite m;
-// false if it is not positive definite.
+// false if it is not positive definite. Reads m's lower triangle only.
 bool cholesky(const Matrix& m, Matrix* l);
 // Solves L z = b in place (forward substitution).
 void forward_solve(const Matrix& l, std::vector<double>* b);
