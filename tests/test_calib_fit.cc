@@ -145,7 +145,7 @@ TEST_CASE("the fit recovers known parameters from synthetic rows with priors", "
 }
 
 TEST_CASE("the 90% intervals reach about their nominal coverage on synthetic data",
-          "[slow][calib][fit]") {
+          "[refits][calib][fit]") {
   // Truth drawn from the priors (kept >= 0), rows with 1% noise: the
   // share of noise-free row times inside their predicted 90% interval.
   Normal z;
@@ -176,7 +176,7 @@ TEST_CASE("the 90% intervals reach about their nominal coverage on synthetic dat
 }
 
 TEST_CASE("the fit separates model inadequacy from row noise and covers true effects",
-          "[slow][calib][fit]") {
+          "[refits][calib][fit]") {
   // Truth from the priors; each configuration (rows with identical counts)
   // gets a model error d_c ~ N(0, 1.5 %) that no parameter explains, each
   // row a measurement noise of 0.3 %. The fit must estimate both, and the
@@ -305,7 +305,7 @@ TEST_CASE("the shipped default profile is a fresh fit of the calibration rows", 
 }
 
 TEST_CASE("the fit is scale-equivariant: a uniformly slower machine refits to scaled prices",
-          "[slow][calib][fit][scale]") {
+          "[refits][calib][fit][scale]") {
   // The shipped rows times c are a machine that is c times slower at
   // everything: the fit must give the same relative residuals and every
   // price (and its sd) times c. Before the speed factor, 1.1 collapsed to
@@ -834,13 +834,13 @@ TEST_CASE("docs/validation.md's validate block is the validate golden", "[calib]
 }
 
 TEST_CASE("docs/validation.md's out-of-sample block is a fresh leave-one-group-out",
-          "[slow][calib][docs]") {
+          "[refits][calib][docs]") {
   check_doc_block("docs/validation.md", "leave-one-group-out",
                   leave_out_markdown(false) + leave_out_markdown(true));
 }
 
 TEST_CASE("validate --leave-out prints the out-of-sample table, at any job count",
-          "[slow][calib][cli]") {
+          "[refits][calib][cli]") {
   // The docs' block is the library's leave_out at two jobs (the test
   // above refits it); the command prints the same at one job, refitting
   // from the priors: the job count changes nothing. Two refits here, not
@@ -957,7 +957,7 @@ TEST_CASE("docs/measure.md's worked example is what calibrate prints on its rows
 }
 
 TEST_CASE("docs/measure.md's second worked example: one sitting's rows fitted and validated",
-          "[slow][calib][docs]") {
+          "[refits][calib][docs]") {
   // The calibration and validation suites measured back to back on an
   // idle 2-vCPU VM (data/measurements/vm-2cpu-idle-*.tsv): the profile
   // calibrate writes from the first, and validate's report on the second.
@@ -998,7 +998,7 @@ TEST_CASE("docs/measure.md's second worked example: one sitting's rows fitted an
   check_doc_block("docs/measure.md", "vm-idle", want);
 }
 
-TEST_CASE("docs/measure.md's third worked example: two sittings pooled", "[slow][calib][docs]") {
+TEST_CASE("docs/measure.md's third worked example: two sittings pooled", "[refits][calib][docs]") {
   // The quiet sitting alone: its gate-passing rows agree to the noise
   // floor, so its intervals leave out how far a measurement moves between
   // sittings. Pooled with the idle sitting of another day (every
@@ -1046,7 +1046,7 @@ TEST_CASE("docs/measure.md's third worked example: two sittings pooled", "[slow]
 }
 
 TEST_CASE("docs/measure.md's fourth worked example: a third sitting, a price at 0 its rows allow",
-          "[slow][calib][docs]") {
+          "[refits][calib][docs]") {
   // A third day on the same kind of VM. Its registrations cost well under
   // a nanosecond a slot beyond a 128-slot table, about what zeroing the
   // table's 8 bytes a slot costs alone; file_table_slot (the per-slot work
@@ -1167,7 +1167,7 @@ TEST_CASE("docs/measure.md's fourth worked example: a third sitting, a price at 
 }
 
 TEST_CASE("pooled sittings: each effect against its own sitting's bases, in-sample marks per file",
-          "[slow][calib][pooled]") {
+          "[refits][calib][pooled]") {
   // The shipped rows and a second sitting on a machine 10 % slower: every
   // value times 1.1, so every effect (a ratio to its own sitting's base)
   // is the same.

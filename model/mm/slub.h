@@ -632,7 +632,7 @@ template <bool kNoteCpu>
   KmemCache::Cpu& pc = c.cpu[t.cpu];
   uint32_t idx;
   // The common bookkeeping, in the order alloc_slow() counts it.
-  auto commit = [&](int32_t id) [[gnu::always_inline]] {
+  auto commit = [&](int32_t id) __attribute__((always_inline)) {
     Slab* sl = &slabs_[id];
     on_alloc(c, *sl, idx, t);
     stat(c, pc, SlubStat::ALLOC_FASTPATH);
@@ -707,7 +707,7 @@ template <bool kNoteCpu>
   KmemCache& c = caches_[sl.cache];
   KmemCache::Cpu& pc = c.cpu[t.cpu];
   // The common bookkeeping, in the order free_slow() counts it.
-  auto commit = [&](ObjState st) [[gnu::always_inline]] {
+  auto commit = [&](ObjState st) __attribute__((always_inline)) {
     on_free(c, sl, idx, t);
     sl.state[idx] = st;
     stat(c, pc, SlubStat::FREE_FASTPATH);
