@@ -114,7 +114,8 @@ bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<Per
     req.policies = pols;
     req.jobs = jobs;
     // Only the event counts are read: no call-site scopes, no timed views
-    // beyond the counts (the counts are the same without them).
+    // beyond the counts (the counts are the same without them), except
+    // in the tests' reference (SimulateOptions::full).
     req.call_sites = o.full;
     req.timed_views = o.full;
     for (const auto& [k, v] : std::get<1>(key)) req.sets.emplace_back(k, std::to_string(v));
