@@ -9,9 +9,12 @@
 // tests' (docs/performance.md). The results are the same to the bit: no
 // reduction is reordered without -ffast-math, and an elementwise loop
 // rounds each element alike. Scoped to this file, which a unity batch
-// shares with others.
+// shares with others. (GCC's pragma; clang, which builds the fuzz
+// targets, has no such pragma and compiles the file as its flags say.)
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC optimize("O3")
+#endif
 
 namespace simcache::sim {
 namespace {
@@ -312,4 +315,6 @@ bool spd_inverse(const Matrix& m, Matrix* inv) {
 
 }  // namespace simcache::sim
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
+#endif
