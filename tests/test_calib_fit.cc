@@ -788,35 +788,29 @@ TEST_CASE("docs/calibration.md's default profile block is what calibrate prints"
 
 namespace {
 
-// Replaces (with SIMCACHE_UPDATE_DOCS) or checks the text between two
-// markers of a doc.
-void check_doc_block(const std::string& rel, const std::string& name, const std::string& want) {
-  const std::string path = repo_file(rel);
-  std::string doc = simcache::testing::read_text(path);
+// The text between a doc's two markers.
+std::string doc_block(const std::string& rel, const std::string& name) {
+  const std::string doc = simcache::testing::read_text(repo_file(rel));
   const std::string begin = "<!-- " + name + " begin -->\n", end = "<!-- " + name + " end -->";
-  if (std::getenv("SIMCACHE_UPDATE_DOCS")) {
-    const size_t b = doc.find(begin), e = doc.find(end);
-    REQUIRE(b != std::string::npos);
-    REQUIRE(e != std::string::npos);
-    doc = doc.substr(0, b + begin.size()) + want + doc.substr(e);
-    std::ofstream(path, std::ios::binary) << doc;
-  }
   const size_t b = doc.find(begin), e = doc.find(end);
   INFO(rel << " " << name << ": regenerate with SIMCACHE_UPDATE_DOCS=1 "
                              "./build/tests/simcache_tests '[docs]'");
   REQUIRE(b != std::string::npos);
   REQUIRE(e != std::string::npos);
-  CHECK(doc.substr(b + begin.size(), e - b - begin.size()) == want);
+  return doc.substr(b + begin.size(), e - b - begin.size());
 }
 
-// The text between a doc's two markers, as check_doc_block compares it.
-std::string doc_block(const std::string& rel, const std::string& name) {
-  const std::string doc = simcache::testing::read_text(repo_file(rel));
-  const std::string begin = "<!-- " + name + " begin -->\n", end = "<!-- " + name + " end -->";
-  const size_t b = doc.find(begin), e = doc.find(end);
-  REQUIRE(b != std::string::npos);
-  REQUIRE(e != std::string::npos);
-  return doc.substr(b + begin.size(), e - b - begin.size());
+// Replaces (with SIMCACHE_UPDATE_DOCS) or checks the text between two
+// markers of a doc.
+void check_doc_block(const std::string& rel, const std::string& name, const std::string& want) {
+  if (std::getenv("SIMCACHE_UPDATE_DOCS")) {
+    const std::string path = repo_file(rel), old = doc_block(rel, name);
+    std::string doc = simcache::testing::read_text(path);
+    const size_t b = doc.find("<!-- " + name + " begin -->\n") + name.size() + 16;
+    doc = doc.substr(0, b) + want + doc.substr(b + old.size());
+    std::ofstream(path, std::ios::binary) << doc;
+  }
+  CHECK(doc_block(rel, name) == want);
 }
 
 std::string leave_out_markdown(bool by_shape) {
