@@ -62,6 +62,9 @@ void io_free_alloc_caches(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
       continue;
     }
     k.node_free_begin = io_clock(k.mm);
+    // The seeded bug (PolicySet::debug_bug): the parked nodes are
+    // forgotten, not destroyed, and only the entries array is freed.
+    if (k.policy.debug_bug == DebugBug::leak_node_cache) c->nr_cached = 0;
     k.node_free_objects = c->nr_cached;
     io_alloc_cache_free(k.mm, *c, t);
     k.node_free_end = io_clock(k.mm);

@@ -115,6 +115,7 @@ bool io_reset_rsrc_node_seeded_bug(IoKernel<A>& k, IoRingCtx& ctx, uint32_t idx,
       return was;
     }
     case DebugBug::none:
+    case DebugBug::leak_node_cache:  // a teardown bug (io_free_alloc_caches())
       break;
   }
   return io_reset_rsrc_node(k, ctx, idx, t);

@@ -53,6 +53,7 @@ enum class DebugBug : uint8_t {
   double_put_node,     // FILES_UPDATE removal puts the old node twice
   leak_node,           // FILES_UPDATE removal forgets the old node
   use_after_put_node,  // FILES_UPDATE removal touches the node after putting it
+  leak_node_cache,     // ring teardown forgets the nodes parked in its node_cache
 };
 
 struct PolicySet {

@@ -111,7 +111,8 @@ void run_job(Job& j, const RunConfig& cfg, bool steady) {
   MmConfig mc = j.col->mc;  // the profile's and the column's
   mc.nr_cpus = jm.cpus;
   mc.nr_nodes = jm.nodes;
-  const iou::PolicySet& ps = j.col->ps;
+  iou::PolicySet ps = j.col->ps;
+  ps.debug_bug = cfg.debug_bug;
   mc.random_kmalloc_seed = seed * 0x9e3779b97f4a7c15ull + 1;
   mc.call_sites = cfg.call_sites;
   mc.preempt_rt = jm.preempt_rt;

@@ -146,6 +146,9 @@ struct RunConfig {
   // histories or whole-run statistics (sim/cli/cli.cc), never with
   // fault injection.
   bool steady = false;
+  // A seeded bug every column runs with (tests of the model's KASAN
+  // through the engine only; PolicySet::debug_bug).
+  iou::DebugBug debug_bug = iou::DebugBug::none;
   std::shared_ptr<const BackgroundTrace> bg_trace;
   // What the user asked for, kept for --dump-config and the record.
   RunRequest request;
