@@ -327,3 +327,47 @@ TEST_CASE("trace.dat: damaged, cut short or over budget is one line and status 2
   CHECK(err.find(path + "-missing: cannot read the background trace") == 0);
   std::remove(path.c_str());
 }
+
+TEST_CASE("numeric fields: the in-line decimal path reads what the full parser reads",
+          "[replay][traces][text]") {
+  // parse_field() and parse_field_u64() read short plain decimals in line
+  // and hand everything else (signs, hex, 19+ digits, out of range,
+  // junk) to the full parser: both ways give the same value or the same
+  // error.
+  const char* values[] = {"0",       "7",          "0007",    "4095",   "4096",
+                          "-1",      "-0",         "0x10",    "0X1f",   "12a",
+                          "",        "+5",         " 5",      "1e3",    "999999999999999999",
+                          "1000000000000000000", "9223372036854775807", "9223372036854775808",
+                          "18446744073709551615", "18446744073709551616", "99999999999999999999"};
+  const std::pair<int64_t, int64_t> ranges[] = {
+      {0, 4095}, {-5, 5}, {INT64_MIN, INT64_MAX}, {10, 20}};
+  for (const char* v : values) {
+    for (const auto& [lo, hi] : ranges) {
+      INFO("'" << v << "' in [" << lo << ", " << hi << "]");
+      int64_t a = -42, b = -42;
+      std::string wa, wb;
+      const bool ok_a = parse_field("f", v, lo, hi, &a, &wa);
+      const bool ok_b = parse_field_text("f", v, lo, hi, &b, &wb);
+      CHECK(ok_a == ok_b);
+      CHECK(a == b);
+      CHECK(wa == wb);
+    }
+    for (const auto& [lo, hi] : {std::pair<uint64_t, uint64_t>{0, UINT64_MAX},
+                                 std::pair<uint64_t, uint64_t>{1, 4096}}) {
+      INFO("'" << v << "' in [" << lo << ", " << hi << "] unsigned");
+      uint64_t a = 42, b = 42;
+      std::string wa, wb;
+      const bool ok_a = parse_field_u64("f", v, lo, hi, &a, &wa);
+      const bool ok_b = parse_field_u64_text("f", v, lo, hi, &b, &wb);
+      CHECK(ok_a == ok_b);
+      CHECK(a == b);
+      CHECK(wa == wb);
+    }
+  }
+  int64_t x = 0;
+  std::string why;
+  CHECK(parse_field("cpu", "4095", 0, 4095, &x, &why));
+  CHECK(x == 4095);
+  CHECK_FALSE(parse_field("cpu", "4096", 0, 4095, &x, &why));
+  CHECK(why == "field 'cpu': 4096 is outside [0, 4095]");
+}

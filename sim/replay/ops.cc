@@ -150,9 +150,40 @@ void set_default(const Key& k, Op* op) {
 
 std::string_view op_name(OpKind k) { return kOpNames[static_cast<size_t>(k)]; }
 
+// The op names by length and first letter: a lookup compares the one or
+// two names that share both (a scan of every name cost 170 instructions
+// a line, a tenth of run-ops' parse).
+namespace {
+constexpr size_t kOpNameMax = 24;
+struct OpNameIndex {
+  // [length][letter - 'a'] -> the first name's index + 1, 0 for none; names
+  // sharing a slot follow in kOpNames' order, found by `next`.
+  uint8_t first[kOpNameMax + 1][26] = {};
+  uint8_t next[kNumOpKinds] = {};
+  constexpr OpNameIndex() {
+    for (size_t i = kNumOpKinds; i-- > 0;) {
+      const std::string_view n = kOpNames[i];
+      uint8_t& slot = first[n.size()][n[0] - 'a'];
+      next[i] = slot;
+      slot = static_cast<uint8_t>(i + 1);
+    }
+  }
+};
+constexpr OpNameIndex kOpNameIndex;
+static_assert(kNumOpKinds < 255);
+constexpr bool op_names_indexable() {
+  for (std::string_view n : kOpNames)
+    if (n.empty() || n.size() > kOpNameMax || n[0] < 'a' || n[0] > 'z') return false;
+  return true;
+}
+static_assert(op_names_indexable());
+}  // namespace
+
 bool op_kind_by_name(std::string_view name, OpKind* out) {
-  for (size_t i = 0; i < kNumOpKinds; ++i)
-    if (kOpNames[i] == name) return *out = static_cast<OpKind>(i), true;
+  if (name.empty() || name.size() > kOpNameMax || name[0] < 'a' || name[0] > 'z') return false;
+  for (uint8_t i = kOpNameIndex.first[name.size()][name[0] - 'a']; i != 0;
+       i = kOpNameIndex.next[i - 1])
+    if (kOpNames[i - 1] == name) return *out = static_cast<OpKind>(i - 1), true;
   return false;
 }
 

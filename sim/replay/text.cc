@@ -111,8 +111,8 @@ std::string outside(std::string_view name, std::string_view v, int64_t lo, int64
   return fmt::format("field '{}': {} is outside [{}, {}]", name, v, lo, hi);
 }
 
-bool parse_field(std::string_view name, std::string_view v, int64_t lo, int64_t hi,
-                 int64_t* out, std::string* why) {
+bool parse_field_text(std::string_view name, std::string_view v, int64_t lo, int64_t hi,
+                      int64_t* out, std::string* why) {
   int64_t x = 0;
   if (!parse_i64(v, &x)) {
     if (numeric(v)) return *why = outside(name, v, lo, hi), false;
@@ -123,8 +123,8 @@ bool parse_field(std::string_view name, std::string_view v, int64_t lo, int64_t 
   return true;
 }
 
-bool parse_field_u64(std::string_view name, std::string_view v, uint64_t lo, uint64_t hi,
-                     uint64_t* out, std::string* why) {
+bool parse_field_u64_text(std::string_view name, std::string_view v, uint64_t lo, uint64_t hi,
+                          uint64_t* out, std::string* why) {
   uint64_t x = 0;
   if (!parse_u64(v, &x) || x < lo || x > hi) {
     if (numeric(v))
