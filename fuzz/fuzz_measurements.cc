@@ -1,5 +1,6 @@
 // libFuzzer target: measurements TSV (sim/calibrate/measure.cc), then the
 // rows mapped through the shipped mapping (its patterns on fuzzed fields).
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,6 +24,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool ok = parse_measurements(text, "fuzz.tsv", &rows, &error);
   simcache::fuzz::check_error(ok, error);
   if (!ok) return 0;
+  // --statistic median / fastest: the figure read from each row's note.
+  for (RowStatistic s : {RowStatistic::median, RowStatistic::fastest}) {
+    std::vector<MeasuredRow> copy = rows;
+    std::string why;
+    const bool read = apply_row_statistic(s, &copy, &why);
+    simcache::fuzz::check_error(read, why);
+    if (read)
+      for (const MeasuredRow& r : copy)
+        if (!(r.value > 0) || !std::isfinite(r.value)) std::abort();
+  }
   std::vector<MappedRow> mapped;
   std::vector<std::string> skipped;
   map_rows(map, rows, &mapped, &skipped, &error);

@@ -150,3 +150,84 @@ TEST_CASE("calibrate then validate on kit rows, one of them noisier than 100 %",
   CHECK(v.status == 0);
   CHECK(v.out.find("summary: 11 rows") != std::string::npos);
 }
+
+TEST_CASE("a fit of the median or fastest rounds reads them from a kit row's note",
+          "[measure][cli]") {
+  const std::string kit =
+      kHeader + std::string("K-1\tWAITV\tw\tv\tmean\t100.5\tns/pair\ttiming\tkit\t"
+                            "mean of 2 repeat means; stability=pass; median 98.25; fastest "
+                            "90; se 0.5%\n"
+                            "K-2\tWAITV\tw\tv\tmean\t200\tns/pair\ttiming\tkit\t"
+                            "median 1.5e2;fastest 120.75\n");
+  std::vector<MeasuredRow> rows;
+  std::string err;
+  REQUIRE(parse_measurements(kit, "kit.tsv", &rows, &err));
+  std::vector<MeasuredRow> mean = rows, median = rows, fastest = rows;
+  REQUIRE(apply_row_statistic(RowStatistic::mean, &mean, &err));
+  REQUIRE(apply_row_statistic(RowStatistic::median, &median, &err));
+  REQUIRE(apply_row_statistic(RowStatistic::fastest, &fastest, &err));
+  CHECK(mean[0].value == 100.5);
+  CHECK(mean[1].value == 200);
+  CHECK(median[0].value == 98.25);
+  CHECK(median[1].value == 150);
+  CHECK(fastest[0].value == 90);
+  CHECK(fastest[1].value == 120.75);
+  RowStatistic s;
+  CHECK(parse_row_statistic("median", &s));
+  CHECK(s == RowStatistic::median);
+  CHECK_FALSE(parse_row_statistic("p50", &s));
+
+  // The seeds' rows carry the mean only; a figure that is not a positive
+  // number is refused. Each is one line naming the file, line and column.
+  const std::pair<std::string, std::string> bad[] = {
+      {"stability=pass; max group CV 1.2%",
+       "kit.tsv:2:43: note: no 'median' figure (--statistic median reads the kit's rows, whose "
+       "note gives the median and fastest round; row B-1 has the mean only)"},
+      {"median -3; fastest 1", "kit.tsv:2:43: note: median '-3' is not a positive number (row B-1)"},
+      {"median nan", "kit.tsv:2:43: note: median 'nan' is not a positive number (row B-1)"},
+      {"median 12ns", "kit.tsv:2:43: note: median '12ns' is not a positive number (row B-1)"},
+  };
+  for (const auto& [note, want] : bad) {
+    INFO(note);
+    REQUIRE(parse_measurements(kHeader + std::string("B-1\tWAITV\tw\tv\tmean\t100\tns/pair\t"
+                                                     "timing\tkit\t") + note + "\n",
+                               "kit.tsv", &rows, &err));
+    CHECK_FALSE(apply_row_statistic(RowStatistic::median, &rows, &err));
+    CHECK(err == want);
+    CHECK(rows[0].value == 100);  // left as read
+  }
+
+  // Through the commands: the reports open with the statistic, the
+  // profile names it, and rows without it exit 2.
+  const std::string sitting = repo_file("data/measurements/vm-2cpu-idle-calibration.tsv");
+  TempFile prof("statistic.toml", "");
+  const simcache::sim::CliOutcome cal = simcache::sim::run_cli({"calibrate", "--statistic", "median", "--measurements", sitting,
+                                  "--out", prof.path(), "--force"});
+  INFO(cal.err);
+  CHECK((cal.status == 0 || cal.status == 3));
+  CHECK(cal.out.rfind("rows read as their median round (--statistic median): the figure in "
+                      "each row's note, not its value column (the mean)\n",
+                      0) == 0);
+  const std::string text = simcache::testing::read_text(prof.path());
+  CHECK(text.find("--statistic median --out ") != std::string::npos);
+  CHECK(text.find("rows, their median rounds) by simcache calibrate") != std::string::npos);
+  // The median rows are not the mean rows: the fit differs.
+  const simcache::sim::CliOutcome by_mean = simcache::sim::run_cli({"calibrate", "--measurements", sitting});
+  CHECK(by_mean.out.find("rows read as") == std::string::npos);
+  CHECK(by_mean.out.substr(by_mean.out.find("rms relative")) !=
+        cal.out.substr(cal.out.find("rms relative")));
+  const simcache::sim::CliOutcome val = simcache::sim::run_cli({"validate", "--statistic", "fastest", "--profile", prof.path(),
+                                  "--measurements",
+                                  repo_file("data/measurements/vm-2cpu-idle-validation.tsv")});
+  CHECK(val.status == 0);
+  CHECK(val.out.rfind("rows read as their fastest round (--statistic fastest)", 0) == 0);
+  const simcache::sim::CliOutcome seeds =
+      simcache::sim::run_cli({"calibrate", "--statistic", "median", "--measurements",
+               repo_file("data/measurements/calibration.tsv")});
+  CHECK(seeds.status == 2);
+  CHECK(seeds.err.find("note: no 'median' figure") != std::string::npos);
+  CHECK(std::count(seeds.err.begin(), seeds.err.end(), '\n') == 1);
+  const simcache::sim::CliOutcome typo = simcache::sim::run_cli({"validate", "--statistic", "p50", "--measurements", sitting});
+  CHECK(typo.status == 2);
+  CHECK(typo.err == "simcache: --statistic 'p50': expected mean, median or fastest\n");
+}

@@ -59,6 +59,19 @@ bool parse_measurements(std::string_view text, const std::string& file,
                         std::vector<MeasuredRow>* out, std::string* error);
 bool read_measurements(const std::string& path, std::vector<MeasuredRow>* out, std::string* error);
 
+// Which figure of a row calibrate and validate read (--statistic): the
+// value column (the mean of the rounds), or the median or fastest round
+// the kit writes into the note ("; median X; fastest Y", in the row's
+// unit). On a loaded or virtual machine the mean is mostly preemption.
+enum class RowStatistic { mean, median, fastest };
+// "mean", "median" or "fastest"; false otherwise.
+bool parse_row_statistic(std::string_view s, RowStatistic* out);
+std::string_view row_statistic_name(RowStatistic s);
+// Sets each row's value to its `s` figure. A row whose note has none
+// (the seeds' rows carry the mean only), or whose figure is not a
+// positive finite number, is one error naming the file, line and note.
+bool apply_row_statistic(RowStatistic s, std::vector<MeasuredRow>* rows, std::string* error);
+
 // The files of a --measurements list "A,B,...", as given (a comma always
 // separates; an empty name stays, for the caller to refuse).
 std::vector<std::string> sitting_files(const std::string& list);

@@ -25,6 +25,14 @@ struct Inputs {
   std::vector<PerOpCounts> per_op;
   std::vector<RowFailure> failed;
   std::string measurements;
+  RowStatistic statistic = RowStatistic::mean;  // --statistic
+  // "" for the mean; else the line the report opens with.
+  std::string statistic_line() const {
+    if (statistic == RowStatistic::mean) return "";
+    return fmt::format("rows read as their {} round (--statistic {}): the figure in each row's "
+                       "note, not its value column (the mean)\n",
+                       row_statistic_name(statistic), row_statistic_name(statistic));
+  }
 };
 
 // --max-work N (1..2^64-1) and the progress line.
@@ -106,10 +114,16 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, 
       mit == f.v.end() ? find_data_file("profiles/mapping.toml") : mit->second;
   if (mpath.empty())
     return *error = "no data/profiles/mapping.toml found (pass --mapping FILE)", false;
+  if (auto s = f.v.find("statistic");
+      s != f.v.end() && !parse_row_statistic(s->second, &in->statistic))
+    return *error = fmt::format("--statistic '{}': expected mean, median or fastest",
+                                escape_line(s->second)),
+           false;
   std::vector<MeasuredRow> rows;
   SimulateOptions o;
   if (!parse_jobs(f, &in->jobs, error) || !simulate_options(f, command, &o, error) ||
       !load_mapping(mpath, &in->map, error) || !read_sittings(in->measurements, &rows, error) ||
+      !apply_row_statistic(in->statistic, &rows, error) ||
       !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error,
                 &in->skipped))
     return false;
@@ -123,10 +137,14 @@ std::string profile_header(const FitReport& r, const Inputs& in, const std::stri
   return fmt::format(
       "simcache cost profile '{}': fitted by simcache calibrate. Do not edit by hand;\n"
       "regenerate with\n"
-      "  simcache calibrate --measurements {} --out {}\n"
+      "  simcache calibrate --measurements {}{} --out {}\n"
       "({} rows, rms relative residual {:.2f}%; method and every parameter:\n"
       "docs/calibration.md). Values are ns per event unit.{}",
-      r.model.name, in.measurements, out, in.rows.size(), r.rms_rel * 100, bad);
+      r.model.name, in.measurements,
+      in.statistic == RowStatistic::mean
+          ? std::string()
+          : fmt::format(" --statistic {}", row_statistic_name(in.statistic)),
+      out, in.rows.size(), r.rms_rel * 100, bad);
 }
 
 }  // namespace
@@ -139,10 +157,13 @@ CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args&) {
   if (f.v.count("out")) name = std::filesystem::path(f.v.at("out")).stem().string();
   if (f.v.count("name")) name = f.v.at("name");
   FitReport rep = fit_profile(prior_model(), in.map.fit, in.rows, in.per_op, name);
-  rep.model.description =
-      fmt::format("fitted to {} ({} rows) by simcache calibrate",
-                  file_names(in.measurements), in.rows.size());
-  std::string text = format_fit(rep, in.rows, in.measurements, in.map) +
+  rep.model.description = fmt::format(
+      "fitted to {} ({} rows{}) by simcache calibrate", file_names(in.measurements),
+      in.rows.size(),
+      in.statistic == RowStatistic::mean
+          ? std::string()
+          : fmt::format(", their {} rounds", row_statistic_name(in.statistic)));
+  std::string text = in.statistic_line() + format_fit(rep, in.rows, in.measurements, in.map) +
                      format_row_failures(in.rows, in.failed, in.map.fit);
   // A fit that is not credible (docs/calibration.md, "A fit that refuses
   // to lie"): one line per cause on stderr, the rows that disagree most,
@@ -198,7 +219,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
       return cli_fail(fmt::format("--leave-out {}: {} has {} {}; leaving one out needs two",
                                   by_shape ? "shape" : "group", in.measurements, l.units.size(),
                                   by_shape ? "workload shape" : "group"));
-    std::string text;
+    std::string text = in.statistic_line();
     for (const std::string& s : in.skipped) text += "skipped: " + s + "\n";
     return {0,
             text + format_leave_out(l, in.rows, true) +
@@ -207,7 +228,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   }
   const Validation v = validate_rows(m, in.rows, in.per_op, in.map.fit);
   return {0,
-          format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
+          in.statistic_line() + format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
               format_row_failures(in.rows, in.failed, in.map.fit),
           profile_warning(m)};
 }

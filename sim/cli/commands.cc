@@ -140,6 +140,11 @@ constexpr Flag kCalibrateFlags[] = {
      "work budget: operations x rounds one row may ask for (default 100000000)", "N"},
     {"progress", T::nothing, "rows simulated on stderr, also when it is not a terminal"},
     {"force", T::nothing, "write the profile even when the fit is not credible (still exit 3)"},
+    {"statistic", T::value,
+     "which figure of each row to fit: mean (the value column, the default), or the median or "
+     "fastest round its note gives (the kit's rows; on a loaded or virtual machine the mean is "
+     "mostly preemption)",
+     "mean|median|fastest"},
 };
 
 constexpr Flag kValidateFlags[] = {
@@ -150,6 +155,11 @@ constexpr Flag kValidateFlags[] = {
     {"profile", T::value, "cost profile: a name in data/profiles or a .toml file", "P"},
     {"mapping", T::value, "row -> simulation rules (default data/profiles/mapping.toml)", "FILE"},
     {"skip-unmapped", T::nothing, "report rows no rule maps instead of failing"},
+    {"statistic", T::value,
+     "which figure of each row to compare: mean (the value column, the default), or the median or "
+     "fastest round its note gives (the kit's rows; on a loaded or virtual machine the mean is "
+     "mostly preemption)",
+     "mean|median|fastest"},
     {"leave-out", T::value,
      "out of sample: refit without each group (or workload shape) in turn and validate it "
      "(docs/validation.md); no --profile",
