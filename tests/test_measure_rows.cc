@@ -153,81 +153,152 @@ TEST_CASE("calibrate then validate on kit rows, one of them noisier than 100 %",
 
 TEST_CASE("a fit of the median or fastest rounds reads them from a kit row's note",
           "[measure][cli]") {
+  // Rows as map_rows() leaves them: the figure replaces the time, in the
+  // row's unit (K-2's is microseconds).
   const std::string kit =
       kHeader + std::string("K-1\tWAITV\tw\tv\tmean\t100.5\tns/pair\ttiming\tkit\t"
                             "mean of 2 repeat means; stability=pass; median 98.25; fastest "
                             "90; se 0.5%\n"
-                            "K-2\tWAITV\tw\tv\tmean\t200\tns/pair\ttiming\tkit\t"
-                            "median 1.5e2;fastest 120.75\n");
+                            "K-2\tWAITV\tw\tv\tmean\t0.2\tus/pair\ttiming\tkit\t"
+                            "median 1.5e-1;fastest 0.12075; medians 3\n");
   std::vector<MeasuredRow> rows;
   std::string err;
   REQUIRE(parse_measurements(kit, "kit.tsv", &rows, &err));
-  std::vector<MeasuredRow> mean = rows, median = rows, fastest = rows;
+  const auto mapped = [](const std::vector<MeasuredRow>& in) {
+    std::vector<MappedRow> out;
+    for (const MeasuredRow& r : in) {
+      MappedRow m;
+      m.row = r;
+      m.unit_ns = r.unit.rfind("us", 0) == 0 ? 1e3 : 1;
+      m.value_ns = r.value * m.unit_ns;
+      out.push_back(m);
+    }
+    return out;
+  };
+  std::vector<MappedRow> mean = mapped(rows), median = mean, fastest = mean;
   REQUIRE(apply_row_statistic(RowStatistic::mean, &mean, &err));
   REQUIRE(apply_row_statistic(RowStatistic::median, &median, &err));
   REQUIRE(apply_row_statistic(RowStatistic::fastest, &fastest, &err));
-  CHECK(mean[0].value == 100.5);
-  CHECK(mean[1].value == 200);
-  CHECK(median[0].value == 98.25);
-  CHECK(median[1].value == 150);
-  CHECK(fastest[0].value == 90);
-  CHECK(fastest[1].value == 120.75);
+  CHECK(mean[0].value_ns == 100.5);
+  CHECK(mean[1].value_ns == Approx(200));
+  CHECK(median[0].value_ns == 98.25);
+  CHECK(median[0].row.value == 98.25);
+  CHECK(median[1].value_ns == Approx(150));
+  CHECK(fastest[0].value_ns == 90);
+  CHECK(fastest[1].value_ns == Approx(120.75));
   RowStatistic s;
   CHECK(parse_row_statistic("median", &s));
   CHECK(s == RowStatistic::median);
+  CHECK(parse_row_statistic("fastest", &s));
+  CHECK(s == RowStatistic::fastest);
+  CHECK(parse_row_statistic("mean", &s));
+  CHECK(s == RowStatistic::mean);
   CHECK_FALSE(parse_row_statistic("p50", &s));
+  CHECK_FALSE(parse_row_statistic("Median", &s));
 
   // The seeds' rows carry the mean only; a figure that is not a positive
-  // number is refused. Each is one line naming the file, line and column.
+  // number in the value column's range, or given twice, is refused. Each
+  // is one line naming the file, line and column.
   const std::pair<std::string, std::string> bad[] = {
       {"stability=pass; max group CV 1.2%",
-       "kit.tsv:2:43: note: no 'median' figure (--statistic median reads the kit's rows, whose "
-       "note gives the median and fastest round; row B-1 has the mean only)"},
+       "kit.tsv:2:43: note: no 'median' figures (--statistic median reads the kit's rows, whose "
+       "note gives one median and one fastest round; row B-1 has the mean only)"},
+      {"median 3; fastest 1; median 4",
+       "kit.tsv:2:43: note: two 'median' figures (--statistic median reads the kit's rows, whose "
+       "note gives one median and one fastest round; row B-1 names it twice)"},
       {"median -3; fastest 1", "kit.tsv:2:43: note: median '-3' is not a positive number (row B-1)"},
       {"median nan", "kit.tsv:2:43: note: median 'nan' is not a positive number (row B-1)"},
       {"median 12ns", "kit.tsv:2:43: note: median '12ns' is not a positive number (row B-1)"},
+      {"median 1e308", "kit.tsv:2:43: note: 1e+308 ns/pair is more than 3.6e+12 (an hour) ns, "
+                       "not a measurement"},
+      {"median 1e-320", "kit.tsv:2:43: note: 1e-320 ns/pair is less than 1e-09 ns, not a "
+                        "measurement"},
   };
   for (const auto& [note, want] : bad) {
     INFO(note);
     REQUIRE(parse_measurements(kHeader + std::string("B-1\tWAITV\tw\tv\tmean\t100\tns/pair\t"
                                                      "timing\tkit\t") + note + "\n",
                                "kit.tsv", &rows, &err));
-    CHECK_FALSE(apply_row_statistic(RowStatistic::median, &rows, &err));
+    std::vector<MappedRow> one = mapped(rows);
+    CHECK_FALSE(apply_row_statistic(RowStatistic::median, &one, &err));
     CHECK(err == want);
-    CHECK(rows[0].value == 100);  // left as read
+    CHECK(one[0].value_ns == 100);  // left as read
   }
 
   // Through the commands: the reports open with the statistic, the
-  // profile names it, and rows without it exit 2.
-  const std::string sitting = repo_file("data/measurements/vm-2cpu-idle-calibration.tsv");
+  // profile names it, rows that are not times are skipped as always (a
+  // ratio, a difference), and rows without the figure exit 2.
+  std::string sitting_text =
+      simcache::testing::read_text(repo_file("data/measurements/vm-2cpu-idle-calibration.tsv"));
+  const size_t first = sitting_text.find('\n') + 1;
+  const std::string row = sitting_text.substr(first, sitting_text.find('\n', first) - first);
+  auto with_column = [&](size_t col, const std::string& v) {
+    std::vector<std::string> f;
+    for (size_t a = 0, b; a <= row.size(); a = b + 1) {
+      b = row.find('\t', a);
+      if (b == std::string::npos) b = row.size();
+      f.push_back(row.substr(a, b - a));
+    }
+    f[col] = v;
+    std::string out;
+    for (const std::string& x : f) out += (out.empty() ? "" : "\t") + x;
+    return out + "\n";
+  };
+  // A ratio (unit, column 6) and a difference (value, column 5) of the
+  // same shape, their notes carrying a median: skipped, not read.
+  std::string ratio = with_column(6, "ratio"), diff = with_column(5, "-3");
+  ratio.replace(0, ratio.find('\t'), "X-RATIO");
+  diff.replace(0, diff.find('\t'), "X-DIFF");
+  TempFile sitting("statistic_rows.tsv", sitting_text + ratio + diff);
   TempFile prof("statistic.toml", "");
-  const simcache::sim::CliOutcome cal = simcache::sim::run_cli({"calibrate", "--statistic", "median", "--measurements", sitting,
-                                  "--out", prof.path(), "--force"});
+  const simcache::sim::CliOutcome cal = simcache::sim::run_cli(
+      {"calibrate", "--statistic", "median", "--measurements", sitting.path(), "--out",
+       prof.path(), "--force"});
   INFO(cal.err);
   CHECK((cal.status == 0 || cal.status == 3));
   CHECK(cal.out.rfind("rows read as their median round (--statistic median): the figure in "
                       "each row's note, not its value column (the mean)\n",
                       0) == 0);
+  CHECK(cal.out.find("skipped: ") == std::string::npos);  // calibrate lists none
+  CHECK(cal.out.find("X-RATIO") == std::string::npos);
+  CHECK(cal.out.find("X-DIFF") == std::string::npos);
   const std::string text = simcache::testing::read_text(prof.path());
   CHECK(text.find("--statistic median --out ") != std::string::npos);
   CHECK(text.find("rows, their median rounds) by simcache calibrate") != std::string::npos);
   // The median rows are not the mean rows: the fit differs.
-  const simcache::sim::CliOutcome by_mean = simcache::sim::run_cli({"calibrate", "--measurements", sitting});
+  const simcache::sim::CliOutcome by_mean =
+      simcache::sim::run_cli({"calibrate", "--measurements", sitting.path()});
   CHECK(by_mean.out.find("rows read as") == std::string::npos);
   CHECK(by_mean.out.substr(by_mean.out.find("rms relative")) !=
         cal.out.substr(cal.out.find("rms relative")));
-  const simcache::sim::CliOutcome val = simcache::sim::run_cli({"validate", "--statistic", "fastest", "--profile", prof.path(),
-                                  "--measurements",
-                                  repo_file("data/measurements/vm-2cpu-idle-validation.tsv")});
+  const std::string val_rows = repo_file("data/measurements/vm-2cpu-idle-validation.tsv");
+  const simcache::sim::CliOutcome val = simcache::sim::run_cli(
+      {"validate", "--statistic", "fastest", "--profile", prof.path(), "--measurements", val_rows});
   CHECK(val.status == 0);
   CHECK(val.out.rfind("rows read as their fastest round (--statistic fastest)", 0) == 0);
+  // A profile fitted to one statistic, validated on another: said once.
+  CHECK(val.err.find("was fitted to the rows' median rounds; these rows are read as their "
+                     "fastest (--statistic median compares like with like)") !=
+        std::string::npos);
+  const simcache::sim::CliOutcome same = simcache::sim::run_cli(
+      {"validate", "--statistic", "median", "--profile", prof.path(), "--measurements", val_rows});
+  CHECK(same.err.find("was fitted to") == std::string::npos);
+  const simcache::sim::CliOutcome plain = simcache::sim::run_cli(
+      {"validate", "--profile", prof.path(), "--measurements", val_rows});
+  CHECK(plain.err.find("these rows are read as their mean (--statistic median") !=
+        std::string::npos);
+  const simcache::sim::CliOutcome out_of_sample = simcache::sim::run_cli(
+      {"validate", "--statistic", "median", "--leave-out", "shape", "--measurements", val_rows});
+  CHECK(out_of_sample.status == 0);
+  CHECK(out_of_sample.out.rfind("rows read as their median round", 0) == 0);
   const simcache::sim::CliOutcome seeds =
       simcache::sim::run_cli({"calibrate", "--statistic", "median", "--measurements",
-               repo_file("data/measurements/calibration.tsv")});
+                              repo_file("data/measurements/calibration.tsv")});
   CHECK(seeds.status == 2);
-  CHECK(seeds.err.find("note: no 'median' figure") != std::string::npos);
+  CHECK(seeds.err.find("note: no 'median' figures") != std::string::npos);
   CHECK(std::count(seeds.err.begin(), seeds.err.end(), '\n') == 1);
-  const simcache::sim::CliOutcome typo = simcache::sim::run_cli({"validate", "--statistic", "p50", "--measurements", sitting});
+  const simcache::sim::CliOutcome typo =
+      simcache::sim::run_cli({"validate", "--statistic", "p50", "--measurements", val_rows});
   CHECK(typo.status == 2);
   CHECK(typo.err == "simcache: --statistic 'p50': expected mean, median or fastest\n");
 }

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "sim/io/input.h"
@@ -273,4 +274,38 @@ TEST_CASE("op-file errors escape the file's control bytes, macro calls included"
   REQUIRE_FALSE(parse_op_program("unit object ns\ntask app memcg=user\n1 app send_fd \x01k=1\n",
                                  "t.ops", &q, &err));
   CHECK(err.find("\\x01k") != std::string::npos);
+}
+
+TEST_CASE("every op name is found by its text, and only by it", "[ops]") {
+  // op_kind_by_name() looks among the names of one length and first
+  // letter (futex_wait, futex_wake and free_pages share one slot).
+  using simcache::sim::op_kind_by_name;
+  std::set<std::string, std::less<>> names;
+  for (size_t i = 0; i < simcache::sim::kNumOpKinds; ++i)
+    names.emplace(simcache::sim::op_name(static_cast<simcache::sim::OpKind>(i)));
+  REQUIRE(names.size() == simcache::sim::kNumOpKinds);
+  // A text is found exactly when it is a name, and as that name.
+  auto check = [&](const std::string& text) {
+    INFO("'" << text << "'");
+    simcache::sim::OpKind got{};
+    const bool found = op_kind_by_name(text, &got);
+    CHECK(found == (names.count(text) == 1));
+    if (found) CHECK(simcache::sim::op_name(got) == text);
+  };
+  for (size_t i = 0; i < simcache::sim::kNumOpKinds; ++i) {
+    const auto k = static_cast<simcache::sim::OpKind>(i);
+    const std::string name(simcache::sim::op_name(k));
+    simcache::sim::OpKind got{};
+    REQUIRE(op_kind_by_name(name, &got));
+    CHECK(got == k);
+    std::string near = name, upper = name;
+    near.back() = near.back() == 'z' ? 'y' : 'z';
+    upper[0] = static_cast<char>(upper[0] - 'a' + 'A');
+    for (const std::string& t : {near, upper, name + "_", name.substr(0, name.size() - 1),
+                                 name.substr(1)})
+      check(t);
+  }
+  for (const char* miss : {"", "futex_wakd", "free_pagez", "futex_wai", "\xc3\xa9", "0",
+                           "kmallocccccccccccccccccccccccccccccccccc", "zzzz"})
+    check(miss);
 }

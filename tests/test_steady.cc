@@ -332,6 +332,10 @@ TEST_CASE("a run whose teardown reports is simulated again in full", "[steady][e
       run_steady("lifecycle", sets, true, {"unpatched"}, {}, iou::DebugBug::leak_node_cache);
   const PolicyResult& a = full.workloads.at(0).policies.at(0);
   const PolicyResult& b = fast.workloads.at(0).policies.at(0);
+  // The bug changes only the teardown: the same rounds, computed without it.
+  const RunResult clean = run_steady("lifecycle", sets, true);
+  CHECK(clean.workloads.at(0).policies.at(0).computed_rounds == 58);
+  CHECK(clean.workloads.at(0).policies.at(0).rounds == a.rounds);
   REQUIRE_FALSE(a.kasan.empty());
   for (const KasanReport& k : a.kasan) CHECK(k.kind == "leak");
   CHECK(b.computed_rounds == 0);

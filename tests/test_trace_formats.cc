@@ -334,7 +334,8 @@ TEST_CASE("numeric fields: the in-line decimal path reads what the full parser r
   // and hand everything else (signs, hex, 19+ digits, out of range,
   // junk) to the full parser: both ways give the same value or the same
   // error.
-  const char* values[] = {"0",       "7",          "0007",    "4095",   "4096",
+  const char* values[] = {"0",       "1",          "10",      "20",     "21",
+                          "7",          "0007",    "4095",   "4096",
                           "-1",      "-0",         "0x10",    "0X1f",   "12a",
                           "",        "+5",         " 5",      "1e3",    "999999999999999999",
                           "1000000000000000000", "9223372036854775807", "9223372036854775808",

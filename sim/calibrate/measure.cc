@@ -36,13 +36,6 @@ std::vector<Field> split_tabs(std::string_view line) {
   return out;
 }
 
-bool parse_value(std::string_view s, double* v) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*v);
-}
 
 struct Header {
   std::vector<std::string> names;
@@ -123,52 +116,12 @@ bool parse_row(const Header& h, const std::string& file, int line, std::string_v
 
 }  // namespace
 
-bool parse_row_statistic(std::string_view s, RowStatistic* out) {
-  for (RowStatistic k : {RowStatistic::mean, RowStatistic::median, RowStatistic::fastest})
-    if (s == row_statistic_name(k)) return *out = k, true;
-  return false;
-}
-
-std::string_view row_statistic_name(RowStatistic s) {
-  switch (s) {
-    case RowStatistic::median: return "median";
-    case RowStatistic::fastest: return "fastest";
-    case RowStatistic::mean: break;
-  }
-  return "mean";
-}
-
-bool apply_row_statistic(RowStatistic s, std::vector<MeasuredRow>* rows, std::string* error) {
-  if (s == RowStatistic::mean) return true;
-  // The note's fields are "; "-separated; the kit writes "median X" and
-  // "fastest Y" (measure/, docs/measure.md).
-  const std::string key = std::string(row_statistic_name(s)) + " ";
-  for (MeasuredRow& r : *rows) {
-    std::string_view rest = r.note, text;
-    bool found = false;
-    while (!rest.empty() && !found) {
-      const size_t semi = rest.find(';');
-      std::string_view field = rest.substr(0, semi);
-      rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
-      while (!field.empty() && field.front() == ' ') field.remove_prefix(1);
-      if (field.substr(0, key.size()) == key) text = field.substr(key.size()), found = true;
-    }
-    if (!found)
-      return *error = fmt::format(
-                 "{}: note: no '{}' figure (--statistic {} reads the kit's rows, whose note "
-                 "gives the median and fastest round; row {} has the mean only)",
-                 r.where("note"), row_statistic_name(s), row_statistic_name(s),
-                 escape_line(r.id)),
-             false;
-    double v = 0;
-    if (!parse_value(text, &v) || !(v > 0))
-      return *error = fmt::format("{}: note: {} '{}' is not a positive number (row {})",
-                                  r.where("note"), row_statistic_name(s), escape_line(std::string(text)),
-                                  escape_line(r.id)),
-             false;
-    r.value = v;
-  }
-  return true;
+bool parse_value(std::string_view s, double* v) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*v);
 }
 
 std::string MeasuredRow::where(const std::string& column) const {

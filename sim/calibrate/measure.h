@@ -59,19 +59,6 @@ bool parse_measurements(std::string_view text, const std::string& file,
                         std::vector<MeasuredRow>* out, std::string* error);
 bool read_measurements(const std::string& path, std::vector<MeasuredRow>* out, std::string* error);
 
-// Which figure of a row calibrate and validate read (--statistic): the
-// value column (the mean of the rounds), or the median or fastest round
-// the kit writes into the note ("; median X; fastest Y", in the row's
-// unit). On a loaded or virtual machine the mean is mostly preemption.
-enum class RowStatistic { mean, median, fastest };
-// "mean", "median" or "fastest"; false otherwise.
-bool parse_row_statistic(std::string_view s, RowStatistic* out);
-std::string_view row_statistic_name(RowStatistic s);
-// Sets each row's value to its `s` figure. A row whose note has none
-// (the seeds' rows carry the mean only), or whose figure is not a
-// positive finite number, is one error naming the file, line and note.
-bool apply_row_statistic(RowStatistic s, std::vector<MeasuredRow>* rows, std::string* error);
-
 // The files of a --measurements list "A,B,...", as given (a comma always
 // separates; an empty name stays, for the caller to refuse).
 std::vector<std::string> sitting_files(const std::string& list);
@@ -149,12 +136,32 @@ struct MappedRow {
   std::vector<size_t> bases;  // indices into map_rows()'s output
   double value_ns = 0;    // the measurement in ns per op
   std::string time_unit;  // unit of the value ("ns", "us")
+  double unit_ns = 1;     // ns per unit of the value column (1, 1e3, 1e6)
   std::string group;      // rows of the same program and shape
   // The part of the timed operation the metric column names
   // ("registration", "fill", "removal", "refill"), or "" for the whole
   // timed region (an interval, a mean, a first fill).
   std::string phase;
 };
+
+// A measured number: decimal or exponent notation, finite, blanks around
+// it allowed (the value column, a note's figures).
+bool parse_value(std::string_view s, double* v);
+
+// Which figure of a row calibrate and validate read (--statistic): the
+// value column (the mean of the rounds), or the median or fastest round
+// the kit writes into the note ("; median X; fastest Y", in the row's
+// unit). On a loaded or virtual machine the mean is mostly preemption.
+enum class RowStatistic { mean, median, fastest };
+// "mean", "median" or "fastest"; false otherwise.
+bool parse_row_statistic(std::string_view s, RowStatistic* out);
+std::string_view row_statistic_name(RowStatistic s);
+// Sets each mapped row's time (value_ns, and row.value) to its `s`
+// figure; rows map_rows() skipped (not times, unmapped) are not read. A
+// row whose note has no such figure (the seeds' rows carry the mean
+// only) or two, or whose figure is not a number in the value column's
+// range, is one error naming the file, line and note.
+bool apply_row_statistic(RowStatistic s, std::vector<MappedRow>* rows, std::string* error);
 
 // Resolves a row; an unmappable row is an error naming the column that
 // no rule accepts.

@@ -17,8 +17,22 @@ namespace simcache::sim {
 namespace {
 
 // No measured per-operation time comes near an hour; a larger value is a
-// unit or typing error (and 1e308 ms would overflow to infinity).
+// unit or typing error (and 1e308 ms would overflow to infinity). Nor
+// below a nanosecond's billionth: a relative error against 1e-320 is
+// infinite.
 constexpr double kMaxValueNs = 3.6e12;
+constexpr double kMinValueNs = 1e-9;
+
+// A time of `v` in the row's unit (`scale` ns each) read from `column`:
+// "" if it is in range, else why not.
+std::string out_of_range(const MeasuredRow& r, const char* column, double v, double scale) {
+  const double ns = v * scale;
+  if (std::isfinite(ns) && ns <= kMaxValueNs && ns >= kMinValueNs) return "";
+  return fmt::format("{}: {}: {} {} is {} ns, not a measurement", r.where(column), column, v,
+                     escape_line(r.unit),
+                     ns >= kMinValueNs ? fmt::format("more than {:g} (an hour)", kMaxValueNs)
+                                       : fmt::format("less than {:g}", kMinValueNs));
+}
 
 // "ns/install" -> (1, "install"); "us" -> (1000, ""). False if unknown.
 bool parse_unit(const std::string& u, double* scale, std::string* op, std::string* unit) {
@@ -197,9 +211,9 @@ bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string
     return false;
   }
   mr.value_ns = r.value * scale;
-  if (!std::isfinite(mr.value_ns) || mr.value_ns > kMaxValueNs) {
-    *error = fmt::format("{}: value: {} {} is more than {:g} ns (an hour), not a measurement",
-                         r.where("value"), r.value, escape_line(r.unit), kMaxValueNs);
+  mr.unit_ns = scale;
+  if (std::string why = out_of_range(r, "value", r.value, scale); !why.empty()) {
+    *error = std::move(why);
     return false;
   }
   std::vector<std::pair<std::string, std::string>> sets;
@@ -216,6 +230,59 @@ bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string
   mr.group = r.workload + '\x1f' + r.shape + '\x1f' + r.metric + '\x1f' + r.unit;
   mr.phase = metric_phase(mr.scenario, r.metric);
   *out = std::move(mr);
+  return true;
+}
+
+bool parse_row_statistic(std::string_view s, RowStatistic* out) {
+  for (RowStatistic k : {RowStatistic::mean, RowStatistic::median, RowStatistic::fastest})
+    if (s == row_statistic_name(k)) return *out = k, true;
+  return false;
+}
+
+std::string_view row_statistic_name(RowStatistic s) {
+  switch (s) {
+    case RowStatistic::median: return "median";
+    case RowStatistic::fastest: return "fastest";
+    case RowStatistic::mean: break;
+  }
+  return "mean";
+}
+
+bool apply_row_statistic(RowStatistic s, std::vector<MappedRow>* rows, std::string* error) {
+  if (s == RowStatistic::mean) return true;
+  // The note's fields are "; "-separated; the kit writes "median X" and
+  // "fastest Y" (measure/, docs/measure.md).
+  const std::string_view name = row_statistic_name(s);
+  const std::string key = std::string(name) + " ";
+  for (MappedRow& m : *rows) {
+    const MeasuredRow& r = m.row;
+    std::string_view rest = r.note, text;
+    int found = 0;
+    while (!rest.empty()) {
+      const size_t semi = rest.find(';');
+      std::string_view field = rest.substr(0, semi);
+      rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+      while (!field.empty() && field.front() == ' ') field.remove_prefix(1);
+      if (field.substr(0, key.size()) == key) text = field.substr(key.size()), ++found;
+    }
+    if (found != 1)
+      return *error = fmt::format(
+                 "{}: note: {} '{}' figures (--statistic {} reads the kit's rows, whose note "
+                 "gives one median and one fastest round; row {} {})",
+                 r.where("note"), found ? "two" : "no", name, name, escape_line(r.id),
+                 found ? "names it twice" : "has the mean only"),
+             false;
+    double v = 0;
+    if (!parse_value(text, &v) || !(v > 0))
+      return *error = fmt::format("{}: note: {} '{}' is not a positive number (row {})",
+                                  r.where("note"), name, escape_line(std::string(text)),
+                                  escape_line(r.id)),
+             false;
+    if (std::string why = out_of_range(r, "note", v, m.unit_ns); !why.empty())
+      return *error = std::move(why), false;
+    m.row.value = v;
+    m.value_ns = v * m.unit_ns;
+  }
   return true;
 }
 

@@ -123,9 +123,9 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, 
   SimulateOptions o;
   if (!parse_jobs(f, &in->jobs, error) || !simulate_options(f, command, &o, error) ||
       !load_mapping(mpath, &in->map, error) || !read_sittings(in->measurements, &rows, error) ||
-      !apply_row_statistic(in->statistic, &rows, error) ||
       !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error,
-                &in->skipped))
+                &in->skipped) ||
+      !apply_row_statistic(in->statistic, &in->rows, error))
     return false;
   return simulate_rows(in->rows, in->jobs, &in->per_op, error, &in->failed, o);
 }
@@ -227,10 +227,26 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
             ""};
   }
   const Validation v = validate_rows(m, in.rows, in.per_op, in.map.fit);
+  // A profile fitted to one statistic of the rows, validated on another
+  // (calibrate names it in the profile's description).
+  std::string warning = profile_warning(m);
+  RowStatistic fitted = RowStatistic::mean;
+  for (RowStatistic s : {RowStatistic::median, RowStatistic::fastest})
+    if (m.description.find(fmt::format(", their {} rounds)", row_statistic_name(s))) !=
+        std::string::npos)
+      fitted = s;
+  if (fitted != in.statistic)
+    warning += cli_warning(fmt::format(
+        "profile {} was fitted to the rows' {}; these rows are read as their {} "
+        "(--statistic {} compares like with like)",
+        m.name,
+        fitted == RowStatistic::mean ? std::string("means")
+                                     : fmt::format("{} rounds", row_statistic_name(fitted)),
+        row_statistic_name(in.statistic), row_statistic_name(fitted)));
   return {0,
           in.statistic_line() + format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
               format_row_failures(in.rows, in.failed, in.map.fit),
-          profile_warning(m)};
+          warning};
 }
 
 }  // namespace simcache::sim

@@ -150,11 +150,18 @@ void set_default(const Key& k, Op* op) {
 
 std::string_view op_name(OpKind k) { return kOpNames[static_cast<size_t>(k)]; }
 
-// The op names by length and first letter: a lookup compares the one or
-// two names that share both (a scan of every name cost 170 instructions
-// a line, a tenth of run-ops' parse).
+// The op names by length and first letter: a lookup compares the one to
+// three names that share both (a scan of every name cost 170
+// instructions a line, a tenth of run-ops' parse).
 namespace {
 constexpr size_t kOpNameMax = 24;
+constexpr bool op_names_indexable() {
+  for (std::string_view n : kOpNames)
+    if (n.empty() || n.size() > kOpNameMax || n[0] < 'a' || n[0] > 'z') return false;
+  return true;
+}
+static_assert(op_names_indexable());
+static_assert(kNumOpKinds < 255);
 struct OpNameIndex {
   // [length][letter - 'a'] -> the first name's index + 1, 0 for none; names
   // sharing a slot follow in kOpNames' order, found by `next`.
@@ -170,13 +177,6 @@ struct OpNameIndex {
   }
 };
 constexpr OpNameIndex kOpNameIndex;
-static_assert(kNumOpKinds < 255);
-constexpr bool op_names_indexable() {
-  for (std::string_view n : kOpNames)
-    if (n.empty() || n.size() > kOpNameMax || n[0] < 'a' || n[0] > 'z') return false;
-  return true;
-}
-static_assert(op_names_indexable());
 }  // namespace
 
 bool op_kind_by_name(std::string_view name, OpKind* out) {

@@ -112,7 +112,7 @@ void run_job(Job& j, const RunConfig& cfg, bool steady) {
   mc.nr_cpus = jm.cpus;
   mc.nr_nodes = jm.nodes;
   iou::PolicySet ps = j.col->ps;
-  ps.debug_bug = cfg.debug_bug;
+  if (cfg.debug_bug != iou::DebugBug::none) ps.debug_bug = cfg.debug_bug;
   mc.random_kmalloc_seed = seed * 0x9e3779b97f4a7c15ull + 1;
   mc.call_sites = cfg.call_sites;
   mc.preempt_rt = jm.preempt_rt;
