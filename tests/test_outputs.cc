@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/io_uring/io_uring_mm.h"
+#include "test_run_util.h"
 #include "model/kernel/policy.h"
 #include "model/kernel/profile.h"
 #include "sim/cli/cli.h"
@@ -478,16 +479,9 @@ TEST_CASE("sysfs: the tree's files, stat format and alias links", "[outputs][sys
 }
 
 TEST_CASE("KASAN: reports read like the kernel's", "[outputs][kasan]") {
-  std::string err;
-  const iou::KernelProfile* prof = iou::profile_by_name("v6.18", &err);
-  REQUIRE(prof);
-  MmConfig mc;
-  iou::apply_profile(*prof, mc);
-  iou::PolicySet ps;
-  REQUIRE(iou::parse_policies("unpatched", prof, &ps, &mc, &err));
-  ps.debug_bug = iou::DebugBug::double_put_node;
-  Mm mm(mc);
-  iou::MmIoUring io(mm, *prof, ps);
+  testing::RealKernel k("v6.18", "unpatched", iou::DebugBug::double_put_node);
+  Mm& mm = *k.mm;
+  iou::MmIoUring& io = *k.io;
   const Task app{2, kRootMemcg, 0}, kw{3, kRootMemcg, 0};
   const int src = io.ring_create(app), dst = io.ring_create(app);
   io.files_register(src, 1);

@@ -5,14 +5,39 @@
 
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "model/io_uring/io_uring_mm.h"
+#include "model/mm/mm.h"
 #include "sim/cost/cost.h"
 #include "sim/run/engine.h"
 
 namespace simcache::testing {
+
+// The real mm model and io_uring layer of one kernel profile and policy,
+// outside the engine (tests that drive the model call by call).
+struct RealKernel {
+  const iou::KernelProfile* prof = nullptr;
+  MmConfig mc;
+  iou::PolicySet ps;
+  std::unique_ptr<Mm> mm;
+  std::unique_ptr<iou::MmIoUring> io;
+  explicit RealKernel(const std::string& kernel = "v6.18", const std::string& policy = "unpatched",
+                      iou::DebugBug bug = iou::DebugBug::none) {
+    std::string err;
+    prof = iou::profile_by_name(kernel, &err);
+    INFO(err);
+    REQUIRE(prof);
+    iou::apply_profile(*prof, mc);
+    REQUIRE(iou::parse_policies(policy, prof, &ps, &mc, &err));
+    ps.debug_bug = bug;
+    mm = std::make_unique<Mm>(mc);
+    io = std::make_unique<iou::MmIoUring>(*mm, *prof, ps);
+  }
+};
 
 using Sets = std::vector<std::pair<std::string, std::string>>;
 

@@ -251,14 +251,9 @@ struct Period4 {
 };
 
 Period4 run_period4(bool steady, int64_t rounds) {
-  std::string err;
-  const iou::KernelProfile* prof = iou::profile_by_name("v6.18", &err);
-  REQUIRE(prof);
-  MmConfig mc;
-  iou::apply_profile(*prof, mc);
-  iou::PolicySet ps;
-  Mm mm(mc);
-  iou::MmIoUring io(mm, *prof, ps);
+  testing::RealKernel k;
+  Mm& mm = *k.mm;
+  iou::MmIoUring& io = *k.io;
   Recorder rec(mm);
   Env env{mm, io, Task{0, kRootMemcg, 0}, Task{1, kRootMemcg, 0}, 1, nullptr, &rec, nullptr,
           steady};
