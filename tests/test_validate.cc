@@ -425,7 +425,11 @@ TEST_CASE("ratio and negative rows are skipped with a reason, not errors", "[val
       "X-2\tsparse-fill\tF0: slots=4096 sparse, 4096 MSG_RING SEND_FD installs/round as 64 "
       "batches of QD=64\tparent e410ffca5886\tdelta\t-3\tns/install\ttiming\ts\t\n"
       "X-3\tsparse-fill\tF0: slots=4096 sparse, 4096 MSG_RING SEND_FD installs/round as 64 "
-      "batches of QD=64\tparent e410ffca5886\tmean ns/install\t102\tns/install\ttiming\ts\t\n";
+      "batches of QD=64\tparent e410ffca5886\tmean ns/install\t102\tns/install\ttiming\ts\t\n"
+      "X-4\tsparse-fill\tF0: slots=4096 sparse, 4096 MSG_RING SEND_FD installs/round as 64 "
+      "batches of QD=64\tparent e410ffca5886\tchange\t4.5\t%\ttiming\ts\t\n"
+      "X-5\tsparse-fill\tF0: slots=4096 sparse, 4096 MSG_RING SEND_FD installs/round as 64 "
+      "batches of QD=64\tparent e410ffca5886\tchange\t4.5\tpp\ttiming\ts\t\n";
   Mapping map;
   std::string err;
   REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &map, &err));
@@ -436,10 +440,14 @@ TEST_CASE("ratio and negative rows are skipped with a reason, not errors", "[val
   REQUIRE(map_rows(map, rows, &mapped, nullptr, &err, &why));
   REQUIRE(mapped.size() == 1);
   CHECK(mapped[0].row.id == "X-3");
-  REQUIRE(why.size() == 2);
+  REQUIRE(why.size() == 4);
   CHECK(why[0].find("x.tsv:2:") == 0);
   CHECK(why[0].find("is a ratio") != std::string::npos);
   CHECK(why[1].find("not positive") != std::string::npos);
+  // A bare "%" is a ratio too (a word boundary after it needs a word).
+  CHECK(why[2].find("x.tsv:5:") == 0);
+  CHECK(why[2].find("unit: '%' is a ratio, not a time") != std::string::npos);
+  CHECK(why[3].find("unit: 'pp' is a ratio, not a time") != std::string::npos);
 }
 
 TEST_CASE("the metric column picks the lifecycle phase", "[validate]") {

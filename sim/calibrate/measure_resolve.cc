@@ -172,7 +172,9 @@ std::string metric_phase(const std::string& scenario, const std::string& metric)
 
 // Why a row is not a time the model can predict, or "".
 std::string not_a_time(const MeasuredRow& r) {
-  static const Regex ratio = compile_regex(R"(^\s*(ratio|%|percent|x|pp)\b)", nullptr);
+  // A word unit ends at a word boundary; "%" is not a word character, so
+  // \b after it would need one to follow.
+  static const Regex ratio = compile_regex(R"(^\s*(?:(?:ratio|percent|x|pp)\b|%))", nullptr);
   if (regex_search(ratio, r.unit))
     return fmt::format("{}: unit: '{}' is a ratio, not a time; row {} skipped", r.where("unit"),
                        escape_line(r.unit), r.id);
