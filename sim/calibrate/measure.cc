@@ -36,7 +36,6 @@ std::vector<Field> split_tabs(std::string_view line) {
   return out;
 }
 
-
 struct Header {
   std::vector<std::string> names;
   std::map<std::string, size_t> index;

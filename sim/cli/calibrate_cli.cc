@@ -244,7 +244,8 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
                                      : fmt::format("{} rounds", row_statistic_name(fitted)),
         row_statistic_name(in.statistic), row_statistic_name(fitted)));
   return {0,
-          in.statistic_line() + format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
+          in.statistic_line() +
+              format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
               format_row_failures(in.rows, in.failed, in.map.fit),
           warning};
 }
