@@ -4,6 +4,8 @@
 // 100 %) still gives a profile that validate reads back.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "test_cost_util.h"
 #include "sim/calibrate/measure.h"
 
@@ -266,11 +268,37 @@ TEST_CASE("a fit of the median or fastest rounds reads them from a kit row's not
   CHECK(text.find("--statistic median --out ") != std::string::npos);
   CHECK(text.find("rows, their median rounds) by simcache calibrate") != std::string::npos);
   // The median rows are not the mean rows: the fit differs.
-  const simcache::sim::CliOutcome by_mean =
-      simcache::sim::run_cli({"calibrate", "--measurements", sitting.path()});
+  TempFile mean_prof("statistic_mean.toml", "");
+  const simcache::sim::CliOutcome by_mean = simcache::sim::run_cli(
+      {"calibrate", "--measurements", sitting.path(), "--out", mean_prof.path(), "--force"});
   CHECK(by_mean.out.find("rows read as") == std::string::npos);
   CHECK(by_mean.out.substr(by_mean.out.find("rms relative")) !=
         cal.out.substr(cal.out.find("rms relative")));
+  // A report beside the rows shows the figure the profile was fitted to:
+  // C-S0-32's median round (544.29 ns) or its mean (544.90 ns).
+  auto measured_line = [&](const std::string& profile) {
+    const simcache::sim::CliOutcome r = simcache::sim::run_cli(
+        {"--scenario", "wait-wake", "--set", "rounds=10", "--set", "cpus=2", "--set", "cpu=1",
+         "--set", "kworker_cpu=0", "--profile", profile, "--measurements",
+         repo_file("data/measurements/vm-2cpu-idle-calibration.tsv"), "--counts"});
+    REQUIRE(r.status == 0);
+    const size_t at = r.out.find("\nmeasured ns/pair");
+    REQUIRE(at != std::string::npos);
+    const size_t foot = r.out.find("  measured (");
+    REQUIRE(foot != std::string::npos);
+    std::string line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1) + " | " +
+                       r.out.substr(foot, r.out.find('\n', foot) - foot);
+    // Column widths follow the profile's name: blanks collapsed.
+    line.erase(std::unique(line.begin(), line.end(),
+                           [](char a, char b) { return a == ' ' && b == ' '; }),
+               line.end());
+    return line;
+  };
+  CHECK(measured_line(prof.path()) ==
+        "measured ns/pair 544.3 | measured (vm-2cpu-idle-calibration.tsv, their median rounds): "
+        "A C-S0-32");
+  CHECK(measured_line(mean_prof.path()) ==
+        "measured ns/pair 544.9 | measured (vm-2cpu-idle-calibration.tsv): A C-S0-32");
   const std::string val_rows = repo_file("data/measurements/vm-2cpu-idle-validation.tsv");
   const simcache::sim::CliOutcome val = simcache::sim::run_cli(
       {"validate", "--statistic", "fastest", "--profile", prof.path(), "--measurements", val_rows});

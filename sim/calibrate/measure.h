@@ -187,8 +187,14 @@ std::vector<MeasuredPoint> measured_points(const std::vector<MappedRow>& rows,
                                            const FitSettings& fit);
 
 // The points a report shows beside the model: every row `map` maps,
-// grouped by measured_points(); rows no rule maps are left out.
-std::vector<MeasuredPoint> report_points(const Mapping& map, const std::vector<MeasuredRow>& rows);
+// grouped by measured_points(); rows no rule maps are left out. With a
+// statistic other than the mean, each row's figure of it, and rows
+// without one are left out too.
+std::vector<MeasuredPoint> report_points(const Mapping& map, const std::vector<MeasuredRow>& rows,
+                                         RowStatistic s = RowStatistic::mean);
+// The statistic a profile was fitted to, as calibrate names it in the
+// profile's description (", their median rounds)"); the mean otherwise.
+RowStatistic fitted_statistic(std::string_view profile_description);
 // report_points() of the shipped mapping and measured rows, compiled in
 // (sim/cost/shipped.h); false when the binary has none.
 bool shipped_report_points(std::vector<MeasuredPoint>* out);

@@ -371,12 +371,29 @@ std::vector<MeasuredPoint> measured_points(const std::vector<MappedRow>& rows,
   return out;
 }
 
-std::vector<MeasuredPoint> report_points(const Mapping& map, const std::vector<MeasuredRow>& rows) {
+std::vector<MeasuredPoint> report_points(const Mapping& map, const std::vector<MeasuredRow>& rows,
+                                         RowStatistic s) {
   std::vector<MappedRow> mapped;
   std::vector<std::string> skipped;
   std::string ignored;
   map_rows(map, rows, &mapped, &skipped, &ignored);
+  if (s != RowStatistic::mean) {
+    std::vector<MappedRow> kept;
+    for (MappedRow& m : mapped) {
+      std::vector<MappedRow> one{std::move(m)};
+      if (apply_row_statistic(s, &one, &ignored)) kept.push_back(std::move(one[0]));
+    }
+    mapped = std::move(kept);
+  }
   return measured_points(mapped, map.fit);
+}
+
+RowStatistic fitted_statistic(std::string_view description) {
+  for (RowStatistic s : {RowStatistic::median, RowStatistic::fastest})
+    if (description.find(fmt::format(", their {} rounds)", row_statistic_name(s))) !=
+        std::string_view::npos)
+      return s;
+  return RowStatistic::mean;
 }
 
 bool shipped_report_points(std::vector<MeasuredPoint>* out) {

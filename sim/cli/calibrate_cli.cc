@@ -230,11 +230,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   // A profile fitted to one statistic of the rows, validated on another
   // (calibrate names it in the profile's description).
   std::string warning = profile_warning(m);
-  RowStatistic fitted = RowStatistic::mean;
-  for (RowStatistic s : {RowStatistic::median, RowStatistic::fastest})
-    if (m.description.find(fmt::format(", their {} rounds)", row_statistic_name(s))) !=
-        std::string::npos)
-      fitted = s;
+  const RowStatistic fitted = fitted_statistic(m.description);
   if (fitted != in.statistic)
     warning += cli_warning(fmt::format(
         "profile {} was fitted to the rows' {}; these rows are read as their {} "

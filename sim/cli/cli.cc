@@ -206,7 +206,7 @@ bool load_run_mapping(const ParsedFlags& f, Mapping* map, bool* have, std::strin
 // rows, data/measurements/calibration.tsv. Rows no rule maps are left out.
 // The shipped mapping and rows, byte for byte, give their compiled-in
 // points (sim/cost/shipped.h): nothing is parsed, mapped or hashed.
-bool load_measured(const ParsedFlags& f, Mapping* map, bool have_map,
+bool load_measured(const ParsedFlags& f, Mapping* map, bool have_map, RowStatistic stat,
                    std::vector<MeasuredPoint>* pts, MeasuredFiles* files, std::string* error) {
   auto it = f.v.find("measurements");
   std::string path = it == f.v.end() ? find_data_file("measurements/calibration.tsv") : it->second;
@@ -226,15 +226,15 @@ bool load_measured(const ParsedFlags& f, Mapping* map, bool have_map,
   bool bom = false;
   if (!read_input(path, "the measurements", &text, error, 0, &bom)) return false;
   const ShippedFile* shipped_rows = InputSource::is_pipe_path(path) ? nullptr : shipped_match(text, bom);
-  if (shipped_map && shipped_rows && shipped_rows->rel == "measurements/calibration.tsv" &&
-      shipped_report_points(pts)) {
+  if (stat == RowStatistic::mean && shipped_map && shipped_rows &&
+      shipped_rows->rel == "measurements/calibration.tsv" && shipped_report_points(pts)) {
     *files = {path, std::string(shipped_rows->sha256), std::string(shipped_map->sha256)};
     return true;
   }
   if (shipped_map && !parse_mapping(mtext, mpath, map, error)) return false;
   std::vector<MeasuredRow> rows;
   if (!parse_measurements(text, escape_line(path), &rows, error)) return false;
-  *pts = report_points(*map, rows);
+  *pts = report_points(*map, rows, stat);
   files->file = path;
   return true;
 }
@@ -292,9 +292,13 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   // A --measurements file given is read and checked even when no cost
   // profile uses it (--profile none): a broken file is an error either way.
   MeasuredFiles measured_files;
+  // A profile fitted to the rows' median or fastest rounds is shown beside
+  // the same figure of them (calibrate --statistic).
+  const RowStatistic stat = have_cost ? fitted_statistic(cost.description) : RowStatistic::mean;
   if ((have_cost || v.count("measurements")) &&
-      !load_measured(f, &map, have_map, &measured, &measured_files, &error))
+      !load_measured(f, &map, have_map, stat, &measured, &measured_files, &error))
     return cli_fail(error);
+  if (stat != RowStatistic::mean) ro.measured_statistic = std::string(row_statistic_name(stat));
   if (!have_cost) measured.clear(), measured_files = {};
   ro.measured_file = measured_files.file;
   if (v.count("explain") && !have_cost)

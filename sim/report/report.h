@@ -31,6 +31,9 @@ struct ReportOptions {
   const CostModel* cost = nullptr;  // null: counts only
   const std::vector<MeasuredPoint>* measured = nullptr;
   std::string measured_file;  // named under each block
+  // The rows' figure shown, as the cost profile was fitted: "" for the
+  // mean, else "median" or "fastest" (the round the kit's note gives).
+  std::string measured_statistic;
   // The table opens with the summary (format_summary()); each detail
   // view is one flag (docs/output.md "Details"), --all sets every one.
   bool counts = false;        // --counts: count and time blocks, the full record

@@ -149,7 +149,11 @@ void time_rows(const WorkloadResult& w, const ReportOptions& o,
   for (const std::string& c : mdelta.text) any_delta |= !c.empty();
   if (any_delta) rows->push_back(mdelta);
   const std::string file = std::filesystem::path(o.measured_file).filename().string();
-  *foot += fmt::format("  measured ({}): {}\n", file, ids);
+  *foot += fmt::format("  measured ({}{}): {}\n", file,
+                       o.measured_statistic.empty()
+                           ? std::string()
+                           : fmt::format(", their {} rounds", o.measured_statistic),
+                       ids);
 }
 
 // Per-cache stat rows of the timed region: new and discarded slabs of
