@@ -265,12 +265,21 @@ TEST_CASE("a fit of the median or fastest rounds reads them from a kit row's not
   CHECK(cal.out.find("X-RATIO") == std::string::npos);
   CHECK(cal.out.find("X-DIFF") == std::string::npos);
   const std::string text = simcache::testing::read_text(prof.path());
-  CHECK(text.find("--statistic median --out ") != std::string::npos);
+  CHECK(text.find("#   simcache calibrate --measurements " + sitting.path() +
+                  " --statistic median --out " + prof.path() +
+                  (cal.status == 3 ? " --force\n" : "\n")) != std::string::npos);
   CHECK(text.find("rows, their median rounds) by simcache calibrate") != std::string::npos);
-  // The median rows are not the mean rows: the fit differs.
+  // The median rows are not the mean rows: the fit differs. The header's
+  // command names every flag that shaped the profile, quoted for a shell.
   TempFile mean_prof("statistic_mean.toml", "");
   const simcache::sim::CliOutcome by_mean = simcache::sim::run_cli(
-      {"calibrate", "--measurements", sitting.path(), "--out", mean_prof.path(), "--force"});
+      {"calibrate", "--measurements", sitting.path(), "--out", mean_prof.path(), "--force",
+       "--name", "host's mean", "--mapping", repo_file("data/profiles/mapping.toml")});
+  CHECK(simcache::testing::read_text(mean_prof.path())
+            .find("#   simcache calibrate --measurements " + sitting.path() + " --mapping " +
+                  repo_file("data/profiles/mapping.toml") + " --name 'host'\\''s mean' --out " +
+                  mean_prof.path() + (by_mean.status == 3 ? " --force\n" : "\n")) !=
+        std::string::npos);
   CHECK(by_mean.out.find("rows read as") == std::string::npos);
   CHECK(by_mean.out.substr(by_mean.out.find("rms relative")) !=
         cal.out.substr(cal.out.find("rms relative")));

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include "sim/calibrate/validate.h"
 #include "sim/cost/toml_reader.h"
+#include "sim/report/record.h"
 
 namespace simcache::sim {
 namespace {
@@ -130,21 +131,27 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, 
   return simulate_rows(in->rows, in->jobs, &in->per_op, error, &in->failed, o);
 }
 
-std::string profile_header(const FitReport& r, const Inputs& in, const std::string& out,
-                           const std::vector<std::string>& problems) {
+std::string profile_header(const FitReport& r, const Inputs& in, const ParsedFlags& f,
+                           const std::string& out, const std::vector<std::string>& problems) {
   std::string bad;
   for (const std::string& p : problems) bad += "\nNOT CREDIBLE (written with --force): " + p;
+  // The command that writes this profile again: every flag that shapes
+  // it, quoted for a shell.
+  std::vector<std::string> args = {"calibrate", "--measurements", in.measurements};
+  if (in.statistic != RowStatistic::mean)
+    args.insert(args.end(), {"--statistic", std::string(row_statistic_name(in.statistic))});
+  for (const char* k : {"mapping", "name"})
+    if (auto it = f.v.find(k); it != f.v.end())
+      args.insert(args.end(), {std::string("--") + k, it->second});
+  args.insert(args.end(), {"--out", out});
+  if (!problems.empty()) args.push_back("--force");
   return fmt::format(
       "simcache cost profile '{}': fitted by simcache calibrate. Do not edit by hand;\n"
       "regenerate with\n"
-      "  simcache calibrate --measurements {}{} --out {}\n"
+      "  {}\n"
       "({} rows, rms relative residual {:.2f}%; method and every parameter:\n"
       "docs/calibration.md). Values are ns per event unit.{}",
-      r.model.name, in.measurements,
-      in.statistic == RowStatistic::mean
-          ? std::string()
-          : fmt::format(" --statistic {}", row_statistic_name(in.statistic)),
-      out, in.rows.size(), r.rms_rel * 100, bad);
+      r.model.name, shell_command(args), in.rows.size(), r.rms_rel * 100, bad);
 }
 
 }  // namespace
@@ -172,7 +179,7 @@ CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args&) {
   const bool force = f.v.count("force") > 0;
   if (f.v.count("out") && (problems.empty() || force)) {
     const std::string& out = f.v.at("out");
-    if (!write_file_atomic(out, profile_toml(rep.model, profile_header(rep, in, out, problems)),
+    if (!write_file_atomic(out, profile_toml(rep.model, profile_header(rep, in, f, out, problems)),
                            &error))
       return cli_fail("--out " + error);
     text += fmt::format("wrote {}{}\n", out, problems.empty() ? "" : " (--force)");
