@@ -250,41 +250,50 @@ std::string_view row_statistic_name(RowStatistic s) {
   return "mean";
 }
 
-bool apply_row_statistic(RowStatistic s, std::vector<MappedRow>* rows, std::string* error) {
-  if (s == RowStatistic::mean) return true;
+namespace {
+// One mapped row's `s` figure (not the mean) read from its note into its
+// time; apply_row_statistic() of one row.
+bool read_row_statistic(RowStatistic s, MappedRow* row, std::string* error) {
   // The note's fields are "; "-separated; the kit writes "median X" and
   // "fastest Y" (measure/, docs/measure.md).
   const std::string_view name = row_statistic_name(s);
   const std::string key = std::string(name) + " ";
-  for (MappedRow& m : *rows) {
-    const MeasuredRow& r = m.row;
-    std::string_view rest = r.note, text;
-    int found = 0;
-    while (!rest.empty()) {
-      const size_t semi = rest.find(';');
-      std::string_view field = rest.substr(0, semi);
-      rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
-      while (!field.empty() && field.front() == ' ') field.remove_prefix(1);
-      if (field.substr(0, key.size()) == key) text = field.substr(key.size()), ++found;
-    }
-    if (found != 1)
-      return *error = fmt::format(
-                 "{}: note: {} '{}' figures (--statistic {} reads the kit's rows, whose note "
-                 "gives one median and one fastest round; row {} {})",
-                 r.where("note"), found ? "two" : "no", name, name, escape_line(r.id),
-                 found ? "names it twice" : "has the mean only"),
-             false;
-    double v = 0;
-    if (!parse_value(text, &v) || !(v > 0))
-      return *error = fmt::format("{}: note: {} '{}' is not a positive number (row {})",
-                                  r.where("note"), name, escape_line(std::string(text)),
-                                  escape_line(r.id)),
-             false;
-    if (std::string why = out_of_range(r, "note", v, m.unit_ns); !why.empty())
-      return *error = std::move(why), false;
-    m.row.value = v;
-    m.value_ns = v * m.unit_ns;
+  MappedRow& m = *row;
+  const MeasuredRow& r = m.row;
+  std::string_view rest = r.note, text;
+  int found = 0;
+  while (!rest.empty()) {
+    const size_t semi = rest.find(';');
+    std::string_view field = rest.substr(0, semi);
+    rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+    while (!field.empty() && field.front() == ' ') field.remove_prefix(1);
+    if (field.substr(0, key.size()) == key) text = field.substr(key.size()), ++found;
   }
+  if (found != 1)
+    return *error = fmt::format(
+               "{}: note: {} '{}' figures (--statistic {} reads the kit's rows, whose note "
+               "gives one median and one fastest round; row {} {})",
+               r.where("note"), found ? "two" : "no", name, name, escape_line(r.id),
+               found ? "names it twice" : "has the mean only"),
+           false;
+  double v = 0;
+  if (!parse_value(text, &v) || !(v > 0))
+    return *error = fmt::format("{}: note: {} '{}' is not a positive number (row {})",
+                                r.where("note"), name, escape_line(std::string(text)),
+                                escape_line(r.id)),
+           false;
+  if (std::string why = out_of_range(r, "note", v, m.unit_ns); !why.empty())
+    return *error = std::move(why), false;
+  m.row.value = v;
+  m.value_ns = v * m.unit_ns;
+  return true;
+}
+}  // namespace
+
+bool apply_row_statistic(RowStatistic s, std::vector<MappedRow>* rows, std::string* error) {
+  if (s == RowStatistic::mean) return true;
+  for (MappedRow& m : *rows)
+    if (!read_row_statistic(s, &m, error)) return false;
   return true;
 }
 
@@ -377,14 +386,8 @@ std::vector<MeasuredPoint> report_points(const Mapping& map, const std::vector<M
   std::vector<std::string> skipped;
   std::string ignored;
   map_rows(map, rows, &mapped, &skipped, &ignored);
-  if (s != RowStatistic::mean) {
-    std::vector<MappedRow> kept;
-    for (MappedRow& m : mapped) {
-      std::vector<MappedRow> one{std::move(m)};
-      if (apply_row_statistic(s, &one, &ignored)) kept.push_back(std::move(one[0]));
-    }
-    mapped = std::move(kept);
-  }
+  if (s != RowStatistic::mean)
+    std::erase_if(mapped, [&](MappedRow& m) { return !read_row_statistic(s, &m, &ignored); });
   return measured_points(mapped, map.fit);
 }
 
