@@ -109,6 +109,33 @@ TEST_CASE("snapshots: ring caches after registration, fill, unregister and teard
   }
 }
 
+// Every cache's state at a snapshot is taken only for a run that asks
+// (--slabinfo-at); the ring states and counts are the same either way.
+TEST_CASE("snapshots: cache states only when the run asks for them", "[outputs][snapshot]") {
+  RunRequest req;
+  req.scenario = "sparse-fill";
+  req.policies = {"node-slab+bulk-refill"};
+  req.sets = {{"slots", "4096"}, {"installs", "64"}, {"rounds", "2"}, {"warmup", "0"}};
+  RunResult off, on;
+  std::string err;
+  REQUIRE(run(req, &off, &err));
+  req.snapshot_caches = true;
+  REQUIRE(run(req, &on, &err));
+  const PolicyResult& a = off.workloads.at(0).policies.at(0);
+  const PolicyResult& b = on.workloads.at(0).policies.at(0);
+  REQUIRE(a.snapshots.size() == 4);
+  REQUIRE(b.snapshots.size() == 4);
+  for (size_t i = 0; i < a.snapshots.size(); ++i) {
+    INFO(a.snapshots[i].name);
+    CHECK(a.snapshots[i].caches.empty());
+    CHECK(b.snapshots[i].caches.size() == b.slab_state.size());
+    CHECK(a.snapshots[i].rings.size() == b.snapshots[i].rings.size());
+    CHECK(a.snapshots[i].memory.slab_page_bytes == b.snapshots[i].memory.slab_page_bytes);
+  }
+  CHECK(a.total == b.total);
+  CHECK(a.timed == b.timed);
+}
+
 // serial and paced lifecycle operations register and fill a fresh ring
 // each, so their snapshots have the shapes of a fresh sparse-fill round.
 // With two operations, serial's first ring closes inside the second

@@ -18,7 +18,11 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <iterator>
+#include <span>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "model/mm/slab_ptr.h"
@@ -27,6 +31,16 @@
 namespace simcache {
 
 class StateSig {
+  // An enum's integer type; an integer's own.
+  template <class T, bool = std::is_enum_v<T>>
+  struct Underlying {
+    using type = T;
+  };
+  template <class T>
+  struct Underlying<T, true> {
+    using type = std::underlying_type_t<T>;
+  };
+
  public:
   static constexpr uint64_t kNone = UINT64_MAX;
   static constexpr uint64_t kMaxSlot = uint64_t{1} << 24;
@@ -38,8 +52,19 @@ class StateSig {
   // Not copied: a copy of a streaming signature would feed its sink too.
   StateSig(const StateSig&) = delete;
   StateSig& operator=(const StateSig&) = delete;
-  StateSig(StateSig&&) = default;
-  StateSig& operator=(StateSig&&) = default;
+  // A moved-from signature is empty.
+  StateSig(StateSig&& o) noexcept { *this = std::move(o); }
+  StateSig& operator=(StateSig&& o) noexcept {
+    words_ = std::move(o.words_);
+    n_ = std::exchange(o.n_, 0);
+    sink_ = std::exchange(o.sink_, nullptr);
+    ctx_ = std::exchange(o.ctx_, nullptr);
+    slab_ = std::move(o.slab_), sheaf_ = std::move(o.sheaf_), large_ = std::move(o.large_);
+    slab_order_ = std::move(o.slab_order_), sheaf_order_ = std::move(o.sheaf_order_);
+    large_order_ = std::move(o.large_order_);
+    o.clear();
+    return *this;
+  }
 
   // Streaming: the words go to `sink` in chunks of kChunk (and the rest
   // at flush()) instead of being kept, so a signature as big as the model
@@ -50,13 +75,16 @@ class StateSig {
     ctx_ = ctx;
   }
   void flush() {
-    if (!sink_ || words_.empty()) return;
-    sink_(ctx_, words_.data(), words_.size());
-    words_.clear();
+    if (!sink_ || n_ == 0) return;
+    sink_(ctx_, words_.data(), n_);
+    n_ = 0;
   }
+  // The walk's inner step: a store and a compare (the model's signature
+  // is tens of thousands of words, taken after every round a check
+  // watches).
   void add(uint64_t v) {
-    words_.push_back(v);
-    if (sink_ && words_.size() >= kChunk) flush();
+    if (n_ == words_.size()) [[unlikely]] make_room();
+    words_[n_++] = v;
   }
   // A slab slot's label (-1: none), handing out the next on first sight.
   uint64_t slab(int32_t id) { return id < 0 ? kNone : label(&slab_, &slab_order_, id); }
@@ -75,11 +103,26 @@ class StateSig {
     if (slot >= kMaxSlot) return add(p);
     add((slab(static_cast<int32_t>(slot)) << kIdxBits) | (p & kIdxMask));
   }
-  // A sequence: its length, then each element.
+  // A sequence: its length, then each element; elements narrower than a
+  // word are packed, as many to a word as fit (a slab's per-object
+  // bytes), which keeps the words one-to-one with the sequences.
   template <class R>
   void all(const R& r) {
+    using T = std::remove_cvref_t<decltype(*std::begin(r))>;
     add(static_cast<uint64_t>(std::size(r)));
-    for (const auto& x : r) add(static_cast<uint64_t>(x));
+    if constexpr (sizeof(T) < sizeof(uint64_t) && (std::is_integral_v<T> || std::is_enum_v<T>)) {
+      using U = std::make_unsigned_t<typename Underlying<T>::type>;
+      constexpr unsigned kBits = 8 * sizeof(T), kPer = sizeof(uint64_t) / sizeof(T);
+      uint64_t w = 0;
+      unsigned k = 0;
+      for (const T& x : r) {
+        w |= static_cast<uint64_t>(static_cast<U>(x)) << (kBits * k);
+        if (++k == kPer) add(w), w = 0, k = 0;
+      }
+      if (k) add(w);
+    } else {
+      for (const auto& x : r) add(static_cast<uint64_t>(x));
+    }
   }
   template <class R>
   void ptrs(const R& r) {
@@ -96,15 +139,15 @@ class StateSig {
   bool has_large(uint64_t id) const { return id < large_.size() && large_[id] != 0; }
 
   void clear() {
-    words_.clear();
+    n_ = 0;
     for (auto* v : {&slab_, &sheaf_, &large_}) v->clear();
     for (auto* v : {&slab_order_, &sheaf_order_, &large_order_}) v->clear();
   }
-  const std::vector<uint64_t>& words() const { return words_; }
+  std::span<const uint64_t> words() const { return {words_.data(), n_}; }
   // Kept signatures only: a streamed one has handed its words on.
   bool operator==(const StateSig& o) const {
     assert(!sink_ && !o.sink_);
-    return words_ == o.words_;
+    return std::ranges::equal(words(), o.words());
   }
 
  private:
@@ -118,7 +161,13 @@ class StateSig {
     }
     return l - 1;
   }
-  std::vector<uint64_t> words_;
+  // A full streaming buffer goes to the sink; a kept one doubles.
+  void make_room() {
+    if (sink_ && n_ >= kChunk) return flush();
+    words_.resize(std::max<size_t>(64, 2 * words_.size()));
+  }
+  std::vector<uint64_t> words_;  // the first n_ are the signature's
+  size_t n_ = 0;
   Sink sink_ = nullptr;
   void* ctx_ = nullptr;
   std::vector<uint64_t> slab_, sheaf_, large_;

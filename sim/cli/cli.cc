@@ -272,6 +272,7 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   RunRequest req;
   std::string error, warning, format;
   if (!check_report(f, &req, &format, &error)) return cli_fail(error);
+  req.snapshot_caches = v.count("slabinfo-at") > 0;  // the only reader of Snapshot::caches
   if (v.count("dump-config")) {
     std::string toml;
     if (!dump_config(f, req, &toml, &error)) return cli_fail(error);

@@ -125,6 +125,7 @@ void run_job(Job& j, const RunConfig& cfg, bool steady) {
   Machine machine(mm.events(), machine_config(jm, mc, cfg));
   Recorder rec(mm);
   rec.set_timed_views(cfg.timed_views);
+  rec.set_snapshot_caches(cfg.snapshot_caches);
   Env env{mm, io, Task{jm.cpu, user, 0}, Task{jm.kworker_cpu, kRootMemcg, 0}, seed, &machine,
           &rec, cfg.bg_trace.get(), steady};
   std::function<void()> at_end;

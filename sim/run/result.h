@@ -106,7 +106,9 @@ struct Snapshot {
   std::string name;  // "registration", "fill", "unregister", "teardown"
   std::vector<RingState> rings;
   MemorySplit memory;
-  std::vector<CacheInfo> caches;  // every cache, creation order (--slabinfo-at)
+  // Every cache, creation order (--slabinfo-at); empty unless the run
+  // asked for it (RunConfig::snapshot_caches).
+  std::vector<CacheInfo> caches;
 };
 
 // One policy column.

@@ -136,6 +136,7 @@ void copy_scalars(const RunRequest& req, RunConfig* out) {
   out->faults = req.faults;
   out->call_sites = req.call_sites;
   out->timed_views = req.timed_views;
+  out->snapshot_caches = req.snapshot_caches;
   out->event_ns = req.event_ns;
   out->bg_trace = req.bg_trace;
   out->request = req;

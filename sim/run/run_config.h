@@ -76,6 +76,11 @@ struct RunRequest {
   // caller that reads only event counts (calibrate's and validate's
   // simulations, sim/calibrate/simulate.cc); the counts are the same.
   bool timed_views = true;
+  // Every cache's state in each ring snapshot (Snapshot::caches): only
+  // --slabinfo-at reads it, and taking it at every snapshot of every
+  // round is a twentieth of sparse4096's work. Off, the snapshots keep
+  // their ring states and memory split; the counts are the same.
+  bool snapshot_caches = false;
   // ns per event unit, kNumEvents of them (sim/cost event_prices()): the
   // machine advances each CPU's virtual clock by them as events are
   // counted. Empty: clocks stay at 0 (counts only), so nothing contends
@@ -140,6 +145,7 @@ struct RunConfig {
   std::vector<RunRequest::Fault> faults;
   bool call_sites = true;
   bool timed_views = true;  // RunRequest::timed_views
+  bool snapshot_caches = false;  // RunRequest::snapshot_caches
   std::vector<double> event_ns;
   // Steady measured rounds may be computed instead of simulated
   // (sim/run/steady.h): only for outputs that need no round's ids,

@@ -111,6 +111,7 @@ void Recorder::snapshot(const std::string& name, const RingState& st, const Memo
 }
 
 void Recorder::snapshot_caches(const std::string& name) {
+  if (!snapshot_caches_) return;
   for (Snapshot& s : snapshots_) {
     if (s.name != name) continue;
     s.caches.clear();

@@ -38,6 +38,9 @@ class Recorder {
   // round_min, round_max, timed_sites and timed_batches stay empty
   // (RunConfig::timed_views).
   void set_timed_views(bool on) { timed_views_ = on; }
+  // Off (the default): snapshot_caches() records nothing, and every
+  // Snapshot::caches stays empty (RunConfig::snapshot_caches).
+  void set_snapshot_caches(bool on) { snapshot_caches_ = on; }
   // A timed region; `phase` names the part of the operation it times
   // ("registration", "fill", ...). The phases of a round partition its
   // timed region, so their counts sum exactly to it.
@@ -106,7 +109,7 @@ class Recorder {
   // timed regions' deltas.
   std::vector<uint64_t> mark_stats_, round_stats_, timed_stats_;
   std::vector<uint64_t> now_stats_;  // timed_end()'s sums, kept to spare an allocation
-  bool timed_views_ = true;
+  bool timed_views_ = true, snapshot_caches_ = false;
   // The smallest and largest round delta of each [cache][item], folded
   // round by round: memory follows the caches, not the rounds run.
   std::vector<uint64_t> round_min_, round_max_;
