@@ -269,6 +269,7 @@ TEST_CASE("a fit of the median or fastest rounds reads them from a kit row's not
                   " --statistic median --out " + prof.path() +
                   (cal.status == 3 ? " --force\n" : "\n")) != std::string::npos);
   CHECK(text.find("rows, their median rounds) by simcache calibrate") != std::string::npos);
+  CHECK(text.find("\nstatistic = \"median\"\n") != std::string::npos);
   // The median rows are not the mean rows: the fit differs. The header's
   // command names every flag that shaped the profile, quoted for a shell.
   TempFile mean_prof("statistic_mean.toml", "");
@@ -281,6 +282,32 @@ TEST_CASE("a fit of the median or fastest rounds reads them from a kit row's not
                   mean_prof.path() + (by_mean.status == 3 ? " --force\n" : "\n")) !=
         std::string::npos);
   CHECK(by_mean.out.find("rows read as") == std::string::npos);
+  CHECK(simcache::testing::read_text(mean_prof.path()).find("\nstatistic =") == std::string::npos);
+  // The field is what a profile carries: a description that merely reads
+  // like calibrate's changes nothing, and a value other than the three
+  // is refused with its line and field.
+  {
+    std::string edited = simcache::testing::read_text(prof.path());
+    const size_t at = edited.find("\nstatistic = \"median\"\n");
+    REQUIRE(at != std::string::npos);
+    TempFile no_field("statistic_none.toml",
+                      edited.substr(0, at + 1) + edited.substr(at + 22));
+    simcache::sim::CostModel m;
+    std::string e;
+    REQUIRE(simcache::sim::load_profile(no_field.path(), &m, &e));
+    CHECK(m.description.find("their median rounds") != std::string::npos);
+    CHECK(fitted_statistic(m) == RowStatistic::mean);
+    REQUIRE(simcache::sim::load_profile(prof.path(), &m, &e));
+    CHECK(fitted_statistic(m) == RowStatistic::median);
+    const size_t line = static_cast<size_t>(std::count(edited.begin(), edited.begin() + at, '\n')) + 2;
+    TempFile bad("statistic_bad.toml", edited.substr(0, at + 1) + "statistic = \"p50\"\n" +
+                                           edited.substr(at + 22));
+    const simcache::sim::CliOutcome r = simcache::sim::run_cli(
+        {"validate", "--profile", bad.path(), "--measurements", sitting.path()});
+    CHECK(r.status == 2);
+    CHECK(r.err == "simcache: " + bad.path() + ":" + std::to_string(line) +
+                       ": statistic: expected mean, median or fastest\n");
+  }
   CHECK(by_mean.out.substr(by_mean.out.find("rms relative")) !=
         cal.out.substr(cal.out.find("rms relative")));
   // A report beside the rows shows the figure the profile was fitted to:

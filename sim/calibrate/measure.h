@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/cost.h"
 #include "sim/cost/shipped.h"
 #include "sim/run/engine.h"
 #include "sim/report/report.h"
@@ -192,9 +193,9 @@ std::vector<MeasuredPoint> measured_points(const std::vector<MappedRow>& rows,
 // without one are left out too.
 std::vector<MeasuredPoint> report_points(const Mapping& map, const std::vector<MeasuredRow>& rows,
                                          RowStatistic s = RowStatistic::mean);
-// The statistic a profile was fitted to, as calibrate names it in the
-// profile's description (", their median rounds)"); the mean otherwise.
-RowStatistic fitted_statistic(std::string_view profile_description);
+// The statistic a profile was fitted to (its `statistic` field, which
+// calibrate --statistic writes); the mean where it has none.
+RowStatistic fitted_statistic(const CostModel& profile);
 // report_points() of the shipped mapping and measured rows, compiled in
 // (sim/cost/shipped.h); false when the binary has none.
 bool shipped_report_points(std::vector<MeasuredPoint>* out);

@@ -391,12 +391,10 @@ std::vector<MeasuredPoint> report_points(const Mapping& map, const std::vector<M
   return measured_points(mapped, map.fit);
 }
 
-RowStatistic fitted_statistic(std::string_view description) {
-  for (RowStatistic s : {RowStatistic::median, RowStatistic::fastest})
-    if (description.find(fmt::format(", their {} rounds)", row_statistic_name(s))) !=
-        std::string_view::npos)
-      return s;
-  return RowStatistic::mean;
+RowStatistic fitted_statistic(const CostModel& profile) {
+  RowStatistic s = RowStatistic::mean;
+  if (!profile.statistic.empty()) parse_row_statistic(profile.statistic, &s);  // checked on load
+  return s;
 }
 
 bool shipped_report_points(std::vector<MeasuredPoint>* out) {

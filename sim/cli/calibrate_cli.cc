@@ -170,6 +170,7 @@ CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args&) {
       in.statistic == RowStatistic::mean
           ? std::string()
           : fmt::format(", their {} rounds", row_statistic_name(in.statistic)));
+  if (in.statistic != RowStatistic::mean) rep.model.statistic = row_statistic_name(in.statistic);
   std::string text = in.statistic_line() + format_fit(rep, in.rows, in.measurements, in.map) +
                      format_row_failures(in.rows, in.failed, in.map.fit);
   // A fit that is not credible (docs/calibration.md, "A fit that refuses
@@ -235,9 +236,9 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   }
   const Validation v = validate_rows(m, in.rows, in.per_op, in.map.fit);
   // A profile fitted to one statistic of the rows, validated on another
-  // (calibrate names it in the profile's description).
+  // (calibrate writes it into the profile: CostModel::statistic).
   std::string warning = profile_warning(m);
-  const RowStatistic fitted = fitted_statistic(m.description);
+  const RowStatistic fitted = fitted_statistic(m);
   if (fitted != in.statistic)
     warning += cli_warning(fmt::format(
         "profile {} was fitted to the rows' {}; these rows are read as their {} "

@@ -295,7 +295,7 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
   MeasuredFiles measured_files;
   // A profile fitted to the rows' median or fastest rounds is shown beside
   // the same figure of them (calibrate --statistic).
-  const RowStatistic stat = have_cost ? fitted_statistic(cost.description) : RowStatistic::mean;
+  const RowStatistic stat = have_cost ? fitted_statistic(cost) : RowStatistic::mean;
   if ((have_cost || v.count("measurements")) &&
       !load_measured(f, &map, have_map, stat, &measured, &measured_files, &error))
     return cli_fail(error);

@@ -77,6 +77,9 @@ class CostModel {
  public:
   std::string name;  // "i7-12700KF"
   std::string description;
+  // The figure of each row the fit read (calibrate --statistic): "median"
+  // or "fastest"; "" for the mean, which a profile does not write.
+  std::string statistic;
   std::string path;  // file it was loaded from ("" if built in memory)
   // SHA-256 of the bytes it was read from when load_profile() knew it
   // without hashing (a shipped profile's compiled-in copy); "" otherwise.

@@ -179,13 +179,17 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
   CostModel m;
   m.path = path;
   if (!r.keys(tbl,
-              {"name", "description", "generated_by", "param", "noise", "correlation",
+              {"name", "description", "statistic", "generated_by", "param", "noise", "correlation",
                "model_inadequacy", "model_inadequacy_shape", "model_drift",
                "model_inadequacy_source"},
               ""))
     return false;
   if (!r.str(tbl, "name", "", true, &m.name)) return false;
   if (!r.str(tbl, "description", "", false, &m.description)) return false;
+  if (!r.str(tbl, "statistic", "", false, &m.statistic)) return false;
+  if (m.statistic == "mean") m.statistic.clear();
+  if (!m.statistic.empty() && m.statistic != "median" && m.statistic != "fastest")
+    return r.fail(tbl.get("statistic"), "statistic", "expected mean, median or fastest");
   // The top-level error-model fractions, each optional, in [0, 1).
   for (const auto& [key, field] : {std::pair{"model_inadequacy", &m.inadequacy},
                                    std::pair{"model_inadequacy_shape", &m.inadequacy_shape},
@@ -281,6 +285,7 @@ std::string profile_toml(const CostModel& m, const std::string& header) {
     out += line.empty() ? "#\n" : fmt::format("# {}\n", line);
   out += fmt::format("\nname = {}\n", quote(m.name));
   if (!m.description.empty()) out += fmt::format("description = {}\n", quote(m.description));
+  if (!m.statistic.empty()) out += fmt::format("statistic = {}\n", quote(m.statistic));
   if (m.inadequacy > 0 || m.inadequacy_shape > 0 || m.drift > 0) {
     out += fmt::format("model_inadequacy = {:.9g}\nmodel_inadequacy_shape = {:.9g}\n",
                        m.inadequacy, m.inadequacy_shape);

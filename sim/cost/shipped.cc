@@ -30,6 +30,7 @@ bool shipped_profile(std::string_view rel, CostModel* out) {
     CostModel m;
     m.name = std::string(p.name);
     m.description = std::string(p.description);
+    m.statistic = std::string(p.statistic);
     m.inadequacy = p.inadequacy;
     m.inadequacy_shape = p.inadequacy_shape;
     m.drift = p.drift;

@@ -63,7 +63,7 @@ struct ShippedNoise {
 };
 struct ShippedProfile {
   std::string_view rel;  // its ShippedFile
-  std::string_view name, description, inadequacy_source;
+  std::string_view name, description, statistic, inadequacy_source;
   double inadequacy, inadequacy_shape, drift;
   std::span<const ShippedParam> params;
   std::span<const Event> events;
