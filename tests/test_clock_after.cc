@@ -98,7 +98,7 @@ TEST_CASE("a run is priced after the fact only where every workload is one task"
 }
 
 TEST_CASE("every scenario's plain table is the same priced after the fact or as it goes",
-          "[slow][clock][cli]") {
+          "[slow][matrix][clock][cli]") {
   std::vector<std::string> names = split_words(ScenarioRegistry::get().names(), ',');
   for (std::string& n : names) n.erase(0, n.find_first_not_of(' '));
   REQUIRE(names.size() >= 20);
