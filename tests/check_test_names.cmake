@@ -8,7 +8,8 @@
 # Usage: cmake -DEXE=<simcache_tests> -DINCLUDE=<ctest include file>[|<another>]
 #              -P check_test_names.cmake
 # (one include file per catch_discover_tests() call: tests/CMakeLists.txt
-# discovers the [slow] test cases, the [refits] ones and the rest apart)
+# discovers the [slow] test cases, the [matrix] one, the [refits] ones and
+# the rest apart)
 cmake_minimum_required(VERSION 3.25)
 if(NOT EXISTS "${EXE}")
   message(FATAL_ERROR "check_test_names: ${EXE} does not exist")

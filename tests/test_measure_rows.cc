@@ -300,13 +300,16 @@ TEST_CASE("a fit of the median or fastest rounds reads them from a kit row's not
     REQUIRE(simcache::sim::load_profile(prof.path(), &m, &e));
     CHECK(fitted_statistic(m) == RowStatistic::median);
     const size_t line = static_cast<size_t>(std::count(edited.begin(), edited.begin() + at, '\n')) + 2;
-    TempFile bad("statistic_bad.toml", edited.substr(0, at + 1) + "statistic = \"p50\"\n" +
-                                           edited.substr(at + 22));
-    const simcache::sim::CliOutcome r = simcache::sim::run_cli(
-        {"validate", "--profile", bad.path(), "--measurements", sitting.path()});
-    CHECK(r.status == 2);
-    CHECK(r.err == "simcache: " + bad.path() + ":" + std::to_string(line) +
-                       ": statistic: expected mean, median or fastest\n");
+    for (const char* value : {"\"p50\"", "\"\"", "\"Median\""}) {
+      INFO(value);
+      TempFile bad("statistic_bad.toml", edited.substr(0, at + 1) + "statistic = " + value +
+                                             "\n" + edited.substr(at + 22));
+      const simcache::sim::CliOutcome r = simcache::sim::run_cli(
+          {"validate", "--profile", bad.path(), "--measurements", sitting.path()});
+      CHECK(r.status == 2);
+      CHECK(r.err == "simcache: " + bad.path() + ":" + std::to_string(line) +
+                         ": statistic: expected mean, median or fastest\n");
+    }
   }
   CHECK(by_mean.out.substr(by_mean.out.find("rms relative")) !=
         cal.out.substr(cal.out.find("rms relative")));

@@ -68,6 +68,7 @@ void check_same_noise(const NoiseEntry& a, const NoiseEntry& b) {
 void check_same_model(const CostModel& a, const CostModel& b) {
   CHECK(a.name == b.name);
   CHECK(a.description == b.description);
+  CHECK(a.statistic == b.statistic);
   CHECK(same(a.inadequacy, b.inadequacy));
   CHECK(same(a.inadequacy_shape, b.inadequacy_shape));
   CHECK(a.inadequacy_source == b.inadequacy_source);

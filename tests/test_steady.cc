@@ -214,6 +214,32 @@ TEST_CASE("a signature packs narrow sequences, one to one", "[steady][mm]") {
   CHECK(words(std::vector<uint16_t>{1, 2}) != words(std::vector<uint16_t>{2, 1}));
   CHECK(words(std::vector<ObjState>{ObjState::kFree}) != words(std::vector<ObjState>{ObjState::kCpuFreelist}));
   CHECK(words(std::vector<uint8_t>{1, 2}) == std::vector<uint64_t>{2, 0x0201});
+  CHECK(words(std::vector<bool>{true, false}) == std::vector<uint64_t>{2, 1, 0});  // a word each
+}
+
+// A signature kept first (its buffer grown past a chunk), then cleared
+// and streamed, still hands on at most a chunk at a time.
+TEST_CASE("a streamed signature's chunks stay within a chunk after a kept use", "[steady][mm]") {
+  StateSig s;
+  for (uint64_t i = 0; i < 10000; ++i) s.add(i);
+  s.clear();
+  struct Out {
+    std::vector<size_t> sizes;
+    uint64_t next = 0;
+    bool in_order = true;
+  } out;
+  s.stream_to(
+      [](void* ctx, const uint64_t* w, size_t n) {
+        Out* o = static_cast<Out*>(ctx);
+        o->sizes.push_back(n);
+        for (size_t i = 0; i < n; ++i) o->in_order &= w[i] == o->next++;
+      },
+      &out);
+  for (uint64_t i = 0; i < 20000; ++i) s.add(i);
+  s.flush();
+  CHECK(out.next == 20000);
+  CHECK(out.in_order);
+  CHECK(out.sizes == std::vector<size_t>{4096, 4096, 4096, 4096, 3616});
 }
 
 TEST_CASE("a streamed signature hands on the words a kept one holds, a chunk at a time",

@@ -73,10 +73,12 @@ class StateSig {
   void stream_to(Sink sink, void* ctx) {
     sink_ = sink;
     ctx_ = ctx;
+    // A buffer grown past a chunk while kept: a full chunk must fill it.
+    if (words_.size() > kChunk && n_ <= kChunk) words_.resize(kChunk);
   }
   void flush() {
-    if (!sink_ || n_ == 0) return;
-    sink_(ctx_, words_.data(), n_);
+    if (!sink_) return;
+    for (size_t i = 0; i < n_; i += kChunk) sink_(ctx_, words_.data() + i, std::min(kChunk, n_ - i));
     n_ = 0;
   }
   // The walk's inner step: a store and a compare (the model's signature
@@ -110,7 +112,8 @@ class StateSig {
   void all(const R& r) {
     using T = std::remove_cvref_t<decltype(*std::begin(r))>;
     add(static_cast<uint64_t>(std::size(r)));
-    if constexpr (sizeof(T) < sizeof(uint64_t) && (std::is_integral_v<T> || std::is_enum_v<T>)) {
+    if constexpr (sizeof(T) < sizeof(uint64_t) && !std::is_same_v<T, bool> &&
+                  (std::is_integral_v<T> || std::is_enum_v<T>)) {
       using U = std::make_unsigned_t<typename Underlying<T>::type>;
       constexpr unsigned kBits = 8 * sizeof(T), kPer = sizeof(uint64_t) / sizeof(T);
       uint64_t w = 0;
@@ -161,10 +164,12 @@ class StateSig {
     }
     return l - 1;
   }
-  // A full streaming buffer goes to the sink; a kept one doubles.
+  // A streaming buffer, at most kChunk words, goes to the sink when full;
+  // a kept one doubles.
   void make_room() {
     if (sink_ && n_ >= kChunk) return flush();
-    words_.resize(std::max<size_t>(64, 2 * words_.size()));
+    const size_t want = std::max<size_t>(64, 2 * words_.size());
+    words_.resize(sink_ ? std::min(want, kChunk) : want);
   }
   std::vector<uint64_t> words_;  // the first n_ are the signature's
   size_t n_ = 0;

@@ -187,9 +187,10 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
   if (!r.str(tbl, "name", "", true, &m.name)) return false;
   if (!r.str(tbl, "description", "", false, &m.description)) return false;
   if (!r.str(tbl, "statistic", "", false, &m.statistic)) return false;
-  if (m.statistic == "mean") m.statistic.clear();
-  if (!m.statistic.empty() && m.statistic != "median" && m.statistic != "fastest")
+  if (tbl.get("statistic") && m.statistic != "mean" && m.statistic != "median" &&
+      m.statistic != "fastest")
     return r.fail(tbl.get("statistic"), "statistic", "expected mean, median or fastest");
+  if (m.statistic == "mean") m.statistic.clear();
   // The top-level error-model fractions, each optional, in [0, 1).
   for (const auto& [key, field] : {std::pair{"model_inadequacy", &m.inadequacy},
                                    std::pair{"model_inadequacy_shape", &m.inadequacy_shape},
