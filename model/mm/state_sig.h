@@ -70,17 +70,8 @@ class StateSig {
   // at flush()) instead of being kept, so a signature as big as the model
   // costs a chunk of memory, not its size. words() and == then see only
   // what is not handed on yet.
-  void stream_to(Sink sink, void* ctx) {
-    sink_ = sink;
-    ctx_ = ctx;
-    // A buffer grown past a chunk while kept: a full chunk must fill it.
-    if (words_.size() > kChunk && n_ <= kChunk) words_.resize(kChunk);
-  }
-  void flush() {
-    if (!sink_) return;
-    for (size_t i = 0; i < n_; i += kChunk) sink_(ctx_, words_.data() + i, std::min(kChunk, n_ - i));
-    n_ = 0;
-  }
+  void stream_to(Sink sink, void* ctx);
+  void flush();
   // The walk's inner step: a store and a compare (the model's signature
   // is tens of thousands of words, taken after every round a check
   // watches).
@@ -165,12 +156,9 @@ class StateSig {
     return l - 1;
   }
   // A streaming buffer, at most kChunk words, goes to the sink when full;
-  // a kept one doubles.
-  void make_room() {
-    if (sink_ && n_ >= kChunk) return flush();
-    const size_t want = std::max<size_t>(64, 2 * words_.size());
-    words_.resize(sink_ ? std::min(want, kChunk) : want);
-  }
+  // a kept one doubles. Out of line: add() stays a store and a compare
+  // wherever it is inlined.
+  void make_room();
   std::vector<uint64_t> words_;  // the first n_ are the signature's
   size_t n_ = 0;
   Sink sink_ = nullptr;
