@@ -1039,16 +1039,17 @@ TEST_CASE("docs/measure.md's third worked example: two sittings pooled", "[refit
   check_doc_block("docs/measure.md", "vm-pooled", want);
 }
 
-TEST_CASE("docs/measure.md's fourth worked example: a third sitting, a price at 0 its rows allow",
+TEST_CASE("docs/measure.md's fourth worked example: a third sitting, two prices its rows measure together",
           "[refits][calib][docs]") {
   // A third day on the same kind of VM. Its registrations cost well under
   // a nanosecond a slot beyond a 128-slot table, about what zeroing the
   // table's 8 bytes a slot costs alone; file_table_slot (the per-slot work
-  // beyond zeroing) and zero_bytes then move together, and the fit puts
-  // the first at 0. The rows' pull below 0 is a fraction of an sd, so
-  // calibrate reports it and does not refuse (session 33 refused this
-  // sitting). Its validation rows then judge the profiles of the two
-  // earlier sittings, out of sitting: one sitting's alone, and both pooled.
+  // beyond zeroing) and zero_bytes then move together. With 1 % less on
+  // its 4,096-slot registration the fit puts file_table_slot at 0; the
+  // rows' pull below 0 is a fraction of an sd and zero_bytes moves with
+  // it, so calibrate reports it and does not refuse. Its validation rows
+  // then judge the profiles of the two earlier sittings, out of sitting:
+  // one sitting's alone, and both pooled.
   const std::string d = "data/measurements/";
   const std::string f_cal = d + "vm-2cpu-fresh-calibration.tsv";
   const std::string f_val = d + "vm-2cpu-fresh-validation.tsv";
@@ -1122,18 +1123,45 @@ TEST_CASE("docs/measure.md's fourth worked example: a third sitting, a price at 
       1000 * (measured_us("C-LS-4096-4096-reg") - measured_us("C-LS-128-128-reg")) / (4096 - 128);
   CHECK(per_slot_ns > 0);
   CHECK(per_slot_ns < 0.5);
-  // The price at 0, its pull, and the price it moves with.
+  // The two per-slot prices: the rows measure their sum, each rests
+  // mostly on its prior.
   const size_t at = one.out.find("\nfile_table_slot ");
   REQUIRE(at != std::string::npos);
   const size_t end = one.out.find("\n", one.out.find("\n", at + 1) + 1);
   const std::string slot_lines = one.out.substr(at + 1, end - at);
-  CHECK(slot_lines.find("at 0, which its rows allow: they measure its sum with zero_bytes "
-                        "(posterior correlation -1.00) and push it below 0 by 0.") !=
-        std::string::npos);
-  CHECK(one.out.find("no measured work price pushed below 0 (at 0, which their rows allow: "
-                     "file_table_slot)") != std::string::npos);
-  for (const CostParam& p : fresh.params)
-    if (p.name == "file_table_slot") CHECK(p.value == 0);
+  size_t slot = fresh.params.size(), zero = fresh.params.size();
+  for (size_t j = 0; j < fresh.params.size(); ++j) {
+    if (fresh.params[j].name == "file_table_slot") slot = j;
+    if (fresh.params[j].name == "zero_bytes") zero = j;
+  }
+  REQUIRE(slot < fresh.params.size());
+  REQUIRE(zero < fresh.params.size());
+  CHECK(fresh.params[slot].value > 0);
+  CHECK(!fresh.params[slot].pinned);
+  CHECK(!fresh.params[zero].pinned);
+  CHECK(fresh.corr.at(slot * fresh.params.size() + zero) < -0.9);
+  CHECK(slot_lines.find("weak: ") != std::string::npos);
+  // 1 % less on the 4,096-slot registration: file_table_slot at 0, its
+  // pull a fraction of an sd, zero_bytes its partner; allowed, and said.
+  {
+    std::string text = simcache::testing::read_text(repo_file(f_cal));
+    const size_t row = text.find("\nC-LS-4096-4096-reg\t");
+    REQUIRE(row != std::string::npos);
+    size_t col = row + 1;
+    for (int c = 0; c < 5; ++c) col = text.find('\t', col) + 1;
+    const size_t col_end = text.find('\t', col);
+    const double v = std::stod(text.substr(col, col_end - col));
+    text.replace(col, col_end - col, fmt::format("{:.6f}", v * 0.99));
+    simcache::testing::TempFile less("vm-2cpu-fresh-less.tsv", text);
+    const CliOutcome lo = run_cli({"calibrate", "--measurements", less.path()});
+    INFO(lo.out << lo.err);
+    CHECK(lo.status == 0);
+    CHECK(lo.out.find("at 0, which its rows allow: they measure its sum with zero_bytes "
+                      "(posterior correlation -1.00) and push it below 0 by 0.") !=
+          std::string::npos);
+    CHECK(lo.out.find("no measured work price pushed below 0 (at 0, which their rows allow: "
+                      "file_table_slot)") != std::string::npos);
+  }
   // Its own sitting's validation rows: at least 85 % inside their
   // intervals (the row noise's prior puts what the fit cannot explain into
   // the inadequacy the intervals carry).

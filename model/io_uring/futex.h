@@ -76,7 +76,6 @@ int io_futex_wait(IoKernel<A>& k, IoRingCtx& ctx, bool word_matches) {
   const Ptr req = io_alloc_req(k, ctx, t);
   if (req == kNull) return kEAGAIN;
   ev(k.mm, Event::sqe_submit);
-  ev(k.mm, Event::futex_wait);
   const Ptr ifd = io_cache_alloc(k.mm, ctx.futex_cache, k.profile.futex_gfp, t);
   if (ifd == kNull) return io_req_fail(k, ctx, req, kENOMEM);
   k.mm.kasan_check_access(ifd, "io_futex_wait");  // futex_q copied from the template
@@ -90,6 +89,7 @@ int io_futex_wait(IoKernel<A>& k, IoRingCtx& ctx, bool word_matches) {
     }
     return io_req_fail(k, ctx, req, kEAGAIN);
   }
+  ev(k.mm, Event::futex_wait);
   ctx.futex_list.push_back(ArmedFutex{req, ifd, FutexKind::wait, 0});
   return 0;
 }
