@@ -90,6 +90,9 @@ TEST_CASE("futex: event loop with 39% failed arms does 0.39 kmalloc+kfree per me
     CHECK(futex_kmallocs(*s) == 39001);
     CHECK(kfrees_of(*s, 144) == 39000);
     CHECK(s->ev(Event::futex_complete) == 61000);
+    // Priced apart: the armed waits, and the failed ones alone.
+    CHECK(s->ev(Event::futex_wait) == 61000);
+    CHECK(s->ev(Event::futex_wait_arm_fail) == 39000);
     s->io->ring_exit(r, kKworker);
     CHECK(kfrees_of(*s, 144) == 39001);  // the last message was a success
     CHECK(s->live_after_task_exit() == 0);
@@ -211,6 +214,9 @@ TEST_CASE("futex: allocation failures complete the request with an error",
   const int r = s.io->ring_create(kApp);
   s.mm.fail_if = [](const Call& c) { return c.op == Op::kmalloc && c.size == 144; };
   CHECK(s.io->futex_wait(r, true) == kENOMEM);
+  // No futex_wait_setup() ran: neither arm event is counted.
+  CHECK(s.ev(Event::futex_wait) == 0);
+  CHECK(s.ev(Event::futex_wait_arm_fail) == 0);
   s.mm.fail_if = [](const Call& c) { return c.op == Op::kmalloc; };
   CHECK(s.io->futex_waitv(r, 8) == kENOMEM);
   s.mm.fail_if = [](const Call& c) {

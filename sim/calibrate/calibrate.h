@@ -128,8 +128,8 @@ struct ParamFit {
 // A price at 0 whose rows push it below by more than one posterior sd is
 // a fit the rows contradict: unconstrained, they would put it more than
 // an sd under 0. A sitting whose per-slot registration work is all
-// zeroing puts file_table_slot at 0 (-0.13 sd, correlation -1.00 with
-// zero_bytes): allowed. Prices at 0 with no partner above 0 (the scalar
+// zeroing may put file_table_slot at 0 (a fraction of an sd below,
+// correlation near -1 with zero_bytes): allowed. Prices at 0 with no partner above 0 (the scalar
 // wait-wake rows made 20 times faster than the model: futex_wait,
 // futex_wake and the request path all at 0, each within an sd) are a
 // collapse, refused whatever their pull.
