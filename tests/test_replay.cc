@@ -204,6 +204,38 @@ TEST_CASE("io_uring-level events drive the io_uring model", "[replay]") {
   CHECK(total(t, Event::io_uring_enter) == 2);
   CHECK(total(t, Event::futex_arm_fail_kfree, 0) == 1);
   CHECK(total(t, Event::futex_arm_fail_kfree, 1) == 0);  // returned to futex_cache instead
+  // A FUTEX_WAIT that fails otherwise (-EFAULT: a bad address, found by
+  // futex_wait_setup() as -EAGAIN is) was not armed either: replayed as a
+  // failed arm, not as a waiter the model would keep.
+  {
+    std::ifstream in(fixture("trace-cmd-report.txt"));
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string t14 = text.str();
+    const size_t at = t14.find("result -11,");
+    REQUIRE(at != std::string::npos);
+    t14.replace(at, 11, "result -14,");
+    const RunResult f = run_trace(write_temp("replay_futex_efault.txt", t14),
+                                  request({"unpatched"}, "v6.18"));
+    CHECK(total(f, Event::futex_wait) == 1);
+    CHECK(total(f, Event::futex_wait_arm_fail) == 1);
+    CHECK(f.workloads[0].policies[0].kasan.empty());
+    // A FUTEX_WAITV completes with the index of the word that woke it:
+    // woken at once (result 2), it was armed.
+    std::string v = text.str();
+    const size_t op = v.find("user_data 0x2, opcode FUTEX_WAIT,");
+    REQUIRE(op != std::string::npos);
+    v.replace(op, 32, "user_data 0x2, opcode FUTEX_WAITV");
+    const size_t res = v.find("result -11,");
+    REQUIRE(res != std::string::npos);
+    v.replace(res, 11, "result 2,");
+    const RunResult w = run_trace(write_temp("replay_futexv_index.txt", v),
+                                  request({"unpatched"}, "v6.18"));
+    CHECK(total(w, Event::futex_waitv) == 1);
+    CHECK(total(w, Event::futex_cancel) == 1);  // armed: still queued at ring exit (failed: 0)
+    CHECK(total(w, Event::futex_wait) == 1);
+    CHECK(w.workloads[0].policies[0].kasan.empty());
+  }
 
   const RunResult o = run_trace(fixture("ftrace-io_uring-5x.txt"), request({"unpatched"}, "v6.18"));
   CHECK(total(o, Event::sqe_submit) == 2);  // NOP and POLL_ADD; opcode 22 is not modelled

@@ -291,14 +291,16 @@ void Replayer::resolve(const TraceEvent* next) {
   }
 }
 
-// A completion of a held FUTEX_WAIT(V): -EAGAIN means the word did not
-// match and nothing was armed; any other result, that it was armed.
+// A completion of a held FUTEX_WAIT(V): a result >= 0 (woken; a WAITV's
+// is the index of the word that woke it) or -ECANCELED (removed at ring
+// exit) means it was armed; any other (-EAGAIN: a word did not match;
+// -EFAULT, -EINVAL, -ENOMEM) that nothing was armed.
 void Replayer::complete(const TraceEvent& ev) {
   if (held_.empty()) return;
   held_complete_ = true;
   for (Held& h : held_)
     if (h.req == ev.req && ev.req != 0) {
-      h.op.flag = ev.result != -11;
+      h.op.flag = ev.result >= 0 || ev.result == -125;  // -ECANCELED
       h.req = 0;  // decided
       return;
     }
@@ -325,7 +327,7 @@ void Replayer::submit(const TraceEvent& ev, int64_t ring) {
   // next submission: the held requests run first.
   if (held_complete_) flush_held();
   if (opc == kOpFutexWait || opc == kOpFutexWaitv) {
-    op.flag = true;  // armed unless its completion says -EAGAIN
+    op.flag = true;  // armed unless its completion says it failed (complete())
     held_.push_back({op, ev.req});
     if (held_.size() >= kMaxHeld) flush_held();
   } else if (opc == kOpMsgRing) {
