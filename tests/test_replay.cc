@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
+#include <utility>
 
 #include "sim/cli/cli.h"
 #include "sim/report/record.h"
@@ -211,26 +213,26 @@ TEST_CASE("io_uring-level events drive the io_uring model", "[replay]") {
     std::ifstream in(fixture("trace-cmd-report.txt"));
     std::stringstream text;
     text << in.rdbuf();
-    std::string t14 = text.str();
-    const size_t at = t14.find("result -11,");
-    REQUIRE(at != std::string::npos);
-    t14.replace(at, 11, "result -14,");
-    const RunResult f = run_trace(write_temp("replay_futex_efault.txt", t14),
-                                  request({"unpatched"}, "v6.18"));
+    // The fixture with each (from, to) replaced once, replayed.
+    auto edited = [&](const char* name,
+                      std::initializer_list<std::pair<std::string, std::string>> edits) {
+      std::string t = text.str();
+      for (const auto& [from, to] : edits) {
+        const size_t at = t.find(from);
+        REQUIRE(at != std::string::npos);
+        t.replace(at, from.size(), to);
+      }
+      return run_trace(write_temp(name, t), request({"unpatched"}, "v6.18"));
+    };
+    const RunResult f = edited("replay_futex_efault.txt", {{"result -11,", "result -14,"}});
     CHECK(total(f, Event::futex_wait) == 1);
     CHECK(total(f, Event::futex_wait_arm_fail) == 1);
     CHECK(f.workloads[0].policies[0].kasan.empty());
     // A FUTEX_WAITV completes with the index of the word that woke it:
     // woken at once (result 2), it was armed.
-    std::string v = text.str();
-    const size_t op = v.find("user_data 0x2, opcode FUTEX_WAIT,");
-    REQUIRE(op != std::string::npos);
-    v.replace(op, 32, "user_data 0x2, opcode FUTEX_WAITV");
-    const size_t res = v.find("result -11,");
-    REQUIRE(res != std::string::npos);
-    v.replace(res, 11, "result 2,");
-    const RunResult w = run_trace(write_temp("replay_futexv_index.txt", v),
-                                  request({"unpatched"}, "v6.18"));
+    const RunResult w = edited("replay_futexv_index.txt",
+                               {{"user_data 0x2, opcode FUTEX_WAIT,", "user_data 0x2, opcode FUTEX_WAITV,"},
+                                {"result -11,", "result 2,"}});
     CHECK(total(w, Event::futex_waitv) == 1);
     CHECK(total(w, Event::futex_cancel) == 1);  // armed: still queued at ring exit (failed: 0)
     CHECK(total(w, Event::futex_wait) == 1);
