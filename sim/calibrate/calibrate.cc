@@ -280,6 +280,65 @@ void fit_error_model(const PriorPredictive& pp, const ErrorModel& em, double s_m
   f->su_at_cap = th[4] >= cap - 1e-3;
 }
 
+// FitMethod::unscaled's error model: no speed factor (k = km = 1), and
+// (s, sv, su) maximise the marginal likelihood of the relative residuals
+// r_i = 1 - a_i mu / y_i, whose covariance is Sigma + (A T / y)(A T / y)^T,
+// s at least `s_min`, no prior on it. Each coordinate in turn is searched
+// by golden section over its whole range, six sweeps: a local search
+// that keeps the first mode it narrows onto, as that fitter's did.
+void fit_error_model_unscaled(const PriorPredictive& pp, const ErrorModel& em, double s_min,
+                              BayesFit* f) {
+  const size_t n = pp.ly.size();
+  std::vector<double> y(n), r(n);
+  for (size_t i = 0; i < n; ++i) {
+    y[i] = std::exp(pp.ly[i]);
+    r[i] = 1 - (pp.p[0][i] + pp.p[1][i] + pp.p[2][i]) / y[i];
+  }
+  const auto nll = [&](const double* t) {
+    const double s = std::exp(t[0]), sv = std::exp(t[1]), su = std::exp(t[2]);
+    Matrix m(n, n), l;  // the lower triangle: all cholesky() reads
+    for (size_t i = 0; i < n; ++i)
+      for (size_t c = 0; c <= i; ++c)
+        m(i, c) = em.at(i, c, s, sv, su) +
+                  (pp.g[0](i, c) + pp.g[1](i, c) + pp.g[2](i, c)) / (y[i] * y[c]);
+    if (!cholesky(m, &l)) return 1e300;
+    std::vector<double> z = r;
+    forward_solve(l, &z);
+    double q = 0, logdet = 0;
+    for (size_t i = 0; i < n; ++i) q += z[i] * z[i], logdet += 2 * std::log(l(i, i));
+    return 0.5 * (q + logdet);
+  };
+  const double cap = std::log(0.3);
+  const double lo[3] = {std::log(s_min), std::log(1e-5), std::log(1e-5)};
+  double th[3] = {std::log(std::max(s_min, 0.01)), std::log(0.01), std::log(0.01)};
+  const double phi = 0.6180339887498949;
+  for (int sweep = 0; sweep < 6; ++sweep)
+    for (int c = 0; c < 3; ++c) {
+      double t[3] = {th[0], th[1], th[2]};
+      double a0 = lo[c], b0 = cap;
+      double x1 = b0 - phi * (b0 - a0), x2 = a0 + phi * (b0 - a0);
+      t[c] = x1;
+      double f1 = nll(t);
+      t[c] = x2;
+      double f2 = nll(t);
+      for (int it = 0; it < 40; ++it) {
+        if (f1 < f2)
+          b0 = x2, x2 = x1, f2 = f1, x1 = b0 - phi * (b0 - a0), t[c] = x1, f1 = nll(t);
+        else
+          a0 = x1, x1 = x2, f1 = f2, x2 = a0 + phi * (b0 - a0), t[c] = x2, f2 = nll(t);
+      }
+      th[c] = f1 < f2 ? x1 : x2;
+    }
+  f->speed = f->speed_memory = 1;
+  f->s = std::exp(th[0]);
+  f->sv = th[1] <= lo[1] + 1e-3 ? 0.0 : std::exp(th[1]);
+  f->su = th[2] <= lo[2] + 1e-3 ? 0.0 : std::exp(th[2]);
+  f->s_at_floor = th[0] <= lo[0] + 1e-3 && s_min > 0;
+  f->s_at_cap = th[0] >= cap - 1e-3;
+  f->sv_at_cap = th[1] >= cap - 1e-3;
+  f->su_at_cap = th[2] >= cap - 1e-3;
+}
+
 // Given the error model and the speed factor: the posterior mode of z
 // (NNLS in u = z / tau on the whitened rows over the prior rows) and the
 // Laplace covariance of x = K z.
@@ -358,10 +417,16 @@ void solve_params(const Matrix& a, const std::vector<double>& y, const std::vect
 BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
                    const std::vector<double>& tau, const std::vector<SpeedClass>& cls,
                    const std::vector<size_t>& config, const std::vector<size_t>& shape,
-                   const std::vector<double>& spread, double s_min, double s_prior) {
+                   const std::vector<double>& spread, double s_min, double s_prior,
+                   FitMethod method) {
   const size_t np = a.cols;
   BayesFit f;
   const ErrorModel em{config, shape, spread};
+  if (method == FitMethod::unscaled) {  // linear in the prices: no relinearisation
+    fit_error_model_unscaled(PriorPredictive(a, y, mu, tau, cls, mu), em, s_min, &f);
+    solve_params(a, y, mu, tau, cls, em, &f);
+    return f;
+  }
   std::vector<double> zhat = mu;
   for (int round = 0; round < 8; ++round) {
     const BayesFit prev = f;
@@ -429,7 +494,8 @@ double predict_ns(const CostModel& m, const PerOpCounts& c) {
 
 FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
                       const std::vector<MappedRow>& rows, const std::vector<PerOpCounts>& per_op,
-                      const std::string& name) {
+                      const std::string& name, FitMethod method) {
+  const bool unscaled = method == FitMethod::unscaled;
   FitReport rep;
   rep.model = structure;
   rep.model.name = name;
@@ -449,10 +515,17 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     cls.push_back(speed_class(p));
   }
   size_t nconf = 0, nshape = 0;
+  // FitMethod::unscaled: a configuration is the rows of identical counts.
+  const auto same_counts = [&](size_t i, size_t k) {
+    for (size_t j = 0; j < a.cols; ++j)
+      if (a(i, j) != a(k, j)) return false;
+    return true;
+  };
   const std::vector<size_t> config = classes(
       rows.size(),
       [&](size_t i, size_t k) {
-        return row_relation(rows[i], rows[k], fit) == EffectRelation::same_config;
+        return unscaled ? same_counts(i, k)
+                        : row_relation(rows[i], rows[k], fit) == EffectRelation::same_config;
       },
       &nconf);
   const std::vector<size_t> shape = classes(
@@ -465,7 +538,7 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   // weighted by it, never fitted as if they were as good as the others.
   std::vector<double>& spread = rep.spread;
   spread.assign(rows.size(), 0.0);
-  for (size_t i = 0; i < rows.size(); ++i) {
+  for (size_t i = 0; i < rows.size() && !unscaled; ++i) {
     spread[i] = row_spread(rows[i].row.note);
     if (spread[i] > 0) rep.gate_failed.push_back({rows[i].row.id, spread[i]});
   }
@@ -483,8 +556,8 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.noise_prior_rms = nse ? std::sqrt(se2 / static_cast<double>(nse)) : 0.0;
   rep.noise_prior = std::max(fit.noise_cv, rep.noise_prior_rms);
   rep.noise_prior_rows = nse;
-  const BayesFit bf =
-      bayes_fit(a, y, mu, tau, cls, config, shape, spread, fit.noise_cv, rep.noise_prior);
+  const BayesFit bf = bayes_fit(a, y, mu, tau, cls, config, shape, spread, fit.noise_cv,
+                                unscaled ? 0.0 : rep.noise_prior, method);
   // The priors on this machine: the priors' machine's, times its speed.
   for (size_t j = 0; j < np; ++j) mu[j] *= bf.factor(cls[j]), tau[j] *= bf.factor(cls[j]);
   rep.converged = bf.converged;
@@ -494,7 +567,9 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   // The row noise beyond what the rows' own standard errors explain: how
   // far a row moves between sittings or boots. A time predicted for a new
   // sitting must carry it: the profile records it as model_drift.
-  rep.drift = std::sqrt(std::max(bf.s * bf.s - rep.noise_prior * rep.noise_prior, 0.0));
+  rep.drift = unscaled
+                  ? 0.0
+                  : std::sqrt(std::max(bf.s * bf.s - rep.noise_prior * rep.noise_prior, 0.0));
   rep.inadequacy = bf.sv;
   rep.inadequacy_shape = bf.su;
   rep.configs = nconf;
@@ -657,6 +732,10 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   std::string err;
   rep.model.validate(&err);
   return rep;
+}
+
+const char* fit_method_label(FitMethod m) {
+  return m == FitMethod::unscaled ? "before the speed factors" : "today's";
 }
 
 double expected_rms(const FitReport& r) {

@@ -246,11 +246,25 @@ std::vector<std::string> fit_problems(const FitReport& r);
 // +2.92% (1.0 sd)", comma-separated.
 std::string worst_rows(const FitReport& r, const std::vector<MappedRow>& rows, size_t n);
 
+// Which fitter. `current`: the one described above (speed factors on the
+// priors, the error model searched on log row times, the noise prior).
+// `unscaled`: the fitter as issue 20 found it (before af6820c), kept so
+// that validate can print its coverage beside today's: the priors at the
+// priors' machine's scale (no speed factor), the error model searched on
+// the relative residuals 1 - a_i mu / y_i by a golden-section search over
+// each coordinate in turn (six sweeps), no noise prior, no model_drift,
+// configurations as rows of identical counts, and gate-failed rows
+// weighted like the others. docs/validation.md, "Today's fitter beside
+// the one before it".
+enum class FitMethod : uint8_t { current, unscaled };
+// "today's" or "before the speed factors", for the reports.
+const char* fit_method_label(FitMethod m);
+
 // Fits the parameters of `structure` (names, events, priors) to `rows`.
 // The model's name is `name`; its noise model is derived from the rows.
 FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
                       const std::vector<MappedRow>& rows, const std::vector<PerOpCounts>& per_op,
-                      const std::string& name);
+                      const std::string& name, FitMethod method = FitMethod::current);
 
 // Per-round CV and drift per workload shape, from the rows' notes ("max
 // group CV x%", "max role drift y%") and repeated base rows (A/B/A).

@@ -220,7 +220,7 @@ double median_of(std::vector<double> v) {
 
 LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
                    const std::vector<MappedRow>& rows, const std::vector<PerOpCounts>& per_op,
-                   bool by_shape, int jobs) {
+                   bool by_shape, int jobs, FitMethod method) {
   LeaveOut l;
   l.by_shape = by_shape;
   // The unit of each row: its group, or the first row of its shape.
@@ -269,7 +269,7 @@ LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
         if (std::find(u.rows.begin(), u.rows.end(), b) != u.rows.end()) kept.push_back(at[b]);
       r.bases = kept.size() == r.bases.size() ? kept : std::vector<size_t>{};
     }
-    const FitReport f = fit_profile(structure, fit, rest, rest_op, "leave-out");
+    const FitReport f = fit_profile(structure, fit, rest, rest_op, "leave-out", method);
     u.refused = !fit_problems(f).empty();
     u.v = validate_rows(f.model, out, out_op, fit);
   };
@@ -367,6 +367,71 @@ std::string format_leave_out(const LeaveOut& l, const std::vector<MappedRow>& ro
     }
   }
   return s;
+}
+
+FitterFigures figures_of(const LeaveOut& l, FitMethod method) {
+  FitterFigures f;
+  f.method = method;
+  f.fits = l.units.size() < 2 ? 0 : l.units.size();
+  f.refused = l.refused;
+  f.rows_in = l.rows_in, f.rows_all = l.rows_all;
+  f.effects_in = l.effects_in, f.effects_all = l.effects_all;
+  f.median_row_width = l.median_row_width, f.median_effect_width = l.median_effect_width;
+  double err = 0;
+  for (const LeaveOutUnit& u : l.units)
+    err += u.v.mean_abs_err * static_cast<double>(u.rows.size());
+  f.mean_abs_err = l.rows_all ? err / static_cast<double>(l.rows_all) : 0;
+  return f;
+}
+
+FitterFigures figures_of(const Validation& v, const std::vector<MappedRow>& rows,
+                         const FitReport& r, FitMethod method) {
+  FitterFigures f;
+  f.method = method;
+  f.fits = 1;
+  f.refused = fit_problems(r).empty() ? 0 : 1;
+  f.rms_fitted = r.rms_rel;
+  f.rows_in = v.rows_covered, f.rows_all = rows.size();
+  f.effects_in = v.effects_covered, f.effects_all = v.effects.size();
+  std::vector<double> rw, ew;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (v.predicted[i] > 0) rw.push_back((v.hi[i] - v.lo[i]) / v.predicted[i]);
+  for (const Effect& e : v.effects) ew.push_back(e.hi - e.lo);
+  f.median_row_width = median_of(rw), f.median_effect_width = median_of(ew);
+  f.mean_abs_err = v.mean_abs_err;
+  return f;
+}
+
+std::string format_fitter_comparison(const std::vector<FitterFigures>& fs,
+                                     const std::string& what) {
+  const auto share = [](size_t a, size_t b) {
+    return b ? fmt::format("{}/{} ({:.0f} %)", a, b,
+                           100.0 * static_cast<double>(a) / static_cast<double>(b))
+             : std::string("0/0");
+  };
+  std::string s = fmt::format(
+      "\nToday's fitter beside the one before the speed factors, {} (docs/validation.md, "
+      "\"Today's fitter beside the one before it\"; goal: 85 to 97 % of the rows inside, "
+      "from structure, not width):\n\n"
+      "| fitter | fits refused | rms on its own rows | rows inside the {:.0f} % interval | "
+      "median width | effects inside | median effect width | mean abs error |\n"
+      "|---|---|---|---|---|---|---|---|\n",
+      what, kIntervalLevel * 100);
+  for (const FitterFigures& f : fs)
+    s += fmt::format("| {} | {}/{} | {} | {} | {:.1f} % | {} | {:.2f} pp | {:.2f} % |\n",
+                     fit_method_label(f.method), f.refused, f.fits,
+                     f.rms_fitted < 0 ? std::string("-") : fmt::format("{:.2f} %", 100 * f.rms_fitted),
+                     share(f.rows_in, f.rows_all), 100 * f.median_row_width,
+                     share(f.effects_in, f.effects_all), 100 * f.median_effect_width,
+                     100 * f.mean_abs_err);
+  return s;
+}
+
+std::string format_leave_out_comparison(const LeaveOut& today, const LeaveOut& before) {
+  return format_fitter_comparison(
+      {figures_of(today, FitMethod::current), figures_of(before, FitMethod::unscaled)},
+      fmt::format("each {} left out in turn and refitted from the rest",
+                  today.by_shape ? "workload shape" : "group"));
 }
 
 }  // namespace simcache::sim

@@ -93,9 +93,29 @@ struct LeaveOut {
 // Fewer than two units: the units alone, nothing fitted or validated.
 LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
                    const std::vector<MappedRow>& rows, const std::vector<PerOpCounts>& per_op,
-                   bool by_shape, int jobs);
+                   bool by_shape, int jobs, FitMethod method = FitMethod::current);
 
 // The summary line, then (with `table`) one line per unit and effect.
 std::string format_leave_out(const LeaveOut& l, const std::vector<MappedRow>& rows, bool table);
+
+// Two fitters judged on the same rows (docs/validation.md, "Today's
+// fitter beside the one before it"): what validate prints beside its
+// own figures.
+struct FitterFigures {
+  FitMethod method = FitMethod::current;
+  size_t fits = 0, refused = 0;  // fits made; of them, not credible (fit_problems())
+  double rms_fitted = -1;        // one fit: its rms relative residual on its own rows
+  size_t rows_in = 0, rows_all = 0, effects_in = 0, effects_all = 0;
+  double median_row_width = 0, median_effect_width = 0;
+  double mean_abs_err = 0;  // of the rows' predictions, relative
+};
+FitterFigures figures_of(const LeaveOut& l, FitMethod method);
+FitterFigures figures_of(const Validation& v, const std::vector<MappedRow>& rows,
+                         const FitReport& f, FitMethod method);
+// A table, one line per fitter; `what` says which rows the figures are on.
+std::string format_fitter_comparison(const std::vector<FitterFigures>& f, const std::string& what);
+// validate --leave-out's comparison: `today` (FitMethod::current) and
+// `before` (FitMethod::unscaled) over the same units.
+std::string format_leave_out_comparison(const LeaveOut& today, const LeaveOut& before);
 
 }  // namespace simcache::sim

@@ -210,9 +210,13 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
                       "--profile");
     by_shape = v == "shape";
   }
+  const bool fit_on = f.v.count("fit-on") > 0;
+  if (fit_on && (leave || f.v.count("profile")))
+    return cli_fail(fmt::format("--fit-on fits the profile it validates; it takes no {}",
+                                leave ? "--leave-out" : "--profile"));
   CostModel m;
   const std::string spec = f.v.count("profile") ? f.v.at("profile") : std::string(kDefaultCostProfile);
-  if (!leave && !resolve_profile(spec, &m, &error)) return cli_fail(error);
+  if (!leave && !fit_on && !resolve_profile(spec, &m, &error)) return cli_fail(error);
   Inputs in;
   const bool skip = f.v.count("skip-unmapped") > 0;
   if (!read_inputs(f, skip, "validate", &in, &error)) {
@@ -227,17 +231,49 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
       return cli_fail(fmt::format("--leave-out {}: {} has {} {}; leaving one out needs two",
                                   by_shape ? "shape" : "group", in.measurements, l.units.size(),
                                   by_shape ? "workload shape" : "group"));
+    // The same units refitted by the fitter before the speed factors.
+    const LeaveOut before = leave_out(prior_model(), in.map.fit, in.rows, in.per_op, by_shape,
+                                      in.jobs, FitMethod::unscaled);
     std::string text = in.statistic_line();
     for (const std::string& s : in.skipped) text += "skipped: " + s + "\n";
     return {0,
             text + format_leave_out(l, in.rows, true) +
+                format_leave_out_comparison(l, before) +
                 format_row_failures(in.rows, in.failed, in.map.fit),
             ""};
+  }
+  // --fit-on: both fitters on those rows; this report shows today's fit,
+  // then both fits' figures on the rows validated.
+  std::string fitted_text;
+  std::vector<FitterFigures> fitters;
+  size_t cal_rows = 0;
+  std::string refusals;
+  if (fit_on) {
+    ParsedFlags cf = f;
+    cf.v["measurements"] = f.v.at("fit-on");
+    Inputs cal;
+    if (!read_inputs(cf, skip, "validate", &cal, &error)) return cli_fail("--fit-on: " + error);
+    for (const std::string& s : cal.skipped) fitted_text += "skipped (--fit-on): " + s + "\n";
+    fitted_text += format_row_failures(cal.rows, cal.failed, cal.map.fit);
+    cal_rows = cal.rows.size();
+    for (FitMethod method : {FitMethod::current, FitMethod::unscaled}) {
+      FitReport r = fit_profile(prior_model(), cal.map.fit, cal.rows, cal.per_op, "fit-on", method);
+      r.model.path = fmt::format("fitted here to {} by {} fitter", cal.measurements,
+                                 fit_method_label(method));
+      if (cal.statistic != RowStatistic::mean) r.model.statistic = row_statistic_name(cal.statistic);
+      const Validation vm = validate_rows(r.model, in.rows, in.per_op, in.map.fit);
+      fitters.push_back(figures_of(vm, in.rows, r, method));
+      for (const std::string& p : fit_problems(r))
+        refusals += cli_warning(fmt::format("--fit-on: {} fit is not credible (calibrate would "
+                                            "refuse it): {}",
+                                            fit_method_label(method), p));
+      if (method == FitMethod::current) m = r.model;
+    }
   }
   const Validation v = validate_rows(m, in.rows, in.per_op, in.map.fit);
   // A profile fitted to one statistic of the rows, validated on another
   // (calibrate writes it into the profile: CostModel::statistic).
-  std::string warning = profile_warning(m);
+  std::string warning = refusals + profile_warning(m);
   const RowStatistic fitted = fitted_statistic(m);
   if (fitted != in.statistic)
     warning += cli_warning(fmt::format(
@@ -247,11 +283,14 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
         fitted == RowStatistic::mean ? std::string("means")
                                      : fmt::format("{} rounds", row_statistic_name(fitted)),
         row_statistic_name(in.statistic), row_statistic_name(fitted)));
-  return {0,
-          in.statistic_line() +
-              format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
-              format_row_failures(in.rows, in.failed, in.map.fit),
-          warning};
+  std::string text = in.statistic_line() + fitted_text +
+                     format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
+                     format_row_failures(in.rows, in.failed, in.map.fit);
+  if (fit_on)
+    text += format_fitter_comparison(
+        fitters, fmt::format("each fitted to {} ({} rows) and validated on these {} rows",
+                             f.v.at("fit-on"), cal_rows, in.rows.size()));
+  return {0, text, warning};
 }
 
 }  // namespace simcache::sim

@@ -164,6 +164,11 @@ constexpr Flag kValidateFlags[] = {
      "out of sample: refit without each group (or workload shape) in turn and validate it "
      "(docs/validation.md); no --profile",
      "group|shape"},
+    {"fit-on", T::value,
+     "fit a profile to these rows (a kit sitting's calibration suite) with today's fitter and "
+     "with the one before the speed factors, and validate --measurements against both "
+     "(docs/validation.md); no --profile",
+     "FILE[,FILE]..."},
     {"jobs", T::value, "worker threads, 1..256 (results do not depend on it)", "N"},
     {"max-work", T::value,
      "work budget: operations x rounds one row may ask for (default 100000000)", "N"},
