@@ -361,6 +361,17 @@ TEST_CASE("the fitter before the speed factors collapses on a slower machine, as
   CHECK(old_ref.speed_memory == 1);
   CHECK(old_ref.drift == 0);
   CHECK(old_ref.rms_rel < 0.03);
+  CHECK(fit_problems(old_ref).empty());
+  // The cliff: credible at 1.2 times the rows, collapsed at 1.5.
+  for (const double c : {1.2, 1.5}) {
+    std::vector<MappedRow> scaled = calib().rows;
+    for (MappedRow& r : scaled) r.value_ns *= c;
+    const FitReport f =
+        fit_profile(prior_model(), fit, scaled, calib().per_op, "cliff", FitMethod::unscaled);
+    INFO("factor " << c << ": rms " << f.rms_rel << ", shape inadequacy " << f.inadequacy_shape);
+    CHECK(fit_problems(f).empty() == (c < 1.3));
+    CHECK(f.inadequacy_shape_at_cap == (c > 1.3));
+  }
   std::vector<MappedRow> rows = calib().rows;
   for (MappedRow& r : rows) r.value_ns *= 2;
   const FitReport old = fit_profile(prior_model(), fit, rows, calib().per_op, "slow",
@@ -903,6 +914,8 @@ TEST_CASE("docs/validation.md's out-of-sample block is a fresh leave-one-group-o
   CHECK(std::stod(sn[4]) == Approx(50).margin(5));
   CHECK(std::stod(so[4]) > 2 * std::stod(sn[4]));
   CHECK(std::stod(gn[4]) < std::stod(go[4]));
+  CHECK(std::stod(so[3].substr(so[3].find('(') + 1)) >= 85);  // inside the goal by width
+  CHECK(std::stod(gn[7]) < 0.5 * std::stod(go[7]));  // well under half the mean abs error
   for (const auto* g : {&gn, &go}) {
     const double share = std::stod((*g)[3].substr((*g)[3].find('(') + 1));
     CHECK(share >= 85);
@@ -1010,8 +1023,43 @@ TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, besi
   const CliOutcome missing =
       run_cli({"validate", "--measurements", val, "--fit-on", "/nonexistent/cal.tsv"});
   CHECK(missing.status == 2);
-  CHECK(missing.err.rfind("simcache: --fit-on: /nonexistent/cal.tsv: ", 0) == 0);
+  CHECK(missing.err.rfind("simcache: /nonexistent/cal.tsv: ", 0) == 0);
   CHECK(std::count(missing.err.begin(), missing.err.end(), '\n') == 1);
+  const CliOutcome twice = run_cli({"validate", "--measurements", val, "--fit-on", cal + "," + cal});
+  CHECK(twice.status == 2);
+  CHECK(twice.err == "simcache: --fit-on: " + cal + " is named twice (a sitting counts once)\n");
+  // The shipped i7 rows made twice as slow: today's fit is credible, the
+  // older fitter's is not, and each of its causes is a warning; a file
+  // in both lists is one too.
+  const simcache::testing::TempDir tmp("fit_on");
+  const std::string slow = tmp / "slow.tsv";
+  {
+    std::ifstream in(repo_file("data/measurements/calibration.tsv"));
+    std::ofstream out(slow);
+    std::string line;
+    for (bool head = true; std::getline(in, line); head = false) {
+      if (!head && !line.empty() && line[0] != '#') {
+        // the value column, the sixth
+        size_t b = 0;
+        for (int k = 0; k < 5; ++k) b = line.find('\t', b) + 1;
+        const size_t e = line.find('\t', b);
+        line = line.substr(0, b) + fmt::format("{:.9g}", 2 * std::stod(line.substr(b, e - b))) +
+               line.substr(e);
+      }
+      out << line << "\n";
+    }
+  }
+  const CliOutcome scaled = run_cli({"validate", "--measurements", slow, "--fit-on", slow});
+  REQUIRE(scaled.status == 0);
+  INFO(scaled.err);
+  CHECK(scaled.err.find("simcache: warning: " + slow + " is in --fit-on and --measurements: its "
+                        "rows are validated in sample") != std::string::npos);
+  CHECK(scaled.err.find("today's fit is not credible") == std::string::npos);
+  CHECK(scaled.err.find("simcache: warning: --fit-on: the fit by the fitter before the speed "
+                        "factors is not credible (calibrate would refuse it): the model "
+                        "inadequacy per workload shape sits at its cap") != std::string::npos);
+  CHECK(from(scaled.out, "| before the speed factors | 1/1 | ").size() > 0);
+  CHECK(from(scaled.out, "| today's | 0/1 | ").size() > 0);
 }
 
 TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
@@ -1020,6 +1068,7 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
   // fitted by both fitters (validate --fit-on), its validation suite
   // judged against each. The block is the command and its closing table.
   std::string want;
+  int outside_now = 0, outside_old = 0;  // sittings outside the 85-97 % goal
   for (const char* sitting : {"idle", "quiet", "fresh", "fourth"}) {
     const std::string cal = fmt::format("data/measurements/vm-2cpu-{}-calibration.tsv", sitting);
     const std::string val = fmt::format("data/measurements/vm-2cpu-{}-validation.tsv", sitting);
@@ -1039,7 +1088,24 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
                  old = last_cell_pct(o.out, "| before the speed factors |");
     CHECK(old < now);
     CHECK(now - old < 1.5);
+    for (const char* who : {"| today's |", "| before the speed factors |"}) {
+      const std::vector<std::string> c = cells(o.out, who);
+      REQUIRE(c.size() == 8);
+      const double share = std::stod(c[3].substr(c[3].find('(') + 1));
+      (std::string(who) == "| today's |" ? outside_now : outside_old) += share < 85 || share > 97;
+      if (std::string(sitting) == "quiet" && std::string(who) == "| today's |") {
+        CHECK(share < 85);  // too narrow there
+        CHECK(std::stod(c[4]) < std::stod(cells(o.out, "| before the speed factors |")[4]));
+      }
+    }
+    // Every calibration suite: one configuration per workload shape.
+    std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
+    const CliOutcome c = run_cli({"calibrate", "--measurements", cal});
+    std::filesystem::current_path(cwd);
+    CHECK(c.out.find("every workload shape holds one configuration") != std::string::npos);
   }
+  CHECK(outside_now > 0);  // neither reaches the goal on every sitting
+  CHECK(outside_old > 0);
   check_doc_block("docs/measure.md", "fitters-sittings", want);
 }
 

@@ -69,19 +69,20 @@ bool simulate_options(const ParsedFlags& f, const char* command, SimulateOptions
 // list (1-based), so every row stays named; the fit sees the two as repeats of one
 // configuration (row_relation), which is what tells it how much a
 // measurement moves between sittings. A file named twice is refused.
-bool read_sittings(const std::string& list, std::vector<MeasuredRow>* rows, std::string* error) {
+bool read_sittings(const std::string& list, std::vector<MeasuredRow>* rows, std::string* error,
+                   const std::string& flag = "--measurements") {
   const std::vector<std::string> files = sitting_files(list);
   std::set<std::string> seen_ids;
   for (size_t k = 0; k < files.size(); ++k) {
     const std::string& file = files[k];
     if (file.empty())
-      return *error = fmt::format("--measurements '{}': an empty file name in the list",
+      return *error = fmt::format("{} '{}': an empty file name in the list", flag,
                                   escape_line(list)),
              false;
     for (size_t j = 0; j < k; ++j) {
       std::error_code ec;
       if (files[j] == file || std::filesystem::equivalent(files[j], file, ec))
-        return *error = fmt::format("--measurements: {} is named twice (a sitting counts once)",
+        return *error = fmt::format("{}: {} is named twice (a sitting counts once)", flag,
                                     escape_line(file)),
                false;
     }
@@ -104,11 +105,12 @@ bool read_sittings(const std::string& list, std::vector<MeasuredRow>* rows, std:
   return true;
 }
 
-// Mapping, measured rows, their mapping and simulation.
+// Mapping, measured rows, their mapping and simulation. The rows come
+// from the flag `flag` names (validate --fit-on reads a second set).
 bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, Inputs* in,
-                 std::string* error) {
-  auto it = f.v.find("measurements");
-  if (it == f.v.end()) return *error = "--measurements FILE.tsv is required", false;
+                 std::string* error, const std::string& flag = "measurements") {
+  auto it = f.v.find(flag);
+  if (it == f.v.end()) return *error = "--" + flag + " FILE.tsv is required", false;
   in->measurements = it->second;
   auto mit = f.v.find("mapping");
   const std::string mpath =
@@ -123,7 +125,7 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, 
   std::vector<MeasuredRow> rows;
   SimulateOptions o;
   if (!parse_jobs(f, &in->jobs, error) || !simulate_options(f, command, &o, error) ||
-      !load_mapping(mpath, &in->map, error) || !read_sittings(in->measurements, &rows, error) ||
+      !load_mapping(mpath, &in->map, error) || !read_sittings(in->measurements, &rows, error, "--" + flag) ||
       !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error,
                 &in->skipped) ||
       !apply_row_statistic(in->statistic, &in->rows, error))
@@ -242,38 +244,54 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
                 format_row_failures(in.rows, in.failed, in.map.fit),
             ""};
   }
-  // --fit-on: both fitters on those rows; this report shows today's fit,
-  // then both fits' figures on the rows validated.
+  // --fit-on: both fitters on those rows, read as calibrate reads them
+  // (no --skip-unmapped there); this report shows today's fit, then both
+  // fits' figures on the rows validated.
   std::string fitted_text;
   std::vector<FitterFigures> fitters;
   size_t cal_rows = 0;
-  std::string refusals;
+  std::string notes;  // stderr: refusals, rows in both sets
   if (fit_on) {
-    ParsedFlags cf = f;
-    cf.v["measurements"] = f.v.at("fit-on");
     Inputs cal;
-    if (!read_inputs(cf, skip, "validate", &cal, &error)) return cli_fail("--fit-on: " + error);
-    for (const std::string& s : cal.skipped) fitted_text += "skipped (--fit-on): " + s + "\n";
-    fitted_text += format_row_failures(cal.rows, cal.failed, cal.map.fit);
+    if (!read_inputs(f, false, "validate", &cal, &error, "fit-on")) return cli_fail(error);
+    std::string failed = format_row_failures(cal.rows, cal.failed, cal.map.fit);
+    for (size_t at = 0; at < failed.size();) {  // each line marked as the fitted rows'
+      const size_t end = std::min(failed.find('\n', at), failed.size() - 1);
+      fitted_text += "--fit-on " + failed.substr(at, end + 1 - at);
+      at = end + 1;
+    }
     cal_rows = cal.rows.size();
+    // A file in both lists validates rows the fit saw: in sample.
+    for (const std::string& a : sitting_files(cal.measurements))
+      for (const std::string& b : sitting_files(in.measurements)) {
+        std::error_code ec;
+        if (a == b || std::filesystem::equivalent(a, b, ec))
+          notes += cli_warning(fmt::format(
+              "{} is in --fit-on and --measurements: its rows are validated in sample, and "
+              "their coverage says nothing about a shape the fit has not seen",
+              escape_line(b)));
+      }
     for (FitMethod method : {FitMethod::current, FitMethod::unscaled}) {
       FitReport r = fit_profile(prior_model(), cal.map.fit, cal.rows, cal.per_op, "fit-on", method);
-      r.model.path = fmt::format("fitted here to {} by {} fitter", cal.measurements,
-                                 fit_method_label(method));
+      r.model.name = fmt::format("fitted here by {} fitter to {}", fit_method_label(method),
+                                 file_names(cal.measurements));
+      r.model.path = "validate --fit-on";
       if (cal.statistic != RowStatistic::mean) r.model.statistic = row_statistic_name(cal.statistic);
       const Validation vm = validate_rows(r.model, in.rows, in.per_op, in.map.fit);
       fitters.push_back(figures_of(vm, in.rows, r, method));
       for (const std::string& p : fit_problems(r))
-        refusals += cli_warning(fmt::format("--fit-on: {} fit is not credible (calibrate would "
-                                            "refuse it): {}",
-                                            fit_method_label(method), p));
+        notes += cli_warning(fmt::format(
+            "--fit-on: {} is not credible (calibrate would refuse it): {}",
+            method == FitMethod::current ? "today's fit"
+                                         : "the fit by the fitter before the speed factors",
+            p));
       if (method == FitMethod::current) m = r.model;
     }
   }
   const Validation v = validate_rows(m, in.rows, in.per_op, in.map.fit);
   // A profile fitted to one statistic of the rows, validated on another
   // (calibrate writes it into the profile: CostModel::statistic).
-  std::string warning = refusals + profile_warning(m);
+  std::string warning = notes + profile_warning(m);
   const RowStatistic fitted = fitted_statistic(m);
   if (fitted != in.statistic)
     warning += cli_warning(fmt::format(
@@ -283,9 +301,9 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
         fitted == RowStatistic::mean ? std::string("means")
                                      : fmt::format("{} rounds", row_statistic_name(fitted)),
         row_statistic_name(in.statistic), row_statistic_name(fitted)));
-  std::string text = in.statistic_line() + fitted_text +
+  std::string text = in.statistic_line() +
                      format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
-                     format_row_failures(in.rows, in.failed, in.map.fit);
+                     format_row_failures(in.rows, in.failed, in.map.fit) + fitted_text;
   if (fit_on)
     text += format_fitter_comparison(
         fitters, fmt::format("each fitted to {} ({} rows) and validated on these {} rows",
