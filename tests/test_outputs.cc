@@ -136,6 +136,34 @@ TEST_CASE("snapshots: cache states only when the run asks for them", "[outputs][
   CHECK(a.timed == b.timed);
 }
 
+// The timed regions' per-cache, call-site and batch views are taken only
+// for an output that shows them (the plain table runs without them:
+// sim/cli/cli.cc); the counts are the same either way.
+TEST_CASE("timed views: per-cache, call-site and batch deltas only when asked for",
+          "[outputs][snapshot]") {
+  RunRequest req;
+  req.scenario = "sparse-fill";
+  req.policies = {"node-slab+bulk-refill"};
+  req.sets = {{"slots", "4096"}, {"installs", "64"}, {"rounds", "2"}, {"warmup", "0"}};
+  RunResult on, off;
+  std::string err;
+  REQUIRE(run(req, &on, &err));
+  req.timed_views = false;
+  REQUIRE(run(req, &off, &err));
+  const PolicyResult& a = on.workloads.at(0).policies.at(0);
+  const PolicyResult& b = off.workloads.at(0).policies.at(0);
+  CHECK_FALSE(a.timed_caches.empty());
+  CHECK(b.timed_caches.empty());
+  CHECK_FALSE(a.round_max.empty());
+  CHECK(b.round_max.empty());
+  CHECK(a.timed_sites.calls_of(CallSite::io_msg_send_fd) == 128);  // 64 installs, 2 rounds
+  CHECK(b.timed_sites.calls_of(CallSite::io_msg_send_fd) == 0);
+  CHECK(a.total == b.total);
+  CHECK(a.timed == b.timed);
+  CHECK(a.rounds == b.rounds);
+  CHECK(a.total_sites == b.total_sites);  // the whole run's are kept
+}
+
 // serial and paced lifecycle operations register and fill a fresh ring
 // each, so their snapshots have the shapes of a fresh sparse-fill round.
 // With two operations, serial's first ring closes inside the second

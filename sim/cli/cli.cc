@@ -336,6 +336,10 @@ CliOutcome run_report(const ParsedFlags& f, const Args& args) {
                      !v.count("hist") && runs_as_one_task(cfg);
   const bool auto_clock = plain && !cfg.event_ns.empty();
   cfg.steady = plain && cfg.faults.empty();
+  // Nor does it read the timed regions' per-cache, call-site or batch
+  // views (--per-cache, --explain, --hist, JSON and CSV do): each timed
+  // boundary would copy every cache's SLUB stats for nothing.
+  if (plain) cfg.timed_views = false;
   std::vector<double> prices;
   if (auto_clock) prices.swap(cfg.event_ns);
   RunResult result;
