@@ -973,7 +973,8 @@ TEST_CASE("validate --leave-out prints the out-of-sample table, at any job count
   CHECK(doc.find("where 3 of 15 groups have a row outside") != std::string::npos);
 }
 
-TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, beside the older fitter's",
+TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, beside the "
+          "older fitter's",
           "[refits][calib][cli]") {
   // A kit sitting: its calibration suite fitted here by both fitters,
   // its validation suite judged against each. Today's fit is the one

@@ -420,7 +420,8 @@ std::string format_fitter_comparison(const std::vector<FitterFigures>& fs,
   for (const FitterFigures& f : fs)
     s += fmt::format("| {} | {}/{} | {} | {} | {:.1f} % | {} | {} | {:.2f} % |\n",
                      fit_method_label(f.method), f.refused, f.fits,
-                     f.rms_fitted < 0 ? std::string("-") : fmt::format("{:.2f} %", 100 * f.rms_fitted),
+                     f.rms_fitted < 0 ? std::string("-")
+                                      : fmt::format("{:.2f} %", 100 * f.rms_fitted),
                      share(f.rows_in, f.rows_all), 100 * f.median_row_width,
                      f.effects_all ? share(f.effects_in, f.effects_all) : std::string("-"),
                      f.effects_all ? fmt::format("{:.2f} pp", 100 * f.median_effect_width)

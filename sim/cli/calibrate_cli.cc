@@ -125,7 +125,8 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, 
   std::vector<MeasuredRow> rows;
   SimulateOptions o;
   if (!parse_jobs(f, &in->jobs, error) || !simulate_options(f, command, &o, error) ||
-      !load_mapping(mpath, &in->map, error) || !read_sittings(in->measurements, &rows, error, "--" + flag) ||
+      !load_mapping(mpath, &in->map, error) ||
+      !read_sittings(in->measurements, &rows, error, "--" + flag) ||
       !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error,
                 &in->skipped) ||
       !apply_row_statistic(in->statistic, &in->rows, error))
@@ -276,7 +277,8 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
       r.model.name = fmt::format("fitted here by {} fitter to {}", fit_method_label(method),
                                  file_names(cal.measurements));
       r.model.path = "validate --fit-on";
-      if (cal.statistic != RowStatistic::mean) r.model.statistic = row_statistic_name(cal.statistic);
+      if (cal.statistic != RowStatistic::mean)
+        r.model.statistic = row_statistic_name(cal.statistic);
       const Validation vm = validate_rows(r.model, in.rows, in.per_op, in.map.fit);
       fitters.push_back(figures_of(vm, in.rows, r, method));
       for (const std::string& p : fit_problems(r))
