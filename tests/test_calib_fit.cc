@@ -1024,8 +1024,28 @@ TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, besi
   const CliOutcome missing =
       run_cli({"validate", "--measurements", val, "--fit-on", "/nonexistent/cal.tsv"});
   CHECK(missing.status == 2);
-  CHECK(missing.err.rfind("simcache: /nonexistent/cal.tsv: ", 0) == 0);
+  CHECK(missing.err.rfind("simcache: --fit-on: /nonexistent/cal.tsv: ", 0) == 0);
   CHECK(std::count(missing.err.begin(), missing.err.end(), '\n') == 1);
+  // A --fit-on row no rule maps: an error even with --skip-unmapped,
+  // which is for --measurements (calibrate would refuse the row too).
+  {
+    const simcache::testing::TempDir t("fit_on_unmapped");
+    std::ifstream in(cal);
+    std::string head, row;
+    std::getline(in, head);
+    std::getline(in, row);
+    row.replace(row.find('\t') + 1, row.find('\t', row.find('\t') + 1) - row.find('\t') - 1,
+                "no-such-workload");
+    std::ofstream(t / "cal.tsv") << head << "\n" << row << "\n";
+    const CliOutcome u = run_cli(
+        {"validate", "--measurements", val, "--fit-on", t / "cal.tsv", "--skip-unmapped"});
+    CHECK(u.status == 2);
+    CHECK(u.err.rfind("simcache: --fit-on: " + (t / "cal.tsv") + ":2:", 0) == 0);
+    CHECK(u.err.find(": workload: no [[shape]] rule of ") != std::string::npos);
+    CHECK(u.err.find("(every --fit-on row must map, as in calibrate; --skip-unmapped applies to "
+                     "--measurements only)\n") != std::string::npos);
+    CHECK(std::count(u.err.begin(), u.err.end(), '\n') == 1);
+  }
   const CliOutcome twice = run_cli({"validate", "--measurements", val, "--fit-on", cal + "," + cal});
   CHECK(twice.status == 2);
   CHECK(twice.err == "simcache: --fit-on: " + cal + " is named twice (a sitting counts once)\n");

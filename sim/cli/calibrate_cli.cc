@@ -220,6 +220,17 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   CostModel m;
   const std::string spec = f.v.count("profile") ? f.v.at("profile") : std::string(kDefaultCostProfile);
   if (!leave && !fit_on && !resolve_profile(spec, &m, &error)) return cli_fail(error);
+  // --fit-on's rows first, read as calibrate reads them (every row must
+  // map: --skip-unmapped is for --measurements), so a mistake in that list
+  // shows before the rows to validate are simulated.
+  Inputs cal;
+  if (fit_on && !read_inputs(f, false, "validate --fit-on", &cal, &error, "fit-on")) {
+    if (error.rfind("--fit-on", 0) != 0) error = "--fit-on: " + error;
+    if (error.find(": no [[") != std::string::npos)
+      error += " (every --fit-on row must map, as in calibrate; --skip-unmapped applies to "
+               "--measurements only)";
+    return cli_fail(error);
+  }
   Inputs in;
   const bool skip = f.v.count("skip-unmapped") > 0;
   if (!read_inputs(f, skip, "validate", &in, &error)) {
@@ -245,16 +256,14 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
                 format_row_failures(in.rows, in.failed, in.map.fit),
             ""};
   }
-  // --fit-on: both fitters on those rows, read as calibrate reads them
-  // (no --skip-unmapped there); this report shows today's fit, then both
-  // fits' figures on the rows validated.
+  // --fit-on: both fitters on those rows; this report shows today's fit,
+  // then both fits' figures on the rows validated.
   std::string fitted_text;
   std::vector<FitterFigures> fitters;
   size_t cal_rows = 0;
   std::string notes;  // stderr: refusals, rows in both sets
   if (fit_on) {
-    Inputs cal;
-    if (!read_inputs(f, false, "validate", &cal, &error, "fit-on")) return cli_fail(error);
+    for (const std::string& s : cal.skipped) fitted_text += "--fit-on skipped: " + s + "\n";
     std::string failed = format_row_failures(cal.rows, cal.failed, cal.map.fit);
     for (size_t at = 0; at < failed.size();) {  // each line marked as the fitted rows'
       const size_t end = std::min(failed.find('\n', at), failed.size() - 1);
