@@ -12,6 +12,8 @@
 #include <sstream>
 #include <utility>
 
+#include <unistd.h>
+
 #include "sim/cli/cli.h"
 #include "sim/report/record.h"
 #include "test_replay_util.h"
@@ -24,10 +26,15 @@ namespace {
 
 std::string fixture(const std::string& name) { return source_path("tests/data/traces/" + name); }
 
+// `text` as a file named `name` (prefixed with the process id) in the
+// temp directory, never the working directory, which may be the checkout.
 std::string write_temp(const std::string& name, const std::string& text) {
-  std::ofstream f(name, std::ios::binary);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("simcache_test_" + std::to_string(::getpid()) + "_" + name))
+                               .string();
+  std::ofstream f(path, std::ios::binary);
   f << text;
-  return name;
+  return path;
 }
 
 // A kmem-only trace of `lines` lines in the 6.x format: `live` kmallocs,
@@ -222,7 +229,10 @@ TEST_CASE("io_uring-level events drive the io_uring model", "[replay]") {
         REQUIRE(at != std::string::npos);
         t.replace(at, from.size(), to);
       }
-      return run_trace(write_temp(name, t), request({"unpatched"}, "v6.18"));
+      const std::string path = write_temp(name, t);
+      RunResult r = run_trace(path, request({"unpatched"}, "v6.18"));
+      std::remove(path.c_str());
+      return r;
     };
     const RunResult f = edited("replay_futex_efault.txt", {{"result -11,", "result -14,"}});
     CHECK(total(f, Event::futex_wait) == 1);
