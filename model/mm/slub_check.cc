@@ -2,8 +2,11 @@
 // sweeps assert after every step. Independent of the code paths that
 // maintain the structures, so a bookkeeping slip shows up here.
 #include <array>
+#include <ranges>
+#include <span>
 
 #include <fmt/format.h>
+
 #include "model/mm/slub.h"
 
 namespace simcache {
@@ -105,8 +108,13 @@ void Slub::signature(StateSig* s) const {
     s->add(c.live);
     s->add(static_cast<uint32_t>(c.refcount));
     for (const KmemCache::Cpu& pc : c.cpu) {
-      s->add(s->slab(pc.slab));
-      s->all(pc.freelist);
+      const uint64_t cpu_slab = s->slab(pc.slab);
+      s->add(cpu_slab);
+      if (pc.slab >= 0) {
+        s->objects(cpu_slab, pc.freelist);
+      } else {
+        s->all(pc.freelist);
+      }
       s->add(s->slab(pc.partial));
       s->add(pc.partial_slabs);
       s->add(s->sheaf(pc.main));
@@ -140,6 +148,7 @@ void Slub::signature(StateSig* s) const {
   size_t k = 0, j = 0, next_unmet = 0;
   for (;;) {
     if (k < s->slab_order().size()) {
+      const uint64_t label = k;
       const Slab& sl = slabs_[s->slab_order()[k++]];
       s->add(static_cast<uint64_t>(sl.where));
       s->add(sl.cache);
@@ -149,13 +158,9 @@ void Slub::signature(StateSig* s) const {
       s->add(sl.order);
       s->add(sl.cpu);
       s->ptr(sl.obj_exts);
-      s->all(sl.state);
-      s->all(sl.last_free);
-      s->all(sl.freelist);
+      s->objects(label, sl.freelist);
       s->add(s->slab(sl.prev));
       s->add(s->slab(sl.next));
-      s->all(sl.objcg);
-      s->all(sl.objcg_node);
     } else if (j < s->sheaf_order().size()) {
       const Sheaf& sh = sheaves_[s->sheaf_order()[j++]];
       s->add(sh.cache);
@@ -169,6 +174,32 @@ void Slub::signature(StateSig* s) const {
         ++next_unmet;
       if (next_unmet == slabs_.size()) break;
       s->slab(static_cast<int32_t>(next_unmet));
+    }
+  }
+  // Last, each slab's per-object state, its objects by label: every
+  // reference to them (rings, freelists, sheaves, kfree_rcu batches) is
+  // written by now, so only objects nobody the walks know holds take
+  // their labels here, by index (StateSig::objects_by_label()).
+  for (uint64_t label = 0; label < s->slab_order().size(); ++label) {
+    const Slab& sl = slabs_[s->slab_order()[label]];
+    const std::span<const uint16_t> order = s->objects_by_label(label, sl.objects);
+    if (order.size() == sl.objects) {
+      auto by = [&](const auto& v) {
+        return std::views::transform(order, [&v](uint16_t i) { return v[i]; });
+      };
+      s->all(by(sl.state));
+      s->all(by(sl.last_free));
+      s->all(by(sl.objcg));
+      s->all(by(sl.objcg_node));
+    } else {
+      // A stale pointer named an index past the objects: each index's
+      // label, then the vectors as they are.
+      s->add(StateSig::kNone);
+      for (uint16_t i = 0; i < sl.objects; ++i) s->add(s->object(label, i));
+      s->all(sl.state);
+      s->all(sl.last_free);
+      s->all(sl.objcg);
+      s->all(sl.objcg_node);
     }
   }
 }

@@ -17,6 +17,17 @@ void StateSig::flush() {
   n_ = 0;
 }
 
+std::span<const uint16_t> StateSig::objects_by_label(uint64_t slab_label, uint16_t n) {
+  for (uint16_t i = 0; i < n; ++i) object(slab_label, i);
+  const Objects& o = objects_[slab_label];
+  // A pointer past the slab's objects (a stale one, into a slot since
+  // reused by another cache) took a label: no order of the n is whole.
+  if (o.met != n) return {};
+  by_label_.assign(n, 0);
+  for (uint16_t i = 0; i < n; ++i) by_label_[o.label[i] - 1u] = i;
+  return by_label_;
+}
+
 void StateSig::make_room() {
   if (sink_ && n_ >= kChunk) return flush();
   const size_t want = std::max<size_t>(64, 2 * words_.size());

@@ -5,11 +5,15 @@
 // stocks and counters, the large objects, the rings' caches and tables.
 //
 // Ids are labels. Which slot of the slab table a slab has, which sheaf
-// slot a sheaf, which id a large object or a page: the model decides
-// nothing by their values, only by which object is which. So a slab,
-// sheaf or large object is written as the order in which the walk first
-// meets it (a pointer as that label and its index in the slab), and
+// slot a sheaf, which id a large object or a page, which index in its
+// slab an object: the model decides nothing by their values, only by
+// which one is which. So a slab, sheaf or large object is written as the
+// order in which the walk first meets it, an object as its slab's label
+// and the order in which the walk first meets it within that slab, and
 // two states that differ only by a renaming of ids write the same words.
+// (Objects renamed matter: a cache that hands back the last object freed
+// while a refill takes another reorders a slab's objects round by round,
+// on a cycle far longer than the rounds' own.)
 // Slab epochs and page ids are left out, as are cumulative statistics
 // (event counters, SLUB stats, call-site counts, per-object histories
 // and their sequence numbers), which only grow and decide nothing.
@@ -94,7 +98,30 @@ class StateSig {
     // No slab table reaches this many slots: a pointer that says so is
     // written as it is rather than grow the label table.
     if (slot >= kMaxSlot) return add(p);
-    add((slab(static_cast<int32_t>(slot)) << kIdxBits) | (p & kIdxMask));
+    const uint64_t l = slab(static_cast<int32_t>(slot));
+    add((l << kIdxBits) | object(l, static_cast<uint16_t>(p & kIdxMask)));
+  }
+  // An object's label within the slab labelled `slab_label`, handing out
+  // the next on first sight.
+  uint64_t object(uint64_t slab_label, uint16_t idx) {
+    if (slab_label >= objects_.size()) objects_.resize(slab_label + 1);
+    Objects& o = objects_[slab_label];
+    if (idx >= o.label.size()) o.label.resize(idx + 1, 0);
+    uint16_t& l = o.label[idx];
+    if (l == 0) l = ++o.met;
+    return l - 1;
+  }
+  // A slab's object indices by label, all `n` of them, the objects not
+  // met yet taking the next labels by index. The walk writes each
+  // per-object vector in this order. Empty when a pointer met earlier
+  // named an index at or past `n` (then no order covers the labels).
+  std::span<const uint16_t> objects_by_label(uint64_t slab_label, uint16_t n);
+  // The labels of a sequence of object indices in the slab labelled
+  // `slab_label`: its length, then each label.
+  template <class R>
+  void objects(uint64_t slab_label, const R& idx) {
+    add(static_cast<uint64_t>(std::size(idx)));
+    for (uint16_t i : idx) add(object(slab_label, i));
   }
   // A sequence: its length, then each element; elements narrower than a
   // word are packed, as many to a word as fit (a slab's per-object
@@ -134,6 +161,10 @@ class StateSig {
 
   void clear() {
     n_ = 0;
+    for (size_t i = 0; i < std::min(objects_.size(), slab_order_.size()); ++i) {
+      objects_[i].label.clear();
+      objects_[i].met = 0;
+    }
     for (auto* v : {&slab_, &sheaf_, &large_}) v->clear();
     for (auto* v : {&slab_order_, &sheaf_order_, &large_order_}) v->clear();
   }
@@ -165,6 +196,14 @@ class StateSig {
   void* ctx_ = nullptr;
   std::vector<uint64_t> slab_, sheaf_, large_;
   std::vector<uint64_t> slab_order_, sheaf_order_, large_order_;
+  // Per slab label: each object index's label + 1 (0: not met yet), the
+  // labels handed out, and the indices by label (objects_by_label()).
+  struct Objects {
+    std::vector<uint16_t> label;
+    uint16_t met = 0;
+  };
+  std::vector<Objects> objects_;
+  std::vector<uint16_t> by_label_;
 };
 
 }  // namespace simcache
