@@ -6,6 +6,21 @@
 
 #include "sim/cli/cli.h"
 
+#ifdef SIMCACHE_WITH_JEMALLOC
+// jemalloc reads its options from this symbol at its first allocation
+// (MALLOC_CONF in the environment still overrides it). Transparent huge
+// pages for the heap and jemalloc's own metadata: a run touches its model
+// tables once and soon, and on a virtual machine each first touch of a
+// 4 KiB page is a dear fault; a 2 MiB page takes one fault for 512 of
+// them. Where THP is off or madvise-only this is an madvise() that the
+// kernel honours or ignores; the output is the same either way
+// (docs/performance.md, "Start-up").
+extern "C" {
+extern const char* malloc_conf;
+const char* malloc_conf = "thp:always,metadata_thp:always";
+}
+#endif
+
 int main(int argc, char** argv) {
   // A FIFO or pipe reader that goes away is a write error with a message
   // (EPIPE), not a silent death by SIGPIPE.
