@@ -236,12 +236,62 @@ TEST_CASE("the state signature names objects by label within their slab, not by 
     std::vector<Ptr> twice = hb;
     twice[1] = twice[0];
     CHECK_FALSE(sig(a, ha) == sig(b, twice));
-    // Freed on another CPU, an object is another state (its last_free).
-    a.kfree(ha[2], t);
-    b.kfree(hb[2], Task{2, kRootMemcg, 0});
+    // Each object's own state goes with its label: two held objects, one
+    // of them poisoned (a mempool's), held in either order, are two states.
+    a.kasan_mempool_poison_object(ha[0], t);
+    std::vector<Ptr> other = ha;
+    std::swap(other[0], other[1]);
+    CHECK_FALSE(sig(a, ha) == sig(a, other));
+    b.kasan_mempool_poison_object(hb[0], t);
+    CHECK(sig(a, ha) == sig(b, hb));
+    // So does where it was last freed (slab_alloc_remote): the same free
+    // in both, then b's object noted as last freed on another CPU.
+    const Ptr fa = ha[2], fb = hb[2];
+    a.kfree(fa, t);
+    b.kfree(fb, t);
     ha.erase(ha.begin() + 2), hb.erase(hb.begin() + 2);
+    CHECK(sig(a, ha) == sig(b, hb));
+    b.slub().note_free_cpu(fb, 3);
     CHECK_FALSE(sig(a, ha) == sig(b, hb));
+    b.slub().note_free_cpu(fb, t.cpu);
+    CHECK(sig(a, ha) == sig(b, hb));
   }
+}
+
+TEST_CASE("a signature reused after a walk or a move labels objects afresh", "[steady][mm]") {
+  MmConfig cfg;
+  cfg.nr_cpus = 4;
+  const Task t{1, kRootMemcg, 0};
+  Mm a(cfg), b(cfg);
+  std::vector<Ptr> ha, hb;
+  for (int i = 0; i < 6; ++i) ha.push_back(a.kmalloc(64, GFP_KERNEL, t));
+  for (int i = 0; i < 6; ++i) hb.push_back(b.kmalloc(64, GFP_KERNEL, t));
+  a.kfree(ha[4], t);
+  ha.erase(ha.begin() + 4);
+  // b holds its objects in another order and frees another: the same
+  // state renamed. A walk of b first leaves labels that a later walk of
+  // a must not inherit.
+  b.kfree(hb[1], t);
+  hb.erase(hb.begin() + 1);
+  std::reverse(hb.begin(), hb.end());
+  auto walk = [](StateSig* s, const Mm& mm, const std::vector<Ptr>& held) {
+    s->clear();
+    s->ptrs(held);
+    mm.signature(s);
+  };
+  StateSig fresh;
+  walk(&fresh, a, ha);
+  StateSig used;
+  walk(&used, b, hb);
+  CHECK(used == fresh);
+  walk(&used, a, ha);
+  CHECK(used == fresh);
+  walk(&used, b, hb);
+  StateSig moved = std::move(used);  // b's labels go with it
+  walk(&moved, a, ha);
+  CHECK(moved == fresh);
+  walk(&used, a, ha);  // the moved-from one, reused
+  CHECK(used == fresh);
 }
 
 // Narrow elements (a slab's per-object bytes) are packed several to a

@@ -18,6 +18,7 @@ void StateSig::flush() {
 }
 
 std::span<const uint16_t> StateSig::objects_by_label(uint64_t slab_label, uint16_t n) {
+  if (slab_label >= objects_.size()) objects_.resize(slab_label + 1);
   for (uint16_t i = 0; i < n; ++i) object(slab_label, i);
   const Objects& o = objects_[slab_label];
   // A pointer past the slab's objects (a stale one, into a slot since

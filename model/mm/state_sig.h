@@ -66,6 +66,7 @@ class StateSig {
     slab_ = std::move(o.slab_), sheaf_ = std::move(o.sheaf_), large_ = std::move(o.large_);
     slab_order_ = std::move(o.slab_order_), sheaf_order_ = std::move(o.sheaf_order_);
     large_order_ = std::move(o.large_order_);
+    objects_ = std::move(o.objects_), by_label_ = std::move(o.by_label_);
     o.clear();
     return *this;
   }
@@ -161,9 +162,9 @@ class StateSig {
 
   void clear() {
     n_ = 0;
-    for (size_t i = 0; i < std::min(objects_.size(), slab_order_.size()); ++i) {
-      objects_[i].label.clear();
-      objects_[i].met = 0;
+    for (Objects& o : objects_) {
+      o.label.clear();
+      o.met = 0;
     }
     for (auto* v : {&slab_, &sheaf_, &large_}) v->clear();
     for (auto* v : {&slab_order_, &sheaf_order_, &large_order_}) v->clear();
