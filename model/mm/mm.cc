@@ -342,6 +342,17 @@ ObjState Mm::obj_state(Ptr p) const {
 // mirrors kasan_mempool_poison_object(): the object is parked by a caller.
 bool Mm::kasan_mempool_poison_object(Ptr p, const Task& t) {
   (void)t;
+  if (!(p & (kLargeBit | kVmallocBit))) [[likely]] {
+    ObjState* slot = slub_->state_slot(p);
+    if (slot && *slot == ObjState::kAllocated) [[likely]] {
+      *slot = ObjState::kMempool;
+      return true;
+    }
+  }
+  return kasan_mempool_poison_slow(p);
+}
+
+bool Mm::kasan_mempool_poison_slow(Ptr p) {
   ObjState* slot = (p & (kLargeBit | kVmallocBit)) ? nullptr : slub_->state_slot(p);
   const ObjState st = slot ? *slot : obj_state(p);
   if (st != ObjState::kAllocated) {
@@ -358,6 +369,17 @@ bool Mm::kasan_mempool_poison_object(Ptr p, const Task& t) {
 
 void Mm::kasan_mempool_unpoison_object(Ptr p, const Task& t) {
   (void)t;
+  if (!(p & (kLargeBit | kVmallocBit))) [[likely]] {
+    ObjState* slot = slub_->state_slot(p);
+    if (slot && *slot == ObjState::kMempool) [[likely]] {
+      *slot = ObjState::kAllocated;
+      return;
+    }
+  }
+  kasan_mempool_unpoison_slow(p);
+}
+
+void Mm::kasan_mempool_unpoison_slow(Ptr p) {
   ObjState* slot = (p & (kLargeBit | kVmallocBit)) ? nullptr : slub_->state_slot(p);
   const ObjState st = slot ? *slot : obj_state(p);
   if (st != ObjState::kMempool) {
@@ -372,6 +394,14 @@ void Mm::kasan_mempool_unpoison_object(Ptr p, const Task& t) {
 }
 
 void Mm::kasan_check_access(Ptr p, std::string_view who) {
+  if (!(p & (kLargeBit | kVmallocBit))) [[likely]] {
+    const ObjState* slot = slub_->state_slot(p);
+    if (slot && *slot == ObjState::kAllocated) [[likely]] return;
+  }
+  kasan_check_access_slow(p, who);
+}
+
+void Mm::kasan_check_access_slow(Ptr p, std::string_view who) {
   const ObjState st = obj_state(p);
   if (st == ObjState::kAllocated) return;
   slub_->report(st == ObjState::kMempool ? "use-after-put" : "use-after-free",

@@ -187,6 +187,12 @@ class Mm {
   const Large* large(Ptr p) const;
   // Names the innermost scope in reports added since `from`.
   void stamp_reports(size_t from);
+  // The KASAN hooks beyond their fast path (an allocated slab object,
+  // or a parked one for unpoison): large objects, reports. Out of line,
+  // so the fast path saves no registers for them.
+  [[gnu::noinline]] bool kasan_mempool_poison_slow(Ptr p);
+  [[gnu::noinline]] void kasan_mempool_unpoison_slow(Ptr p);
+  [[gnu::noinline]] void kasan_check_access_slow(Ptr p, std::string_view who);
   void note_alloc(Ptr p, const Task& t);
 
   MmConfig cfg_;
