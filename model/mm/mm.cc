@@ -156,6 +156,11 @@ void Mm::kmem_cache_free(CacheId s, Ptr p, const Task& t) {
   if (!(p & (kLargeBit | kVmallocBit)) &&
       slub_->free_valid<true>(s, p, t, Event::kmem_cache_free)) [[likely]]
     return;
+  kmem_cache_free_slow(s, p, t);
+}
+
+// kmem_cache_free() past its fast path, as kfree_slow().
+void Mm::kmem_cache_free_slow(CacheId s, Ptr p, const Task& t) {
   events_.add(Event::kmem_cache_free);
   const size_t nrep = slub_->reports.size();
   if (p & (kLargeBit | kVmallocBit))

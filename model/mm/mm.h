@@ -178,9 +178,11 @@ class Mm {
     SiteId site = 0;
     std::vector<uint32_t> vpages;  // vmalloc: one order-0 page each
   };
-  // kmalloc() and kfree() beyond their per-CPU fast paths.
+  // kmalloc(), kfree() and kmem_cache_free() beyond their per-CPU fast
+  // paths.
   Ptr kmalloc_slow(uint64_t size, gfp_t gfp, const Task& t);
   void kfree_slow(Ptr p, const Task& t);
+  [[gnu::noinline]] void kmem_cache_free_slow(CacheId s, Ptr p, const Task& t);
   Ptr alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc);
   void free_large(Ptr p, const Task& t, bool via_kvfree);
   Large* large(Ptr p);
