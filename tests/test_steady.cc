@@ -71,6 +71,22 @@ void require_same_records(const PolicyResult& a, const PolicyResult& b) {
   CHECK(a.kasan.size() == b.kasan.size());
 }
 
+// A small machine of either generation, and the signature of its state
+// after a holder's pointers (the rings come first in a run).
+MmConfig four_cpus(SlubGen gen) {
+  MmConfig cfg;
+  cfg.gen = gen;
+  cfg.nr_cpus = 4;
+  return cfg;
+}
+
+StateSig held_sig(const Mm& mm, const std::vector<Ptr>& held) {
+  StateSig s;
+  s.ptrs(held);
+  mm.signature(&s);
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("steady rounds are computed with the records a full simulation gives",
@@ -161,20 +177,13 @@ TEST_CASE("steady rounds are never computed with fault injection", "[steady][eng
 TEST_CASE("the state signature names slabs by label, not by their slots", "[steady][mm]") {
   for (SlubGen gen : {SlubGen::v6_18, SlubGen::v7}) {
     INFO((gen == SlubGen::v7 ? "7.x" : "6.18"));
-    MmConfig cfg;
-    cfg.gen = gen;
-    cfg.nr_cpus = 4;
+    const MmConfig cfg = four_cpus(gen);
     const Task t{1, kRootMemcg, 0};
     auto fill = [&](Mm& mm, std::vector<Ptr>* held) {
       for (int i = 0; i < 300; ++i) held->push_back(mm.kmalloc(32, GFP_KERNEL, t));
       for (size_t i = 0; i < held->size(); i += 3) mm.kfree((*held)[i], t);
     };
-    auto sig = [](const Mm& mm, const std::vector<Ptr>& held) {
-      StateSig s;
-      s.ptrs(held);  // the holder first, as the rings come first in a run
-      mm.signature(&s);
-      return s;
-    };
+    const auto sig = held_sig;
     auto slot = [](Ptr p) { return (p >> slub_ptr::kIdxBits) & slub_ptr::kSlotMask; };
     // Both use a kmalloc-4096 object once (7.x: its CPU sheaves stay).
     // a: it is freed and its slab discarded first, so the kmalloc-32 slabs
@@ -203,16 +212,9 @@ TEST_CASE("the state signature names objects by label within their slab, not by 
           "[steady][mm]") {
   for (SlubGen gen : {SlubGen::v6_18, SlubGen::v7}) {
     INFO((gen == SlubGen::v7 ? "7.x" : "6.18"));
-    MmConfig cfg;
-    cfg.gen = gen;
-    cfg.nr_cpus = 4;
+    const MmConfig cfg = four_cpus(gen);
     const Task t{1, kRootMemcg, 0};
-    auto sig = [](const Mm& mm, const std::vector<Ptr>& held) {
-      StateSig s;
-      s.ptrs(held);
-      mm.signature(&s);
-      return s;
-    };
+    const auto sig = held_sig;
     auto idx = [](Ptr p) { return p & slub_ptr::kIdxMask; };
     // Eight objects of one slab; two of them freed, in either order. The
     // freelists differ by which index is on top, and the holder keeps
@@ -259,8 +261,7 @@ TEST_CASE("the state signature names objects by label within their slab, not by 
 }
 
 TEST_CASE("a signature reused after a walk or a move labels objects afresh", "[steady][mm]") {
-  MmConfig cfg;
-  cfg.nr_cpus = 4;
+  const MmConfig cfg = four_cpus(SlubGen::v6_18);
   const Task t{1, kRootMemcg, 0};
   Mm a(cfg), b(cfg);
   std::vector<Ptr> ha, hb;
