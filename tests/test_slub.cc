@@ -152,4 +152,51 @@ TEMPLATE_TEST_CASE_SIG("KASAN: seeded bugs are reported with history",
     REQUIRE(mm.kasan_reports().size() == 1);
     CHECK(mm.kasan_reports()[0].kind == "invalid-free");
   }
+  // The hooks past their fast path (an allocated or parked slab object):
+  // every other pointer reports, with the object's history.
+  SECTION("use after free, poison of a freed object, unpoison of one never parked") {
+    const Ptr p = mm.kmalloc(96, GFP_KERNEL, a);
+    mm.kasan_check_access(p, "reader");
+    CHECK(mm.kasan_reports().empty());
+    mm.kfree(p, a);
+    mm.kasan_check_access(p, "reader");
+    REQUIRE(mm.kasan_reports().size() == 1);
+    CHECK(mm.kasan_reports()[0].kind == "use-after-free");
+    CHECK(mm.kasan_reports()[0].detail.rfind("reader touched it: object ", 0) == 0);
+    CHECK(mm.kasan_reports()[0].detail.find("freed by site 0x1234 on cpu 3") !=
+          std::string::npos);
+    CHECK_FALSE(mm.kasan_mempool_poison_object(p, a));
+    REQUIRE(mm.kasan_reports().size() == 2);
+    CHECK(mm.kasan_reports()[1].kind == "double-free");
+    CHECK(mm.kasan_reports()[1].detail.rfind(
+              "kasan_mempool_poison_object() of an object that is not allocated: ", 0) == 0);
+    const Ptr q = mm.kmalloc(96, GFP_KERNEL, a);
+    mm.kasan_mempool_unpoison_object(q, a);
+    REQUIRE(mm.kasan_reports().size() == 3);
+    CHECK(mm.kasan_reports()[2].kind == "use-after-free");
+    CHECK(mm.kasan_reports()[2].detail.rfind(
+              "unpoison of an object not parked in a mempool: ", 0) == 0);
+    mm.kfree(q, a);
+    CHECK(mm.kasan_reports().size() == 3);
+  }
+  SECTION("the hooks on a large object, on NULL and on ZERO_SIZE_PTR") {
+    const Ptr big = mm.kmalloc(64 << 10, GFP_KERNEL, a);
+    REQUIRE((big & kLargeBit) != 0);
+    mm.kasan_check_access(big, "reader");
+    REQUIRE(mm.kasan_mempool_poison_object(big, a));
+    CHECK(mm.obj_state(big) == ObjState::kMempool);
+    mm.kasan_check_access(big, "reader");
+    REQUIRE(mm.kasan_reports().size() == 1);
+    CHECK(mm.kasan_reports()[0].kind == "use-after-put");
+    mm.kasan_mempool_unpoison_object(big, a);
+    CHECK(mm.obj_state(big) == ObjState::kAllocated);
+    mm.kfree(big, a);
+    CHECK(mm.kasan_reports().size() == 1);
+    for (const Ptr odd : {kNull, kZeroSizePtr}) {
+      const size_t before = mm.kasan_reports().size();
+      mm.kasan_check_access(odd, "reader");
+      REQUIRE(mm.kasan_reports().size() == before + 1);
+      CHECK(mm.kasan_reports().back().kind == "use-after-free");
+    }
+  }
 }
