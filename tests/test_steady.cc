@@ -7,6 +7,7 @@
 
 #include "model/io_uring/io_uring_mm.h"
 #include "model/mm/mm.h"
+#include "model/mm/slub.h"
 #include "sim/report/kernel_formats.h"
 #include "sim/run/engine.h"
 #include "sim/run/steady.h"

@@ -2,7 +2,6 @@
 // sweeps assert after every step. Independent of the code paths that
 // maintain the structures, so a bookkeeping slip shows up here.
 #include <array>
-#include <ranges>
 #include <span>
 
 #include <fmt/format.h>
@@ -184,13 +183,10 @@ void Slub::signature(StateSig* s) const {
     const Slab& sl = slabs_[s->slab_order()[label]];
     const std::span<const uint16_t> order = s->objects_by_label(label, sl.objects);
     if (order.size() == sl.objects) {
-      auto by = [&](const auto& v) {
-        return std::views::transform(order, [&v](uint16_t i) { return v[i]; });
-      };
-      s->all(by(sl.state));
-      s->all(by(sl.last_free));
-      s->all(by(sl.objcg));
-      s->all(by(sl.objcg_node));
+      s->all_by(order, sl.state);
+      s->all_by(order, sl.last_free);
+      s->all_by(order, sl.objcg);
+      s->all_by(order, sl.objcg_node);
     } else {
       // A stale pointer named an index past the objects: each index's
       // label, then the vectors as they are.

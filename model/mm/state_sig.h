@@ -146,6 +146,12 @@ class StateSig {
       for (const auto& x : r) add(static_cast<uint64_t>(x));
     }
   }
+  // all() of v's elements in the order `order` names them (a slab's
+  // per-object vectors by object label).
+  template <class T>
+  void all_by(std::span<const uint16_t> order, const std::vector<T>& v) {
+    all(Permuted<T>{order, v.data()});
+  }
   template <class R>
   void ptrs(const R& r) {
     add(static_cast<uint64_t>(std::size(r)));
@@ -177,6 +183,23 @@ class StateSig {
   }
 
  private:
+  // v's elements in the order of a list of indices, as a range all()
+  // walks.
+  template <class T>
+  struct Permuted {
+    std::span<const uint16_t> order;
+    const T* v;
+    struct Iter {
+      const uint16_t* i;
+      const T* v;
+      T operator*() const { return v[*i]; }
+      Iter& operator++() { return ++i, *this; }
+      bool operator!=(const Iter& o) const { return i != o.i; }
+    };
+    Iter begin() const { return {order.data(), v}; }
+    Iter end() const { return {order.data() + order.size(), v}; }
+    size_t size() const { return order.size(); }
+  };
   // labels[id] is the label + 1 (0: not met yet).
   static uint64_t label(std::vector<uint64_t>* labels, std::vector<uint64_t>* order, uint64_t id) {
     if (id >= labels->size()) labels->resize(id + 1, 0);
