@@ -31,8 +31,10 @@ std::string event_names(const CostParam& p) {
 }
 
 // The regularised fit (docs/calibration.md, "The fit"): the posterior
-// mode of a Gaussian prior per parameter under x >= 0, with the relative
-// error of row i in three parts,
+// mode of a prior per parameter (log-normal for work, Gaussian under
+// x >= 0 for a penalty: solve_params_log(); FitMethod::unscaled keeps a
+// Gaussian prior under x >= 0 for all, solved as NNLS: solve_params()),
+// with the relative error of row i in three parts,
 //   y_i = a_i x (1 + u_f(i) + v_c(i) + e_i),
 // e ~ N(0, s^2) the row's measurement noise, v ~ N(0, sv^2) the model's
 // error on configuration c (rows with identical counts: a repeat measures
@@ -42,8 +44,8 @@ std::string event_names(const CostParam& p) {
 // Sigma = s^2 I + sv^2 Z_c Z_c^T + su^2 Z_f Z_f^T.
 //
 // The machine's speed is a factor of its own: x_j = k x z_j for every
-// parameter whose prior is a price on the priors' machine (z_j ~ N(mu_j,
-// tau_j^2)), x_j = z_j for a definition (a microsecond of sleep is 1000
+// parameter whose prior is a price on the priors' machine (z_j with the
+// prior (mu_j, tau_j)), x_j = z_j for a definition (a microsecond of sleep is 1000
 // ns on any machine). k has a flat prior on its logarithm, so rows all
 // 10 % slower give k 10 % larger and the same z: the fit is
 // scale-equivariant, and the error model cannot buy a level with a shape
@@ -70,6 +72,12 @@ struct BayesFit {
   // given the prices above 0 (g_j over the square root of its Schur
   // complement, in u; solve_params()); 0 off the bound or pulled up.
   std::vector<double> bound_z;
+  // FitMethod::current (solve_params_log()): each price's log-normal
+  // posterior. prior_z: its mode's distance from its prior's centre in
+  // prior log-sds (negative: below it); log_sd the prior's log-sd, and
+  // cov_log the Laplace covariance of the logarithms of the prices.
+  std::vector<double> prior_z, log_sd;
+  Matrix cov_log;
 };
 
 // Index of each row's class among rows with equal keys.
@@ -411,14 +419,187 @@ void solve_params(const Matrix& a, const std::vector<double>& y, const std::vect
   }
 }
 
+// FitMethod::current's prices. Work has a log-normal prior, so that no
+// price of work the rows measure can reach 0 (work costs something on
+// every machine): z_j = exp(w_j), w_j ~ N(log mu_j, sl_j^2), sl_j = tau_j /
+// mu_j (its median the prior's centre, its relative width the prior's;
+// the delta method gives it the prior's sd there). A penalty (the extra a
+// cold or remote state costs) may be 0 on a machine: it keeps the
+// Gaussian prior N(mu_j, tau_j^2) with z_j >= 0, as does a price whose
+// centre is not above 0. In v (w_j = log mu_j + sl_j v_j; z_j = mu_j +
+// tau_j v_j) the posterior mode minimises
+//   |L^-1 (1 - A K z(v) / y)|^2 + |v|^2
+// by Newton steps damped as Levenberg-Marquardt's, from the prior's
+// centre v = 0, a penalty at its bound 0 held there while the gradient
+// pushes it below (projected). The covariance is the Laplace one in v (the
+// inverse of the objective's Hessian, the rows' curvature included),
+// carried to each price by the delta method; a price is reported at the
+// mode.
+void solve_params_log(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
+                      const std::vector<double>& tau, const std::vector<SpeedClass>& cls,
+                      const std::vector<bool>& penalty, const ErrorModel& em, BayesFit* f) {
+  const size_t n = a.rows, np = a.cols;
+  // Per price: its factor k, and either the log-normal's centre and
+  // log-sd (work) or, for a penalty, lin: z = mu + tau v with v >= vmin.
+  std::vector<double> k(np), lm(np), sl(np), vmin(np, -HUGE_VAL);
+  std::vector<bool> lin(np);
+  for (size_t j = 0; j < np; ++j) {
+    k[j] = f->factor(cls[j]);
+    lin[j] = penalty[j] || !(mu[j] > 0);
+    sl[j] = lin[j] ? 0.0 : tau[j] / mu[j];
+    lm[j] = lin[j] ? 0.0 : std::log(mu[j]);
+    if (lin[j]) vmin[j] = -std::max(mu[j], 0.0) / tau[j];
+  }
+  const auto price = [&](const std::vector<double>& v, size_t j) {
+    return lin[j] ? std::max(mu[j] + tau[j] * v[j], 0.0) : std::exp(lm[j] + sl[j] * v[j]);
+  };
+  // dz_j / dv_j.
+  const auto slope_of = [&](double z, size_t j) { return lin[j] ? tau[j] : z * sl[j]; };
+  Matrix l;
+  if (!cholesky(em.sigma(f->s, f->sv, f->su), &l)) cholesky(em.sigma(f->s, 0, 0), &l);
+  // Whitened row residuals and their Jacobian in v at v.
+  const auto rows_at = [&](const std::vector<double>& v, std::vector<double>* r, Matrix* jac) {
+    std::vector<double> z(np);
+    for (size_t j = 0; j < np; ++j) z[j] = price(v, j);
+    r->assign(n, 1.0);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < np; ++j) (*r)[i] -= a(i, j) * k[j] * z[j] / y[i];
+    forward_solve(l, r);
+    if (!jac) return;
+    *jac = Matrix(n, np);
+    for (size_t j = 0; j < np; ++j) {
+      std::vector<double> col(n);
+      for (size_t i = 0; i < n; ++i) col[i] = -a(i, j) * k[j] * slope_of(z[j], j) / y[i];
+      forward_solve(l, &col);
+      for (size_t i = 0; i < n; ++i) (*jac)(i, j) = col[i];
+    }
+  };
+  const auto objective = [&](const std::vector<double>& v) {
+    std::vector<double> r;
+    rows_at(v, &r, nullptr);
+    double q = 0;
+    for (double e : r) q += e * e;
+    for (double e : v) q += e * e;
+    return q;
+  };
+  std::vector<double> v(np, 0.0), r;
+  Matrix jac;
+  double obj = objective(v), lambda = 0;
+  f->converged = false;
+  // The Hessian of the objective's half: J^T J + I (Gauss-Newton), plus
+  // the rows' curvature, which is diagonal as each price enters through
+  // exp(w_j) alone: d2 r / dv_j^2 = sl_j dr / dv_j, so sl_j (J^T r)_j on
+  // the diagonal. Without it the steps converge only linearly when the
+  // residuals are not small.
+  const auto hessian = [&](const Matrix& jm, const std::vector<double>& rr, Matrix* h,
+                           std::vector<double>* g) {
+    *h = Matrix(np, np);
+    g->assign(v.begin(), v.end());
+    for (size_t i = 0; i < np; ++i) (*h)(i, i) = 1;
+    for (size_t q = 0; q < n; ++q)
+      for (size_t i = 0; i < np; ++i) {
+        if (jm(q, i) == 0) continue;
+        (*g)[i] += jm(q, i) * rr[q];
+        for (size_t j = 0; j < np; ++j) (*h)(i, j) += jm(q, i) * jm(q, j);
+      }
+  };
+  for (int it = 0; it < 200 && !f->converged; ++it) {
+    rows_at(v, &r, &jac);
+    Matrix h;
+    std::vector<double> g;
+    hessian(jac, r, &h, &g);
+    std::vector<bool> at_bound(np);
+    double slope = 0;  // the projected gradient's largest component: 0 at the mode
+    for (size_t j = 0; j < np; ++j) {
+      at_bound[j] = lin[j] && v[j] <= vmin[j] && g[j] > 0;
+      if (at_bound[j]) g[j] = 0;
+      slope = std::max(slope, std::fabs(g[j]));
+    }
+    if (slope <= 1e-9) {
+      f->converged = true;
+      break;
+    }
+    bool stepped = false;
+    while (!stepped && lambda < 1e12) {
+      // Damped on the Gauss-Newton diagonal, which is at least 1.
+      Matrix hd = h, hinv;
+      for (size_t j = 0; j < np; ++j) hd(j, j) += sl[j] * (g[j] - v[j]) + lambda * h(j, j);
+      // A penalty at its bound that the gradient pushes below it stays
+      // there: out of this step (projected Newton).
+      for (size_t j = 0; j < np; ++j)
+        if (at_bound[j])
+          for (size_t c = 0; c < np; ++c) hd(j, c) = hd(c, j) = c == j ? 1.0 : 0.0;
+      if (!spd_inverse(hd, &hinv)) {
+        lambda = std::max(lambda * 10, 1e-6);
+        continue;
+      }
+      std::vector<double> next(v);
+      double moved = 0;
+      for (size_t i = 0; i < np; ++i) {
+        double d = 0;
+        for (size_t j = 0; j < np; ++j) d -= hinv(i, j) * g[j];
+        next[i] = std::max(next[i] + d, vmin[i]);
+        moved = std::max(moved, std::fabs(next[i] - v[i]));
+      }
+      const double o = objective(next);
+      if (o <= obj) {
+        // A pure Newton step this small, or a damped one that gains
+        // nothing: the mode to rounding.
+        if ((lambda == 0 && moved < 1e-10) || (lambda >= 1 && obj - o <= 1e-14 * obj))
+          f->converged = true;
+        v = next, stepped = true, lambda = lambda / 10 < 1e-9 ? 0.0 : lambda / 10;
+        obj = o;
+      } else {
+        lambda = std::max(lambda * 10, 1e-6);
+      }
+    }
+    // No step lowers it, however short: the mode to rounding.
+    if (!stepped) f->converged = true;
+  }
+  rows_at(v, &r, &jac);
+  Matrix h, hinv;
+  std::vector<double> g;
+  hessian(jac, r, &h, &g);
+  // The Laplace covariance: the inverse of the objective's full Hessian
+  // at the mode, or the Gauss-Newton one's should the rows' curvature
+  // leave it indefinite. The full one can be wider than the prior on a
+  // price's logarithm: a price the rows push toward 0 has a logarithm
+  // they pin far less than its value.
+  Matrix full = h;
+  for (size_t j = 0; j < np; ++j) full(j, j) += sl[j] * (g[j] - v[j]);
+  if (!spd_inverse(full, &hinv)) spd_inverse(h, &hinv);
+  f->x.assign(np, 0.0);
+  f->dof = static_cast<double>(np);
+  f->prior_z = v;
+  for (size_t j = 0; j < np; ++j)
+    if (lin[j]) f->prior_z[j] = 0;  // a penalty's distance is not on a log scale
+  f->cov = Matrix(np, np);
+  f->cov_log = Matrix(np, np);
+  for (size_t i = 0; i < np; ++i)
+    for (size_t j = 0; j < np; ++j) f->cov_log(i, j) = sl[i] * hinv(i, j) * sl[j];
+  std::vector<double> d(np);
+  // Each price at the mode of its logarithm, with the delta method's
+  // covariance, x_i x_j V_ij: a price the rows leave alone keeps its
+  // prior's centre and sd.
+  for (size_t j = 0; j < np; ++j) {
+    const double z = price(v, j);
+    f->x[j] = k[j] * z, f->dof -= hinv(j, j);
+    d[j] = k[j] * slope_of(z, j);
+  }
+  for (size_t i = 0; i < np; ++i)
+    for (size_t j = 0; j < np; ++j) f->cov(i, j) = d[i] * hinv(i, j) * d[j];
+  f->log_sd.assign(sl.begin(), sl.end());
+  f->bound_z.assign(np, 0.0);
+}
+
 // The error model linearised at the prior means, then at the fit's own
 // shape z^ = x / K, until (k, s, sv, su) move by less than 1e-6
 // (relative) or after 8 rounds.
 BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
                    const std::vector<double>& tau, const std::vector<SpeedClass>& cls,
-                   const std::vector<size_t>& config, const std::vector<size_t>& shape,
-                   const std::vector<double>& spread, double s_min, double s_prior,
-                   FitMethod method) {
+                   const std::vector<bool>& penalty, const std::vector<size_t>& config,
+                   const std::vector<size_t>& shape, const std::vector<double>& spread,
+                   double s_min, double s_prior, FitMethod method) {
   const size_t np = a.cols;
   BayesFit f;
   const ErrorModel em{config, shape, spread};
@@ -431,7 +612,7 @@ BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vec
   for (int round = 0; round < 8; ++round) {
     const BayesFit prev = f;
     fit_error_model(PriorPredictive(a, y, mu, tau, cls, zhat), em, s_min, s_prior, &f);
-    solve_params(a, y, mu, tau, cls, em, &f);
+    solve_params_log(a, y, mu, tau, cls, penalty, em, &f);
     auto near = [](double p, double q) { return std::fabs(p - q) <= 1e-6 * std::max(p, q); };
     if (round > 0 && near(prev.speed, f.speed) && near(prev.speed_memory, f.speed_memory) &&
         near(prev.s, f.s) && near(prev.sv, f.sv) && near(prev.su, f.su))
@@ -556,7 +737,9 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.noise_prior_rms = nse ? std::sqrt(se2 / static_cast<double>(nse)) : 0.0;
   rep.noise_prior = std::max(fit.noise_cv, rep.noise_prior_rms);
   rep.noise_prior_rows = nse;
-  const BayesFit bf = bayes_fit(a, y, mu, tau, cls, config, shape, spread, fit.noise_cv,
+  std::vector<bool> penalty;
+  for (const CostParam& p : structure.params) penalty.push_back(is_penalty(p));
+  const BayesFit bf = bayes_fit(a, y, mu, tau, cls, penalty, config, shape, spread, fit.noise_cv,
                                 unscaled ? 0.0 : rep.noise_prior, method);
   // The priors on this machine: the priors' machine's, times its speed.
   for (size_t j = 0; j < np; ++j) mu[j] *= bf.factor(cls[j]), tau[j] *= bf.factor(cls[j]);
@@ -607,13 +790,23 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     const double sd = std::sqrt(std::max(bf.cov(j, j), 0.0));
     pf.fitted = bf.x[j];
     pf.stderr_ns = sd;
-    pf.data_share = tau[j] > 0 ? std::clamp(1 - sd * sd / (tau[j] * tau[j]), 0.0, 1.0) : 0;
+    // In the log-normal fit, the data share and the pin test are on the
+    // price's logarithm: its posterior log-sd against its prior's, and
+    // (the delta method's sd over value) against pin_relative.
+    const bool in_log = !unscaled && bf.log_sd[j] > 0;
+    const double sdl = in_log ? std::sqrt(std::max(bf.cov_log(j, j), 0.0)) : 0.0;
+    const bool narrow = in_log ? sdl <= fit.pin_threshold * bf.log_sd[j]
+                               : sd <= fit.pin_threshold * tau[j];
+    pf.data_share = in_log    ? std::clamp(1 - sdl * sdl / (bf.log_sd[j] * bf.log_sd[j]), 0.0, 1.0)
+                    : tau[j] > 0 ? std::clamp(1 - sd * sd / (tau[j] * tau[j]), 0.0, 1.0)
+                                 : 0;
+    if (!unscaled) pf.prior_z = bf.prior_z[j];
     if (pf.rows.empty()) {
       pf.status = PinStatus::no_data;
       pf.reason = fmt::format("no data: no calibration row counts {}", event_names(p));
-    } else if (sd <= fit.pin_threshold * tau[j] && sd <= fit.pin_relative * bf.x[j]) {
+    } else if (narrow && sd <= fit.pin_relative * bf.x[j]) {
       pf.status = PinStatus::pinned;
-    } else if (sd <= fit.pin_threshold * tau[j]) {
+    } else if (narrow) {
       pf.status = PinStatus::weak;
       pf.reason = fmt::format(
           "weak: the rows remove {:.0f}% of its prior variance, but its posterior sd is {} its "
@@ -628,6 +821,11 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     pf.bound_z = bf.bound_z[j];
     if (!pf.rows.empty() && bf.x[j] <= 0 && is_penalty(p))
       pf.reason += "; a penalty at 0: these rows show no such extra cost on this machine";
+    else if (!pf.rows.empty() && pf.prior_z < -kPriorConflictZ && is_penalty(p))
+      pf.reason += fmt::format(
+          "; a penalty {:.1f} sds of its logarithm below its prior: these rows show little such "
+          "extra cost on this machine",
+          -pf.prior_z);
     else if (!pf.rows.empty() && bf.x[j] <= 0) {
       // The price above 0 that the rows move with it most, by posterior
       // correlation: with it at |r| >= kAllowedPartnerCorr the rows
@@ -807,6 +1005,18 @@ std::vector<std::string> fit_problems(const FitReport& r) {
     const ParamFit& f = r.params[j];
     // A penalty (a cold or remote state's extra over the warm path) may
     // be 0 on a machine; work cannot.
+    if (!f.rows.empty() && !is_penalty(r.model.params[j]) && f.prior_z < -kPriorConflictZ) {
+      const size_t shown = std::min<size_t>(3, f.rows.size());
+      out.push_back(fmt::format(
+          "{} is {:.3g}% of its prior although {} {} it ({}{}): the fit drove a price the rows "
+          "measure {:.1f} sds of its logarithm below its prior (beyond {:.1f})",
+          r.model.params[j].name,
+          100 * f.fitted / std::max(r.model.params[j].prior, 1e-300), f.rows.size(),
+          f.rows.size() == 1 ? "row counts" : "rows count",
+          id_ranges({f.rows.begin(), f.rows.begin() + static_cast<std::ptrdiff_t>(shown)}),
+          shown < f.rows.size() ? ", ..." : "", -f.prior_z, kPriorConflictZ));
+      continue;
+    }
     if (f.rows.empty() || f.fitted > 0 || is_penalty(r.model.params[j]) || f.allowed_at_zero)
       continue;
     const size_t shown = std::min<size_t>(3, f.rows.size());
@@ -821,7 +1031,8 @@ std::vector<std::string> fit_problems(const FitReport& r) {
                           -f.bound_z)
             : fmt::format("they push it below 0 by {:.1f} sd", -f.bound_z)));
   }
-  if (!r.converged) out.push_back("NNLS did not converge: the values are its last feasible point");
+  if (!r.converged)
+    out.push_back("the prices' search did not converge: the values are its last point");
   return out;
 }
 

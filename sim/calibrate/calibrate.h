@@ -113,7 +113,8 @@ struct ParamFit {
   double stderr_ns = -1;          // posterior standard deviation
   double data_share = 0;          // 1 - posterior variance / prior variance
   std::vector<std::string> rows;  // ids of the rows that count its events
-  // At 0 (its bound): how hard the rows and its prior push it below 0, in
+  // FitMethod::unscaled (NNLS), the one fit that can put work at 0:
+  // at 0 (its bound), how hard the rows and its prior push it below 0, in
   // posterior sds given the prices above 0, which move with it (a score
   // test: the pull over the square root of the Schur complement; <= 0).
   double bound_z = 0;
@@ -123,7 +124,19 @@ struct ParamFit {
   // by at most kBoundRefuseZ sds. Any other work price at 0 refuses the fit.
   bool allowed_at_zero = false;
   std::string partner;  // that price above 0, if one moves with it so
+  // FitMethod::current (log-normal priors): the fitted price's distance
+  // from its prior's centre, in prior sds of its logarithm (negative:
+  // below). 0 for the unscaled fit.
+  double prior_z = 0;
 };
+
+// A work price the rows measure, fitted more than kPriorConflictZ prior
+// log-sds below its prior's centre: the rows and the prior disagree
+// beyond what one price in a few hundred does by chance (the prior puts
+// 0.13 % below -3 sd), and a fit that took the prices of whole request
+// paths toward 0 (rows far faster than any such price) lands there.
+// Refused, naming the price; a penalty may be near 0 on a machine.
+inline constexpr double kPriorConflictZ = 3.0;
 
 // A price at 0 whose rows push it below by more than one posterior sd is
 // a fit the rows contradict: unconstrained, they would put it more than

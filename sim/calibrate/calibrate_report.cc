@@ -151,13 +151,13 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                        const std::string& measurements, const Mapping& m) {
   std::string out = fmt::format(
       "simcache calibrate: {} rows of {}, mapping {}\n"
-      "fit: Gaussian prior per parameter (sim/cost_params.def) times the machine's speed\n"
-      "factor (one for CPU work, one for streaming memory work) + rows on relative\n"
-      "error, non-negative (NNLS on the stacked system);\n"
-      "rows with identical counts share one\n"
+      "fit: log-normal prior per parameter (sim/cost_params.def: its mean and sd)\n"
+      "times the machine's speed factor (one for CPU work, one for streaming memory\n"
+      "work) + rows on relative error, at the posterior mode of each price's\n"
+      "logarithm; rows with identical counts share one\n"
       "model error (inadequacy), so do the rows of one workload shape; row noise at\n"
-      "least {:.3g}%; a parameter is pinned when its posterior sd is at most {:.0f}% of\n"
-      "its prior sd and {:.0f}% of its value\n\n",
+      "least {:.3g}%; a parameter is pinned when its posterior sd over its value is at\n"
+      "most {:.0f}% of its prior's (on its logarithm) and {:.0f}%\n\n",
       rows.size(), measurements, m.path, m.fit.noise_cv * 100, m.fit.pin_threshold * 100,
       m.fit.pin_relative * 100);
   out += fmt::format("{:<8} {:>12} {:>12} {:>7}  {}\n", "row", "measured", "model", "resid",
@@ -207,10 +207,12 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
         g);
   }
   const std::vector<std::string> problems = fit_problems(r);
-  std::string at_zero;  // measured penalties at 0: the machine shows none
+  std::string at_zero;  // measured penalties at 0, or far below their priors
   std::string allowed;  // measured work prices at 0 that their rows allow
   for (size_t j = 0; j < r.params.size(); ++j) {
-    if (r.params[j].rows.empty() || r.params[j].fitted > 0) continue;
+    const ParamFit& f = r.params[j];
+    const bool low = f.fitted <= 0 || f.prior_z < -kPriorConflictZ;
+    if (f.rows.empty() || !low || (!is_penalty(r.model.params[j]) && f.fitted > 0)) continue;
     std::string& to = is_penalty(r.model.params[j]) ? at_zero : allowed;
     to += fmt::format("{}{}", to.empty() ? "" : ", ", r.model.params[j].name);
   }
@@ -236,12 +238,16 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                           r.rms_sd_failed, r.gate_failed.size(), r.passed == 0 ? "its" : "that",
                           expected_rms(r) * 100, rms_sd_limit(r.gate_failed.size()),
                           r.rms_rel * 100),
-        allowed.empty() ? std::string("no measured work price at 0")
-                        : fmt::format("no measured work price pushed below 0 (at 0, which "
-                                      "their rows allow: {})",
-                                      allowed),
+        allowed.empty()
+            ? fmt::format("no measured work price more than {:.1f} sds of its logarithm below "
+                          "its prior",
+                          kPriorConflictZ)
+            : fmt::format("no measured work price pushed below 0 (at 0, which their rows "
+                          "allow: {})",
+                          allowed),
         at_zero.empty() ? std::string()
-                        : fmt::format(" (penalties at 0, which a machine may show: {})", at_zero),
+                        : fmt::format(" (penalties near 0, which a machine may show: {})",
+                                      at_zero),
         r.noise_at_floor ? fmt::format(" (the row noise sits at its floor {:.2f}%: the rows agree "
                                        "better than noise_cv)",
                                        r.row_noise * 100)
@@ -271,8 +277,8 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
     if (f.status != PinStatus::pinned) out += fmt::format("    {}\n", f.reason);
   }
   out += fmt::format(
-      "\n{} of {} parameters pinned by the rows (posterior sd <= {:.0f}% of the prior sd and <= "
-      "{:.0f}% of the value); {} rest mostly on their priors with weak data, {} on their priors "
+      "\n{} of {} parameters pinned by the rows (posterior sd over the value <= {:.0f}% of the "
+      "prior's and <= {:.0f}%); {} rest mostly on their priors with weak data, {} on their priors "
       "alone (no row counts them; sim/cost_params.def)\n",
       pinned, r.params.size(), m.fit.pin_threshold * 100, m.fit.pin_relative * 100, weak, none);
   return out;
