@@ -261,19 +261,33 @@ TEST_CASE("every parameter has a prior with an uncertainty and a source", "[cali
   // No calibration row arms a POLL_ADD.
   CHECK(status("poll_add").status == PinStatus::no_data);
   CHECK(status("futexv_entry").status == PinStatus::pinned);
+  size_t wider = 0;  // prices of work fitted above their centres, wider than their priors
   for (size_t j = 0; j < r.params.size(); ++j) {
     const CostParam& p = r.model.params[j];
     INFO(p.name);
     CHECK(p.prior_sd > 0);
     CHECK_FALSE(p.prior_source.empty());
     CHECK(p.stderr_ns > 0);
-    // A price no row counts keeps its prior's sd. (One the rows count may
-    // come out wider on its logarithm than its prior: pushed toward 0,
-    // its logarithm is pinned far less than its value.)
+    // A price no row counts keeps its prior's sd. One the rows count is
+    // narrower than its prior (relative to its value, on its logarithm)
+    // where it sits at or below its prior's centre: at the mode the
+    // rows' curvature on its diagonal is -v_j (tau_j / mu_j), so only a
+    // price fitted above its centre can come out wider.
     if (r.params[j].status == PinStatus::no_data) CHECK(p.stderr_ns == Approx(p.prior_sd));
+    CHECK(r.params[j].data_share >= 0);
+    CHECK(r.params[j].data_share <= 1);
+    if (!is_penalty(p) && r.params[j].prior_z <= 0)
+      CHECK(p.stderr_ns / p.value <= p.prior_sd / p.prior * (1 + 1e-9));
+    if (is_penalty(p)) CHECK(p.stderr_ns <= p.prior_sd * (1 + 1e-9));
+    if (!is_penalty(p) && p.stderr_ns / p.value > p.prior_sd / p.prior * (1 + 1e-9)) {
+      CHECK(r.params[j].prior_z > 0);
+      ++wider;
+    }
     if (r.params[j].status == PinStatus::no_data) CHECK(p.value == Approx(p.prior));
     if (r.params[j].status != PinStatus::pinned) CHECK_FALSE(r.params[j].reason.empty());
   }
+  INFO("prices of work wider than their priors: " << wider);
+  CHECK(wider > 0);  // the shipped rows have some: the check above is not vacuous
 }
 
 TEST_CASE("the shipped default profile is a fresh fit of the calibration rows", "[calib][fit]") {
@@ -1084,6 +1098,47 @@ TEST_CASE("validate --leave-out prints the out-of-sample table, at any job count
   CHECK(doc.find("where 3 of 15 groups have a row outside") != std::string::npos);
 }
 
+TEST_CASE("a fifth sitting: weak prices that a bounded Gaussian put at 0 fit above it",
+          "[refits][calib][cli]") {
+  // An idle sitting on a fresh VM of this kind (2026-12-05). Under the
+  // Gaussian prior bounded at 0 that work had before, four weakly
+  // measured prices sat at 0 on every statistic (the rows pushing them
+  // below by 0.0 to 1.1 posterior sds, no partner above 0) and calibrate
+  // refused a fit of rms 2.4 to 2.8 %. Under log-normal priors each is
+  // above 0 and within 2.5 sds of its logarithm below its prior
+  // (files_update_entry the lowest: its one row puts it at about a
+  // seventh of its prior, 1.6 to 2.1 sds below), and the fit is credible.
+  const std::string cal = repo_file("data/measurements/vm-2cpu-fifth-calibration.tsv");
+  for (const char* statistic : {"mean", "median", "fastest"}) {
+    const std::string prof = (std::filesystem::temp_directory_path() /
+                              ("simcache_test_" + std::to_string(::getpid()) + "_fifth.toml"))
+                                 .string();
+    std::filesystem::remove(prof);
+    const CliOutcome o =
+        run_cli({"calibrate", "--statistic", statistic, "--measurements", cal, "--out", prof});
+    INFO(statistic << "\n" << o.out << o.err);
+    REQUIRE(o.status == 0);
+    CHECK(o.err.empty());
+    CHECK(o.out.find("no measured work price more than 3.0 sds of its logarithm below its "
+                     "prior") != std::string::npos);
+    CostModel m;
+    std::string err;
+    const bool loaded = load_profile(prof, &m, &err);
+    std::filesystem::remove(prof);
+    REQUIRE(loaded);
+    size_t seen = 0;
+    for (const CostParam& p : m.params)
+      for (const char* name : {"futex_wait", "files_update_entry", "kmalloc", "io_cache_alloc_new"})
+        if (p.name == name) {
+          INFO(p.name << " " << p.value << " prior " << p.prior << " +- " << p.prior_sd);
+          ++seen;
+          CHECK(p.value > 0);
+          CHECK(std::log(p.value / p.prior) > -2.5 * p.prior_sd / p.prior);
+        }
+    CHECK(seen == 4);
+  }
+}
+
 TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, beside the "
           "older fitter's",
           "[refits][calib][cli]") {
@@ -1201,7 +1256,7 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
   // judged against each. The block is the command and its closing table.
   std::string want;
   int outside_now = 0, outside_old = 0;  // sittings outside the 85-97 % goal
-  for (const char* sitting : {"idle", "quiet", "fresh", "fourth"}) {
+  for (const char* sitting : {"idle", "quiet", "fresh", "fourth", "fifth"}) {
     const std::string cal = fmt::format("data/measurements/vm-2cpu-{}-calibration.tsv", sitting);
     const std::string val = fmt::format("data/measurements/vm-2cpu-{}-validation.tsv", sitting);
     const std::filesystem::path cwd = std::filesystem::current_path();
@@ -1215,11 +1270,11 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
     want += fmt::format("`simcache validate --measurements {} --fit-on {}`:\n\n{}\n", val, cal,
                         o.out.substr(table));
     // The prose beneath the block: the older fitter's mean absolute
-    // error a little lower, by under a point and a half.
+    // error a little lower, by under two points.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
     CHECK(old < now);
-    CHECK(now - old < 1.5);
+    CHECK(now - old < 2);
     for (const char* who : {"| today's |", "| before the speed factors |"}) {
       const std::vector<std::string> c = cells(o.out, who);
       REQUIRE(c.size() == 8);
@@ -1498,7 +1553,7 @@ TEST_CASE("docs/measure.md's fourth worked example: a third sitting, two prices 
   REQUIRE(slot < fresh.params.size());
   REQUIRE(zero < fresh.params.size());
   CHECK(!fresh.params[slot].pinned);
-  CHECK(fresh.corr.at(slot * fresh.params.size() + zero) < -0.5);
+  CHECK(fresh.corr.at(slot * fresh.params.size() + zero) < -0.7);
   CHECK(slot_lines.find("weak: ") != std::string::npos);
   // 3 % less on the 4,096-slot registration: file_table_slot moves by
   // under a tenth and stays weak; the fit stays credible.

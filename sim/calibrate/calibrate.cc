@@ -451,7 +451,8 @@ void solve_params_log(const Matrix& a, const std::vector<double>& y, const std::
     if (lin[j]) vmin[j] = -std::max(mu[j], 0.0) / tau[j];
   }
   const auto price = [&](const std::vector<double>& v, size_t j) {
-    return lin[j] ? std::max(mu[j] + tau[j] * v[j], 0.0) : std::exp(lm[j] + sl[j] * v[j]);
+    if (lin[j]) return v[j] <= vmin[j] ? 0.0 : std::max(mu[j] + tau[j] * v[j], 0.0);
+    return std::exp(lm[j] + sl[j] * v[j]);
   };
   // dz_j / dv_j.
   const auto slope_of = [&](double z, size_t j) { return lin[j] ? tau[j] : z * sl[j]; };
@@ -519,7 +520,10 @@ void solve_params_log(const Matrix& a, const std::vector<double>& y, const std::
       f->converged = true;
       break;
     }
-    bool stepped = false;
+    // Where no step gains any more, the mode to rounding if the gradient
+    // is this small; otherwise a stall, reported as not converged.
+    const bool flat = slope <= 1e-6 * std::max(1.0, std::sqrt(obj));
+    bool stepped = false, stalled = false;
     while (!stepped && lambda < 1e12) {
       // Damped on the Gauss-Newton diagonal, which is at least 1.
       Matrix hd = h, hinv;
@@ -543,18 +547,22 @@ void solve_params_log(const Matrix& a, const std::vector<double>& y, const std::
       }
       const double o = objective(next);
       if (o <= obj) {
-        // A pure Newton step this small, or a damped one that gains
-        // nothing: the mode to rounding.
-        if ((lambda == 0 && moved < 1e-10) || (lambda >= 1 && obj - o <= 1e-14 * obj))
-          f->converged = true;
+        // A pure Newton step this small: the mode to rounding. A damped
+        // one that gains nothing: the search can go no further.
+        if (lambda == 0 && moved < 1e-10) f->converged = true;
+        if (lambda >= 1 && obj - o <= 1e-14 * obj) stalled = true;
         v = next, stepped = true, lambda = lambda / 10 < 1e-9 ? 0.0 : lambda / 10;
         obj = o;
       } else {
         lambda = std::max(lambda * 10, 1e-6);
       }
     }
-    // No step lowers it, however short: the mode to rounding.
-    if (!stepped) f->converged = true;
+    // No step lowers it, however short.
+    if (!stepped) stalled = true;
+    if (stalled) {
+      f->converged = f->converged || flat;
+      break;
+    }
   }
   rows_at(v, &r, &jac);
   Matrix h, hinv;
@@ -562,12 +570,14 @@ void solve_params_log(const Matrix& a, const std::vector<double>& y, const std::
   hessian(jac, r, &h, &g);
   // The Laplace covariance: the inverse of the objective's full Hessian
   // at the mode, or the Gauss-Newton one's should the rows' curvature
-  // leave it indefinite. The full one can be wider than the prior on a
-  // price's logarithm: a price the rows push toward 0 has a logarithm
-  // they pin far less than its value.
+  // leave it indefinite. At the mode J^T r = -v, so the curvature on a
+  // price of work's diagonal is -sl_j v_j: a price fitted above its
+  // prior's centre (v_j > 0) can come out wider on its logarithm than
+  // its prior; with every price at or below its centre none can.
   Matrix full = h;
-  for (size_t j = 0; j < np; ++j) full(j, j) += sl[j] * (g[j] - v[j]);
-  if (!spd_inverse(full, &hinv)) spd_inverse(h, &hinv);
+  std::vector<double> curv(np, 0.0);
+  for (size_t j = 0; j < np; ++j) curv[j] = sl[j] * (g[j] - v[j]), full(j, j) += curv[j];
+  if (!spd_inverse(full, &hinv)) spd_inverse(h, &hinv), curv.assign(np, 0.0);
   f->x.assign(np, 0.0);
   f->dof = static_cast<double>(np);
   f->prior_z = v;
@@ -581,9 +591,11 @@ void solve_params_log(const Matrix& a, const std::vector<double>& y, const std::
   // Each price at the mode of its logarithm, with the delta method's
   // covariance, x_i x_j V_ij: a price the rows leave alone keeps its
   // prior's centre and sd.
+  // The effective number of parameters, tr(H^-1 J^T J) = np -
+  // sum_j (H^-1)_jj (1 + curv_j).
   for (size_t j = 0; j < np; ++j) {
     const double z = price(v, j);
-    f->x[j] = k[j] * z, f->dof -= hinv(j, j);
+    f->x[j] = k[j] * z, f->dof -= hinv(j, j) * (1 + curv[j]);
     d[j] = k[j] * slope_of(z, j);
   }
   for (size_t i = 0; i < np; ++i)
@@ -744,6 +756,7 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   // The priors on this machine: the priors' machine's, times its speed.
   for (size_t j = 0; j < np; ++j) mu[j] *= bf.factor(cls[j]), tau[j] *= bf.factor(cls[j]);
   rep.converged = bf.converged;
+  rep.bounded_work = unscaled;
   rep.speed = bf.speed;
   rep.speed_memory = bf.speed_memory;
   rep.row_noise = bf.s;
@@ -821,12 +834,7 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     pf.bound_z = bf.bound_z[j];
     if (!pf.rows.empty() && bf.x[j] <= 0 && is_penalty(p))
       pf.reason += "; a penalty at 0: these rows show no such extra cost on this machine";
-    else if (!pf.rows.empty() && pf.prior_z < -kPriorConflictZ && is_penalty(p))
-      pf.reason += fmt::format(
-          "; a penalty {:.1f} sds of its logarithm below its prior: these rows show little such "
-          "extra cost on this machine",
-          -pf.prior_z);
-    else if (!pf.rows.empty() && bf.x[j] <= 0) {
+    else if (unscaled && !pf.rows.empty() && bf.x[j] <= 0) {
       // The price above 0 that the rows move with it most, by posterior
       // correlation: with it at |r| >= kAllowedPartnerCorr the rows
       // measure their sum, and the sum is above 0.
@@ -1017,7 +1025,8 @@ std::vector<std::string> fit_problems(const FitReport& r) {
           shown < f.rows.size() ? ", ..." : "", -f.prior_z, kPriorConflictZ));
       continue;
     }
-    if (f.rows.empty() || f.fitted > 0 || is_penalty(r.model.params[j]) || f.allowed_at_zero)
+    if (!r.bounded_work || f.rows.empty() || f.fitted > 0 || is_penalty(r.model.params[j]) ||
+        f.allowed_at_zero)
       continue;
     const size_t shown = std::min<size_t>(3, f.rows.size());
     out.push_back(fmt::format(

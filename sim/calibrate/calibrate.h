@@ -168,6 +168,11 @@ struct FitReport {
   double rms_rel = 0, max_rel = 0;
   size_t max_row = 0;
   bool converged = true;
+  // FitMethod::unscaled: work too has a Gaussian prior bounded at 0
+  // (NNLS), so a price of work the rows measure can sit at 0. Under
+  // today's log-normal priors only a penalty (or a price whose prior
+  // centre is not above 0, held there) can.
+  bool bounded_work = false;
   // The machine's speed relative to the priors' (every scaled prior is
   // the table's times it), by type-II maximum likelihood: for CPU work,
   // and for streaming memory work (SpeedClass::memory).

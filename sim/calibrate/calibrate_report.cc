@@ -151,13 +151,14 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                        const std::string& measurements, const Mapping& m) {
   std::string out = fmt::format(
       "simcache calibrate: {} rows of {}, mapping {}\n"
-      "fit: log-normal prior per parameter (sim/cost_params.def: its mean and sd)\n"
-      "times the machine's speed factor (one for CPU work, one for streaming memory\n"
-      "work) + rows on relative error, at the posterior mode of each price's\n"
-      "logarithm; rows with identical counts share one\n"
+      "fit: a prior per parameter (sim/cost_params.def: its centre and sd), log-normal\n"
+      "for work, Gaussian under x >= 0 for a penalty, times the machine's speed factor\n"
+      "(one for CPU work, one for streaming memory work) + rows on relative error, at\n"
+      "the posterior mode; rows with identical counts share one\n"
       "model error (inadequacy), so do the rows of one workload shape; row noise at\n"
-      "least {:.3g}%; a parameter is pinned when its posterior sd over its value is at\n"
-      "most {:.0f}% of its prior's (on its logarithm) and {:.0f}%\n\n",
+      "least {:.3g}%; a parameter is pinned when its posterior sd is at most {:.0f}% of\n"
+      "its prior's (for work: relative to the value, on its logarithm) and {:.0f}% of its\n"
+      "value\n\n",
       rows.size(), measurements, m.path, m.fit.noise_cv * 100, m.fit.pin_threshold * 100,
       m.fit.pin_relative * 100);
   out += fmt::format("{:<8} {:>12} {:>12} {:>7}  {}\n", "row", "measured", "model", "resid",
@@ -207,13 +208,13 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
         g);
   }
   const std::vector<std::string> problems = fit_problems(r);
-  std::string at_zero;  // measured penalties at 0, or far below their priors
+  std::string at_zero;  // measured penalties at 0
   std::string allowed;  // measured work prices at 0 that their rows allow
   for (size_t j = 0; j < r.params.size(); ++j) {
     const ParamFit& f = r.params[j];
-    const bool low = f.fitted <= 0 || f.prior_z < -kPriorConflictZ;
-    if (f.rows.empty() || !low || (!is_penalty(r.model.params[j]) && f.fitted > 0)) continue;
-    std::string& to = is_penalty(r.model.params[j]) ? at_zero : allowed;
+    const bool penalty = is_penalty(r.model.params[j]);
+    if (f.rows.empty() || f.fitted > 0 || (!penalty && !r.bounded_work)) continue;
+    std::string& to = penalty ? at_zero : allowed;
     to += fmt::format("{}{}", to.empty() ? "" : ", ", r.model.params[j].name);
   }
   if (problems.empty())
@@ -246,7 +247,7 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                           "allow: {})",
                           allowed),
         at_zero.empty() ? std::string()
-                        : fmt::format(" (penalties near 0, which a machine may show: {})",
+                        : fmt::format(" (penalties at 0, which a machine may show: {})",
                                       at_zero),
         r.noise_at_floor ? fmt::format(" (the row noise sits at its floor {:.2f}%: the rows agree "
                                        "better than noise_cv)",
@@ -277,8 +278,8 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
     if (f.status != PinStatus::pinned) out += fmt::format("    {}\n", f.reason);
   }
   out += fmt::format(
-      "\n{} of {} parameters pinned by the rows (posterior sd over the value <= {:.0f}% of the "
-      "prior's and <= {:.0f}%); {} rest mostly on their priors with weak data, {} on their priors "
+      "\n{} of {} parameters pinned by the rows (posterior sd <= {:.0f}% of the prior's, for work "
+      "relative to the value, and <= {:.0f}% of the value); {} rest mostly on their priors with weak data, {} on their priors "
       "alone (no row counts them; sim/cost_params.def)\n",
       pinned, r.params.size(), m.fit.pin_threshold * 100, m.fit.pin_relative * 100, weak, none);
   return out;
