@@ -125,3 +125,41 @@ TEST_CASE("orthogonal_part removes the span of the basis", "[calib][nnls]") {
   CHECK(r[1] == Approx(-0.5));
   CHECK(r[2] == Approx(0.5));
 }
+
+TEST_CASE("Cholesky with forward and backward substitution solves an SPD system",
+          "[calib][nnls]") {
+  // m = B^T B + I for a fixed B: symmetric positive definite; m x = b
+  // solved by L L^T, checked against m times the answer.
+  const size_t n = 5;
+  Matrix b(n, n), m(n, n), l;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j) b(i, j) = std::sin(static_cast<double>(3 * i + j + 1));
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j) {
+      double v = i == j ? 1.0 : 0.0;
+      for (size_t k = 0; k < n; ++k) v += b(k, i) * b(k, j);
+      m(i, j) = v;
+    }
+  REQUIRE(cholesky(m, &l));
+  const std::vector<double> rhs = {1, -2, 0.5, 3, -1};
+  std::vector<double> x = rhs;
+  forward_solve(l, &x);
+  backward_solve(l, &x);
+  for (size_t i = 0; i < n; ++i) {
+    double v = 0;
+    for (size_t j = 0; j < n; ++j) v += m(i, j) * x[j];
+    CHECK(v == Approx(rhs[i]).epsilon(1e-12));
+  }
+  // backward_solve alone solves L^T z = c.
+  std::vector<double> z = rhs;
+  backward_solve(l, &z);
+  for (size_t i = 0; i < n; ++i) {
+    double v = 0;
+    for (size_t k = i; k < n; ++k) v += l(k, i) * z[k];
+    CHECK(v == Approx(rhs[i]).epsilon(1e-12));
+  }
+  // Not positive definite: no factor.
+  Matrix bad(2, 2);
+  bad(0, 0) = 1, bad(1, 1) = -1;
+  CHECK_FALSE(cholesky(bad, &l));
+}

@@ -526,23 +526,26 @@ void solve_params_log(const Matrix& a, const std::vector<double>& y, const std::
     bool stepped = false, stalled = false;
     while (!stepped && lambda < 1e12) {
       // Damped on the Gauss-Newton diagonal, which is at least 1.
-      Matrix hd = h, hinv;
+      Matrix hd = h, lh;
       for (size_t j = 0; j < np; ++j) hd(j, j) += sl[j] * (g[j] - v[j]) + lambda * h(j, j);
       // A penalty at its bound that the gradient pushes below it stays
       // there: out of this step (projected Newton).
       for (size_t j = 0; j < np; ++j)
         if (at_bound[j])
           for (size_t c = 0; c < np; ++c) hd(j, c) = hd(c, j) = c == j ? 1.0 : 0.0;
-      if (!spd_inverse(hd, &hinv)) {
+      // The step -hd^-1 g by hd's Cholesky factor; one that does not
+      // factor (indefinite: the rows' curvature) takes more damping.
+      if (!cholesky(hd, &lh)) {
         lambda = std::max(lambda * 10, 1e-6);
         continue;
       }
+      std::vector<double> step(g);
+      forward_solve(lh, &step);
+      backward_solve(lh, &step);
       std::vector<double> next(v);
       double moved = 0;
       for (size_t i = 0; i < np; ++i) {
-        double d = 0;
-        for (size_t j = 0; j < np; ++j) d -= hinv(i, j) * g[j];
-        next[i] = std::max(next[i] + d, vmin[i]);
+        next[i] = std::max(next[i] - step[i], vmin[i]);
         moved = std::max(moved, std::fabs(next[i] - v[i]));
       }
       const double o = objective(next);

@@ -268,6 +268,15 @@ void forward_solve(const Matrix& l, std::vector<double>* b) {
   }
 }
 
+void backward_solve(const Matrix& l, std::vector<double>* b) {
+  std::vector<double>& z = *b;
+  for (size_t i = l.rows; i-- > 0;) {
+    double v = z[i];
+    for (size_t k = i + 1; k < l.rows; ++k) v -= l(k, i) * z[k];
+    z[i] = v / l(i, i);
+  }
+}
+
 bool spd_inverse(const Matrix& m, Matrix* inv) {
   const size_t n = m.rows;
   double eps = 0, maxd = 0;

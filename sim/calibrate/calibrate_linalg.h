@@ -48,5 +48,8 @@ bool spd_inverse(const Matrix& m, Matrix* inv);
 bool cholesky(const Matrix& m, Matrix* l);
 // Solves L z = b in place (forward substitution).
 void forward_solve(const Matrix& l, std::vector<double>* b);
+// Solves L^T z = b in place (back substitution); with forward_solve(),
+// m z = b for m = L L^T.
+void backward_solve(const Matrix& l, std::vector<double>* b);
 
 }  // namespace simcache::sim
