@@ -533,14 +533,18 @@ TEST_CASE("a price the rows measure driven far below its prior is refused, namin
   CHECK_FALSE(has_problem(fit_problems(five), "of its prior although"));
 }
 
-TEST_CASE("the bound score is the closed form of a two-price fit", "[calib][fit][credible]") {
-  // Two prices, no speed factor (definitions), three rows of three shapes:
-  // the rows want the second price at -1 ns, its prior at +1. With it at
-  // 0 the first price's posterior mode, the pull on the second and the
-  // score g / sqrt(H_11 - H_01^2 / H_00) follow in closed form from the
-  // fitted error model, here on the whitened rows over the prior rows.
+namespace {
+
+// Two prices (definitions: no speed factor) with priors mu +- tau, and
+// three rows of three shapes counting a[i] of them, measured at y[i].
+struct TwoPrices {
   CostModel m;
-  const double mu[2] = {10, 1}, tau[2] = {5, 1};
+  std::vector<MappedRow> rows;
+  std::vector<PerOpCounts> per_op;
+};
+TwoPrices two_prices(const double (&mu)[2], const double (&tau)[2], const double (&a)[3][2],
+                     const double (&y)[3]) {
+  TwoPrices t;
   for (int j = 0; j < 2; ++j) {
     CostParam p;
     p.name = fmt::format("p{}", j);
@@ -549,23 +553,36 @@ TEST_CASE("the bound score is the closed form of a two-price fit", "[calib][fit]
     p.value = p.prior = mu[j];
     p.prior_sd = tau[j];
     p.prior_source = "definition: a test";
-    m.params.push_back(p);
+    t.m.params.push_back(p);
   }
-  const double a[3][2] = {{1, 0}, {1, 1}, {2, 1}}, y[3] = {10, 9, 19};
-  std::vector<MappedRow> rows(3);
-  std::vector<PerOpCounts> per_op(3);
+  t.rows.resize(3);
+  t.per_op.resize(3);
   for (size_t i = 0; i < 3; ++i) {
-    rows[i].row.id = fmt::format("R{}", i);
-    rows[i].row.file = "closed.tsv";
-    rows[i].scenario = fmt::format("shape-{}", i);
-    rows[i].value_ns = y[i];
-    per_op[i].fill(0);
-    per_op[i][0] = a[i][0];
-    per_op[i][1] = a[i][1];
+    t.rows[i].row.id = fmt::format("R{}", i);
+    t.rows[i].row.file = "closed.tsv";
+    t.rows[i].scenario = fmt::format("shape-{}", i);
+    t.rows[i].value_ns = y[i];
+    t.per_op[i].fill(0);
+    t.per_op[i][0] = a[i][0];
+    t.per_op[i][1] = a[i][1];
   }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("the bound score is the closed form of a two-price fit", "[calib][fit][credible]") {
+  // Two prices, no speed factor (definitions), three rows of three shapes:
+  // the rows want the second price at -1 ns, its prior at +1. With it at
+  // 0 the first price's posterior mode, the pull on the second and the
+  // score g / sqrt(H_11 - H_01^2 / H_00) follow in closed form from the
+  // fitted error model, here on the whitened rows over the prior rows.
+  const double mu[2] = {10, 1}, tau[2] = {5, 1};
+  const double a[3][2] = {{1, 0}, {1, 1}, {2, 1}}, y[3] = {10, 9, 19};
+  const TwoPrices t = two_prices(mu, tau, a, y);
   // FitMethod::unscaled's NNLS, the one fit that can put a price at 0.
   const FitReport r =
-      fit_profile(m, calib().map.fit, rows, per_op, "closed", FitMethod::unscaled);
+      fit_profile(t.m, calib().map.fit, t.rows, t.per_op, "closed", FitMethod::unscaled);
   REQUIRE(r.inadequacy_shape == 0);  // every shape holds one configuration
   const double sigma = std::sqrt(r.row_noise * r.row_noise + r.inadequacy * r.inadequacy);
   INFO("s " << r.row_noise << ", sv " << r.inadequacy << ", x " << r.model.params[0].value
@@ -594,31 +611,10 @@ TEST_CASE("today's fit is the mode of the log-normal posterior", "[calib][fit][c
   // and the second stays above 0. Checked here by the objective's
   // central differences in log x, and its sd by the delta method from
   // the Hessian's inverse.
-  CostModel m;
   const double mu[2] = {10, 1}, tau[2] = {5, 1};
-  for (int j = 0; j < 2; ++j) {
-    CostParam p;
-    p.name = fmt::format("p{}", j);
-    p.unit = "ns/event";
-    p.events = {static_cast<Event>(j)};
-    p.value = p.prior = mu[j];
-    p.prior_sd = tau[j];
-    p.prior_source = "definition: a test";
-    m.params.push_back(p);
-  }
   const double a[3][2] = {{1, 0}, {1, 1}, {2, 1}}, y[3] = {10, 10.1, 20.1};
-  std::vector<MappedRow> rows(3);
-  std::vector<PerOpCounts> per_op(3);
-  for (size_t i = 0; i < 3; ++i) {
-    rows[i].row.id = fmt::format("R{}", i);
-    rows[i].row.file = "closed.tsv";
-    rows[i].scenario = fmt::format("shape-{}", i);
-    rows[i].value_ns = y[i];
-    per_op[i].fill(0);
-    per_op[i][0] = a[i][0];
-    per_op[i][1] = a[i][1];
-  }
-  const FitReport r = fit_profile(m, calib().map.fit, rows, per_op, "closed");
+  const TwoPrices t = two_prices(mu, tau, a, y);
+  const FitReport r = fit_profile(t.m, calib().map.fit, t.rows, t.per_op, "closed");
   REQUIRE(r.inadequacy_shape == 0);
   const double sigma = std::sqrt(r.row_noise * r.row_noise + r.inadequacy * r.inadequacy);
   const auto objective = [&](double l0, double l1) {
