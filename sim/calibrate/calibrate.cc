@@ -590,12 +590,12 @@ void solve_params_log(const Matrix& a, const std::vector<double>& y, const std::
   f->cov_log = Matrix(np, np);
   for (size_t i = 0; i < np; ++i)
     for (size_t j = 0; j < np; ++j) f->cov_log(i, j) = sl[i] * hinv(i, j) * sl[j];
-  std::vector<double> d(np);
-  // Each price at the mode of its logarithm, with the delta method's
-  // covariance, x_i x_j V_ij: a price the rows leave alone keeps its
-  // prior's centre and sd.
-  // The effective number of parameters, tr(H^-1 J^T J) = np -
+  // Each price at the mode, with the delta method's covariance d_i
+  // (H^-1)_ij d_j, d_j = k_j dz_j / dv_j (x_j sl_j for work, k_j tau_j
+  // for a penalty): a price the rows leave alone keeps its prior's centre
+  // and sd. The effective number of parameters is tr(H^-1 J^T J) = np -
   // sum_j (H^-1)_jj (1 + curv_j).
+  std::vector<double> d(np);
   for (size_t j = 0; j < np; ++j) {
     const double z = price(v, j);
     f->x[j] = k[j] * z, f->dof -= hinv(j, j) * (1 + curv[j]);
