@@ -1016,28 +1016,26 @@ std::vector<std::string> fit_problems(const FitReport& r) {
     const ParamFit& f = r.params[j];
     // A penalty (a cold or remote state's extra over the warm path) may
     // be 0 on a machine; work cannot.
+    // "6 rows count it (WV-019..WV-021, ...)": the rows that measure it.
+    const size_t shown = std::min<size_t>(3, f.rows.size());
+    const std::string counted = fmt::format(
+        "{} {} it ({}{})", f.rows.size(), f.rows.size() == 1 ? "row counts" : "rows count",
+        id_ranges({f.rows.begin(), f.rows.begin() + static_cast<std::ptrdiff_t>(shown)}),
+        shown < f.rows.size() ? ", ..." : "");
     if (!f.rows.empty() && !is_penalty(r.model.params[j]) && f.prior_z < -kPriorConflictZ) {
-      const size_t shown = std::min<size_t>(3, f.rows.size());
       out.push_back(fmt::format(
-          "{} is {:.3g}% of its prior although {} {} it ({}{}): the fit drove a price the rows "
-          "measure {:.1f} sds of its logarithm below its prior (beyond {:.1f})",
-          r.model.params[j].name,
-          100 * f.fitted / std::max(r.model.params[j].prior, 1e-300), f.rows.size(),
-          f.rows.size() == 1 ? "row counts" : "rows count",
-          id_ranges({f.rows.begin(), f.rows.begin() + static_cast<std::ptrdiff_t>(shown)}),
-          shown < f.rows.size() ? ", ..." : "", -f.prior_z, kPriorConflictZ));
+          "{} is {:.3g}% of its prior although {}: the fit drove a price the rows measure "
+          "{:.1f} sds of its logarithm below its prior (beyond {:.1f})",
+          r.model.params[j].name, 100 * f.fitted / std::max(r.model.params[j].prior, 1e-300),
+          counted, -f.prior_z, kPriorConflictZ));
       continue;
     }
     if (!r.bounded_work || f.rows.empty() || f.fitted > 0 || is_penalty(r.model.params[j]) ||
         f.allowed_at_zero)
       continue;
-    const size_t shown = std::min<size_t>(3, f.rows.size());
     out.push_back(fmt::format(
-        "{} is 0 although {} {} it ({}{}): the fit drove a price the rows measure to its "
-        "bound ({})",
-        r.model.params[j].name, f.rows.size(), f.rows.size() == 1 ? "row counts" : "rows count",
-        id_ranges({f.rows.begin(), f.rows.begin() + static_cast<std::ptrdiff_t>(shown)}),
-        shown < f.rows.size() ? ", ..." : "",
+        "{} is 0 although {}: the fit drove a price the rows measure to its bound ({})",
+        r.model.params[j].name, counted,
         f.partner.empty()
             ? fmt::format("no price above 0 moves with it; they push it below 0 by {:.1f} sd",
                           -f.bound_z)

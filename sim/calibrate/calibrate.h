@@ -124,9 +124,9 @@ struct ParamFit {
   // by at most kBoundRefuseZ sds. Any other work price at 0 refuses the fit.
   bool allowed_at_zero = false;
   std::string partner;  // that price above 0, if one moves with it so
-  // FitMethod::current (log-normal priors): the fitted price's distance
-  // from its prior's centre, in prior sds of its logarithm (negative:
-  // below). 0 for the unscaled fit.
+  // FitMethod::current, a price of work (log-normal prior): the fitted
+  // price's distance from its prior's centre, in prior sds of its
+  // logarithm (negative: below). 0 for a penalty and for the unscaled fit.
   double prior_z = 0;
 };
 
