@@ -671,8 +671,8 @@ TEST_CASE("a penalty at 0 is reported and a work price far below its prior refus
     if (is_penalty(p)) penalties.push_back(p.name);
   CHECK(penalties == std::vector<std::string>{"idle_gap", "idle_cold_slot", "idle_cold_install",
                                               "idle_slow_install",
-                                              "slab_alloc_remote", "ring_first_use",
-                                              "cpufreq_slow_wake"});
+                                              "slab_alloc_remote", "req_cold",
+                                              "ring_first_use", "cpufreq_slow_wake"});
   const auto fit = [&](Event extra, std::string* report) {
     std::vector<MappedRow> rows(calib().rows.begin(), calib().rows.begin() + 6);
     std::vector<PerOpCounts> per_op(6, PerOpCounts{});
@@ -865,16 +865,16 @@ int covered(const std::string& out) {
 // or validate ("ID measured unit predicted unit [lo, hi] error%") prints
 // them; lo is NaN in calibrate's.
 struct RowFigures {
-  double measured = NAN, predicted = NAN, lo = NAN;
+  double measured = NAN, predicted = NAN, lo = NAN, hi = NAN;
 };
 RowFigures row_figures(const std::string& out, const std::string& id) {
   RowFigures f;
   const size_t at = out.find("\n" + id + " ");
   if (at == std::string::npos) return f;
   std::istringstream in(out.substr(at + id.size() + 2, out.find('\n', at + 1) - at));
-  std::string unit, lo;
-  in >> f.measured >> unit >> f.predicted >> unit >> lo;
-  if (!lo.empty() && lo[0] == '[') f.lo = std::stod(lo.substr(1));
+  std::string unit, lo, hi;
+  in >> f.measured >> unit >> f.predicted >> unit >> lo >> hi;
+  if (!lo.empty() && lo[0] == '[') f.lo = std::stod(lo.substr(1)), f.hi = std::stod(hi);
   return f;
 }
 
@@ -1153,6 +1153,66 @@ TEST_CASE("a fifth sitting: weak prices that a bounded Gaussian put at 0 fit abo
   }
 }
 
+TEST_CASE("a sixth sitting: polls armed beyond the cache share are priced cold",
+          "[refits][calib][cli]") {
+  // The first sitting with POLL_ADD at two depths (65,536 and 4,096 polls
+  // armed a ring) and the kit's pointer-chase cache share (2026-12-06,
+  // median rounds). Its shares, 4,096 and 8,192 KiB, hold 16,384 and
+  // 32,768 io_kiocbs: the deep rows' polls are 75 % cold, the shallow
+  // ones' none. The fit pins req_cold above 0 and fits both poll rows
+  // within 1 %; the validation suite's shallower poll shape (QD 1024,
+  // 4,096 armed) falls inside its interval, within 10 %. The same rows
+  // without the share (the default machine's 25 MiB: nothing cold) fit
+  // the deep row 5 % low and predict the shallow shape over 20 % high,
+  // outside its interval.
+  const std::string cal = repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv");
+  const std::string val = repo_file("data/measurements/vm-2cpu-sixth-validation.tsv");
+  const auto strip = [](const std::string& path, const std::string& name) {
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), {}), out;
+    const std::string mark = "; LLC share ";
+    for (size_t at = 0;;) {
+      const size_t m = text.find(mark, at);
+      if (m == std::string::npos) return testing::TempFile(name, out + text.substr(at));
+      out += text.substr(at, m - at);
+      at = text.find("(pointer chase)", m) + std::string("(pointer chase)").size();
+    }
+  };
+  const CliOutcome fit = run_cli({"calibrate", "--statistic", "median", "--measurements", cal});
+  INFO(fit.out << fit.err);
+  REQUIRE(fit.status == 0);
+  CHECK(fit.out.find("llc_kib=4096 qd=4096 recycle=32") != std::string::npos);
+  CHECK(fit.out.find("llc_kib=8192 qd=4096 recycle=2") != std::string::npos);
+  const std::string cold = fit.out.substr(fit.out.find("\nreq_cold "));
+  CHECK(cold.substr(0, cold.find('\n', 1)).find("pinned") != std::string::npos);
+  for (const char* id : {"C-POLL", "C-POLL-4096"}) {
+    const RowFigures f = row_figures(fit.out, id);
+    CHECK(std::abs(f.predicted / f.measured - 1) < 0.01);
+  }
+  const CliOutcome v =
+      run_cli({"validate", "--statistic", "median", "--measurements", val, "--fit-on", cal});
+  REQUIRE(v.status == 0);
+  const RowFigures poll = row_figures(v.out, "V-POLL-1024");
+  CHECK(poll.measured >= poll.lo);
+  CHECK(poll.measured <= poll.hi);
+  CHECK(std::abs(poll.predicted / poll.measured - 1) < 0.10);
+
+  const testing::TempFile bare_cal = strip(cal, "sixth_nollc_cal.tsv"),
+                 bare_val = strip(val, "sixth_nollc_val.tsv");
+  const CliOutcome bare_fit =
+      run_cli({"calibrate", "--statistic", "median", "--measurements", bare_cal.path()});
+  REQUIRE(bare_fit.status == 0);
+  CHECK(bare_fit.out.find("llc_kib") == std::string::npos);
+  CHECK(row_figures(bare_fit.out, "C-POLL").predicted / row_figures(bare_fit.out, "C-POLL").measured <
+        0.95);
+  const CliOutcome bare = run_cli({"validate", "--statistic", "median", "--measurements",
+                                   bare_val.path(), "--fit-on", bare_cal.path()});
+  REQUIRE(bare.status == 0);
+  const RowFigures bare_poll = row_figures(bare.out, "V-POLL-1024");
+  CHECK(bare_poll.predicted / bare_poll.measured > 1.2);
+  CHECK(bare_poll.measured < bare_poll.lo);
+}
+
 TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, beside the "
           "older fitter's",
           "[refits][calib][cli]") {
@@ -1270,7 +1330,7 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
   // judged against each. The block is the command and its closing table.
   std::string want;
   int outside_now = 0, outside_old = 0;  // sittings outside the 85-97 % goal
-  for (const char* sitting : {"idle", "quiet", "fresh", "fourth", "fifth"}) {
+  for (const char* sitting : {"idle", "quiet", "fresh", "fourth", "fifth", "sixth"}) {
     const std::string cal = fmt::format("data/measurements/vm-2cpu-{}-calibration.tsv", sitting);
     const std::string val = fmt::format("data/measurements/vm-2cpu-{}-validation.tsv", sitting);
     const std::filesystem::path cwd = std::filesystem::current_path();
@@ -1283,12 +1343,17 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
     REQUIRE(table != std::string::npos);
     want += fmt::format("`simcache validate --measurements {} --fit-on {}`:\n\n{}\n", val, cal,
                         o.out.substr(table));
-    // The prose beneath the block: the older fitter's mean absolute
-    // error a little lower, by under two points.
+    // The prose beneath the block: on the first five the older fitter's
+    // mean absolute error a little lower, by under two points; on the
+    // sixth (noisier rows, read as their means) today's lower by over 3.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
-    CHECK(old < now);
-    CHECK(now - old < 2);
+    if (std::string(sitting) == "sixth") {
+      CHECK(old - now > 3);
+    } else {
+      CHECK(old < now);
+      CHECK(now - old < 2);
+    }
     for (const char* who : {"| today's |", "| before the speed factors |"}) {
       const std::vector<std::string> c = cells(o.out, who);
       REQUIRE(c.size() == 8);

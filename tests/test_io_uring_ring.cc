@@ -451,3 +451,30 @@ TEST_CASE("ring: a closed ring's record is freed, its id stays taken and reads a
   s.io->exit_all(kApp);
   CHECK(s.io->rings_held() == 0);
 }
+
+TEST_CASE("ring: polls armed beyond the last-level cache's share are cancelled cold",
+          "[io_uring][ring]") {
+  // A 64 KiB share holds 256 io_kiocbs of 256 bytes (248 rounded up to
+  // whole cache lines by SLAB_HWCACHE_ALIGN): of 300 polls armed on one
+  // ring, the 44 armed first are cold at its exit; on a second ring of
+  // 200 none is. Without a share (0) nothing is counted cold.
+  const auto run = [](uint32_t llc_kib) {
+    auto s = std::make_unique<Sim>("v6.18");
+    s->io->set_llc_kib(llc_kib);
+    for (const int polls : {300, 200}) {
+      const int r = s->io->ring_create(kApp, {512, 0, false});
+      REQUIRE(r >= 0);
+      s->io->enter_begin(r);
+      for (int i = 0; i < polls; ++i) REQUIRE(s->io->poll_add(r) == 0);
+      s->io->enter_end(r);
+      s->io->ring_exit(r, kKworker);
+    }
+    return s;
+  };
+  const auto small = run(64);
+  CHECK(small->ev(Event::req_cancel) == 500);
+  CHECK(small->ev(Event::req_cold) == 44);
+  CHECK(small->live_after_task_exit() == 0);
+  CHECK(run(80)->ev(Event::req_cold) == 0);  // 320 fit
+  CHECK(run(0)->ev(Event::req_cold) == 0);
+}

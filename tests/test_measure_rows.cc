@@ -113,6 +113,29 @@ TEST_CASE("every kit row maps to the simulation it replays, on the host's machin
   }
 }
 
+TEST_CASE("a poll row's pointer-chase cache share becomes the machine's llc_kib", "[measure]") {
+  Mapping m;
+  std::string err;
+  REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &m, &err));
+  const Expect& poll = kRows.back();
+  REQUIRE(poll.scenario == "poll-refill");
+  const std::string text =
+      std::string(kHeader) +
+      kit_row("H-0", poll.workload, poll.shape + "; LLC share 4096 KiB (pointer chase)", poll.value,
+              poll.unit) +
+      kit_row("H-1", poll.workload, poll.shape, poll.value, poll.unit);
+  std::vector<MeasuredRow> rows;
+  REQUIRE(parse_measurements(text, "kit.tsv", &rows, &err));
+  REQUIRE(rows.size() == 2);
+  MappedRow with, without;
+  REQUIRE(map_row(m, rows[0], &with, &err));
+  REQUIRE(map_row(m, rows[1], &without, &err));
+  CHECK(with.params.at("llc_kib") == 4096);
+  CHECK(with.params.at("recycle") == 32);
+  // An older sitting's row (no chase): the default machine's share.
+  CHECK(without.params.count("llc_kib") == 0);
+}
+
 TEST_CASE("a kit row without the host suffix is not taken for a host row", "[measure]") {
   Mapping m;
   std::string err;

@@ -362,3 +362,20 @@ TEST_CASE("SLUB stat items that are a path of their own are events too", "[scena
       }
   }
 }
+
+TEST_CASE("poll-refill: a ring's polls beyond the cache share are cancelled cold",
+          "[scenario][io_uring]") {
+  // QD 4096, bursts of 2048, a ring every 32 bursts: 65,536 polls armed a
+  // ring, 4 rings for 262,144. A 2,048 KiB share holds 8,192 io_kiocbs of
+  // 256 bytes: 57,344 a ring are cold, 229,376 in all. With the i7's
+  // 25,600 KiB (102,400 fit) none is, nor with 4,096 armed a ring.
+  const auto cold = [](const char* llc, const char* recycle) {
+    const RunResult r = run_ok("poll-refill", {"unpatched"},
+                               {{"llc_kib", llc}, {"recycle", recycle}, {"total", "262144"}});
+    CHECK(col(r, 0).timed[Event::req_cancel] == 262144);
+    return col(r, 0).timed[Event::req_cold];
+  };
+  CHECK(cold("2048", "32") == 229376);
+  CHECK(cold("25600", "32") == 0);
+  CHECK(cold("2048", "2") == 0);
+}

@@ -78,6 +78,10 @@ struct IoKernel {
   // cpufreq_iowait_boost), and the waiting CPU's boost state (cpufreq.h).
   bool cpufreq_iowait_boost = false;
   IowaitBoost freq_boost;
+  // The last-level cache the benchmark's data keeps (machine.def llc_kib;
+  // 0: no limit modelled): armed requests whose memory a ring lifetime
+  // pushed out of it are cold when the ring's exit cancels them.
+  uint64_t llc_bytes = 0;
   // Virtual ns the waiting CPU spent idle in I/O-wait sleeps (priced runs).
   double iowait_ns = 0;
   // The last io_ring_ctx_free()'s node-cache free (io_alloc_cache_free()

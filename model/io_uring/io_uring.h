@@ -140,6 +140,14 @@ void io_ring_exit_cancel(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   const Task& runner = ctx.params.defer_taskrun ? kworker : ctx.submitter;
   ev(k.mm, Event::task_work_run, items);  // one item per request
   io_futex_remove_all(k, ctx, runner);
+  // The polls were armed one after another over the ring's life, each
+  // writing its io_kiocb (a SLAB_HWCACHE_ALIGN object: whole cache lines)
+  // and linking it into the pipe's wait queue; by the exit, a cache of
+  // llc_bytes holds the most recently armed of them, and the rest are
+  // cancelled from memory.
+  if (const size_t fit = k.llc_bytes / ((k.profile.io_kiocb_size + 63) / 64 * 64);
+      k.llc_bytes != 0 && ctx.poll_list.size() > fit)
+    ev(k.mm, Event::req_cold, ctx.poll_list.size() - fit);
   for (Ptr req : ctx.poll_list) {
     ev(k.mm, Event::req_cancel);
     io_post_cqe(k, ctx, runner);

@@ -54,6 +54,7 @@ class IoUring {
   void set_idle_table(const IdleTable* t) { k_.idle = t; }
   // Whether the machine's cpufreq governor boosts on iowait wake-ups.
   void set_cpufreq_iowait_boost(bool on) { k_.cpufreq_iowait_boost = on; }
+  void set_llc_kib(uint32_t kib) { k_.llc_bytes = uint64_t{kib} * 1024; }
   // Virtual ns the waiting CPU has spent idle in I/O-wait sleeps so far.
   double iowait_ns() const { return k_.iowait_ns; }
   // The last ring teardown's node-cache free: its interval on the running

@@ -121,6 +121,7 @@ void run_job(Job& j, const RunConfig& cfg, bool steady) {
   iou::MmIoUring io(mm, *j.col->kernel, ps);
   io.set_idle_table(jm.idle);
   io.set_cpufreq_iowait_boost(jm.cpufreq_iowait_boost);
+  io.set_llc_kib(jm.llc_kib);
   inject_faults(mm, cfg);
   Machine machine(mm.events(), machine_config(jm, mc, cfg));
   Recorder rec(mm);

@@ -32,6 +32,7 @@ JobMachine job_machine(const Params& p, const iou::MachineInfo& m) {
   j.pi = !p.count("pi") || p.at("pi");
   j.idle = m.idle_table.empty() ? nullptr : iou::idle_table(m.idle_table);
   j.cpufreq_iowait_boost = p.at("cpufreq_iowait_boost") != 0;
+  j.llc_kib = static_cast<uint32_t>(p.at("llc_kib"));
   return j;
 }
 
