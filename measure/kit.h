@@ -129,6 +129,8 @@ int kit_cmd_waitv(int argc, char** argv, const struct kit_opts* o, const struct 
 int kit_cmd_s0(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
 int kit_cmd_e0(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
 int kit_cmd_poll(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
+int kit_cmd_llc(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
+int kit_llc_share_kib(void);
 int kit_cmd_slabcount(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);
 
 /* --trace DIR (kit_trace.c): runs `fn` in a forked child with a tracing

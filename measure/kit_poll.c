@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "measure/kit.h"
@@ -41,25 +42,30 @@ static double poll_round(int pipe_rd, int qd, int burst, int recycle, int total)
 }
 
 /* The last-level cache share this task's data keeps, in KiB, read off a
- * pointer chase: one pointer per 64-byte line of a buffer, linked in a
- * random cyclic order (no prefetcher follows it), the nanoseconds per
- * dependent load timed at 256 KiB, 512 KiB, ... 128 MiB. The share is
- * the largest buffer whose loads stay under the geometric mean of the
- * smallest buffer's (a cache hit) and the largest's (memory): on a
- * virtual machine that is the part of the host's L3 its neighbours
- * leave, which no cpuid or sysfs file tells. The model reads it as
- * machine.def llc_kib (docs/measure.md). */
-static int llc_share_kib(void) {
-  enum { kMinKib = 256, kMaxKib = 128 * 1024, kLoads = 2000000 };
-  const size_t lines = (size_t)kMaxKib * 1024 / 64;
-  char* buf = aligned_alloc(4096, lines * 64);
-  size_t* order = malloc(lines * sizeof *order);
+ * pointer chase: one pointer per 64-byte line of a buffer (on huge pages
+ * where the kernel gives them, as the slab memory the model prices sits
+ * in the kernel's huge-page direct map), linked in a random cyclic order
+ * that no prefetcher follows; nanoseconds per dependent load at 256 KiB
+ * and then sqrt(2) times larger buffers up to 128 MiB, each the median of
+ * three timings of 500,000 loads. The share is the largest buffer whose
+ * loads stay under the geometric mean of the smallest buffer's (an L2 or
+ * cache hit) and the largest's (memory): on a virtual machine, the part
+ * of the host's L3 the neighbours leave, which no cpuid leaf or sysfs
+ * file tells. The model reads it as machine.def llc_kib (docs/measure.md). */
+int kit_llc_share_kib(void) {
+  enum { kSizes = 19, kLoads = 500000, kTimings = 3 };
+  static const double kMinKib = 256;
+  const size_t max_lines = (size_t)(kMinKib * 1024 / 64 * pow(2, (kSizes - 1) / 2.0)) + 1;
+  char* buf = aligned_alloc(1 << 21, (max_lines * 64 + (1 << 21) - 1) / (1 << 21) * (1 << 21));
+  size_t* order = malloc(max_lines * sizeof *order);
   if (!buf || !order) kit_die("pointer chase buffer", ENOMEM);
-  double ns[20];
-  int sizes = 0;
+  (void)madvise(buf, max_lines * 64, MADV_HUGEPAGE); /* advice only */
+  double ns[kSizes];
+  int kib[kSizes];
   uint64_t x = 0x9e3779b97f4a7c15ull;
-  for (int kib = kMinKib; kib <= kMaxKib; kib *= 2, ++sizes) {
-    const size_t n = (size_t)kib * 1024 / 64;
+  for (int k = 0; k < kSizes; ++k) {
+    kib[k] = (int)(kMinKib * pow(2, k / 2.0) / 4 + 0.5) * 4; /* whole 4 KiB */
+    const size_t n = (size_t)kib[k] * 1024 / 64;
     for (size_t i = 0; i < n; ++i) order[i] = i;
     for (size_t i = n - 1; i > 0; --i) { /* Fisher-Yates, xorshift64 */
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -70,15 +76,30 @@ static int llc_share_kib(void) {
       *(void**)(buf + order[i] * 64) = buf + order[(i + 1) % n] * 64;
     void* volatile* p = (void* volatile*)(buf + order[0] * 64);
     for (size_t i = 0; i < n; ++i) p = (void* volatile*)*p; /* warm */
-    const double t0 = kit_now_ns();
-    for (int i = 0; i < kLoads; ++i) p = (void* volatile*)*p;
-    ns[sizes] = (kit_now_ns() - t0) / kLoads;
+    double t[kTimings];
+    for (int r = 0; r < kTimings; ++r) {
+      const double t0 = kit_now_ns();
+      for (int i = 0; i < kLoads; ++i) p = (void* volatile*)*p;
+      t[r] = (kit_now_ns() - t0) / kLoads;
+    }
+    for (int a = 0; a < kTimings; ++a) /* sort the three: the median is t[1] */
+      for (int b = a + 1; b < kTimings; ++b)
+        if (t[b] < t[a]) { const double m = t[a]; t[a] = t[b], t[b] = m; }
+    ns[k] = t[kTimings / 2];
   }
   free(order), free(buf);
-  const double mid = sqrt(ns[0] * ns[sizes - 1]);
-  int share = kMinKib;
-  for (int i = 1; i < sizes && ns[i] < mid; ++i) share = kMinKib << i;
+  const double mid = sqrt(ns[0] * ns[kSizes - 1]);
+  int share = kib[0];
+  for (int k = 1; k < kSizes && ns[k] < mid; ++k) share = kib[k];
   return share;
+}
+
+/* llc: print the share (what scripts/measure passes to every poll row of
+ * a sitting as --llc-kib, so the sitting's rows share one reading). */
+int kit_cmd_llc(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h) {
+  (void)argc, (void)argv, (void)o, (void)h;
+  printf("%d\n", kit_llc_share_kib());
+  return 0;
 }
 
 int kit_cmd_poll(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h) {
@@ -86,7 +107,10 @@ int kit_cmd_poll(int argc, char** argv, const struct kit_opts* o, const struct k
   const int burst = kit_int_arg(argc, argv, "burst", 2048, 1, qd);
   const int recycle = kit_int_arg(argc, argv, "recycle", 32, 1, 100000);
   const int total = kit_int_arg(argc, argv, "total", 65536, 1, 1 << 26);
-  const int llc_kib = llc_share_kib();
+  /* The sitting's reading (scripts/measure takes one per sitting), or
+   * this row's own. */
+  int llc_kib = kit_int_arg(argc, argv, "llc-kib", 0, 0, 1048576);
+  if (llc_kib == 0) llc_kib = kit_llc_share_kib();
   int fds[2];
   if (pipe(fds)) kit_die("pipe", errno);
   struct kit_point p;

@@ -24,7 +24,8 @@ static const char kUsage[] =
     "  waitv     --vectors V --width W --cycles C   FUTEX_WAITV -> WAKE (v0)\n"
     "  s0        --waits N --cycles C               scalar FUTEX_WAIT -> WAKE control\n"
     "  e0        --waits N --fail-permille P --cycles C   arm-fail\n"
-    "  poll      --qd Q --burst B --recycle R --total T   POLL_ADD request refill\n"
+    "  poll      --qd Q --burst B --recycle R --total T [--llc-kib K]   POLL_ADD request refill\n"
+    "  llc                                          the cache share (pointer chase), KiB\n"
     "  slabcount --slots S --installs N --caches a,b,...  slab deltas across fills\n"
     "  host                                         print the host record\n"
     "  probe                                        exit 0 if io_uring works, 77 if not\n"
@@ -101,7 +102,8 @@ int main(int argc, char** argv) {
   } cmds[] = {{"f0", kit_cmd_f0},     {"coldwarm", kit_cmd_coldwarm},
               {"lifecycle", kit_cmd_lifecycle}, {"waitv", kit_cmd_waitv},
               {"s0", kit_cmd_s0},     {"e0", kit_cmd_e0},
-              {"poll", kit_cmd_poll}, {"slabcount", kit_cmd_slabcount}};
+              {"poll", kit_cmd_poll}, {"llc", kit_cmd_llc},
+              {"slabcount", kit_cmd_slabcount}};
   if (!strcmp(prog, "probe")) { /* exit 77 (a ctest skip) without io_uring */
     struct io_uring r;
     const int ret = io_uring_queue_init(8, &r, 0);
@@ -120,7 +122,7 @@ int main(int argc, char** argv) {
   }
   for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; ++k)
     if (!strcmp(prog, cmds[k].name)) {
-      if (header && strcmp(prog, "slabcount")) fputs(kHeader, stdout);
+      if (header && strcmp(prog, "slabcount") && strcmp(prog, "llc")) fputs(kHeader, stdout);
       if (trace_dir) return kit_trace_program(trace_dir, trace_kb, &o, &h, cmds[k].fn, pargc, pargv);
       return cmds[k].fn(pargc, pargv, &o, &h);
     }

@@ -1155,16 +1155,20 @@ TEST_CASE("a fifth sitting: weak prices that a bounded Gaussian put at 0 fit abo
 
 TEST_CASE("a sixth sitting: polls armed beyond the cache share are priced cold",
           "[refits][calib][cli]") {
-  // The first sitting with POLL_ADD at two depths (65,536 and 4,096 polls
-  // armed a ring) and the kit's pointer-chase cache share (2026-12-06,
-  // median rounds). Its shares, 4,096 and 8,192 KiB, hold 16,384 and
-  // 32,768 io_kiocbs: the deep rows' polls are 75 % cold, the shallow
-  // ones' none. The fit pins req_cold above 0 and fits both poll rows
-  // within 1 %; the validation suite's shallower poll shape (QD 1024,
-  // 4,096 armed) falls inside its interval, within 10 %. The same rows
-  // without the share (the default machine's 25 MiB: nothing cold) fit
-  // the deep row 5 % low and predict the shallow shape over 20 % high,
-  // outside its interval.
+  // The first sitting with POLL_ADD at three shapes (65,536 polls armed a
+  // ring, 4,096 on a ring of 4,096 and 4,096 on a ring of 256, which
+  // overflows its CQ ring) and one pointer-chase cache share for the
+  // sitting (8,192 KiB: 32,768 io_kiocbs), median rounds, 2026-12-06.
+  // Half the deep row's polls are cold. The fit pins req_cold above 0 and
+  // fits the deep row within 1 %; without the share (nothing cold) it fits
+  // it over 15 % low and its rms is higher. The validation suite's QD 1024
+  // shape (4,096 armed) is within 5 % with the share, over 9 % high
+  // without. Its 32,768-deep shape, which the share holds whole, is
+  // predicted over 10 % high with it (inside its interval) and lower
+  // without: the step at a share the chase reads to a factor of two is
+  // coarse. The shallow rows show what the model lacks beside it: a ring
+  // of 4,096 costs more per SQE than one of 256 at equal depth, and the
+  // fit misses them by about 10 % in opposite directions.
   const std::string cal = repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv");
   const std::string val = repo_file("data/measurements/vm-2cpu-sixth-validation.tsv");
   const auto strip = [](const std::string& path, const std::string& name) {
@@ -1178,39 +1182,64 @@ TEST_CASE("a sixth sitting: polls armed beyond the cache share are priced cold",
       at = text.find("(pointer chase)", m) + std::string("(pointer chase)").size();
     }
   };
+  const auto rms_of = [](const std::string& out) {
+    const std::string mark = "rms relative residual ";
+    return std::stod(out.substr(out.find(mark) + mark.size()));
+  };
+  const auto error_of = [](const std::string& out, const char* id) {
+    const RowFigures f = row_figures(out, id);
+    return f.predicted / f.measured - 1;
+  };
   const CliOutcome fit = run_cli({"calibrate", "--statistic", "median", "--measurements", cal});
   INFO(fit.out << fit.err);
   REQUIRE(fit.status == 0);
-  CHECK(fit.out.find("llc_kib=4096 qd=4096 recycle=32") != std::string::npos);
-  CHECK(fit.out.find("llc_kib=8192 qd=4096 recycle=2") != std::string::npos);
+  CHECK(fit.out.find("llc_kib=8192 qd=4096 recycle=32 total=131072") != std::string::npos);
   const std::string cold = fit.out.substr(fit.out.find("\nreq_cold "));
   CHECK(cold.substr(0, cold.find('\n', 1)).find("pinned") != std::string::npos);
-  for (const char* id : {"C-POLL", "C-POLL-4096"}) {
-    const RowFigures f = row_figures(fit.out, id);
-    CHECK(std::abs(f.predicted / f.measured - 1) < 0.01);
-  }
+  CHECK(std::abs(error_of(fit.out, "C-POLL")) < 0.01);
+  CHECK(error_of(fit.out, "C-POLL-4096") < -0.08);  // the big ring, dearer than priced
+  CHECK(error_of(fit.out, "C-POLL-256") > 0.08);    // the small ring, cheaper
   const CliOutcome v =
       run_cli({"validate", "--statistic", "median", "--measurements", val, "--fit-on", cal});
   REQUIRE(v.status == 0);
-  const RowFigures poll = row_figures(v.out, "V-POLL-1024");
-  CHECK(poll.measured >= poll.lo);
-  CHECK(poll.measured <= poll.hi);
-  CHECK(std::abs(poll.predicted / poll.measured - 1) < 0.10);
+  for (const char* id : {"V-POLL-1024", "V-POLL-32768"}) {
+    const RowFigures f = row_figures(v.out, id);
+    INFO(id);
+    CHECK(f.measured >= f.lo);
+    CHECK(f.measured <= f.hi);
+  }
+  CHECK(std::abs(error_of(v.out, "V-POLL-1024")) < 0.05);
+  CHECK(error_of(v.out, "V-POLL-32768") > 0.10);
 
   const testing::TempFile bare_cal = strip(cal, "sixth_nollc_cal.tsv"),
-                 bare_val = strip(val, "sixth_nollc_val.tsv");
+                          bare_val = strip(val, "sixth_nollc_val.tsv");
   const CliOutcome bare_fit =
       run_cli({"calibrate", "--statistic", "median", "--measurements", bare_cal.path()});
   REQUIRE(bare_fit.status == 0);
   CHECK(bare_fit.out.find("llc_kib") == std::string::npos);
-  CHECK(row_figures(bare_fit.out, "C-POLL").predicted / row_figures(bare_fit.out, "C-POLL").measured <
-        0.95);
+  CHECK(error_of(bare_fit.out, "C-POLL") < -0.15);
+  CHECK(rms_of(bare_fit.out) > rms_of(fit.out) + 1);
   const CliOutcome bare = run_cli({"validate", "--statistic", "median", "--measurements",
                                    bare_val.path(), "--fit-on", bare_cal.path()});
   REQUIRE(bare.status == 0);
-  const RowFigures bare_poll = row_figures(bare.out, "V-POLL-1024");
-  CHECK(bare_poll.predicted / bare_poll.measured > 1.2);
-  CHECK(bare_poll.measured < bare_poll.lo);
+  CHECK(error_of(bare.out, "V-POLL-1024") > 0.09);
+  CHECK(error_of(bare.out, "V-POLL-32768") < error_of(v.out, "V-POLL-32768"));
+
+  // docs/validation.md's drift block: the sitting's two repeats.
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
+  const std::string rel_val = "data/measurements/vm-2cpu-sixth-validation.tsv",
+                    rel_cal = "data/measurements/vm-2cpu-sixth-calibration.tsv";
+  const CliOutcome d = run_cli({"validate", "--measurements", rel_val, "--fit-on", rel_cal});
+  std::filesystem::current_path(cwd);
+  REQUIRE(d.status == 0);
+  const size_t b = d.out.find("drift between the suites: 2 rows");
+  REQUIRE(b != std::string::npos);
+  const size_t e = d.out.find("\n", d.out.find("the machine moved by", b));
+  check_doc_block("docs/validation.md", "drift-sixth",
+                  fmt::format("```\n$ simcache validate --measurements {} --fit-on {}\n...\n{}\n"
+                              "...\n```\n",
+                              rel_val, rel_cal, d.out.substr(b, e - b)));
 }
 
 TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, beside the "
@@ -1345,11 +1374,11 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
                         o.out.substr(table));
     // The prose beneath the block: on the first five the older fitter's
     // mean absolute error a little lower, by under two points; on the
-    // sixth (noisier rows, read as their means) today's lower by over 3.
+    // sixth today's lower.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
     if (std::string(sitting) == "sixth") {
-      CHECK(old - now > 3);
+      CHECK(now < old);
     } else {
       CHECK(old < now);
       CHECK(now - old < 2);

@@ -561,3 +561,86 @@ TEST_CASE("calibrate writes a profile that loads and reproduces its fit", "[vali
   REQUIRE(v.status == 0);
   std::filesystem::remove(out);
 }
+
+TEST_CASE("validate --fit-on sets apart the rows that repeat a fitted configuration, as drift",
+          "[validate][calib]") {
+  // The sixth sitting's validation rows, their own repeats (V-R-*) taken
+  // out and two others put in, of a calibration row each, measured 25 %
+  // and 15 % slower than in the calibration suite: the machine moved by
+  // their median, +20 %. Both are set apart (24 rows validated, as
+  // without them), and the rows divided by 1.2 judge as a file of those
+  // rows divided by 1.2 judges as measured.
+  const std::string cal = repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv");
+  const std::string val = repo_file("data/measurements/vm-2cpu-sixth-validation.tsv");
+  const auto lines_of = [](const std::string& path) {
+    std::ifstream in(path);
+    std::vector<std::string> out;
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+  };
+  // The line with its id and value column replaced.
+  const auto with = [](std::string line, const std::string& id, double scale) {
+    std::vector<std::string> cols;
+    for (size_t at = 0;;) {
+      const size_t tab = line.find('\t', at);
+      cols.push_back(line.substr(at, tab - at));
+      if (tab == std::string::npos) break;
+      at = tab + 1;
+    }
+    if (!id.empty()) cols[0] = id;
+    cols[5] = fmt::format("{:.9f}", std::stod(cols[5]) * scale);
+    std::string out;
+    for (const std::string& c : cols) out += (out.empty() ? "" : "\t") + c;
+    return out + "\n";
+  };
+  const std::vector<std::string> c = lines_of(cal), v = lines_of(val);
+  std::string f0, s0;
+  for (const std::string& l : c) {
+    if (l.rfind("C-F0-4096-4096\t", 0) == 0) f0 = l;
+    if (l.rfind("C-S0-32\t", 0) == 0) s0 = l;
+  }
+  REQUIRE(!f0.empty());
+  REQUIRE(!s0.empty());
+  std::string anchored = v[0] + "\n" + with(f0, "V-X-F0", 1.25), divided = v[0] + "\n";
+  size_t own = 0;
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (v[i].rfind("V-R-", 0) == 0) {
+      ++own;
+      continue;
+    }
+    anchored += v[i] + "\n", divided += with(v[i], "", 1 / 1.2);
+  }
+  CHECK(own == 2);
+  anchored += with(s0, "V-X-S0", 1.15);
+  const TempFile a("drift_anchored.tsv", anchored), d("drift_divided.tsv", divided);
+
+  const CliOutcome o = run_cli({"validate", "--measurements", a.path(), "--fit-on", cal});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK(o.out.find("simcache validate: 24 rows of") != std::string::npos);
+  CHECK(o.out.find("\nV-X-") == std::string::npos);  // not among the validated rows
+  CHECK(o.out.find("drift between the suites: 2 rows repeat a configuration of the fitted rows "
+                   "(set apart from the rows above)") != std::string::npos);
+  CHECK(o.out.find("against C-F0-4096-4096 ") != std::string::npos);
+  CHECK(o.out.find(": +25.00%\n") != std::string::npos);
+  CHECK(o.out.find(": +15.00%\n") != std::string::npos);
+  CHECK(o.out.find("the machine moved by +20.00% (the repeats' median)") != std::string::npos);
+  const CliOutcome plain = run_cli({"validate", "--measurements", d.path(), "--fit-on", cal});
+  REQUIRE(plain.status == 0);
+  const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
+  const size_t at = plain.out.find(cov) + cov.size();
+  const std::string inside = plain.out.substr(at, plain.out.find(' ', at) - at);
+  const std::string mae_mark = "mean abs error ";
+  const size_t m = plain.out.find(mae_mark, plain.out.find("\nsummary: ")) + mae_mark.size();
+  const std::string mae = plain.out.substr(m, plain.out.find('%', m) - m);
+  CHECK(o.out.find(fmt::format("each row above divided by it: rows inside the 90% interval {}, "
+                               "mean abs error {}%",
+                               inside, mae)) != std::string::npos);
+  // The plain file repeats nothing; a suite validated on itself shows no
+  // drift block at all.
+  CHECK(plain.out.find("drift between the suites: no row repeats a configuration of the fitted "
+                       "rows") != std::string::npos);
+  const CliOutcome self = run_cli({"validate", "--measurements", cal, "--fit-on", cal});
+  REQUIRE(self.status == 0);
+  CHECK(self.out.find("drift between") == std::string::npos);
+}

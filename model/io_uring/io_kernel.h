@@ -79,8 +79,8 @@ struct IoKernel {
   bool cpufreq_iowait_boost = false;
   IowaitBoost freq_boost;
   // The last-level cache the benchmark's data keeps (machine.def llc_kib;
-  // 0: no limit modelled): armed requests whose memory a ring lifetime
-  // pushed out of it are cold when the ring's exit cancels them.
+  // 0, the default of a bare IoKernel: no limit modelled): the polls a
+  // ring arms beyond what it holds are priced cold (io_ring_exit_cancel).
   uint64_t llc_bytes = 0;
   // Virtual ns the waiting CPU spent idle in I/O-wait sleeps (priced runs).
   double iowait_ns = 0;

@@ -142,9 +142,14 @@ void io_ring_exit_cancel(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
   io_futex_remove_all(k, ctx, runner);
   // The polls were armed one after another over the ring's life, each
   // writing its io_kiocb (a SLAB_HWCACHE_ALIGN object: whole cache lines)
-  // and linking it into the pipe's wait queue; by the exit, a cache of
-  // llc_bytes holds the most recently armed of them, and the rest are
-  // cancelled from memory.
+  // and linking it into the pipe's wait queue and the cancel table. A
+  // cache of llc_bytes holds about that many bytes of them; beyond it, a
+  // poll's lines miss: when armed (the objects were freed on the kworker
+  // at the last ring's exit), when io_poll_remove_all() walks the cancel
+  // table bucket by bucket (old and new polls mixed), when its task_work
+  // unlinks it from its wait-queue neighbours. req_cold counts those polls
+  // once, at the exit, and its price is that whole extra; how the misses
+  // grow with the excess is not modelled beyond its size.
   if (const size_t fit = k.llc_bytes / ((k.profile.io_kiocb_size + 63) / 64 * 64);
       k.llc_bytes != 0 && ctx.poll_list.size() > fit)
     ev(k.mm, Event::req_cold, ctx.poll_list.size() - fit);

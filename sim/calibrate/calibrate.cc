@@ -663,7 +663,14 @@ std::string format_row_failures(const std::vector<MappedRow>& rows,
 }
 
 EffectRelation row_relation(const MappedRow& a, const MappedRow& b, const FitSettings& fit) {
-  if (a.scenario != b.scenario || a.phase != b.phase || shape_params(a, fit) != shape_params(b, fit))
+  // A condition the row recorded (fit.condition_params) is the machine's,
+  // not the workload's: two readings of it leave one configuration.
+  const auto identity = [&fit](const MappedRow& r) {
+    Params p = shape_params(r, fit);
+    for (const std::string& k : fit.condition_params) p.erase(k);
+    return p;
+  };
+  if (a.scenario != b.scenario || a.phase != b.phase || identity(a) != identity(b))
     return EffectRelation::cross_shape;
   return a.kernel == b.kernel && a.policy == b.policy ? EffectRelation::same_config
                                                       : EffectRelation::same_shape;

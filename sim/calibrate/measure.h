@@ -78,6 +78,9 @@ struct FitSettings {
   // pins nothing.
   double pin_relative = 0.5;
   std::vector<std::string> repeat_params;  // do not change a per-op mean
+  // The machine's state a row recorded (the kit's cache share): the
+  // simulation takes it, but it does not make another configuration.
+  std::vector<std::string> condition_params;
 };
 
 struct ShapeRule {

@@ -151,7 +151,8 @@ bool read_fit(const MapReader& r, const toml::node* n, FitSettings* f) {
   if (!n) return true;
   const toml::table* t = n->as_table();
   if (!t) return r.fail(n, "fit", "expected a table");
-  if (!r.keys(*t, {"noise_cv", "pin_threshold", "repeat_params"}, "fit.")) return false;
+  if (!r.keys(*t, {"noise_cv", "pin_threshold", "repeat_params", "condition_params"}, "fit."))
+    return false;
   for (auto [key, out] :
        {std::pair{"noise_cv", &f->noise_cv}, std::pair{"pin_threshold", &f->pin_threshold}}) {
     if (const toml::node* v = t->get(key)) {
@@ -161,12 +162,15 @@ bool read_fit(const MapReader& r, const toml::node* n, FitSettings* f) {
       *out = d;
     }
   }
-  if (const toml::node* v = t->get("repeat_params")) {
+  for (auto [key, out] : {std::pair{"repeat_params", &f->repeat_params},
+                         std::pair{"condition_params", &f->condition_params}}) {
+    const toml::node* v = t->get(key);
+    if (!v) continue;
     const toml::array* arr = v->as_array();
-    if (!arr) return r.fail(v, "fit.repeat_params", "expected an array of names");
+    if (!arr) return r.fail(v, std::string("fit.") + key, "expected an array of names");
     for (const toml::node& e : *arr) {
-      if (!e.is_string()) return r.fail(&e, "fit.repeat_params", "expected a parameter name");
-      f->repeat_params.push_back(e.value<std::string>().value_or(""));
+      if (!e.is_string()) return r.fail(&e, std::string("fit.") + key, "expected a parameter name");
+      out->push_back(e.value<std::string>().value_or(""));
     }
   }
   return true;

@@ -400,6 +400,75 @@ FitterFigures figures_of(const Validation& v, const std::vector<MappedRow>& rows
   return f;
 }
 
+std::vector<Repeat> split_repeats(std::vector<MappedRow>* rows, std::vector<PerOpCounts>* per_op,
+                                  std::vector<RowFailure>* failed,
+                                  const std::vector<MappedRow>& fitted, const FitSettings& fit) {
+  std::vector<Repeat> out;
+  std::vector<size_t> new_index(rows->size(), SIZE_MAX);
+  std::vector<MappedRow> kept_rows;
+  std::vector<PerOpCounts> kept_counts;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    Repeat r;
+    double sum = 0;
+    for (const MappedRow& f : fitted)
+      if (row_relation((*rows)[i], f, fit) == EffectRelation::same_config)
+        r.of.push_back(f.row.id), sum += f.value_ns;
+    if (r.of.empty()) {
+      new_index[i] = kept_rows.size();
+      kept_rows.push_back(std::move((*rows)[i]));
+      kept_counts.push_back(std::move((*per_op)[i]));
+      continue;
+    }
+    r.row = std::move((*rows)[i]);
+    r.fitted_ns = sum / static_cast<double>(r.of.size());
+    out.push_back(std::move(r));
+  }
+  std::vector<RowFailure> kept_failed;
+  for (RowFailure f : *failed)
+    if (new_index[f.row] != SIZE_MAX) f.row = new_index[f.row], kept_failed.push_back(std::move(f));
+  *rows = std::move(kept_rows);
+  *per_op = std::move(kept_counts);
+  *failed = std::move(kept_failed);
+  return out;
+}
+
+std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v,
+                         const std::vector<MappedRow>& rows) {
+  if (repeats.empty())
+    return "\ndrift between the suites: no row repeats a configuration of the fitted rows, so "
+           "a change in the machine's speed between the two cannot be told from a shape the "
+           "model misses\n";
+  std::string out = fmt::format(
+      "\ndrift between the suites: {} row{} repeat{} a configuration of the fitted rows (set "
+      "apart from the rows above)\n",
+      repeats.size(), repeats.size() == 1 ? "" : "s", repeats.size() == 1 ? "s" : "");
+  std::vector<double> ratios;
+  for (const Repeat& r : repeats) {
+    std::string of;
+    for (const std::string& id : r.of) of += (of.empty() ? "" : ", ") + id;
+    out += fmt::format("  {:<18} {:>14} against {} {}: {:+.2f}%\n", r.row.row.id,
+                       unit_value(r.row.value_ns, r.row.time_unit), of,
+                       unit_value(r.fitted_ns, r.row.time_unit), (r.ratio() - 1) * 100);
+    ratios.push_back(r.ratio());
+  }
+  const double d = median_of(ratios);
+  size_t inside = 0;
+  double err = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double y = rows[i].value_ns / d;
+    inside += y >= v.lo[i] && y <= v.hi[i];
+    err += std::fabs(v.predicted[i] / y - 1);
+  }
+  out += fmt::format(
+      "the machine moved by {:+.2f}% (the repeats' median); each row above divided by it: rows "
+      "inside the {:.0f}% interval {}/{}, mean abs error {:.2f}% (against {}/{} and {:.2f}% as "
+      "measured)\n",
+      (d - 1) * 100, kIntervalLevel * 100, inside, rows.size(),
+      rows.empty() ? 0.0 : err / static_cast<double>(rows.size()) * 100, v.rows_covered,
+      rows.size(), v.mean_abs_err * 100);
+  return out;
+}
+
 std::string format_fitter_comparison(const std::vector<FitterFigures>& fs,
                                      const std::string& what) {
   const auto share = [](size_t a, size_t b) {

@@ -112,6 +112,28 @@ struct FitterFigures {
 FitterFigures figures_of(const LeaveOut& l, FitMethod method);
 FitterFigures figures_of(const Validation& v, const std::vector<MappedRow>& rows,
                          const FitReport& f, FitMethod method);
+// validate --fit-on: rows of the validated set that repeat a configuration
+// of the fitted rows (row_relation: same_config; the kit's validation
+// suite opens and closes with one). The fit has seen their configuration,
+// so they are set apart from the validation; what they measure is how far
+// the machine moved between the two suites.
+struct Repeat {
+  MappedRow row;                  // the validated row
+  std::vector<std::string> of;    // ids of the fitted rows of its configuration
+  double fitted_ns = 0;           // their mean measured time (the chosen statistic)
+  double ratio() const { return row.value_ns / fitted_ns; }
+};
+// Moves the rows of `rows` (and their `per_op`, `failed` reindexed) that
+// repeat a configuration of `fitted` into the result, in their order.
+std::vector<Repeat> split_repeats(std::vector<MappedRow>* rows, std::vector<PerOpCounts>* per_op,
+                                  std::vector<RowFailure>* failed,
+                                  const std::vector<MappedRow>& fitted, const FitSettings& fit);
+// The drift block: each repeat against its fitted rows, their median
+// ratio, and the validated rows (`v` over `rows`) judged again with each
+// measurement divided by it; or the line saying no row repeats one.
+std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v,
+                         const std::vector<MappedRow>& rows);
+
 // A table, one line per fitter; `what` says which rows the figures are on.
 std::string format_fitter_comparison(const std::vector<FitterFigures>& f, const std::string& what);
 // validate --leave-out's comparison: `today` (FitMethod::current) and

@@ -262,6 +262,10 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   std::vector<FitterFigures> fitters;
   size_t cal_rows = 0;
   std::string notes;  // stderr: refusals, rows in both sets
+  // --fit-on: rows that repeat a fitted configuration (split_repeats),
+  // shown as the drift block unless the two sets are one suite.
+  std::vector<Repeat> repeats;
+  bool show_drift = false;
   if (fit_on) {
     for (const std::string& s : cal.skipped) fitted_text += "--fit-on skipped: " + s + "\n";
     std::string failed = format_row_failures(cal.rows, cal.failed, cal.map.fit);
@@ -272,15 +276,31 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
     }
     cal_rows = cal.rows.size();
     // A file in both lists validates rows the fit saw: in sample.
+    bool in_sample = false;
     for (const std::string& a : sitting_files(cal.measurements))
       for (const std::string& b : sitting_files(in.measurements)) {
         std::error_code ec;
         if (a == b || std::filesystem::equivalent(a, b, ec))
+          in_sample = true,
           notes += cli_warning(fmt::format(
               "{} is in --fit-on and --measurements: its rows are validated in sample, and "
               "their coverage says nothing about a shape the fit has not seen",
               escape_line(b)));
       }
+    // Another suite's rows that repeat a fitted configuration measure the
+    // machine's drift between the suites, not the model: set apart (unless
+    // every row is one, a suite measured twice).
+    if (!in_sample) {
+      std::vector<MappedRow> rows = in.rows;
+      std::vector<PerOpCounts> per_op = in.per_op;
+      std::vector<RowFailure> failed = in.failed;
+      repeats = split_repeats(&rows, &per_op, &failed, cal.rows, in.map.fit);
+      show_drift = !rows.empty();
+      if (show_drift)
+        in.rows = std::move(rows), in.per_op = std::move(per_op), in.failed = std::move(failed);
+      else
+        repeats.clear();
+    }
     for (FitMethod method : {FitMethod::current, FitMethod::unscaled}) {
       FitReport r = fit_profile(prior_model(), cal.map.fit, cal.rows, cal.per_op, "fit-on", method);
       r.model.name = fmt::format("fitted here by {} fitter to {}", fit_method_label(method),
@@ -300,6 +320,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
     }
   }
   const Validation v = validate_rows(m, in.rows, in.per_op, in.map.fit);
+  const std::string drift = show_drift ? format_drift(repeats, v, in.rows) : "";
   // A profile fitted to one statistic of the rows, validated on another
   // (calibrate writes it into the profile: CostModel::statistic).
   std::string warning = notes + profile_warning(m);
@@ -314,7 +335,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
         row_statistic_name(in.statistic), row_statistic_name(fitted)));
   std::string text = in.statistic_line() +
                      format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
-                     format_row_failures(in.rows, in.failed, in.map.fit) + fitted_text;
+                     format_row_failures(in.rows, in.failed, in.map.fit) + drift + fitted_text;
   if (fit_on)
     text += format_fitter_comparison(
         fitters, fmt::format("each fitted to {} ({} rows) and validated on these {} rows",

@@ -118,7 +118,7 @@ struct JobMachine {
   bool pi = true;           // priority inheritance on rt_mutex (its `pi` parameter)
   const iou::IdleTable* idle = nullptr;
   bool cpufreq_iowait_boost = false;  // machine.def cpufreq_iowait_boost
-  uint32_t llc_kib = 0;               // machine.def llc_kib (0: no cache limit modelled)
+  uint32_t llc_kib = 0;               // machine.def llc_kib
 };
 
 // One row group: a driver, its resolved parameters and its columns.
