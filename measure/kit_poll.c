@@ -55,7 +55,7 @@ static double poll_round(int pipe_rd, int qd, int burst, int recycle, int total)
 int kit_llc_share_kib(void) {
   enum { kSizes = 19, kLoads = 500000, kTimings = 3 };
   static const double kMinKib = 256;
-  const size_t max_lines = (size_t)(kMinKib * 1024 / 64 * pow(2, (kSizes - 1) / 2.0)) + 1;
+  const size_t max_lines = (size_t)(kMinKib * 1024 / 64 * pow(2, (kSizes - 1) / 2.0) + 0.5);
   char* buf = aligned_alloc(1 << 21, (max_lines * 64 + (1 << 21) - 1) / (1 << 21) * (1 << 21));
   size_t* order = malloc(max_lines * sizeof *order);
   if (!buf || !order) kit_die("pointer chase buffer", ENOMEM);
@@ -110,6 +110,7 @@ int kit_cmd_poll(int argc, char** argv, const struct kit_opts* o, const struct k
   /* The sitting's reading (scripts/measure takes one per sitting), or
    * this row's own. */
   int llc_kib = kit_int_arg(argc, argv, "llc-kib", 0, 0, 1048576);
+  if (llc_kib > 0 && llc_kib < 64) kit_die("--llc-kib: under 64 KiB (machine.def llc_kib)", EINVAL);
   if (llc_kib == 0) llc_kib = kit_llc_share_kib();
   int fds[2];
   if (pipe(fds)) kit_die("pipe", errno);

@@ -620,11 +620,15 @@ TEST_CASE("validate --fit-on sets apart the rows that repeat a fitted configurat
   CHECK(o.out.find("simcache validate: 24 rows of") != std::string::npos);
   CHECK(o.out.find("\nV-X-") == std::string::npos);  // not among the validated rows
   CHECK(o.out.find("drift between the suites: 2 rows repeat a configuration of the fitted rows "
-                   "(set apart from the rows above)") != std::string::npos);
+                   "(set apart from the rows above; +- the ratio's standard error") !=
+        std::string::npos);
   CHECK(o.out.find("against C-F0-4096-4096 ") != std::string::npos);
-  CHECK(o.out.find(": +25.00%\n") != std::string::npos);
-  CHECK(o.out.find(": +15.00%\n") != std::string::npos);
-  CHECK(o.out.find("the machine moved by +20.00% (the repeats' median)") != std::string::npos);
+  CHECK(o.out.find(": +25.00% +- ") != std::string::npos);
+  CHECK(o.out.find(": +15.00% +- ") != std::string::npos);
+  // Two repeats: their mean; far beyond the rows' noise.
+  CHECK(o.out.find("the machine moved by +20.00% (the repeats' mean; +- ") != std::string::npos);
+  CHECK(o.out.find(": more than twice its error); each row above divided by it") !=
+        std::string::npos);
   const CliOutcome plain = run_cli({"validate", "--measurements", d.path(), "--fit-on", cal});
   REQUIRE(plain.status == 0);
   const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
@@ -643,4 +647,82 @@ TEST_CASE("validate --fit-on sets apart the rows that repeat a fitted configurat
   const CliOutcome self = run_cli({"validate", "--measurements", cal, "--fit-on", cal});
   REQUIRE(self.status == 0);
   CHECK(self.out.find("drift between") == std::string::npos);
+  // Pooled sittings: nothing set apart, and the block says why.
+  const std::string fifth = repo_file("data/measurements/vm-2cpu-fifth-calibration.tsv");
+  const CliOutcome pooled =
+      run_cli({"validate", "--measurements", a.path(), "--fit-on", cal + "," + fifth});
+  REQUIRE(pooled.status == 0);
+  CHECK(pooled.out.find("simcache validate: 26 rows of") != std::string::npos);
+  CHECK(pooled.out.find("drift between the suites: not measured for pooled sittings") !=
+        std::string::npos);
+}
+
+TEST_CASE("validate --fit-on: an effect whose base is set apart as a repeat is not compared",
+          "[validate][calib]") {
+  // Seed rows of one sitting split in two: the fit takes SF-003; the
+  // validated file holds SF-001, SF-002, SF-003 (one A/B/A group: SF-002
+  // against SF-001 and SF-003, both of SF-003's configuration) and
+  // SF-102/103/104 (another). SF-001 and SF-003 are set apart as
+  // repeats, so SF-002 loses its bases and is validated as a row only;
+  // SF-103 keeps SF-102 and SF-104 at their new places.
+  std::string fit = simcache::testing::kHeader, val = simcache::testing::kHeader;
+  {
+    std::ifstream in(repo_file("data/measurements/calibration.tsv"));
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      for (const char* id : {"SF-001", "SF-002", "SF-003", "SF-102", "SF-103", "SF-104"})
+        if (line.rfind(std::string(id) + "\t", 0) == 0) val += line + "\n";
+      if (line.rfind("SF-003\t", 0) == 0) fit += line + "\n";
+    }
+  }
+  const TempFile f("repeat_fit.tsv", fit), v("repeat_val.tsv", val);
+  const CliOutcome o = run_cli({"validate", "--measurements", v.path(), "--fit-on", f.path()});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK(o.out.find("simcache validate: 4 rows of") != std::string::npos);
+  CHECK(o.out.find("\nSF-103   SF-102, SF-104 ") != std::string::npos);
+  CHECK(o.out.find("\nSF-002       ") != std::string::npos);  // its row
+  CHECK(o.out.find("\nSF-002   SF-") == std::string::npos);     // no effect line
+  CHECK(o.out.find("drift between the suites: 2 rows repeat") != std::string::npos);
+  CHECK(o.out.find("the rows' notes give no standard error") != std::string::npos);
+}
+
+TEST_CASE("a recorded condition leaves one configuration but a reading of another is no repeat",
+          "[validate][calib]") {
+  // Two rows that differ only in the kit's cache share (llc_kib, a
+  // condition_params entry) are one configuration to the fit's error
+  // model, but a repeat for the drift must record the same condition:
+  // the model prices the other share differently.
+  Mapping m;
+  std::string err;
+  REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &m, &err));
+  REQUIRE(m.fit.condition_params == std::vector<std::string>{"llc_kib"});
+  MappedRow a;
+  a.scenario = "poll-refill";
+  a.kernel = "v6.18";
+  a.policy = "unpatched";
+  a.params = {{"qd", 4096}, {"llc_kib", 4096}};
+  a.row.id = "C-POLL";
+  a.row.metric = "mean ns/sqe";
+  a.row.unit = "ns/sqe";
+  a.value_ns = 1000;
+  MappedRow b = a;
+  b.params["llc_kib"] = 8192;
+  b.row.id = "V-R-POLL";
+  b.value_ns = 1100;
+  CHECK(row_relation(a, b, m.fit) == EffectRelation::same_config);
+  b.params["qd"] = 256;
+  CHECK(row_relation(a, b, m.fit) == EffectRelation::cross_shape);
+  b.params["qd"] = 4096;
+  std::vector<MappedRow> rows{b};
+  std::vector<PerOpCounts> per_op(1);
+  std::vector<RowFailure> failed;
+  CHECK(split_repeats(&rows, &per_op, &failed, {a}, m.fit).empty());
+  REQUIRE(rows.size() == 1);
+  rows[0].params["llc_kib"] = 4096;
+  const std::vector<Repeat> r = split_repeats(&rows, &per_op, &failed, {a}, m.fit);
+  REQUIRE(r.size() == 1);
+  CHECK(rows.empty());
+  CHECK(r[0].ratio() == Approx(1.1));
 }

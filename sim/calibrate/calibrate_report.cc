@@ -98,7 +98,9 @@ NoiseModel derive_noise(const std::vector<MappedRow>& rows, const FitSettings& f
   std::vector<NoiseGroup> groups;
   for (size_t i = 0; i < rows.size(); ++i) {
     const MappedRow& r = rows[i];
-    const Params sp = shape_params(r, fit);
+    // One configuration whatever condition a row recorded (row_relation).
+    Params sp = shape_params(r, fit);
+    for (const std::string& k : fit.condition_params) sp.erase(k);
     auto g = std::find_if(groups.begin(), groups.end(), [&](const NoiseGroup& ng) {
       return ng.e.scenario == r.scenario && ng.e.params == sp;
     });

@@ -408,20 +408,41 @@ std::vector<Repeat> split_repeats(std::vector<MappedRow>* rows, std::vector<PerO
   std::vector<MappedRow> kept_rows;
   std::vector<PerOpCounts> kept_counts;
   for (size_t i = 0; i < rows->size(); ++i) {
+    const MappedRow& v = (*rows)[i];
     Repeat r;
-    double sum = 0;
+    double sum = 0, se2 = 0;
+    // The same configuration measured the same way: the same recorded
+    // conditions (a cache share read differently is a change the model
+    // prices, not drift), metric and unit.
     for (const MappedRow& f : fitted)
-      if (row_relation((*rows)[i], f, fit) == EffectRelation::same_config)
+      if (row_relation(v, f, fit) == EffectRelation::same_config &&
+          shape_params(v, fit) == shape_params(f, fit) && v.row.metric == f.row.metric &&
+          v.row.unit == f.row.unit) {
         r.of.push_back(f.row.id), sum += f.value_ns;
+        const double se = measurement_spread(f.row.note, measured_rounds(f));
+        se2 += se * se;
+      }
     if (r.of.empty()) {
       new_index[i] = kept_rows.size();
       kept_rows.push_back(std::move((*rows)[i]));
       kept_counts.push_back(std::move((*per_op)[i]));
       continue;
     }
+    const double n = static_cast<double>(r.of.size());
+    const double se_v = measurement_spread(v.row.note, measured_rounds(v));
+    r.fitted_ns = sum / n;
+    r.rel_se = std::sqrt(se_v * se_v + se2 / (n * n));
     r.row = std::move((*rows)[i]);
-    r.fitted_ns = sum / static_cast<double>(r.of.size());
     out.push_back(std::move(r));
+  }
+  // The rows kept compare with their bases where all of them are kept,
+  // at their new places; with a base set apart, an effect is not compared
+  // rather than compared with fewer bases (as leave_out does).
+  for (MappedRow& r : kept_rows) {
+    std::vector<size_t> bases;
+    for (size_t b : r.bases)
+      if (b < new_index.size() && new_index[b] != SIZE_MAX) bases.push_back(new_index[b]);
+    r.bases = bases.size() == r.bases.size() ? bases : std::vector<size_t>{};
   }
   std::vector<RowFailure> kept_failed;
   for (RowFailure f : *failed)
@@ -438,20 +459,31 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
     return "\ndrift between the suites: no row repeats a configuration of the fitted rows, so "
            "a change in the machine's speed between the two cannot be told from a shape the "
            "model misses\n";
+  const size_t n = repeats.size();
   std::string out = fmt::format(
       "\ndrift between the suites: {} row{} repeat{} a configuration of the fitted rows (set "
-      "apart from the rows above)\n",
-      repeats.size(), repeats.size() == 1 ? "" : "s", repeats.size() == 1 ? "s" : "");
+      "apart from the rows above; +- the ratio's standard error from the rows' notes)\n",
+      n, n == 1 ? "" : "s", n == 1 ? "s" : "");
   std::vector<double> ratios;
+  double se2 = 0;
   for (const Repeat& r : repeats) {
     std::string of;
     for (const std::string& id : r.of) of += (of.empty() ? "" : ", ") + id;
-    out += fmt::format("  {:<18} {:>14} against {} {}: {:+.2f}%\n", r.row.row.id,
+    out += fmt::format("  {:<18} {:>14} against {} {}: {:+.2f}% +- {:.2f}%\n", r.row.row.id,
                        unit_value(r.row.value_ns, r.row.time_unit), of,
-                       unit_value(r.fitted_ns, r.row.time_unit), (r.ratio() - 1) * 100);
+                       unit_value(r.fitted_ns, r.row.time_unit), (r.ratio() - 1) * 100,
+                       r.rel_se * 100);
     ratios.push_back(r.ratio());
+    se2 += r.rel_se * r.rel_se;
   }
   const double d = median_of(ratios);
+  // The standard error of the repeats' mean ratio: the move is told from
+  // the rows' own noise when it is more than twice that.
+  const double se = std::sqrt(se2) / static_cast<double>(n);
+  const char* verdict = se <= 0 ? "the rows' notes give no standard error"
+                        : std::fabs(d - 1) > 2 * se
+                            ? "more than twice its error"
+                            : "within twice its error, not told from the rows' noise";
   size_t inside = 0;
   double err = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -460,10 +492,12 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
     err += std::fabs(v.predicted[i] / y - 1);
   }
   out += fmt::format(
-      "the machine moved by {:+.2f}% (the repeats' median); each row above divided by it: rows "
-      "inside the {:.0f}% interval {}/{}, mean abs error {:.2f}% (against {}/{} and {:.2f}% as "
-      "measured)\n",
-      (d - 1) * 100, kIntervalLevel * 100, inside, rows.size(),
+      "the machine moved by {:+.2f}% (the repeats' {}; +- {:.2f}%: {}); each row above divided "
+      "by it: rows inside the {:.0f}% interval {}/{}, mean abs error {:.2f}% (against {}/{} and "
+      "{:.2f}% as measured)\n",
+      (d - 1) * 100, n == 1 ? "one ratio" : n == 2 ? "mean" : "median", se * 100,
+      verdict,
+      kIntervalLevel * 100, inside, rows.size(),
       rows.empty() ? 0.0 : err / static_cast<double>(rows.size()) * 100, v.rows_covered,
       rows.size(), v.mean_abs_err * 100);
   return out;

@@ -121,16 +121,21 @@ struct Repeat {
   MappedRow row;                  // the validated row
   std::vector<std::string> of;    // ids of the fitted rows of its configuration
   double fitted_ns = 0;           // their mean measured time (the chosen statistic)
+  double rel_se = 0;              // the ratio's relative standard error (the rows' notes)
   double ratio() const { return row.value_ns / fitted_ns; }
 };
-// Moves the rows of `rows` (and their `per_op`, `failed` reindexed) that
-// repeat a configuration of `fitted` into the result, in their order.
+// Moves the rows of `rows` (and their `per_op`, `failed` and bases
+// reindexed; an effect with a base moved loses its bases) that repeat a
+// configuration of `fitted`, measured the same way (the same recorded
+// conditions, metric and unit), into the result, in their order.
 std::vector<Repeat> split_repeats(std::vector<MappedRow>* rows, std::vector<PerOpCounts>* per_op,
                                   std::vector<RowFailure>* failed,
                                   const std::vector<MappedRow>& fitted, const FitSettings& fit);
-// The drift block: each repeat against its fitted rows, their median
-// ratio, and the validated rows (`v` over `rows`) judged again with each
-// measurement divided by it; or the line saying no row repeats one.
+// The drift block: each repeat against its fitted rows with the ratio's
+// standard error, their median ratio (the mean of two) and whether it is
+// more than twice its standard error, and the validated rows (`v` over
+// `rows`) judged again with each measurement divided by it; or the line
+// saying no row repeats one.
 std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v,
                          const std::vector<MappedRow>& rows);
 

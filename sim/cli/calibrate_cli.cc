@@ -266,6 +266,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   // shown as the drift block unless the two sets are one suite.
   std::vector<Repeat> repeats;
   bool show_drift = false;
+  std::string pooled_note;
   if (fit_on) {
     for (const std::string& s : cal.skipped) fitted_text += "--fit-on skipped: " + s + "\n";
     std::string failed = format_row_failures(cal.rows, cal.failed, cal.map.fit);
@@ -288,18 +289,34 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
               escape_line(b)));
       }
     // Another suite's rows that repeat a fitted configuration measure the
-    // machine's drift between the suites, not the model: set apart (unless
-    // every row is one, a suite measured twice).
-    if (!in_sample) {
+    // machine's drift between the suites, not the model: set apart, for
+    // one sitting's two suites (pooled sittings drift apart each on its
+    // own; a row of one compared with the mean of several says nothing).
+    const bool pooled = sitting_files(cal.measurements).size() > 1 ||
+                        sitting_files(in.measurements).size() > 1;
+    if (!in_sample && pooled) {
+      pooled_note =
+          "\ndrift between the suites: not measured for pooled sittings (one --fit-on file and "
+          "one --measurements file, a sitting's two suites, are compared; no row is set apart)\n";
+    } else if (!in_sample) {
       std::vector<MappedRow> rows = in.rows;
       std::vector<PerOpCounts> per_op = in.per_op;
       std::vector<RowFailure> failed = in.failed;
       repeats = split_repeats(&rows, &per_op, &failed, cal.rows, in.map.fit);
       show_drift = !rows.empty();
-      if (show_drift)
+      if (show_drift) {
+        if (failed.size() < in.failed.size())
+          notes += cli_warning(fmt::format(
+              "{} of the rows set apart as repeats had failed ops (their counts are not the "
+              "measured workload)",
+              in.failed.size() - failed.size()));
         in.rows = std::move(rows), in.per_op = std::move(per_op), in.failed = std::move(failed);
-      else
+      } else {
+        notes += cli_warning(
+            "every row of --measurements repeats a configuration of --fit-on: they are "
+            "validated as they are, and no drift is shown");
         repeats.clear();
+      }
     }
     for (FitMethod method : {FitMethod::current, FitMethod::unscaled}) {
       FitReport r = fit_profile(prior_model(), cal.map.fit, cal.rows, cal.per_op, "fit-on", method);
@@ -320,7 +337,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
     }
   }
   const Validation v = validate_rows(m, in.rows, in.per_op, in.map.fit);
-  const std::string drift = show_drift ? format_drift(repeats, v, in.rows) : "";
+  const std::string drift = show_drift ? format_drift(repeats, v, in.rows) : pooled_note;
   // A profile fitted to one statistic of the rows, validated on another
   // (calibrate writes it into the profile: CostModel::statistic).
   std::string warning = notes + profile_warning(m);
