@@ -95,7 +95,7 @@ int kit_llc_share_kib(void) {
 }
 
 /* llc: print the share (what scripts/measure passes to every poll row of
- * a sitting as --llc-kib, so the sitting's rows share one reading). */
+ * a run as --llc-kib, so that the run's rows share one reading). */
 int kit_cmd_llc(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h) {
   (void)argc, (void)argv, (void)o, (void)h;
   printf("%d\n", kit_llc_share_kib());
@@ -107,8 +107,8 @@ int kit_cmd_poll(int argc, char** argv, const struct kit_opts* o, const struct k
   const int burst = kit_int_arg(argc, argv, "burst", 2048, 1, qd);
   const int recycle = kit_int_arg(argc, argv, "recycle", 32, 1, 100000);
   const int total = kit_int_arg(argc, argv, "total", 65536, 1, 1 << 26);
-  /* The sitting's reading (scripts/measure takes one per sitting), or
-   * this row's own. */
+  /* The run's reading (scripts/measure takes one per run and can pass
+   * one run's to another), or this row's own. */
   int llc_kib = kit_int_arg(argc, argv, "llc-kib", 0, 0, 1048576);
   if (llc_kib > 0 && llc_kib < 64) kit_die("--llc-kib: under 64 KiB (machine.def llc_kib)", EINVAL);
   if (llc_kib == 0) llc_kib = kit_llc_share_kib();
