@@ -562,8 +562,10 @@ TEST_CASE("calibrate writes a profile that loads and reproduces its fit", "[vali
   std::filesystem::remove(out);
 }
 
+// [refits]: four fits and validations of a sitting (45 s under ASan);
+// split_repeats and format_drift run under ASan in the two cases below.
 TEST_CASE("validate --fit-on sets apart the rows that repeat a fitted configuration, as drift",
-          "[validate][calib]") {
+          "[validate][calib][refits]") {
   // The sixth sitting's validation rows, their own repeats (V-R-*) taken
   // out and two others put in, of a calibration row each, measured 25 %
   // and 15 % slower than in the calibration suite: the machine moved by
