@@ -596,6 +596,7 @@ TEST_CASE("validate --fit-on sets apart the rows that repeat a fitted configurat
     return out + "\n";
   };
   const std::vector<std::string> c = lines_of(cal), v = lines_of(val);
+  REQUIRE(v.size() > 20);  // the sitting's header and rows, read
   std::string f0, s0;
   for (const std::string& l : c) {
     if (l.rfind("C-F0-4096-4096\t", 0) == 0) f0 = l;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -47,6 +48,18 @@ double median_of(std::vector<double> v) {
 // to its predicted time (rows predicted at 0 left out), and of an
 // effect's, in its own units. Coverage from width is no coverage: these
 // go beside every coverage figure.
+// Rows moved to a new list: each kept row's bases at their new places
+// (`new_index[old]`, SIZE_MAX for a row not kept); with a base not kept,
+// the effect is not compared rather than compared with fewer bases.
+void remap_bases(std::vector<MappedRow>* kept, const std::vector<size_t>& new_index) {
+  for (MappedRow& r : *kept) {
+    std::vector<size_t> bases;
+    for (size_t b : r.bases)
+      if (b < new_index.size() && new_index[b] != SIZE_MAX) bases.push_back(new_index[b]);
+    r.bases = bases.size() == r.bases.size() ? bases : std::vector<size_t>{};
+  }
+}
+
 std::pair<double, double> median_widths(const Validation& v) {
   std::vector<double> rw, ew;
   for (size_t i = 0; i < v.predicted.size(); ++i)
@@ -251,7 +264,7 @@ LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
     LeaveOutUnit& u = l.units[k];
     std::vector<MappedRow> rest, out;
     std::vector<PerOpCounts> rest_op, out_op;
-    std::vector<size_t> at(rows.size(), 0);
+    std::vector<size_t> at(rows.size(), SIZE_MAX);
     for (size_t i = 0; i < rows.size(); ++i) {
       if (std::find(u.rows.begin(), u.rows.end(), i) != u.rows.end()) {
         at[i] = out.size();
@@ -264,13 +277,8 @@ LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
     }
     // Bases come from the row's own group, which a unit holds whole
     // (a group is one program and shape); should one fall outside, the
-    // effect is not compared rather than compared with fewer bases.
-    for (MappedRow& r : out) {
-      std::vector<size_t> kept;
-      for (size_t b : r.bases)
-        if (std::find(u.rows.begin(), u.rows.end(), b) != u.rows.end()) kept.push_back(at[b]);
-      r.bases = kept.size() == r.bases.size() ? kept : std::vector<size_t>{};
-    }
+    // effect is not compared.
+    remap_bases(&out, at);
     const FitReport f = fit_profile(structure, fit, rest, rest_op, "leave-out", method);
     u.refused = !fit_problems(f).empty();
     u.v = validate_rows(f.model, out, out_op, fit);
@@ -435,15 +443,7 @@ std::vector<Repeat> split_repeats(std::vector<MappedRow>* rows, std::vector<PerO
     r.row = std::move((*rows)[i]);
     out.push_back(std::move(r));
   }
-  // The rows kept compare with their bases where all of them are kept,
-  // at their new places; with a base set apart, an effect is not compared
-  // rather than compared with fewer bases (as leave_out does).
-  for (MappedRow& r : kept_rows) {
-    std::vector<size_t> bases;
-    for (size_t b : r.bases)
-      if (b < new_index.size() && new_index[b] != SIZE_MAX) bases.push_back(new_index[b]);
-    r.bases = bases.size() == r.bases.size() ? bases : std::vector<size_t>{};
-  }
+  remap_bases(&kept_rows, new_index);  // with a base set apart, no effect
   std::vector<RowFailure> kept_failed;
   for (RowFailure f : *failed)
     if (new_index[f.row] != SIZE_MAX) f.row = new_index[f.row], kept_failed.push_back(std::move(f));
