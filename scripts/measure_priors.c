@@ -77,6 +77,29 @@ static double nop_batch(long n, unsigned qd) {  // NOP SQE+CQE at queue depth qd
 static double b_nop1(long n) { return nop_batch(n, 1); }
 static double b_nop64(long n) { return nop_batch(n, 64); }
 
+// A ring's pages, whole life: io_uring_queue_init() (the regions'
+// allocation, zeroing, charge and mmap), every SQE written once (the
+// program's first touches), io_uring_queue_exit() (unmap and teardown).
+// Returns ns per ring of `entries` SQ entries and stores its mapped pages.
+static double ring_life(long n, unsigned entries, long* pages) {
+  double t = now();
+  for (long i = 0; i < n; i++) {
+    struct io_uring r;
+    if (io_uring_queue_init(entries, &r, 0) < 0) exit(1);
+    for (unsigned k = 0; k < entries; k++) io_uring_prep_nop(io_uring_get_sqe(&r));
+    // The rings region (one mmap: IORING_FEAT_SINGLE_MMAP) and the SQEs.
+    *pages = (long)((r.sq.ring_sz + 4095) / 4096 + (entries * 64ul + 4095) / 4096);
+    io_uring_queue_exit(&r);
+  }
+  return (now() - t) / n;
+}
+// ns per mapped ring page: a ring of 4,096 entries against one of 256.
+static double b_ring_page(long n) {
+  long big = 0, small = 0;
+  const double tb = ring_life(n, 4096, &big), ts = ring_life(n, 256, &small);
+  return (tb - ts) / (double)(big - small);
+}
+
 static void run(const char* name, const char* unit, bench_fn f, long n) {
   double lo = 1e18, hi = 0, v[7];
   f(n / 10);
@@ -100,5 +123,6 @@ int main(void) {
   run("page_mmap_touch_unmap", "ns/page", b_page, 50000);
   run("io_uring_nop_qd1", "ns/sqe", b_nop1, 200000);
   run("io_uring_nop_qd64", "ns/sqe", b_nop64, 2000000);
+  run("io_uring_ring_page", "ns/page", b_ring_page, 200);
   return 0;
 }

@@ -27,6 +27,7 @@ namespace simcache::testing {
 enum class Op : uint8_t {
   kmalloc, kfree, kmem_cache_alloc, kmem_cache_free,
   kmem_cache_alloc_bulk, kmem_cache_free_bulk, kvmalloc, kvfree,
+  alloc_page_region, free_page_region,
 };
 
 struct Call {
@@ -119,6 +120,7 @@ class FakeMm {
     calls_.push_back(c);
     if (o == nullptr || !release(*o, p, "kfree")) return;
     if (o->how == Op::kvmalloc) report("kfree-of-kvmalloc", p, "kfree");
+    if (o->how == Op::alloc_page_region) report("invalid-free", p, "kfree");
     events_.add(o->size > 8192 ? Event::kfree_large : Event::kfree);
   }
 
@@ -179,7 +181,28 @@ class FakeMm {
     Call c{Op::kvfree, kNoCache, o ? o->size : 0, 0, t.cpu, t.memcg};
     c.p = p;
     calls_.push_back(c);
-    if (o != nullptr && release(*o, p, "kvfree")) events_.add(Event::kvfree);
+    if (o == nullptr || !release(*o, p, "kvfree")) return;
+    if (o->how == Op::alloc_page_region) report("invalid-free", p, "kvfree");
+    events_.add(Event::kvfree);
+  }
+
+  // A page region: one object of nr_pages pages; freed only by
+  // free_page_region() (kfree() or kvfree() of one is reported).
+  Ptr alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
+    Call c{Op::alloc_page_region, kNoCache, nr_pages * 4096u, gfp, t.cpu, t.memcg};
+    if (should_fail(c)) return fail(c);
+    c.p = make(c.size, kNoCache, Op::alloc_page_region, gfp, t.cpu);
+    return record(c);
+  }
+
+  void free_page_region(Ptr p, const Task& t) {
+    if (p == kNull) return;
+    Obj* o = lookup(p, "free_page_region");
+    Call c{Op::free_page_region, kNoCache, o ? o->size : 0, 0, t.cpu, t.memcg};
+    c.p = p;
+    calls_.push_back(c);
+    if (o == nullptr || !release(*o, p, "free_page_region")) return;
+    if (o->how != Op::alloc_page_region) report("invalid-free", p, "free_page_region");
   }
 
   bool kasan_mempool_poison_object(Ptr p, const Task&) {
@@ -292,7 +315,8 @@ class FakeMm {
   void clear_calls() { calls_.clear(); }
 
   // Fault injection: the nth allocation call (kmalloc, kmem_cache_alloc,
-  // kmem_cache_alloc_bulk, kvmalloc) counted from now, 1-based, fails.
+  // kmem_cache_alloc_bulk, kvmalloc, alloc_page_region) counted from now,
+  // 1-based, fails.
   void fail_nth_alloc(uint64_t nth) {
     alloc_calls_ = 0;
     fail_nth_ = nth;

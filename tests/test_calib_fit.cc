@@ -1164,14 +1164,13 @@ TEST_CASE("a sixth sitting: polls armed beyond the cache share are priced cold",
   // that counts req_cold, nearly guarantees); without the share (nothing
   // cold) it fits it over 15 % low and its rms is higher. The validation
   // suite's own reading, 4,096 KiB: its QD 1024 shape (4,096 armed) is
-  // within 5 % with the share, over 9 % high without; its 32,768-deep
+  // within 5 % with the share, over 7 % high without; its 32,768-deep
   // shape is half cold at that reading, over 10 % high (inside its
   // interval), and none cold at the calibration suite's reading, over
   // 10 % low (outside): the measurement lies between the two, and one
   // step at a share read to a factor of two is coarse. The shallow rows
-  // show what the model lacks beside it: a ring of 4,096 costs more per
-  // SQE than one of 256 at equal depth, and the fit misses them by about
-  // 10 % in opposite directions.
+  // show a ring of 4,096 costing more per SQE than one of 256 at equal
+  // depth: the pages of its regions (ring_page).
   const std::string cal = repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv");
   const std::string val = repo_file("data/measurements/vm-2cpu-sixth-validation.tsv");
   // The file with every row's share replaced by `with` ("" takes it out).
@@ -1205,8 +1204,20 @@ TEST_CASE("a sixth sitting: polls armed beyond the cache share are priced cold",
   const std::string cold = fit.out.substr(fit.out.find("\nreq_cold "));
   CHECK(cold.substr(0, cold.find('\n', 1)).find("pinned") != std::string::npos);
   CHECK(std::abs(error_of(fit.out, "C-POLL")) < 0.01);
-  CHECK(error_of(fit.out, "C-POLL-4096") < -0.08);  // the big ring, dearer than priced
-  CHECK(error_of(fit.out, "C-POLL-256") > 0.08);    // the small ring, cheaper
+  // The big ring against the small at equal depth: without its pages
+  // priced the fit missed them by -11 % and +9 %; ring_page, fitted far
+  // above its prior (its data: these two rows), brings both within 3 %.
+  CHECK(std::abs(error_of(fit.out, "C-POLL-4096")) < 0.03);
+  CHECK(std::abs(error_of(fit.out, "C-POLL-256")) < 0.03);
+  {
+    const std::string page = fit.out.substr(fit.out.find("\nring_page "));
+    std::istringstream in(page.substr(1, page.find('\n', 1)));
+    std::string name;
+    double value = 0, sd = 0, prior = 0;
+    in >> name >> value >> sd >> prior;
+    INFO(page.substr(0, page.find('\n', 1)));
+    CHECK(value > 3 * prior);
+  }
   const CliOutcome v =
       run_cli({"validate", "--statistic", "median", "--measurements", val, "--fit-on", cal});
   REQUIRE(v.status == 0);
@@ -1238,7 +1249,7 @@ TEST_CASE("a sixth sitting: polls armed beyond the cache share are priced cold",
   const CliOutcome bare = run_cli({"validate", "--statistic", "median", "--measurements",
                                    bare_val.path(), "--fit-on", bare_cal.path()});
   REQUIRE(bare.status == 0);
-  CHECK(error_of(bare.out, "V-POLL-1024") > 0.09);
+  CHECK(error_of(bare.out, "V-POLL-1024") > 0.07);
 
   // docs/validation.md's drift block: the sitting's two repeats.
   const std::filesystem::path cwd = std::filesystem::current_path();
@@ -1388,7 +1399,8 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
     want += fmt::format("`simcache validate --measurements {} --fit-on {}`:\n\n{}\n", val, cal,
                         o.out.substr(table));
     // The prose beneath the block: on the first five the older fitter's
-    // mean absolute error a little lower, by under two points; on the
+    // mean absolute error a little lower, by about two points at most
+    // (2.01 on the fifth since ring pages are priced); on the
     // sixth today's lower.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
@@ -1396,7 +1408,7 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
       CHECK(now < old);
     } else {
       CHECK(old < now);
-      CHECK(now - old < 2);
+      CHECK(now - old < 2.1);
     }
     for (const char* who : {"| today's |", "| before the speed factors |"}) {
       const std::vector<std::string> c = cells(o.out, who);

@@ -83,9 +83,20 @@ TEST_CASE("ring: create allocates ctx, cancel table and cache arrays, exit frees
     CHECK(s.mm.count_if([](const Call& c) {
       return c.op == Op::kvmalloc && c.gfp == (GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN);
     }) == 2);
+    // The regions' pages, with the arrays' gfp (Mm::alloc_page_region()
+    // makes each one compound), then mapped by the program.
+    CHECK(s.mm.count(Op::alloc_page_region) == 2);
+    CHECK(s.mm.count(Op::alloc_page_region, 3 * 4096) == 1);
+    CHECK(s.mm.count(Op::alloc_page_region, 4 * 4096) == 1);
+    CHECK(s.mm.count_if([](const Call& c) {
+      return c.op == Op::alloc_page_region &&
+             c.gfp == (GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN);
+    }) == 2);
+    CHECK(s.ev(Event::ring_pages_mapped) == 7);
     CHECK(s.io->task_contexts() == 1);
     s.mm.clear_calls();
     REQUIRE(s.io->ring_exit(r, kKworker) == 0);
+    CHECK(s.mm.count(Op::free_page_region) == 2);
     CHECK(s.mm.count(Op::kvfree) == 10);
     // ctx, percpu_ref data, the node (on the task); the hash stays: the
     // task's io_wq holds it.
@@ -123,6 +134,16 @@ TEST_CASE("ring: create allocates ctx, cancel table and cache arrays, exit frees
     // rings: 192 + 512 * 16 + 128 * 4 = 8896 B -> 3 pages; SQEs 8 KiB -> 2.
     CHECK(s.mm.count(Op::kvmalloc, 24) == 1);
     CHECK(s.mm.count(Op::kvmalloc, 16) == 1);
+    CHECK(s.ev(Event::ring_pages_mapped) == 5);
+  }
+  SECTION("a failed region tears the new ring down and leaves nothing") {
+    Sim s("v6.18");
+    s.mm.fail_if = [](const Call& c) { return c.op == Op::alloc_page_region && c.size == 4 * 4096; };
+    CHECK(s.io->ring_create(kApp) == kENOMEM);  // the SQEs' region, the second
+    CHECK(s.ev(Event::ring_pages_mapped) == 0);
+    CHECK(s.mm.count(Op::free_page_region) == 1);  // the rings' region, given back
+    CHECK(s.live_after_task_exit() == 0);
+    CHECK(s.mm.reports().empty());
   }
   SECTION("the kernel instance creates io_kiocb (and io_rsrc_node with node-slab)") {
     Sim s("v6.18", "node-slab");

@@ -13,9 +13,17 @@ using namespace simcache;
 namespace {
 struct Live {
   Ptr p;
-  CacheId cache;  // kNoCache: kmalloc/kvmalloc
+  CacheId cache;  // kNoCache: kmalloc/kvmalloc/page region
   bool kv;
+  bool region = false;
 };
+
+void free_live(Mm& mm, const Live& l, const Task& t) {
+  if (l.region) mm.free_page_region(l.p, t);
+  else if (l.kv) mm.kvfree(l.p, t);
+  else if (l.cache != kNoCache) mm.kmem_cache_free(l.cache, l.p, t);
+  else mm.kfree(l.p, t);
+}
 
 void run_sequence(SlubGen gen, bool faults, uint64_t seed, bool batch) {
   MmConfig cfg;
@@ -47,9 +55,12 @@ void run_sequence(SlubGen gen, bool faults, uint64_t seed, bool batch) {
       const gfp_t gfp = (rng() & 1) ? GFP_KERNEL_ACCOUNT : GFP_KERNEL;
       Ptr p = mm.kmalloc(size, gfp, t);
       if (p) live.push_back({p, kNoCache, false});
-    } else if (op == 4) {
+    } else if (op == 4 && (rng() & 1)) {
       Ptr p = mm.kvmalloc(1 + rng() % 40000, GFP_KERNEL_ACCOUNT, t);
       if (p) live.push_back({p, kNoCache, true});
+    } else if (op == 4) {
+      Ptr p = mm.alloc_page_region(1 + rng() % 100, GFP_KERNEL_ACCOUNT | __GFP_ZERO, t);
+      if (p) live.push_back({p, kNoCache, false, true});
     } else if (op == 5) {
       const CacheId s = (rng() & 1) ? dedicated : accounted;
       Ptr p[40];
@@ -77,9 +88,7 @@ void run_sequence(SlubGen gen, bool faults, uint64_t seed, bool batch) {
       const Live l = live[i];
       live[i] = live.back();
       live.pop_back();
-      if (l.kv) mm.kvfree(l.p, t);
-      else if (l.cache != kNoCache) mm.kmem_cache_free(l.cache, l.p, t);
-      else mm.kfree(l.p, t);
+      free_live(mm, l, t);
     }
     if (step % 500 == 0) {
       INFO("step " << step);
@@ -88,11 +97,7 @@ void run_sequence(SlubGen gen, bool faults, uint64_t seed, bool batch) {
   }
   mm.faults().clear();
   Task t{0, kRootMemcg, 0};
-  for (const Live& l : live) {
-    if (l.kv) mm.kvfree(l.p, t);
-    else if (l.cache != kNoCache) mm.kmem_cache_free(l.cache, l.p, t);
-    else mm.kfree(l.p, t);
-  }
+  for (const Live& l : live) free_live(mm, l, t);
   REQUIRE(mm.slub().check_invariants() == "");
   CHECK(mm.kasan_reports().empty());
   mm.shrink_all();
@@ -108,8 +113,66 @@ void run_sequence(SlubGen gen, bool faults, uint64_t seed, bool batch) {
   CHECK(remaining == mm.slub().internal_objects().size());
   if (gen == SlubGen::v6_18) CHECK(mm.slab_bytes_total() == 0);
   CHECK(mm.large_bytes_total() == 0);
+  CHECK(mm.region_bytes_total() == 0);
 }
 }  // namespace
+
+TEST_CASE("a page region is one zeroed, charged compound, else order-0 pages",
+          "[mm][region]") {
+  MmConfig cfg;
+  cfg.nr_cpus = 4;
+  Mm mm(cfg);
+  const MemcgId m = mm.memcg().create(kRootMemcg);
+  const Task t{1, m, 0};
+  const gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN;
+  const auto ev = [&](Event e) { return mm.events()[e]; };
+  // 37 pages (a ring of 4,096 entries' SQ/CQ rings): one order-6
+  // compound, all 64 pages zeroed and charged.
+  const Ptr big = mm.alloc_page_region(37, gfp, t);
+  REQUIRE(big != kNull);
+  CHECK(ev(Event::page_alloc_order3) == 1);  // order 3 and above
+  CHECK(ev(Event::zero_bytes) == 64 * 4096);
+  CHECK(ev(Event::zero_call) == 1);
+  CHECK(mm.region_bytes_total() == 64 * 4096);
+  CHECK(mm.large_bytes_total() == 0);
+  CHECK(mm.memcg().kmem_pages(m) == 64);
+  // The compound refused: 3 order-0 pages instead, each zeroed.
+  mm.faults().fail_nth(FaultPoint::page_alloc, 1);
+  const Ptr small = mm.alloc_page_region(3, gfp, t);
+  REQUIRE(small != kNull);
+  CHECK(ev(Event::page_alloc_order2) == 0);  // the refused order-2 compound is not counted
+  CHECK(ev(Event::page_alloc_order0) == 3);
+  CHECK(ev(Event::zero_bytes) == 67 * 4096);
+  CHECK(mm.region_bytes_total() == 67 * 4096);
+  // ... and when an order-0 page is refused too, none is kept.
+  mm.faults().fail_nth(FaultPoint::page_alloc, 1, 2);  // the compound, then the 2nd page
+  CHECK(mm.alloc_page_region(4, gfp, t) == kNull);
+  mm.faults().clear();
+  CHECK(mm.region_bytes_total() == 67 * 4096);
+  CHECK(mm.memcg().kmem_pages(m) == 67);
+  // kfree() and kvfree() of a region are invalid frees and free nothing;
+  // the region's own free gives the pages and the charge back.
+  mm.kfree(big, t);
+  mm.kvfree(small, t);
+  REQUIRE(mm.kasan_reports().size() == 2);
+  CHECK(mm.kasan_reports()[0].kind == "invalid-free");
+  CHECK(mm.region_bytes_total() == 67 * 4096);
+  mm.free_page_region(big, t);
+  mm.free_page_region(small, t);
+  CHECK(mm.region_bytes_total() == 0);
+  CHECK(ev(Event::page_free) == 5);  // the failed region's one page, the compound, 3 pages
+  mm.free_page_region(big, t);  // twice
+  REQUIRE(mm.kasan_reports().size() == 3);
+  CHECK(mm.kasan_reports()[2].kind == "double-free");
+  // A region nobody frees is a leak at teardown, named as one (its charge
+  // then has no live object: a memcg imbalance beside it).
+  REQUIRE(mm.alloc_page_region(1, gfp, t) != kNull);
+  CHECK(mm.check_leaks() == 2);
+  size_t leaks = 0;
+  for (const KasanReport& r : mm.kasan_reports())
+    leaks += r.kind == "leak" && r.detail.find("page region of 4096 bytes") != std::string::npos;
+  CHECK(leaks == 1);
+}
 
 TEST_CASE("mm invariants over random sequences", "[mm][invariants]") {
   for (SlubGen gen : {SlubGen::v6_18, SlubGen::v7}) {

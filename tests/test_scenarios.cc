@@ -379,3 +379,24 @@ TEST_CASE("poll-refill: a ring's polls beyond the cache share are cancelled cold
   CHECK(cold("25600", "32") == 0);
   CHECK(cold("2048", "2") == 0);
 }
+
+TEST_CASE("poll-refill: each new ring's regions are zeroed compounds the program maps",
+          "[scenario][io_uring]") {
+  // A ring of 4,096 SQ entries: the rings region is 37 pages (8,192 CQEs
+  // and the 4,096-entry SQ array after the header), the SQEs 64 (each a
+  // zeroed order-6 compound: tests/test_mm_invariants.cc). A ring of 256
+  // entries: 3 and 4 pages. 65,536 polls at 4,096 a ring is 16 rings
+  // either way.
+  const auto rings = [](const char* qd, const char* burst, const char* recycle) {
+    const RunResult r = run_ok("poll-refill", {"unpatched"},
+                               {{"qd", qd}, {"burst", burst}, {"recycle", recycle},
+                                {"total", "65536"}});
+    return col(r, 0).timed;
+  };
+  const Counters big = rings("4096", "2048", "2");
+  CHECK(big[Event::ring_create] == 16);
+  CHECK(big[Event::ring_pages_mapped] == 16 * 101);
+  const Counters small = rings("256", "256", "16");
+  CHECK(small[Event::ring_create] == 16);
+  CHECK(small[Event::ring_pages_mapped] == 16 * 7);
+}

@@ -34,6 +34,8 @@ concept IoAllocator = requires(A& a, Ptr p, Ptr* v, const Task& t, CacheId c,
   { a.kmem_cache_alloc_bulk(c, g, n, v, t) } -> std::same_as<int>;
   { a.kvmalloc(big, g, t) } -> std::same_as<Ptr>;
   a.kvfree(p, t);
+  { a.alloc_page_region(sz, g, t) } -> std::same_as<Ptr>;
+  a.free_page_region(p, t);
   { a.kasan_mempool_poison_object(p, t) } -> std::same_as<bool>;
   a.kasan_mempool_unpoison_object(p, t);
   a.kasan_check_access(p, s);

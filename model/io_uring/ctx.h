@@ -78,6 +78,8 @@ struct IoRingCtx {
   Ptr refs_data = kNull;       // ctx->refs: percpu_ref_init()'s percpu_ref_data
   Ptr ring_region = kNull;     // ctx->ring_region's page array (SQ/CQ rings)
   Ptr sq_region = kNull;       // ctx->sq_region's page array (SQEs)
+  Ptr ring_pages = kNull;      // ... and the pages themselves (Mm::alloc_page_region)
+  Ptr sq_pages = kNull;
   Ptr hash_map = kNull;        // ctx->hash_map (io_wq_hash), set by the first task context
   Ptr tctx_node = kNull;       // the submitter's io_tctx_node for this ring
 

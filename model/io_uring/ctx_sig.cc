@@ -25,7 +25,7 @@ void ring_signature(const IoRingCtx& c, StateSig* s) {
   s->add(c.params.defer_taskrun);
   s->add(c.params.reaped_in_time);
   for (Ptr p : {c.ctx_mem, c.ring_node, c.cancel_hbs, c.refs_data, c.ring_region, c.sq_region,
-                c.hash_map, c.tctx_node})
+                c.ring_pages, c.sq_pages, c.hash_map, c.tctx_node})
     s->ptr(p);
   for (const IoAllocCache* ac : {&c.apoll_cache, &c.netmsg_cache, &c.rw_cache, &c.cmd_cache,
                                  &c.msg_cache, &c.futex_cache, &c.waitv_cache, &c.node_cache,

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
 
 #include "model/io_uring/ctx.h"
 #include "model/io_uring/io_kernel.h"
@@ -33,24 +34,42 @@ inline uint32_t sq_region_pages(const RingParams& p) {
 // Mirrors io_allocate_scq_urings(), 6.14+ (io_create_region(); v6.12 and
 // v6.13 make the same array in io_pages_map()): per region a page-pointer
 // array kvmalloc_array(nr_pages, 8, GFP_KERNEL_ACCOUNT | __GFP_ZERO |
-// __GFP_NOWARN). The ring pages themselves come from the page allocator
-// and are not modelled.
+// __GFP_NOWARN), then the pages with the same gfp
+// (io_region_allocate_pages(): one zeroed compound, else order-0 pages;
+// Mm::alloc_page_region). The program then maps both regions
+// (liburing's io_uring_queue_init() mmap()s them; io_uring_mmap() ->
+// vm_insert_pages()): ring_pages_mapped counts their pages, which
+// ring_page prices with their unmapping and first touches.
+// __io_account_mem() (RLIMIT_MEMLOCK) is skipped: the programs the model
+// replays run with CAP_IPC_LOCK.
 template <IoAllocator A>
 int io_allocate_scq_urings(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   SiteScope scope(k.mm, CallSite::io_allocate_scq_urings);
   constexpr gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN;
   const Task site = at_site(t, kSiteRegionPages);
-  ctx.ring_region = k.mm.kvmalloc(uint64_t{ring_region_pages(ctx.params)} * 8, gfp, site);
+  const uint32_t ring_pages = ring_region_pages(ctx.params);
+  const uint32_t sq_pages = sq_region_pages(ctx.params);
+  ctx.ring_region = k.mm.kvmalloc(uint64_t{ring_pages} * 8, gfp, site);
   if (ctx.ring_region == kNull) return kENOMEM;
-  ctx.sq_region = k.mm.kvmalloc(uint64_t{sq_region_pages(ctx.params)} * 8, gfp, site);
-  return ctx.sq_region == kNull ? kENOMEM : 0;
+  ctx.ring_pages = k.mm.alloc_page_region(ring_pages, gfp, site);
+  if (ctx.ring_pages == kNull) return kENOMEM;
+  ctx.sq_region = k.mm.kvmalloc(uint64_t{sq_pages} * 8, gfp, site);
+  if (ctx.sq_region == kNull) return kENOMEM;
+  ctx.sq_pages = k.mm.alloc_page_region(sq_pages, gfp, site);
+  if (ctx.sq_pages == kNull) return kENOMEM;
+  ev(k.mm, Event::ring_pages_mapped, uint64_t{ring_pages} + sq_pages);
+  return 0;
 }
 
-// Mirrors io_rings_free(): io_free_region() of both regions.
+// Mirrors io_rings_free(): io_free_region() of the SQ region, then of the
+// rings region; each releases its pages, then kvfree()s their array.
 template <IoAllocator A>
 void io_rings_free(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
-  for (Ptr* p : {&ctx.ring_region, &ctx.sq_region})
-    if (*p != kNull) k.mm.kvfree(*p, t), *p = kNull;
+  for (auto [pages, array] : {std::pair{&ctx.sq_pages, &ctx.sq_region},
+                              std::pair{&ctx.ring_pages, &ctx.ring_region}}) {
+    if (*pages != kNull) k.mm.free_page_region(*pages, t), *pages = kNull;
+    if (*array != kNull) k.mm.kvfree(*array, t), *array = kNull;
+  }
 }
 
 inline bool same_task(const IoUringTask& u, const Task& t) {

@@ -248,21 +248,28 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
       return kNull;
     }
   }
+  const uint32_t id = commit_large(l, gfp, size, t);
+  if (id == UINT32_MAX) return kNull;
+  large_bytes_ += uint64_t(l.nr_pages) * PAGE_SIZE;
+  return (vmalloc ? kVmallocBit : kLargeBit) | id;
+}
+
+// The part a large kmalloc, a vmalloc area and a page region share once
+// their pages are held: the page-wise charge with __GFP_ACCOUNT (its
+// failure gives the pages back), `zeroed` bytes with __GFP_ZERO, and a
+// slot in large_. Returns the slot, or UINT32_MAX on a failed charge.
+uint32_t Mm::commit_large(Large& l, gfp_t gfp, uint64_t zeroed, const Task& t) {
   if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg) {
     if (faults_.should_fail(FaultPoint::memcg_charge) ||
         !backend_->charge_pages(t.cpu, t.memcg, l.nr_pages, gfp)) {
-      if (vmalloc) {
-        for (uint32_t v : l.vpages) backend_->free_pages(v, 0);
-      } else {
-        backend_->free_pages(l.page, l.order);
-      }
+      give_back_pages(l);
       events_.add(Event::memcg_charge_fail);
       events_.add(Event::alloc_failed);
-      return kNull;
+      return UINT32_MAX;
     }
     l.memcg = t.memcg;
   }
-  if (gfp & __GFP_ZERO) events_.add(Event::zero_bytes, size), events_.add(Event::zero_call);
+  if (gfp & __GFP_ZERO) events_.add(Event::zero_bytes, zeroed), events_.add(Event::zero_call);
   l.live = true;
   uint32_t id;
   if (!free_large_ids_.empty()) {
@@ -273,8 +280,81 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
     id = static_cast<uint32_t>(large_.size());
     large_.push_back(l);
   }
-  large_bytes_ += uint64_t(l.nr_pages) * PAGE_SIZE;
-  return (vmalloc ? kVmallocBit : kLargeBit) | id;
+  return id;
+}
+
+// The pages of a large object back to the page allocator: one order-0
+// page each (a vmalloc area, a region made in order-0 pages), or the
+// compound.
+void Mm::give_back_pages(Large& l) {
+  if (!l.vpages.empty()) {
+    for (uint32_t v : l.vpages) backend_->free_pages(v, 0);
+    l.vpages.clear();
+  } else if (l.page) {
+    backend_->free_pages(l.page, l.order);
+  }
+}
+
+// io_region_allocate_pages()'s pages (io_uring/memmap.c, 6.14+): one
+// compound of get_order(nr_pages) pages (io_mem_alloc_compound(),
+// __GFP_COMP above order 0), else nr_pages order-0 pages
+// (alloc_pages_bulk_node(): all or none, a partial batch given back). The
+// page allocator zeroes every page it hands out with __GFP_ZERO, so a
+// compound is zeroed whole; the charge is page-wise, as
+// __memcg_kmem_charge_page(). The vmap() a region of order-0 pages then
+// needs (io_region_init_ptr()) is not priced.
+Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
+  const NodeId node = static_cast<NodeId>(uint32_t(t.cpu) * cfg_.nr_nodes / cfg_.nr_cpus);
+  Large l;
+  l.region = true;
+  l.site = t.site;
+  l.bytes = uint64_t{nr_pages} * PAGE_SIZE;
+  const uint32_t order = get_order(l.bytes);
+  if (nr_pages == 0) {
+    events_.add(Event::alloc_failed);
+    return kNull;
+  }
+  if (order <= MAX_PAGE_ORDER)
+    l.page = backend_->alloc_pages(order, node, order ? (gfp | __GFP_COMP) : gfp);
+  if (l.page) {
+    l.order = order;
+    l.nr_pages = 1u << order;
+  } else {
+    for (uint32_t i = 0; i < nr_pages; ++i) {
+      const uint32_t pg = backend_->alloc_pages(0, node, gfp);
+      if (!pg) {
+        give_back_pages(l);
+        events_.add(Event::alloc_failed);
+        return kNull;
+      }
+      l.vpages.push_back(pg);
+    }
+    l.nr_pages = nr_pages;
+  }
+  const uint32_t id = commit_large(l, gfp, uint64_t{l.nr_pages} * PAGE_SIZE, t);
+  if (id == UINT32_MAX) return kNull;
+  region_bytes_ += uint64_t{l.nr_pages} * PAGE_SIZE;
+  return kLargeBit | id;
+}
+
+// io_free_region()'s pages: the compound's one reference, or
+// release_pages() of the order-0 ones; the charge goes with them.
+void Mm::free_page_region(Ptr p, const Task& t) {
+  if (p == kNull) return;
+  const size_t nrep = slub_->reports.size();
+  Large* l = (p & kVmallocBit) ? nullptr : large(p);
+  if (!l || !l->region) {
+    slub_->report(l ? "invalid-free" : "double-free", p, kNoCache,
+                  l ? "free of a page region that is a large kmalloc"
+                    : "page region not live (freed before?)");
+    if (slub_->reports.size() != nrep) stamp_reports(nrep);
+    return;
+  }
+  if (l->memcg != kRootMemcg) backend_->uncharge_pages(t.cpu, l->memcg, l->nr_pages);
+  give_back_pages(*l);
+  region_bytes_ -= uint64_t{l->nr_pages} * PAGE_SIZE;
+  l->live = false;
+  free_large_ids_.push_back(static_cast<uint32_t>(p & ~kLargeBit));
 }
 
 Mm::Large* Mm::large(Ptr p) {
@@ -290,21 +370,17 @@ const Mm::Large* Mm::large(Ptr p) const {
 // mirrors free_large_kmalloc() / vfree().
 void Mm::free_large(Ptr p, const Task& t, bool via_kvfree) {
   Large* l = large(p);
-  if (!l || l->mempool || (l->vmalloc && !via_kvfree)) {
+  if (!l || l->mempool || l->region || (l->vmalloc && !via_kvfree)) {
     slub_->report(l ? (l->mempool ? "double-free" : "invalid-free") : "double-free",
                   p, kNoCache,
-                  l && l->vmalloc ? "kfree() of a vmalloc address"
-                                  : "large allocation not live (freed before?)");
+                  l && l->region    ? "kfree() of a page region (io_free_region() frees it)"
+                  : l && l->vmalloc ? "kfree() of a vmalloc address"
+                                    : "large allocation not live (freed before?)");
     return;
   }
   if (!l->vmalloc) events_.add(Event::kfree_large);  // kvfree() counts itself
   if (l->memcg != kRootMemcg) backend_->uncharge_pages(t.cpu, l->memcg, l->nr_pages);
-  if (l->vmalloc) {
-    for (uint32_t v : l->vpages) backend_->free_pages(v, 0);
-    l->vpages.clear();
-  } else {
-    backend_->free_pages(l->page, l->order);
-  }
+  give_back_pages(*l);
   large_bytes_ -= uint64_t(l->nr_pages) * PAGE_SIZE;
   l->live = false;
   free_large_ids_.push_back(static_cast<uint32_t>(p & ~(kLargeBit | kVmallocBit)));
@@ -470,6 +546,7 @@ CacheId Mm::find_cache(std::string_view name) const {
 
 uint64_t Mm::slab_bytes_total() const { return slub_->slab_bytes(); }
 uint64_t Mm::large_bytes_total() const { return large_bytes_; }
+uint64_t Mm::region_bytes_total() const { return region_bytes_; }
 
 const std::vector<KasanReport>& Mm::kasan_reports() const { return slub_->reports; }
 
@@ -484,6 +561,7 @@ void Mm::signature(StateSig* s) const {
   for (const Large& l : large_) live += l.live;
   s->add(live);
   s->add(large_bytes_);
+  s->add(region_bytes_);
   for (size_t k = 0, next_unmet = 0;;) {
     if (k < s->large_order().size()) {
       const uint64_t id = s->large_order()[k++];
@@ -498,6 +576,7 @@ void Mm::signature(StateSig* s) const {
       s->add(l.memcg);
       s->add(l.vmalloc);
       s->add(l.mempool);
+      s->add(l.region);
       s->add(l.site);
       s->add(l.vpages.size());
       continue;

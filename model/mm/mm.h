@@ -91,6 +91,11 @@ class Mm {
   void kmem_cache_free_bulk(CacheId s, int n, Ptr* p, const Task& t);
   Ptr kvmalloc(uint64_t size, gfp_t gfp, const Task& t);
   void kvfree(Ptr p, const Task& t);
+  // Pages for a mapped region, as io_region_allocate_pages() takes them
+  // (a compound, else order-0 pages; mm.cc), and their release
+  // (io_free_region()). kfree() of one is an invalid free.
+  Ptr alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t);
+  void free_page_region(Ptr p, const Task& t);
   // kfree_rcu.cc. kfree_bulk(): kmem_cache_free_bulk(NULL, n, p), objects
   // of any cache (and large kmallocs). kfree_rcu(): the object is freed
   // at the next rcu_grace_period(), by kfree_bulk() from this CPU's batch
@@ -145,6 +150,7 @@ class Mm {
   CacheId find_cache(std::string_view name) const;  // by name or alias
   uint64_t slab_bytes_total() const;    // NR_SLAB_UNRECLAIMABLE_B + _RECLAIMABLE_B
   uint64_t large_bytes_total() const;   // large kmalloc + vmalloc bytes live
+  uint64_t region_bytes_total() const;  // page regions' bytes live (alloc_page_region)
 
   FaultInjector& faults() { return faults_; }
   // The page allocator and memcg below SLUB: trace replay's mm_page_alloc / mm_page_free.
@@ -170,13 +176,13 @@ class Mm {
   const Slub& slub() const { return *slub_; }
 
  private:
-  struct Large {  // a large kmalloc or a vmalloc area
+  struct Large {  // a large kmalloc, a vmalloc area or a page region
     uint64_t bytes = 0;
     uint32_t page = 0, order = 0, nr_pages = 0;
     MemcgId memcg = kRootMemcg;
-    bool live = false, vmalloc = false, mempool = false;
+    bool live = false, vmalloc = false, mempool = false, region = false;
     SiteId site = 0;
-    std::vector<uint32_t> vpages;  // vmalloc: one order-0 page each
+    std::vector<uint32_t> vpages;  // vmalloc, or a region of order-0 pages: one each
   };
   // kmalloc(), kfree() and kmem_cache_free() beyond their per-CPU fast
   // paths.
@@ -185,6 +191,8 @@ class Mm {
   [[gnu::noinline]] void kmem_cache_free_slow(CacheId s, Ptr p, const Task& t);
   Ptr alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc);
   void free_large(Ptr p, const Task& t, bool via_kvfree);
+  uint32_t commit_large(Large& l, gfp_t gfp, uint64_t zeroed, const Task& t);
+  void give_back_pages(Large& l);
   Large* large(Ptr p);
   const Large* large(Ptr p) const;
   // Names the innermost scope in reports added since `from`.
@@ -212,6 +220,7 @@ class Mm {
   std::vector<uint32_t> free_large_ids_;
   std::vector<std::vector<Ptr>> krcp_;  // per CPU: kvfree_rcu batch records
   uint64_t large_bytes_ = 0;
+  uint64_t region_bytes_ = 0;
 };
 
 }  // namespace simcache

@@ -66,7 +66,9 @@ size_t Mm::check_leaks() {
     const Ptr p = (large_[i].vmalloc ? kVmallocBit : kLargeBit) | i;
     slub_->report("leak", p, kNoCache,
                   fmt::format("{} of {} bytes from site {:#x}",
-                              large_[i].vmalloc ? "vmalloc area" : "large kmalloc",
+                              large_[i].region    ? "page region"
+                              : large_[i].vmalloc ? "vmalloc area"
+                                                  : "large kmalloc",
                               large_[i].bytes, large_[i].site));
   }
   memcg_->drain_all();
