@@ -660,6 +660,90 @@ TEST_CASE("validate --fit-on sets apart the rows that repeat a fitted configurat
         std::string::npos);
 }
 
+TEST_CASE("validate --fit-on: each row divided by the repeats that ran last before it",
+          "[validate][calib][refits]") {
+  // The sixth sitting's validation rows, their own repeats taken out, with
+  // three anchors: a repeat of C-F0-4096-4096 first and of C-S0-32 last,
+  // both as measured, and between them, ahead of the lifecycle rows, the
+  // three rows of C-LS-128-128 30 % slower, as is every row from there to
+  // the end (a machine slowed for a while). Divided by the anchor that ran
+  // last before each, the rows judge exactly as the unslowed file does.
+  const std::string cal = repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv");
+  const std::string val = repo_file("data/measurements/vm-2cpu-sixth-validation.tsv");
+  const auto lines_of = [](const std::string& path) {
+    std::ifstream in(path);
+    std::vector<std::string> out;
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+  };
+  const auto with = [](std::string line, const std::string& id, double scale) {
+    std::vector<std::string> cols;
+    for (size_t at = 0;;) {
+      const size_t tab = line.find('\t', at);
+      cols.push_back(line.substr(at, tab - at));
+      if (tab == std::string::npos) break;
+      at = tab + 1;
+    }
+    if (!id.empty()) cols[0] = id + cols[0].substr(cols[0].find('-', 2));
+    cols[5] = fmt::format("{:.9f}", std::stod(cols[5]) * scale);
+    std::string out;
+    for (const std::string& c : cols) out += (out.empty() ? "" : "\t") + c;
+    return out + "\n";
+  };
+  const std::vector<std::string> c = lines_of(cal), v = lines_of(val);
+  REQUIRE(v.size() > 20);
+  std::string f0, s0, ls;
+  for (const std::string& l : c) {
+    if (l.rfind("C-F0-4096-4096\t", 0) == 0) f0 = l;
+    if (l.rfind("C-S0-32\t", 0) == 0) s0 = l;
+    if (l.rfind("C-LS-128-128", 0) == 0) ls += with(l, "V-X", 1.3);
+  }
+  REQUIRE(!f0.empty());
+  REQUIRE(!s0.empty());
+  REQUIRE(std::count(ls.begin(), ls.end(), '\n') == 3);
+  std::string anchored = v[0] + "\n" + with(f0, "V-X", 1), plain = v[0] + "\n";
+  double scale = 1;
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (v[i].rfind("V-R-", 0) == 0) continue;
+    if (v[i].rfind("V-LS-", 0) == 0 && scale == 1) anchored += ls, scale = 1.3;
+    anchored += with(v[i], "", scale), plain += v[i] + "\n";
+  }
+  REQUIRE(scale == 1.3);
+  anchored += with(s0, "V-X", 1);
+  const TempFile a("order_anchored.tsv", anchored), p("order_plain.tsv", plain);
+  const CliOutcome o = run_cli({"validate", "--measurements", a.path(), "--fit-on", cal});
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  CHECK(o.out.find("drift between the suites: 5 rows repeat") != std::string::npos);
+  CHECK(o.out.find("in file order (3 anchors: +0.00%, +30.00%, +0.00%): each row divided by the "
+                   "anchor that ran last before it: rows inside the 90% interval ") !=
+        std::string::npos);
+  const CliOutcome q = run_cli({"validate", "--measurements", p.path(), "--fit-on", cal});
+  REQUIRE(q.status == 0);
+  const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
+  const size_t at = q.out.find(cov) + cov.size();
+  const std::string inside = q.out.substr(at, q.out.find(' ', at) - at);
+  const std::string mae_mark = "mean abs error ";
+  const size_t m = q.out.find(mae_mark, q.out.find("\nsummary: ")) + mae_mark.size();
+  const std::string mae = q.out.substr(m, q.out.find('%', m) - m);
+  CHECK(o.out.find(fmt::format("before it: rows inside the 90% interval {}, mean abs error {}%",
+                               inside, mae)) != std::string::npos);
+  // As measured, the slowed rows judge worse.
+  const size_t am = o.out.find(mae_mark, o.out.find("\nsummary: ")) + mae_mark.size();
+  CHECK(std::stod(o.out.substr(am)) > std::stod(mae) + 5);
+  // Anchors only at the two ends: every row would be divided by the
+  // opening one, and the line is not printed.
+  std::string ends = v[0] + "\n" + with(f0, "V-X", 1);
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i].rfind("V-R-", 0) != 0) ends += v[i] + "\n";
+  ends += with(s0, "V-X", 1.1);
+  const TempFile e("order_ends.tsv", ends);
+  const CliOutcome oe = run_cli({"validate", "--measurements", e.path(), "--fit-on", cal});
+  REQUIRE(oe.status == 0);
+  CHECK(oe.out.find("the machine moved by") != std::string::npos);
+  CHECK(oe.out.find("in file order") == std::string::npos);
+}
+
 TEST_CASE("validate --fit-on: an effect whose base is set apart as a repeat is not compared",
           "[validate][calib]") {
   // Seed rows of one sitting split in two: the fit takes SF-003; the

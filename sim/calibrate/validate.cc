@@ -500,6 +500,53 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
       kIntervalLevel * 100, inside, rows.size(),
       rows.empty() ? 0.0 : err / static_cast<double>(rows.size()) * 100, v.rows_covered,
       rows.size(), v.mean_abs_err * 100);
+  // A virtual machine need not move as one: it slows for half a minute at
+  // a time, and its programs can drift apart. An anchor is a run of
+  // repeats with no validated row between them; each row is also divided
+  // by the anchor that ran last before it in its file (their median
+  // ratio; a row before every anchor by the machine's move).
+  struct Anchor {
+    std::string file;
+    int line = 0;  // its last repeat's
+    std::vector<double> ratios;
+  };
+  std::vector<Anchor> anchors;
+  for (const Repeat& r : repeats) {
+    const std::string& file = r.row.row.file;
+    const int line = r.row.row.line;
+    const bool joins =
+        !anchors.empty() && anchors.back().file == file &&
+        std::none_of(rows.begin(), rows.end(), [&](const MappedRow& m) {
+          return m.row.file == file && m.row.line > anchors.back().line && m.row.line < line;
+        });
+    if (joins) anchors.back().line = line, anchors.back().ratios.push_back(r.ratio());
+    else anchors.push_back({file, line, {r.ratio()}});
+  }
+  size_t inside_near = 0;
+  double err_near = 0;
+  std::vector<bool> used(anchors.size(), false);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    double dn = d;
+    size_t last = anchors.size();
+    for (size_t k = 0; k < anchors.size(); ++k)
+      if (anchors[k].file == rows[i].row.file && anchors[k].line < rows[i].row.line)
+        dn = median_of(anchors[k].ratios), last = k;
+    if (last < anchors.size()) used[last] = true;
+    const double y = rows[i].value_ns / dn;
+    inside_near += y >= v.lo[i] && y <= v.hi[i];
+    err_near += std::fabs(v.predicted[i] / y - 1);
+  }
+  // Only where the rows meet more than one anchor: with one, the line
+  // would only divide by the opening repeat.
+  if (std::count(used.begin(), used.end(), true) < 2) return out;
+  std::string each;
+  for (const Anchor& a : anchors)
+    each += fmt::format("{}{:+.2f}%", each.empty() ? "" : ", ", (median_of(a.ratios) - 1) * 100);
+  out += fmt::format(
+      "in file order ({} anchors: {}): each row divided by the anchor that ran last before it: "
+      "rows inside the {:.0f}% interval {}/{}, mean abs error {:.2f}%\n",
+      anchors.size(), each, kIntervalLevel * 100, inside_near, rows.size(),
+      rows.empty() ? 0.0 : err_near / static_cast<double>(rows.size()) * 100);
   return out;
 }
 
