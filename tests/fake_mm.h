@@ -176,12 +176,8 @@ class FakeMm {
   }
 
   void kvfree(Ptr p, const Task& t) {
-    if (p == kNull) return;
-    Obj* o = lookup(p, "kvfree");
-    Call c{Op::kvfree, kNoCache, o ? o->size : 0, 0, t.cpu, t.memcg};
-    c.p = p;
-    calls_.push_back(c);
-    if (o == nullptr || !release(*o, p, "kvfree")) return;
+    const Obj* o = logged_free(p, Op::kvfree, "kvfree", t);
+    if (o == nullptr) return;
     if (o->how == Op::alloc_page_region) report("invalid-free", p, "kvfree");
     events_.add(Event::kvfree);
   }
@@ -196,13 +192,9 @@ class FakeMm {
   }
 
   void free_page_region(Ptr p, const Task& t) {
-    if (p == kNull) return;
-    Obj* o = lookup(p, "free_page_region");
-    Call c{Op::free_page_region, kNoCache, o ? o->size : 0, 0, t.cpu, t.memcg};
-    c.p = p;
-    calls_.push_back(c);
-    if (o == nullptr || !release(*o, p, "free_page_region")) return;
-    if (o->how != Op::alloc_page_region) report("invalid-free", p, "free_page_region");
+    const Obj* o = logged_free(p, Op::free_page_region, "free_page_region", t);
+    if (o != nullptr && o->how != Op::alloc_page_region)
+      report("invalid-free", p, "free_page_region");
   }
 
   bool kasan_mempool_poison_object(Ptr p, const Task&) {
@@ -359,6 +351,16 @@ class FakeMm {
     return nullptr;
   }
   // Frees `o`; reports and refuses frees of freed or parked objects.
+  // A free that takes no cache (kvfree, free_page_region): logged, then
+  // released. Returns the object, or nullptr when there was nothing live.
+  const Obj* logged_free(Ptr p, Op op, std::string_view who, const Task& t) {
+    if (p == kNull) return nullptr;
+    Obj* o = lookup(p, who);
+    Call c{op, kNoCache, o ? o->size : 0, 0, t.cpu, t.memcg};
+    c.p = p;
+    calls_.push_back(c);
+    return o != nullptr && release(*o, p, who) ? o : nullptr;
+  }
   bool release(Obj& o, Ptr p, std::string_view who) {
     if (o.state == State::freed) {
       report("double-free", p, who);

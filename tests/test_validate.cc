@@ -97,6 +97,41 @@ std::vector<Bad> bad_inputs() {
   return b;
 }
 
+// A measurement file's lines, as read.
+std::vector<std::string> file_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// A TSV row with its value column times `scale` and, unless empty, its
+// id replaced; newline-terminated.
+std::string retimed(const std::string& line, const std::string& id, double scale) {
+  std::vector<std::string> cols;
+  for (size_t at = 0;;) {
+    const size_t tab = line.find('\t', at);
+    cols.push_back(line.substr(at, tab - at));
+    if (tab == std::string::npos) break;
+    at = tab + 1;
+  }
+  if (!id.empty()) cols[0] = id;
+  cols[5] = fmt::format("{:.9f}", std::stod(cols[5]) * scale);
+  std::string out;
+  for (const std::string& c : cols) out += (out.empty() ? "" : "\t") + c;
+  return out + "\n";
+}
+
+// validate's coverage of its rows ("N/M") and its summary's mean abs
+// error ("x.xx"), as printed.
+std::pair<std::string, std::string> rows_inside_and_error(const std::string& out) {
+  const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
+  const size_t at = out.find(cov) + cov.size();
+  const std::string mae_mark = "mean abs error ";
+  const size_t m = out.find(mae_mark, out.find("\nsummary: ")) + mae_mark.size();
+  return {out.substr(at, out.find(' ', at) - at), out.substr(m, out.find('%', m) - m)};
+}
+
 }  // namespace
 
 TEST_CASE("calibrate and validate reject bad rows with file, line and column", "[validate]") {
@@ -574,28 +609,8 @@ TEST_CASE("validate --fit-on sets apart the rows that repeat a fitted configurat
   // rows divided by 1.2 judges as measured.
   const std::string cal = repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv");
   const std::string val = repo_file("data/measurements/vm-2cpu-sixth-validation.tsv");
-  const auto lines_of = [](const std::string& path) {
-    std::ifstream in(path);
-    std::vector<std::string> out;
-    for (std::string l; std::getline(in, l);) out.push_back(l);
-    return out;
-  };
-  // The line with its id and value column replaced.
-  const auto with = [](std::string line, const std::string& id, double scale) {
-    std::vector<std::string> cols;
-    for (size_t at = 0;;) {
-      const size_t tab = line.find('\t', at);
-      cols.push_back(line.substr(at, tab - at));
-      if (tab == std::string::npos) break;
-      at = tab + 1;
-    }
-    if (!id.empty()) cols[0] = id;
-    cols[5] = fmt::format("{:.9f}", std::stod(cols[5]) * scale);
-    std::string out;
-    for (const std::string& c : cols) out += (out.empty() ? "" : "\t") + c;
-    return out + "\n";
-  };
-  const std::vector<std::string> c = lines_of(cal), v = lines_of(val);
+  const auto with = retimed;
+  const std::vector<std::string> c = file_lines(cal), v = file_lines(val);
   REQUIRE(v.size() > 20);  // the sitting's header and rows, read
   std::string f0, s0;
   for (const std::string& l : c) {
@@ -634,12 +649,7 @@ TEST_CASE("validate --fit-on sets apart the rows that repeat a fitted configurat
         std::string::npos);
   const CliOutcome plain = run_cli({"validate", "--measurements", d.path(), "--fit-on", cal});
   REQUIRE(plain.status == 0);
-  const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
-  const size_t at = plain.out.find(cov) + cov.size();
-  const std::string inside = plain.out.substr(at, plain.out.find(' ', at) - at);
-  const std::string mae_mark = "mean abs error ";
-  const size_t m = plain.out.find(mae_mark, plain.out.find("\nsummary: ")) + mae_mark.size();
-  const std::string mae = plain.out.substr(m, plain.out.find('%', m) - m);
+  const auto [inside, mae] = rows_inside_and_error(plain.out);
   CHECK(o.out.find(fmt::format("each row above divided by it: rows inside the 90% interval {}, "
                                "mean abs error {}%",
                                inside, mae)) != std::string::npos);
@@ -670,27 +680,11 @@ TEST_CASE("validate --fit-on: each row divided by the repeats that ran last befo
   // last before each, the rows judge exactly as the unslowed file does.
   const std::string cal = repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv");
   const std::string val = repo_file("data/measurements/vm-2cpu-sixth-validation.tsv");
-  const auto lines_of = [](const std::string& path) {
-    std::ifstream in(path);
-    std::vector<std::string> out;
-    for (std::string l; std::getline(in, l);) out.push_back(l);
-    return out;
+  // A calibration row as a repeat: "C-" becomes "V-X-".
+  const auto with = [](const std::string& line, const std::string& id, double scale) {
+    return retimed(line, id.empty() ? id : id + line.substr(1, line.find('\t') - 1), scale);
   };
-  const auto with = [](std::string line, const std::string& id, double scale) {
-    std::vector<std::string> cols;
-    for (size_t at = 0;;) {
-      const size_t tab = line.find('\t', at);
-      cols.push_back(line.substr(at, tab - at));
-      if (tab == std::string::npos) break;
-      at = tab + 1;
-    }
-    if (!id.empty()) cols[0] = id + cols[0].substr(cols[0].find('-', 2));
-    cols[5] = fmt::format("{:.9f}", std::stod(cols[5]) * scale);
-    std::string out;
-    for (const std::string& c : cols) out += (out.empty() ? "" : "\t") + c;
-    return out + "\n";
-  };
-  const std::vector<std::string> c = lines_of(cal), v = lines_of(val);
+  const std::vector<std::string> c = file_lines(cal), v = file_lines(val);
   REQUIRE(v.size() > 20);
   std::string f0, s0, ls;
   for (const std::string& l : c) {
@@ -720,17 +714,11 @@ TEST_CASE("validate --fit-on: each row divided by the repeats that ran last befo
         std::string::npos);
   const CliOutcome q = run_cli({"validate", "--measurements", p.path(), "--fit-on", cal});
   REQUIRE(q.status == 0);
-  const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
-  const size_t at = q.out.find(cov) + cov.size();
-  const std::string inside = q.out.substr(at, q.out.find(' ', at) - at);
-  const std::string mae_mark = "mean abs error ";
-  const size_t m = q.out.find(mae_mark, q.out.find("\nsummary: ")) + mae_mark.size();
-  const std::string mae = q.out.substr(m, q.out.find('%', m) - m);
+  const auto [inside, mae] = rows_inside_and_error(q.out);
   CHECK(o.out.find(fmt::format("before it: rows inside the 90% interval {}, mean abs error {}%",
                                inside, mae)) != std::string::npos);
   // As measured, the slowed rows judge worse.
-  const size_t am = o.out.find(mae_mark, o.out.find("\nsummary: ")) + mae_mark.size();
-  CHECK(std::stod(o.out.substr(am)) > std::stod(mae) + 5);
+  CHECK(std::stod(rows_inside_and_error(o.out).second) > std::stod(mae) + 5);
   // Anchors only at the two ends: every row would be divided by the
   // opening one, and the line is not printed.
   std::string ends = v[0] + "\n" + with(f0, "V-X", 1);
