@@ -118,9 +118,11 @@ class FakeMm {
     Call c{Op::kfree, o ? o->cache : kNoCache, o ? o->size : 0, 0, t.cpu, t.memcg};
     c.p = p;
     calls_.push_back(c);
+    // A region is freed only by free_page_region(): as Mm, report and
+    // free nothing.
+    if (o != nullptr && o->how == Op::alloc_page_region) return report("invalid-free", p, "kfree");
     if (o == nullptr || !release(*o, p, "kfree")) return;
     if (o->how == Op::kvmalloc) report("kfree-of-kvmalloc", p, "kfree");
-    if (o->how == Op::alloc_page_region) report("invalid-free", p, "kfree");
     events_.add(o->size > 8192 ? Event::kfree_large : Event::kfree);
   }
 
@@ -176,14 +178,12 @@ class FakeMm {
   }
 
   void kvfree(Ptr p, const Task& t) {
-    const Obj* o = logged_free(p, Op::kvfree, "kvfree", t);
-    if (o == nullptr) return;
-    if (o->how == Op::alloc_page_region) report("invalid-free", p, "kvfree");
-    events_.add(Event::kvfree);
+    if (logged_free(p, Op::kvfree, "kvfree", t, false)) events_.add(Event::kvfree);
   }
 
   // A page region: one object of nr_pages pages; freed only by
-  // free_page_region() (kfree() or kvfree() of one is reported).
+  // free_page_region() (kfree() or kvfree() of one is reported and frees
+  // nothing, as in Mm).
   Ptr alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
     Call c{Op::alloc_page_region, kNoCache, nr_pages * 4096u, gfp, t.cpu, t.memcg};
     if (should_fail(c)) return fail(c);
@@ -192,9 +192,7 @@ class FakeMm {
   }
 
   void free_page_region(Ptr p, const Task& t) {
-    const Obj* o = logged_free(p, Op::free_page_region, "free_page_region", t);
-    if (o != nullptr && o->how != Op::alloc_page_region)
-      report("invalid-free", p, "free_page_region");
+    logged_free(p, Op::free_page_region, "free_page_region", t, true);
   }
 
   bool kasan_mempool_poison_object(Ptr p, const Task&) {
@@ -351,15 +349,21 @@ class FakeMm {
     return nullptr;
   }
   // Frees `o`; reports and refuses frees of freed or parked objects.
-  // A free that takes no cache (kvfree, free_page_region): logged, then
-  // released. Returns the object, or nullptr when there was nothing live.
-  const Obj* logged_free(Ptr p, Op op, std::string_view who, const Task& t) {
-    if (p == kNull) return nullptr;
+  // A free that takes no cache (kvfree, free_page_region), logged: a
+  // page region is freed only by free_page_region() and nothing else by
+  // it (as Mm: reported, nothing freed). True when the object was released.
+  bool logged_free(Ptr p, Op op, std::string_view who, const Task& t, bool of_region) {
+    if (p == kNull) return false;
     Obj* o = lookup(p, who);
     Call c{op, kNoCache, o ? o->size : 0, 0, t.cpu, t.memcg};
     c.p = p;
     calls_.push_back(c);
-    return o != nullptr && release(*o, p, who) ? o : nullptr;
+    if (o == nullptr) return false;
+    if ((o->how == Op::alloc_page_region) != of_region) {
+      report("invalid-free", p, who);
+      return false;
+    }
+    return release(*o, p, who);
   }
   bool release(Obj& o, Ptr p, std::string_view who) {
     if (o.state == State::freed) {

@@ -145,6 +145,20 @@ TEST_CASE("ring: create allocates ctx, cancel table and cache arrays, exit frees
     CHECK(s.live_after_task_exit() == 0);
     CHECK(s.mm.reports().empty());
   }
+  SECTION("a ring that fails after its regions maps none of their pages") {
+    Sim s("v6.18");
+    // The ring's io_tctx_node (32 B, GFP_KERNEL), after both regions.
+    s.mm.fail_if = [](const Call& c) {
+      return c.op == Op::kmalloc && c.size == 32 && c.gfp == GFP_KERNEL;
+    };
+    CHECK(s.io->ring_create(kApp) == kENOMEM);
+    CHECK(s.mm.count(Op::alloc_page_region) == 2);
+    CHECK(s.mm.count(Op::free_page_region) == 2);
+    CHECK(s.ev(Event::ring_pages_mapped) == 0);
+    CHECK(s.ev(Event::ring_create) == 0);
+    CHECK(s.live_after_task_exit() == 0);
+    CHECK(s.mm.reports().empty());
+  }
   SECTION("the kernel instance creates io_kiocb (and io_rsrc_node with node-slab)") {
     Sim s("v6.18", "node-slab");
     const auto& req = s.mm.cache(s.io->req_cachep());

@@ -59,7 +59,8 @@ void run_sequence(SlubGen gen, bool faults, uint64_t seed, bool batch) {
       Ptr p = mm.kvmalloc(1 + rng() % 40000, GFP_KERNEL_ACCOUNT, t);
       if (p) live.push_back({p, kNoCache, true});
     } else if (op == 4) {
-      Ptr p = mm.alloc_page_region(1 + rng() % 100, GFP_KERNEL_ACCOUNT | __GFP_ZERO, t);
+      const gfp_t gfp = (rng() & 1) ? GFP_KERNEL_ACCOUNT | __GFP_ZERO : GFP_KERNEL | __GFP_ZERO;
+      Ptr p = mm.alloc_page_region(1 + rng() % 100, gfp, t);
       if (p) live.push_back({p, kNoCache, false, true});
     } else if (op == 5) {
       const CacheId s = (rng() & 1) ? dedicated : accounted;
@@ -136,34 +137,57 @@ TEST_CASE("a page region is one zeroed, charged compound, else order-0 pages",
   CHECK(mm.region_bytes_total() == 64 * 4096);
   CHECK(mm.large_bytes_total() == 0);
   CHECK(mm.memcg().kmem_pages(m) == 64);
-  // The compound refused: 3 order-0 pages instead, each zeroed.
+  // The compound refused, with __GFP_ACCOUNT and kmem accounting on: the
+  // bulk allocator takes one page through the single-page allocator
+  // (charged) and stops, so a region of 3 pages fails, its page and
+  // charge given back. A one-page region gets by on that page.
   mm.faults().fail_nth(FaultPoint::page_alloc, 1);
-  const Ptr small = mm.alloc_page_region(3, gfp, t);
-  REQUIRE(small != kNull);
+  CHECK(mm.alloc_page_region(3, gfp, t) == kNull);
   CHECK(ev(Event::page_alloc_order2) == 0);  // the refused order-2 compound is not counted
-  CHECK(ev(Event::page_alloc_order0) == 3);
-  CHECK(ev(Event::zero_bytes) == 67 * 4096);
-  CHECK(mm.region_bytes_total() == 67 * 4096);
-  // ... and when an order-0 page is refused too, none is kept.
+  CHECK(ev(Event::page_alloc_order0) == 1);
+  CHECK(ev(Event::page_free) == 1);
+  CHECK(mm.memcg().kmem_pages(m) == 64);
+  mm.faults().fail_nth(FaultPoint::page_alloc, 1);
+  const Ptr one = mm.alloc_page_region(1, gfp, t);
+  REQUIRE(one != kNull);
+  CHECK(ev(Event::page_alloc_order0) == 2);
+  CHECK(mm.memcg().kmem_pages(m) == 65);
+  // Without __GFP_ACCOUNT the bulk allocator gives every page: 3 order-0
+  // pages, each zeroed; one refused, none is kept.
+  mm.faults().fail_nth(FaultPoint::page_alloc, 1);
+  const Ptr small = mm.alloc_page_region(3, GFP_KERNEL | __GFP_ZERO, t);
+  REQUIRE(small != kNull);
+  CHECK(ev(Event::page_alloc_order0) == 5);
+  CHECK(ev(Event::zero_bytes) == (64 + 1 + 3) * 4096);
+  CHECK(mm.region_bytes_total() == 68 * 4096);
+  CHECK(mm.memcg().kmem_pages(m) == 65);  // not charged
   mm.faults().fail_nth(FaultPoint::page_alloc, 1, 2);  // the compound, then the 2nd page
-  CHECK(mm.alloc_page_region(4, gfp, t) == kNull);
+  CHECK(mm.alloc_page_region(4, GFP_KERNEL | __GFP_ZERO, t) == kNull);
   mm.faults().clear();
-  CHECK(mm.region_bytes_total() == 67 * 4096);
-  CHECK(mm.memcg().kmem_pages(m) == 67);
-  // kfree() and kvfree() of a region are invalid frees and free nothing;
-  // the region's own free gives the pages and the charge back.
+  CHECK(mm.region_bytes_total() == 68 * 4096);
+  // kfree() and kvfree() of a region are invalid frees and free nothing,
+  // nor does freeing a large kmalloc as a region; the region's own free
+  // gives the pages and the charge back.
+  const Ptr large = mm.kmalloc(20000, GFP_KERNEL, t);
+  REQUIRE(large != kNull);
   mm.kfree(big, t);
   mm.kvfree(small, t);
-  REQUIRE(mm.kasan_reports().size() == 2);
-  CHECK(mm.kasan_reports()[0].kind == "invalid-free");
-  CHECK(mm.region_bytes_total() == 67 * 4096);
+  mm.free_page_region(large, t);
+  REQUIRE(mm.kasan_reports().size() == 3);
+  for (const KasanReport& r : mm.kasan_reports()) CHECK(r.kind == "invalid-free");
+  CHECK(mm.kasan_reports()[2].detail == "free of a large kmalloc as a page region");
+  CHECK(mm.region_bytes_total() == 68 * 4096);
+  mm.kfree(large, t);
+  const uint64_t freed_before = ev(Event::page_free);
   mm.free_page_region(big, t);
+  mm.free_page_region(one, t);
   mm.free_page_region(small, t);
   CHECK(mm.region_bytes_total() == 0);
-  CHECK(ev(Event::page_free) == 5);  // the failed region's one page, the compound, 3 pages
+  CHECK(mm.memcg().kmem_pages(m) == 0);
+  CHECK(ev(Event::page_free) - freed_before == 1 + 1 + 3);  // the compound, its page, 3 pages
   mm.free_page_region(big, t);  // twice
-  REQUIRE(mm.kasan_reports().size() == 3);
-  CHECK(mm.kasan_reports()[2].kind == "double-free");
+  REQUIRE(mm.kasan_reports().size() == 4);
+  CHECK(mm.kasan_reports()[3].kind == "double-free");
   // A region nobody frees is a leak at teardown, named as one (its charge
   // then has no live object: a memcg imbalance beside it).
   REQUIRE(mm.alloc_page_region(1, gfp, t) != kNull);

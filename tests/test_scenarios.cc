@@ -380,7 +380,7 @@ TEST_CASE("poll-refill: a ring's polls beyond the cache share are cancelled cold
   CHECK(cold("2048", "2") == 0);
 }
 
-TEST_CASE("poll-refill: each new ring's regions are zeroed compounds the program maps",
+TEST_CASE("poll-refill: each new ring maps its two regions' pages",
           "[scenario][io_uring]") {
   // A ring of 4,096 SQ entries: the rings region is 37 pages (8,192 CQEs
   // and the 4,096-entry SQ array after the header), the SQEs 64 (each a

@@ -17,7 +17,7 @@ TEST_CASE("engine workers: same counts and faults at 1 and 4 jobs", "[threads]")
   req.scenario = "sparse-fill";
   req.policies = {"unpatched", "node-slab", "node-slab+bulk-refill", "node-slab+bulk-refill+prefill"};
   req.sets = {{"rounds", "2"}, {"warmup", "0"}, {"slots", "512"}, {"installs", "256"}};
-  req.faults = {{FaultPoint::slab_alloc, 0.02}, {FaultPoint::page_alloc, 0, 7}};
+  req.faults = {{FaultPoint::slab_alloc, 0.02}, {FaultPoint::page_alloc, 0, 12}};
   req.seed = 42;
   RunResult a, b;
   std::string err;
@@ -30,6 +30,7 @@ TEST_CASE("engine workers: same counts and faults at 1 and 4 jobs", "[threads]")
     CHECK(pa.faults_injected == pb.faults_injected);
     CHECK(pa.failures == pb.failures);
     CHECK(pa.faults_injected.at("slab_alloc") > 0);
+    CHECK(pa.faults_injected.at("page_alloc") > 0);  // the 12th: past the rings' regions
   }
 }
 

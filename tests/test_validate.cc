@@ -709,9 +709,17 @@ TEST_CASE("validate --fit-on: each row divided by the repeats that ran last befo
   INFO(o.out << o.err);
   REQUIRE(o.status == 0);
   CHECK(o.out.find("drift between the suites: 5 rows repeat") != std::string::npos);
-  CHECK(o.out.find("in file order (3 anchors: +0.00%, +30.00%, +0.00%): each row divided by the "
-                   "anchor that ran last before it: rows inside the 90% interval ") !=
-        std::string::npos);
+  const std::string order = "in file order (3 anchors: +0.00% +- ";
+  const size_t at = o.out.find(order);
+  REQUIRE(at != std::string::npos);
+  const std::string line = o.out.substr(at, o.out.find('\n', at) - at);
+  CHECK(line.find("%, +30.00% +- ") != std::string::npos);
+  CHECK(line.find("): each row divided by the anchor that ran last before it: rows inside the "
+                  "90% interval ") != std::string::npos);
+  // The middle anchor's three phase rows are one run: the machine's move
+  // is the median of three runs, 0.
+  CHECK(o.out.find("the machine moved by +0.00% (the repeats' median over 3 runs, a run's "
+                   "phases as one; ") != std::string::npos);
   const CliOutcome q = run_cli({"validate", "--measurements", p.path(), "--fit-on", cal});
   REQUIRE(q.status == 0);
   const auto [inside, mae] = rows_inside_and_error(q.out);

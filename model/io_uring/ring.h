@@ -89,6 +89,9 @@ class IoUring {
       return failed(kENOMEM);
     }
     ev(k_.mm, Event::ring_create);
+    // The program maps both regions (io_allocate_scq_urings(), tctx.h).
+    ev(k_.mm, Event::ring_pages_mapped,
+       uint64_t{ring_region_pages(ctx.params)} + sq_region_pages(ctx.params));
     const RingId id = next_id_++;
     rings_.emplace(id, std::make_unique<IoRingCtx>(std::move(ctx)));
     forget_hot();

@@ -36,10 +36,11 @@ inline uint32_t sq_region_pages(const RingParams& p) {
 // array kvmalloc_array(nr_pages, 8, GFP_KERNEL_ACCOUNT | __GFP_ZERO |
 // __GFP_NOWARN), then the pages with the same gfp
 // (io_region_allocate_pages(): one zeroed compound, else order-0 pages;
-// Mm::alloc_page_region). The program then maps both regions
-// (liburing's io_uring_queue_init() mmap()s them; io_uring_mmap() ->
-// vm_insert_pages()): ring_pages_mapped counts their pages, which
-// ring_page prices with their unmapping and first touches.
+// Mm::alloc_page_region). Once io_uring_setup() has returned the ring,
+// the program maps both regions (liburing's io_uring_queue_init()
+// mmap()s them; io_uring_mmap() -> vm_insert_pages()): ring_create()
+// counts their pages as ring_pages_mapped, which ring_page prices with
+// their unmapping and first touches.
 // __io_account_mem() (RLIMIT_MEMLOCK) is skipped: the programs the model
 // replays run with CAP_IPC_LOCK.
 template <IoAllocator A>
@@ -56,9 +57,7 @@ int io_allocate_scq_urings(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
   ctx.sq_region = k.mm.kvmalloc(uint64_t{sq_pages} * 8, gfp, site);
   if (ctx.sq_region == kNull) return kENOMEM;
   ctx.sq_pages = k.mm.alloc_page_region(sq_pages, gfp, site);
-  if (ctx.sq_pages == kNull) return kENOMEM;
-  ev(k.mm, Event::ring_pages_mapped, uint64_t{ring_pages} + sq_pages);
-  return 0;
+  return ctx.sq_pages == kNull ? kENOMEM : 0;
 }
 
 // Mirrors io_rings_free(): io_free_region() of the SQ region, then of the

@@ -297,12 +297,16 @@ void Mm::give_back_pages(Large& l) {
 
 // io_region_allocate_pages()'s pages (io_uring/memmap.c, 6.14+): one
 // compound of get_order(nr_pages) pages (io_mem_alloc_compound(),
-// __GFP_COMP above order 0), else nr_pages order-0 pages
-// (alloc_pages_bulk_node(): all or none, a partial batch given back). The
-// page allocator zeroes every page it hands out with __GFP_ZERO, so a
-// compound is zeroed whole; the charge is page-wise, as
-// __memcg_kmem_charge_page(). The vmap() a region of order-0 pages then
-// needs (io_region_init_ptr()) is not priced.
+// __GFP_COMP above order 0), else alloc_pages_bulk_node() of nr_pages
+// order-0 pages, all or none. The page allocator zeroes every page it
+// hands out with __GFP_ZERO, so a compound is zeroed whole; the charge is
+// page-wise, as __memcg_kmem_charge_page(). The bulk allocator does not
+// charge: with __GFP_ACCOUNT and kmem accounting online, or for a single
+// page, it takes one page through the single-page allocator (charged)
+// and stops, so a region of more than one page fails there (its page
+// given back) and the ring with it. Without accounting the order-0 pages
+// then need a vmap() (io_region_init_ptr()), whose vm_struct and
+// vmap_area are not modelled.
 Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
   const NodeId node = static_cast<NodeId>(uint32_t(t.cpu) * cfg_.nr_nodes / cfg_.nr_cpus);
   Large l;
@@ -319,6 +323,24 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
   if (l.page) {
     l.order = order;
     l.nr_pages = 1u << order;
+  } else if (nr_pages == 1 || ((gfp & __GFP_ACCOUNT) && backend_->kmem_online())) {
+    // The bulk allocator's one page (alloc_pages_bulk_noprof()'s
+    // "failed:" path), charged as any; enough only for a one-page region.
+    l.nr_pages = 1;
+    l.vpages.push_back(backend_->alloc_pages(0, node, gfp));
+    if (!l.vpages[0]) {
+      events_.add(Event::alloc_failed);
+      return kNull;
+    }
+    if (nr_pages > 1) {
+      const bool charged = (gfp & __GFP_ACCOUNT) && t.memcg != kRootMemcg &&
+                           !faults_.should_fail(FaultPoint::memcg_charge) &&
+                           backend_->charge_pages(t.cpu, t.memcg, 1, gfp);
+      if (charged) backend_->uncharge_pages(t.cpu, t.memcg, 1);  // release_pages()
+      give_back_pages(l);
+      events_.add(Event::alloc_failed);
+      return kNull;
+    }
   } else {
     for (uint32_t i = 0; i < nr_pages; ++i) {
       const uint32_t pg = backend_->alloc_pages(0, node, gfp);
@@ -342,11 +364,16 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
 void Mm::free_page_region(Ptr p, const Task& t) {
   if (p == kNull) return;
   const size_t nrep = slub_->reports.size();
-  Large* l = (p & kVmallocBit) ? nullptr : large(p);
-  if (!l || !l->region) {
-    slub_->report(l ? "invalid-free" : "double-free", p, kNoCache,
-                  l ? "free of a page region that is a large kmalloc"
-                    : "page region not live (freed before?)");
+  Large* l = (p & (kLargeBit | kVmallocBit)) ? large(p) : nullptr;
+  if (!l || !l->region || l->mempool) {
+    const bool gone = (p & (kLargeBit | kVmallocBit)) && (!l || l->mempool);
+    const char* kind = gone ? "double-free" : "invalid-free";
+    const char* why = !l && !(p & (kLargeBit | kVmallocBit)) ? "free of a slab object as a page region"
+                      : !l                                      ? "page region not live (freed before?)"
+                      : l->mempool ? "page region parked by kasan_mempool_poison_object()"
+                      : l->vmalloc ? "free of a vmalloc area as a page region"
+                                   : "free of a large kmalloc as a page region";
+    slub_->report(kind, p, kNoCache, why);
     if (slub_->reports.size() != nrep) stamp_reports(nrep);
     return;
   }

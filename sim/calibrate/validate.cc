@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -464,8 +465,26 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
       "\ndrift between the suites: {} row{} repeat{} a configuration of the fitted rows (set "
       "apart from the rows above; +- the ratio's standard error from the rows' notes)\n",
       n, n == 1 ? "" : "s", n == 1 ? "s" : "");
-  std::vector<double> ratios;
-  double se2 = 0;
+  // One program run is one ratio: the phases a run reports (a lifecycle's
+  // whole, registration and fill rows, one after another: the same
+  // simulation but for its phase) are its median ratio and median
+  // standard error, not three independent measurements.
+  struct Run {
+    const MappedRow* first;
+    std::vector<double> ratios, ses;
+  };
+  // A phase row's shape names its phase ("... fill phase: ..."), as the
+  // kit writes it; without it, the phases of one run have one shape.
+  const auto run_shape = [](const MappedRow& m) {
+    std::string shape = m.row.shape;
+    for (const char* phase : {" registration phase", " removal phase", " refill phase", " fill phase"})
+      if (const size_t at = shape.find(phase); at != std::string::npos) shape.erase(at, std::strlen(phase));
+    return m.row.file + '\x1f' + m.row.workload + '\x1f' + shape;
+  };
+  const auto same_run = [&](const MappedRow& a, const MappedRow& b) {
+    return run_shape(a) == run_shape(b);
+  };
+  std::vector<Run> runs;
   for (const Repeat& r : repeats) {
     std::string of;
     for (const std::string& id : r.of) of += (of.empty() ? "" : ", ") + id;
@@ -473,13 +492,21 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
                        unit_value(r.row.value_ns, r.row.time_unit), of,
                        unit_value(r.fitted_ns, r.row.time_unit), (r.ratio() - 1) * 100,
                        r.rel_se * 100);
-    ratios.push_back(r.ratio());
-    se2 += r.rel_se * r.rel_se;
+    if (runs.empty() || !same_run(*runs.back().first, r.row)) runs.push_back({&r.row, {}, {}});
+    runs.back().ratios.push_back(r.ratio());
+    runs.back().ses.push_back(r.rel_se);
   }
+  std::vector<double> ratios;
+  double se2 = 0;
+  for (const Run& r : runs) {
+    ratios.push_back(median_of(r.ratios));
+    se2 += std::pow(median_of(r.ses), 2);
+  }
+  const size_t nruns = runs.size();
   const double d = median_of(ratios);
-  // The standard error of the repeats' mean ratio: the move is told from
+  // The standard error of the runs' mean ratio: the move is told from
   // the rows' own noise when it is more than twice that.
-  const double se = std::sqrt(se2) / static_cast<double>(n);
+  const double se = std::sqrt(se2) / static_cast<double>(nruns);
   const char* verdict = se <= 0 ? "the rows' notes give no standard error"
                         : std::fabs(d - 1) > 2 * se
                             ? "more than twice its error"
@@ -495,7 +522,10 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
       "the machine moved by {:+.2f}% (the repeats' {}; +- {:.2f}%: {}); each row above divided "
       "by it: rows inside the {:.0f}% interval {}/{}, mean abs error {:.2f}% (against {}/{} and "
       "{:.2f}% as measured)\n",
-      (d - 1) * 100, n == 1 ? "one ratio" : n == 2 ? "mean" : "median", se * 100,
+      (d - 1) * 100,
+      nruns == n ? (n == 1 ? "one ratio" : n == 2 ? "mean" : "median")
+                 : fmt::format("{} over {} runs, a run's phases as one", nruns == 2 ? "mean" : "median", nruns),
+      se * 100,
       verdict,
       kIntervalLevel * 100, inside, rows.size(),
       rows.empty() ? 0.0 : err / static_cast<double>(rows.size()) * 100, v.rows_covered,
@@ -508,7 +538,7 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
   struct Anchor {
     std::string file;
     int line = 0;  // its last repeat's
-    std::vector<double> ratios;
+    std::vector<double> ratios, ses;
   };
   std::vector<Anchor> anchors;
   for (const Repeat& r : repeats) {
@@ -519,12 +549,15 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
         std::none_of(rows.begin(), rows.end(), [&](const MappedRow& m) {
           return m.row.file == file && m.row.line > anchors.back().line && m.row.line < line;
         });
-    if (joins) anchors.back().line = line, anchors.back().ratios.push_back(r.ratio());
-    else anchors.push_back({file, line, {r.ratio()}});
+    if (!joins) anchors.push_back({file, 0, {}, {}});
+    anchors.back().line = line;
+    anchors.back().ratios.push_back(r.ratio());
+    anchors.back().ses.push_back(r.rel_se);
   }
   size_t inside_near = 0;
   double err_near = 0;
   std::vector<bool> used(anchors.size(), false);
+  bool before_all = false;  // a row divided by the machine's move
   for (size_t i = 0; i < rows.size(); ++i) {
     double dn = d;
     size_t last = anchors.size();
@@ -532,21 +565,27 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
       if (anchors[k].file == rows[i].row.file && anchors[k].line < rows[i].row.line)
         dn = median_of(anchors[k].ratios), last = k;
     if (last < anchors.size()) used[last] = true;
+    else before_all = true;
     const double y = rows[i].value_ns / dn;
     inside_near += y >= v.lo[i] && y <= v.hi[i];
     err_near += std::fabs(v.predicted[i] / y - 1);
   }
-  // Only where the rows meet more than one anchor: with one, the line
-  // would only divide by the opening repeat.
-  if (std::count(used.begin(), used.end(), true) < 2) return out;
+  // Only where the rows are divided by more than one figure: otherwise the
+  // line would repeat the move above or one anchor's ratio for every row.
+  if (static_cast<size_t>(std::count(used.begin(), used.end(), true)) + before_all < 2)
+    return out;
   std::string each;
   for (const Anchor& a : anchors)
-    each += fmt::format("{}{:+.2f}%", each.empty() ? "" : ", ", (median_of(a.ratios) - 1) * 100);
+    each += fmt::format("{}{:+.2f}% +- {:.2f}%", each.empty() ? "" : ", ",
+                        (median_of(a.ratios) - 1) * 100, median_of(a.ses) * 100);
   out += fmt::format(
-      "in file order ({} anchors: {}): each row divided by the anchor that ran last before it: "
-      "rows inside the {:.0f}% interval {}/{}, mean abs error {:.2f}%\n",
-      anchors.size(), each, kIntervalLevel * 100, inside_near, rows.size(),
-      rows.empty() ? 0.0 : err_near / static_cast<double>(rows.size()) * 100);
+      "in file order ({} anchors: {}): each row divided by the anchor that ran last before it"
+      "{}: rows inside the {:.0f}% interval {}/{}, mean abs error {:.2f}% (against {}/{} and "
+      "{:.2f}% as measured)\n",
+      anchors.size(), each, before_all ? " (a row before every anchor by the machine's move)" : "",
+      kIntervalLevel * 100, inside_near, rows.size(),
+      rows.empty() ? 0.0 : err_near / static_cast<double>(rows.size()) * 100, v.rows_covered,
+      rows.size(), v.mean_abs_err * 100);
   return out;
 }
 

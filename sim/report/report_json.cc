@@ -109,6 +109,7 @@ ordered_json memory_json(const MemorySplit& m) {
           {"pointer_array_bytes", m.pointer_array_bytes},
           {"slab_page_bytes", m.slab_page_bytes},
           {"large_bytes", m.large_bytes},
+          {"ring_region_bytes", m.ring_region_bytes},
           {"memcg_charged_bytes", m.memcg_charged_bytes}};
 }
 

@@ -98,6 +98,7 @@ struct MemorySplit {
   int64_t pointer_array_bytes = 0;  // cache entries arrays + fixed-file nodes arrays
   int64_t slab_page_bytes = 0;      // every slab page (NR_SLAB_*_B)
   int64_t large_bytes = 0;          // large kmalloc + vmalloc pages
+  int64_t ring_region_bytes = 0;    // the rings' SQ/CQ and SQE region pages
   int64_t memcg_charged_bytes = 0;  // page_counter usage of the task's memcg
 };
 

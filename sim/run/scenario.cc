@@ -189,6 +189,7 @@ void Recorder::finish(PolicyResult* out) const {
     pk.pointer_array_bytes = std::max(pk.pointer_array_bytes, s.memory.pointer_array_bytes);
     pk.slab_page_bytes = std::max(pk.slab_page_bytes, s.memory.slab_page_bytes);
     pk.large_bytes = std::max(pk.large_bytes, s.memory.large_bytes);
+    pk.ring_region_bytes = std::max(pk.ring_region_bytes, s.memory.ring_region_bytes);
     pk.memcg_charged_bytes = std::max(pk.memcg_charged_bytes, s.memory.memcg_charged_bytes);
   }
   out->phases = phase_sum_;

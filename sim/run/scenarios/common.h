@@ -170,7 +170,8 @@ inline RingState ring_state(Env& e, RingId r, const char* role) {
 }
 
 // Memory held now: io_uring objects of the given rings, their pointer
-// arrays, and the allocator-wide slab pages, large pages and memcg charge.
+// arrays, and the allocator-wide slab pages, large pages, ring region
+// pages and memcg charge.
 inline MemorySplit memory_split(Env& e, std::initializer_list<RingId> rings) {
   MemorySplit m;
   for (RingId r : rings) {
@@ -188,6 +189,7 @@ inline MemorySplit memory_split(Env& e, std::initializer_list<RingId> rings) {
   }
   m.slab_page_bytes = static_cast<int64_t>(e.mm.slab_bytes_total());
   m.large_bytes = static_cast<int64_t>(e.mm.large_bytes_total());
+  m.ring_region_bytes = static_cast<int64_t>(e.mm.region_bytes_total());
   m.memcg_charged_bytes = static_cast<int64_t>(e.mm.memcg_charged_bytes(e.submitter.memcg));
   return m;
 }
