@@ -120,7 +120,8 @@ class FakeMm {
     calls_.push_back(c);
     // A region is freed only by free_page_region(): as Mm, report and
     // free nothing.
-    if (o != nullptr && o->how == Op::alloc_page_region) return report("invalid-free", p, "kfree");
+    if (o != nullptr && o->how == Op::alloc_page_region && o->state == State::live)
+      return report("invalid-free", p, "kfree");
     if (o == nullptr || !release(*o, p, "kfree")) return;
     if (o->how == Op::kvmalloc) report("kfree-of-kvmalloc", p, "kfree");
     events_.add(o->size > 8192 ? Event::kfree_large : Event::kfree);
@@ -359,7 +360,7 @@ class FakeMm {
     c.p = p;
     calls_.push_back(c);
     if (o == nullptr) return false;
-    if ((o->how == Op::alloc_page_region) != of_region) {
+    if ((o->how == Op::alloc_page_region) != of_region && o->state == State::live) {
       report("invalid-free", p, who);
       return false;
     }

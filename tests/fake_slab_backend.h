@@ -59,6 +59,7 @@ class FakeSlabBackend final : public SlabBackend {
   NodeId objcg_node(CpuId) const override { return 0; }
   bool charge_pages(CpuId, MemcgId, uint32_t, gfp_t) override { return !refuse_charges; }
   void uncharge_pages(CpuId, MemcgId, uint32_t) override {}
+  void uncharge_pages_batch(MemcgId, uint32_t) override {}
 
  private:
   uint32_t next_ = 1;

@@ -1275,7 +1275,7 @@ TEST_CASE("a seventh sitting: a repeat ahead of each program's rows", "[refits][
   // lifecycle, e0, WAITV and poll rows besides the two at the ends
   // (2026-12-06, median rounds). The repeats read from -13 % (poll) to
   // +32 % (a serial lifecycle's registration) against the calibration
-  // suite run minutes before: divided by the anchor that ran last before
+  // suite: divided by the anchor that ran last before
   // each, more rows are inside than as measured or divided by the one
   // overall move.
   const std::filesystem::path cwd = std::filesystem::current_path();

@@ -152,13 +152,24 @@ TEST_CASE("a page region is one zeroed, charged compound, else order-0 pages",
   REQUIRE(one != kNull);
   CHECK(ev(Event::page_alloc_order0) == 2);
   CHECK(mm.memcg().kmem_pages(m) == 65);
+  // A compound whose charge is refused is freed as one the page allocator
+  // refused: the bulk allocator's page, charged, serves a one-page region.
+  mm.faults().fail_nth(FaultPoint::memcg_charge, 1);
+  const Ptr recharged = mm.alloc_page_region(1, gfp, t);
+  REQUIRE(recharged != kNull);
+  CHECK(ev(Event::page_alloc_order0) == 4);  // the refused compound's page, then the bulk one
+  CHECK(mm.memcg().kmem_pages(m) == 66);
+  mm.free_page_region(recharged, t);
+  CHECK(mm.memcg().kmem_pages(m) == 65);
   // Without __GFP_ACCOUNT the bulk allocator gives every page: 3 order-0
   // pages, each zeroed; one refused, none is kept.
   mm.faults().fail_nth(FaultPoint::page_alloc, 1);
   const Ptr small = mm.alloc_page_region(3, GFP_KERNEL | __GFP_ZERO, t);
   REQUIRE(small != kNull);
-  CHECK(ev(Event::page_alloc_order0) == 5);
-  CHECK(ev(Event::zero_bytes) == (64 + 1 + 3) * 4096);
+  CHECK(ev(Event::page_alloc_order0) == 7);
+  // Zeroed as the page allocator hands each out: the failed region's one
+  // page and the refused compound too.
+  CHECK(ev(Event::zero_bytes) == (64 + 1 + 1 + 2 + 3) * 4096);
   CHECK(mm.region_bytes_total() == 68 * 4096);
   CHECK(mm.memcg().kmem_pages(m) == 65);  // not charged
   mm.faults().fail_nth(FaultPoint::page_alloc, 1, 2);  // the compound, then the 2nd page
@@ -184,7 +195,7 @@ TEST_CASE("a page region is one zeroed, charged compound, else order-0 pages",
   mm.free_page_region(small, t);
   CHECK(mm.region_bytes_total() == 0);
   CHECK(mm.memcg().kmem_pages(m) == 0);
-  CHECK(ev(Event::page_free) - freed_before == 1 + 1 + 3);  // the compound, its page, 3 pages
+  CHECK(ev(Event::page_free) - freed_before == 1 + 1 + 3);  // the compound, a page, 3 pages
   mm.free_page_region(big, t);  // twice
   REQUIRE(mm.kasan_reports().size() == 4);
   CHECK(mm.kasan_reports()[3].kind == "double-free");

@@ -714,6 +714,7 @@ TEST_CASE("validate --fit-on: each row divided by the repeats that ran last befo
   REQUIRE(at != std::string::npos);
   const std::string line = o.out.substr(at, o.out.find('\n', at) - at);
   CHECK(line.find("%, +30.00% +- ") != std::string::npos);
+  CHECK(line.find("%, +0.00% +- ") != std::string::npos);  // the closing anchor
   CHECK(line.find("): each row divided by the anchor that ran last before it: rows inside the "
                   "90% interval ") != std::string::npos);
   // The middle anchor's three phase rows are one run: the machine's move
@@ -727,6 +728,34 @@ TEST_CASE("validate --fit-on: each row divided by the repeats that ran last befo
                                inside, mae)) != std::string::npos);
   // As measured, the slowed rows judge worse.
   CHECK(std::stod(rows_inside_and_error(o.out).second) > std::stod(mae) + 5);
+  // One anchor, in the middle, and none before it: the rows ahead of it
+  // are divided by the machine's move, the rest by it; the line says so.
+  std::string middle = v[0] + "\n";
+  scale = 1;
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (v[i].rfind("V-R-", 0) == 0) continue;
+    if (v[i].rfind("V-LS-", 0) == 0 && scale == 1) middle += ls, scale = 1.3;
+    middle += with(v[i], "", scale);
+  }
+  const TempFile mf("order_middle.tsv", middle);
+  const CliOutcome om = run_cli({"validate", "--measurements", mf.path(), "--fit-on", cal});
+  REQUIRE(om.status == 0);
+  INFO(om.out);
+  CHECK(om.out.find("in file order (1 anchor: +30.00% +- ") != std::string::npos);
+  CHECK(om.out.find("each row divided by the anchor that ran last before it (a row before every "
+                    "anchor by the machine's move): rows inside") != std::string::npos);
+  CHECK(om.out.find("the machine moved by +30.00% (the repeats' median in one run, its phases "
+                    "as one; ") !=
+        std::string::npos);
+  // Two repeats of one shape, at the two ends: two runs, not one.
+  std::string twice = v[0] + "\n" + with(f0, "V-X", 1.1);
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i].rfind("V-R-", 0) != 0) twice += v[i] + "\n";
+  twice += with(f0, "V-Y", 1.3);
+  const TempFile tf("order_twice.tsv", twice);
+  const CliOutcome ot = run_cli({"validate", "--measurements", tf.path(), "--fit-on", cal});
+  REQUIRE(ot.status == 0);
+  CHECK(ot.out.find("the machine moved by +20.00% (the repeats' mean; ") != std::string::npos);
   // Anchors only at the two ends: every row would be divided by the
   // opening one, and the line is not printed.
   std::string ends = v[0] + "\n" + with(f0, "V-X", 1);

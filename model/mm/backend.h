@@ -33,6 +33,9 @@ class SlabBackend {
   virtual bool charge_pages(CpuId cpu, MemcgId memcg, uint32_t nr_pages,
                             gfp_t gfp) = 0;
   virtual void uncharge_pages(CpuId cpu, MemcgId memcg, uint32_t nr_pages) = 0;
+  // release_pages()' uncharge (mem_cgroup_uncharge_folios()): straight to
+  // the page_counter, no stock.
+  virtual void uncharge_pages_batch(MemcgId memcg, uint32_t nr_pages) = 0;
 };
 
 // The model's own page allocator and memcg behind the seam.
@@ -60,6 +63,9 @@ class KernelBackend final : public SlabBackend {
   }
   void uncharge_pages(CpuId cpu, MemcgId memcg, uint32_t nr_pages) override {
     memcg_->uncharge_pages(cpu, memcg, nr_pages);
+  }
+  void uncharge_pages_batch(MemcgId memcg, uint32_t nr_pages) override {
+    memcg_->uncharge_pages_batch(memcg, nr_pages);
   }
 
  private:

@@ -488,6 +488,12 @@ void Memcg::uncharge_pages(CpuId cpu, MemcgId memcg, uint32_t nr_pages) {
   obj_cgroup_uncharge_pages(cpu, memcg, nr_pages);
 }
 
+void Memcg::uncharge_pages_batch(MemcgId memcg, uint32_t nr_pages) {
+  if (!charges(memcg) || nr_pages == 0) return;
+  memcgs_[memcg].kmem -= nr_pages;
+  memcg_uncharge(memcg, nr_pages);
+}
+
 // drain_all_stock(root_mem_cgroup) on every CPU, unconditionally, plus the
 // objcg release fold; see docs/model-memcg.md.
 void Memcg::drain_all() {

@@ -73,6 +73,9 @@ class Memcg {
   // Page-wise charge for large kmalloc / vmalloc (__memcg_kmem_charge_page).
   bool charge_pages(CpuId cpu, MemcgId memcg, uint32_t nr_pages, gfp_t gfp);
   void uncharge_pages(CpuId cpu, MemcgId memcg, uint32_t nr_pages);
+  // release_pages() of charged kmem pages (mem_cgroup_uncharge_folios() ->
+  // uncharge_batch()): MEMCG_KMEM and the page_counter, no per-CPU stock.
+  void uncharge_pages_batch(MemcgId memcg, uint32_t nr_pages);
 
   // Drains every per-CPU obj stock and memcg stock (drain_all_stock), so
   // that page_counter usage reflects only live objects. Also uncharges the

@@ -299,51 +299,65 @@ void Mm::give_back_pages(Large& l) {
 // compound of get_order(nr_pages) pages (io_mem_alloc_compound(),
 // __GFP_COMP above order 0), else alloc_pages_bulk_node() of nr_pages
 // order-0 pages, all or none. The page allocator zeroes every page it
-// hands out with __GFP_ZERO, so a compound is zeroed whole; the charge is
-// page-wise, as __memcg_kmem_charge_page(). The bulk allocator does not
-// charge: with __GFP_ACCOUNT and kmem accounting online, or for a single
-// page, it takes one page through the single-page allocator (charged)
-// and stops, so a region of more than one page fails there (its page
-// given back) and the ring with it. Without accounting the order-0 pages
-// then need a vmap() (io_region_init_ptr()), whose vm_struct and
-// vmap_area are not modelled.
+// hands out with __GFP_ZERO (a compound whole) and __alloc_pages()
+// charges it page-wise with __GFP_ACCOUNT (__memcg_kmem_charge_page()),
+// freeing it if the charge is refused: a refused compound, either way,
+// leads to the bulk allocator. That does not charge: with __GFP_ACCOUNT
+// and kmem accounting online, or for a single page, it takes one page
+// through the single-page allocator and stops, so a region of more than
+// one page fails there (its page given back) and the ring with it.
+// Without accounting the order-0 pages then need a vmap()
+// (io_region_init_ptr()), whose vm_struct and vmap_area are not
+// modelled.
 Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
   const NodeId node = static_cast<NodeId>(uint32_t(t.cpu) * cfg_.nr_nodes / cfg_.nr_cpus);
+  const bool account = (gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg;
+  // One allocation from the page allocator as __alloc_pages() makes it:
+  // zeroed, then charged; 0 if refused (a refused charge frees it).
+  const auto take = [&](uint32_t order, gfp_t g) -> uint32_t {
+    const uint32_t pg = backend_->alloc_pages(order, node, g);
+    if (!pg) return 0;
+    if (gfp & __GFP_ZERO)
+      events_.add(Event::zero_bytes, uint64_t{PAGE_SIZE} << order), events_.add(Event::zero_call);
+    if (account && (faults_.should_fail(FaultPoint::memcg_charge) ||
+                    !backend_->charge_pages(t.cpu, t.memcg, 1u << order, gfp))) {
+      backend_->free_pages(pg, order);
+      events_.add(Event::memcg_charge_fail);
+      return 0;
+    }
+    return pg;
+  };
   Large l;
   l.region = true;
   l.site = t.site;
   l.bytes = uint64_t{nr_pages} * PAGE_SIZE;
+  if (account) l.memcg = t.memcg;
   const uint32_t order = get_order(l.bytes);
   if (nr_pages == 0) {
     events_.add(Event::alloc_failed);
     return kNull;
   }
-  if (order <= MAX_PAGE_ORDER)
-    l.page = backend_->alloc_pages(order, node, order ? (gfp | __GFP_COMP) : gfp);
+  if (order <= MAX_PAGE_ORDER) l.page = take(order, order ? (gfp | __GFP_COMP) : gfp);
   if (l.page) {
     l.order = order;
     l.nr_pages = 1u << order;
   } else if (nr_pages == 1 || ((gfp & __GFP_ACCOUNT) && backend_->kmem_online())) {
     // The bulk allocator's one page (alloc_pages_bulk_noprof()'s
-    // "failed:" path), charged as any; enough only for a one-page region.
+    // "failed:" path): enough only for a one-page region.
+    const uint32_t pg = take(0, gfp);
+    if (!pg || nr_pages > 1) {
+      if (pg) {
+        if (account) backend_->uncharge_pages_batch(t.memcg, 1);  // release_pages()
+        backend_->free_pages(pg, 0);
+      }
+      events_.add(Event::alloc_failed);
+      return kNull;
+    }
+    l.vpages.push_back(pg);
     l.nr_pages = 1;
-    l.vpages.push_back(backend_->alloc_pages(0, node, gfp));
-    if (!l.vpages[0]) {
-      events_.add(Event::alloc_failed);
-      return kNull;
-    }
-    if (nr_pages > 1) {
-      const bool charged = (gfp & __GFP_ACCOUNT) && t.memcg != kRootMemcg &&
-                           !faults_.should_fail(FaultPoint::memcg_charge) &&
-                           backend_->charge_pages(t.cpu, t.memcg, 1, gfp);
-      if (charged) backend_->uncharge_pages(t.cpu, t.memcg, 1);  // release_pages()
-      give_back_pages(l);
-      events_.add(Event::alloc_failed);
-      return kNull;
-    }
   } else {
     for (uint32_t i = 0; i < nr_pages; ++i) {
-      const uint32_t pg = backend_->alloc_pages(0, node, gfp);
+      const uint32_t pg = take(0, gfp);
       if (!pg) {
         give_back_pages(l);
         events_.add(Event::alloc_failed);
@@ -353,15 +367,17 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
     }
     l.nr_pages = nr_pages;
   }
-  const uint32_t id = commit_large(l, gfp, uint64_t{l.nr_pages} * PAGE_SIZE, t);
-  if (id == UINT32_MAX) return kNull;
+  // Charged and zeroed above: the slot only.
+  const uint32_t id = commit_large(l, gfp & ~(__GFP_ACCOUNT | __GFP_ZERO), 0, t);
   region_bytes_ += uint64_t{l.nr_pages} * PAGE_SIZE;
   return kLargeBit | id;
 }
 
-// io_free_region()'s pages: the compound's one reference, or
-// release_pages() of the order-0 ones; the charge goes with them.
+// io_free_region()'s pages: release_pages() of the compound's one
+// reference or of the order-0 pages; their charge goes straight to the
+// page_counter (mem_cgroup_uncharge_folios()), not to a per-CPU stock.
 void Mm::free_page_region(Ptr p, const Task& t) {
+  (void)t;
   if (p == kNull) return;
   const size_t nrep = slub_->reports.size();
   Large* l = (p & (kLargeBit | kVmallocBit)) ? large(p) : nullptr;
@@ -370,14 +386,14 @@ void Mm::free_page_region(Ptr p, const Task& t) {
     const char* kind = gone ? "double-free" : "invalid-free";
     const char* why = !l && !(p & (kLargeBit | kVmallocBit)) ? "free of a slab object as a page region"
                       : !l                                      ? "page region not live (freed before?)"
-                      : l->mempool ? "page region parked by kasan_mempool_poison_object()"
+                      : l->mempool ? "pointer parked by kasan_mempool_poison_object()"
                       : l->vmalloc ? "free of a vmalloc area as a page region"
                                    : "free of a large kmalloc as a page region";
     slub_->report(kind, p, kNoCache, why);
     if (slub_->reports.size() != nrep) stamp_reports(nrep);
     return;
   }
-  if (l->memcg != kRootMemcg) backend_->uncharge_pages(t.cpu, l->memcg, l->nr_pages);
+  if (l->memcg != kRootMemcg) backend_->uncharge_pages_batch(l->memcg, l->nr_pages);
   give_back_pages(*l);
   region_bytes_ -= uint64_t{l->nr_pages} * PAGE_SIZE;
   l->live = false;

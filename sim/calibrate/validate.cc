@@ -472,6 +472,7 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
   struct Run {
     const MappedRow* first;
     std::vector<double> ratios, ses;
+    std::vector<const std::string*> shapes;
   };
   // A phase row's shape names its phase ("... fill phase: ..."), as the
   // kit writes it; without it, the phases of one run have one shape.
@@ -485,6 +486,14 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
     return run_shape(a) == run_shape(b);
   };
   std::vector<Run> runs;
+  // A validated row between two repeats parts them.
+  const auto parted = [&](const MappedRow& a, const MappedRow& b) {
+    return a.row.file != b.row.file ||
+           std::any_of(rows.begin(), rows.end(), [&](const MappedRow& m) {
+             return m.row.file == a.row.file && m.row.line > a.row.line && m.row.line < b.row.line;
+           });
+  };
+  const MappedRow* prev = nullptr;
   for (const Repeat& r : repeats) {
     std::string of;
     for (const std::string& id : r.of) of += (of.empty() ? "" : ", ") + id;
@@ -492,7 +501,14 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
                        unit_value(r.row.value_ns, r.row.time_unit), of,
                        unit_value(r.fitted_ns, r.row.time_unit), (r.ratio() - 1) * 100,
                        r.rel_se * 100);
-    if (runs.empty() || !same_run(*runs.back().first, r.row)) runs.push_back({&r.row, {}, {}});
+    // A run: one program's phase rows, one after another, none twice.
+    const bool same = !runs.empty() && same_run(*runs.back().first, r.row) &&
+                      !parted(*prev, r.row) &&
+                      std::none_of(runs.back().shapes.begin(), runs.back().shapes.end(),
+                                   [&](const std::string* s) { return *s == r.row.row.shape; });
+    if (!same) runs.push_back({&r.row, {}, {}, {}});
+    runs.back().shapes.push_back(&r.row.row.shape);
+    prev = &r.row;
     runs.back().ratios.push_back(r.ratio());
     runs.back().ses.push_back(r.rel_se);
   }
@@ -524,7 +540,9 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
       "{:.2f}% as measured)\n",
       (d - 1) * 100,
       nruns == n ? (n == 1 ? "one ratio" : n == 2 ? "mean" : "median")
-                 : fmt::format("{} over {} runs, a run's phases as one", nruns == 2 ? "mean" : "median", nruns),
+                 : nruns == 1 ? std::string("median in one run, its phases as one")
+                              : fmt::format("{} over {} runs, a run's phases as one",
+                                            nruns == 2 ? "mean" : "median", nruns),
       se * 100,
       verdict,
       kIntervalLevel * 100, inside, rows.size(),
@@ -548,7 +566,7 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
         !anchors.empty() && anchors.back().file == file &&
         std::none_of(rows.begin(), rows.end(), [&](const MappedRow& m) {
           return m.row.file == file && m.row.line > anchors.back().line && m.row.line < line;
-        });
+        });  // as parted(), against the anchor's last line
     if (!joins) anchors.push_back({file, 0, {}, {}});
     anchors.back().line = line;
     anchors.back().ratios.push_back(r.ratio());
@@ -579,10 +597,12 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
     each += fmt::format("{}{:+.2f}% +- {:.2f}%", each.empty() ? "" : ", ",
                         (median_of(a.ratios) - 1) * 100, median_of(a.ses) * 100);
   out += fmt::format(
-      "in file order ({} anchors: {}): each row divided by the anchor that ran last before it"
+      "in file order ({} anchor{}: {}, each +- its rows' median error): each row divided by the "
+      "anchor that ran last before it"
       "{}: rows inside the {:.0f}% interval {}/{}, mean abs error {:.2f}% (against {}/{} and "
       "{:.2f}% as measured)\n",
-      anchors.size(), each, before_all ? " (a row before every anchor by the machine's move)" : "",
+      anchors.size(), anchors.size() == 1 ? "" : "s", each,
+      before_all ? " (a row before every anchor by the machine's move)" : "",
       kIntervalLevel * 100, inside_near, rows.size(),
       rows.empty() ? 0.0 : err_near / static_cast<double>(rows.size()) * 100, v.rows_covered,
       rows.size(), v.mean_abs_err * 100);
