@@ -254,10 +254,10 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
   return (vmalloc ? kVmallocBit : kLargeBit) | id;
 }
 
-// The part a large kmalloc, a vmalloc area and a page region share once
-// their pages are held: the page-wise charge with __GFP_ACCOUNT (its
-// failure gives the pages back), `zeroed` bytes with __GFP_ZERO, and a
-// slot in large_. Returns the slot, or UINT32_MAX on a failed charge.
+// What a large kmalloc and a vmalloc area share once their pages are
+// held: the page-wise charge with __GFP_ACCOUNT (its failure gives the
+// pages back), `zeroed` bytes with __GFP_ZERO, and a slot in large_.
+// Returns the slot, or UINT32_MAX on a failed charge.
 uint32_t Mm::commit_large(Large& l, gfp_t gfp, uint64_t zeroed, const Task& t) {
   if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg) {
     if (faults_.should_fail(FaultPoint::memcg_charge) ||
@@ -270,6 +270,11 @@ uint32_t Mm::commit_large(Large& l, gfp_t gfp, uint64_t zeroed, const Task& t) {
     l.memcg = t.memcg;
   }
   if (gfp & __GFP_ZERO) events_.add(Event::zero_bytes, zeroed), events_.add(Event::zero_call);
+  return store_large(l);
+}
+
+// A slot in large_ for a live large object; returns it.
+uint32_t Mm::store_large(Large& l) {
   l.live = true;
   uint32_t id;
   if (!free_large_ids_.empty()) {
@@ -367,8 +372,7 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
     }
     l.nr_pages = nr_pages;
   }
-  // Charged and zeroed above: the slot only.
-  const uint32_t id = commit_large(l, gfp & ~(__GFP_ACCOUNT | __GFP_ZERO), 0, t);
+  const uint32_t id = store_large(l);  // charged and zeroed page by page above
   region_bytes_ += uint64_t{l.nr_pages} * PAGE_SIZE;
   return kLargeBit | id;
 }

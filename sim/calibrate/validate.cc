@@ -45,10 +45,6 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// The median widths of a validation's 90 % intervals: of a row's, relative
-// to its predicted time (rows predicted at 0 left out), and of an
-// effect's, in its own units. Coverage from width is no coverage: these
-// go beside every coverage figure.
 // Rows moved to a new list: each kept row's bases at their new places
 // (`new_index[old]`, SIZE_MAX for a row not kept); with a base not kept,
 // the effect is not compared rather than compared with fewer bases.
@@ -61,6 +57,10 @@ void remap_bases(std::vector<MappedRow>* kept, const std::vector<size_t>& new_in
   }
 }
 
+// The median widths of a validation's 90 % intervals: of a row's, relative
+// to its predicted time (rows predicted at 0 left out), and of an
+// effect's, in its own units. Coverage from width is no coverage: these
+// go beside every coverage figure.
 std::pair<double, double> median_widths(const Validation& v) {
   std::vector<double> rw, ew;
   for (size_t i = 0; i < v.predicted.size(); ++i)
@@ -466,34 +466,31 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
       "apart from the rows above; +- the ratio's standard error from the rows' notes)\n",
       n, n == 1 ? "" : "s", n == 1 ? "s" : "");
   // One program run is one ratio: the phases a run reports (a lifecycle's
-  // whole, registration and fill rows, one after another: the same
-  // simulation but for its phase) are its median ratio and median
-  // standard error, not three independent measurements.
-  struct Run {
-    const MappedRow* first;
+  // whole, registration and fill rows, one after another) are its median
+  // ratio and median standard error, not three independent measurements.
+  // An anchor is a run of repeats with no validated row between them (it
+  // may hold several runs); a row is also divided by the anchor that ran
+  // last before it in its file (a row before every anchor by the
+  // machine's move), since a machine of this kind need not move as one
+  // across a suite (docs/validation.md).
+  struct Group {
+    std::string file;
+    int line = 0;  // its last repeat's
     std::vector<double> ratios, ses;
-    std::vector<const std::string*> shapes;
+    std::vector<std::string> shapes;  // a run's rows, as the kit writes them
+    std::string key;                  // a run's shape without its phase
+    double ratio() const { return median_of(ratios); }
+    double se() const { return median_of(ses); }
   };
-  // A phase row's shape names its phase ("... fill phase: ..."), as the
-  // kit writes it; without it, the phases of one run have one shape.
+  // A phase row's shape names its phase ("... fill phase: ..."); without
+  // it, the phases of one run have one shape.
   const auto run_shape = [](const MappedRow& m) {
-    std::string shape = m.row.shape;
+    std::string shape = m.row.workload + '\x1f' + m.row.shape;
     for (const char* phase : {" registration phase", " removal phase", " refill phase", " fill phase"})
       if (const size_t at = shape.find(phase); at != std::string::npos) shape.erase(at, std::strlen(phase));
-    return m.row.file + '\x1f' + m.row.workload + '\x1f' + shape;
+    return shape;
   };
-  const auto same_run = [&](const MappedRow& a, const MappedRow& b) {
-    return run_shape(a) == run_shape(b);
-  };
-  std::vector<Run> runs;
-  // A validated row between two repeats parts them.
-  const auto parted = [&](const MappedRow& a, const MappedRow& b) {
-    return a.row.file != b.row.file ||
-           std::any_of(rows.begin(), rows.end(), [&](const MappedRow& m) {
-             return m.row.file == a.row.file && m.row.line > a.row.line && m.row.line < b.row.line;
-           });
-  };
-  const MappedRow* prev = nullptr;
+  std::vector<Group> runs, anchors;
   for (const Repeat& r : repeats) {
     std::string of;
     for (const std::string& id : r.of) of += (of.empty() ? "" : ", ") + id;
@@ -501,23 +498,30 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
                        unit_value(r.row.value_ns, r.row.time_unit), of,
                        unit_value(r.fitted_ns, r.row.time_unit), (r.ratio() - 1) * 100,
                        r.rel_se * 100);
-    // A run: one program's phase rows, one after another, none twice.
-    const bool same = !runs.empty() && same_run(*runs.back().first, r.row) &&
-                      !parted(*prev, r.row) &&
-                      std::none_of(runs.back().shapes.begin(), runs.back().shapes.end(),
-                                   [&](const std::string* s) { return *s == r.row.row.shape; });
-    if (!same) runs.push_back({&r.row, {}, {}, {}});
-    runs.back().shapes.push_back(&r.row.row.shape);
-    prev = &r.row;
-    runs.back().ratios.push_back(r.ratio());
-    runs.back().ses.push_back(r.rel_se);
+    const std::string& file = r.row.row.file;
+    const int line = r.row.row.line;
+    // A validated row between the last repeat and this one parts them.
+    const bool joins =
+        !anchors.empty() && anchors.back().file == file &&
+        std::none_of(rows.begin(), rows.end(), [&](const MappedRow& m) {
+          return m.row.file == file && m.row.line > anchors.back().line && m.row.line < line;
+        });
+    const std::string shape = run_shape(r.row);
+    const bool same_run = joins && runs.back().key == shape &&
+                          std::find(runs.back().shapes.begin(), runs.back().shapes.end(),
+                                    r.row.row.shape) == runs.back().shapes.end();
+    for (auto [list, same] : {std::pair{&runs, same_run}, std::pair{&anchors, joins}}) {
+      if (!same) list->push_back({file, 0, {}, {}, {}, shape});
+      Group& g = list->back();
+      g.line = line;
+      g.ratios.push_back(r.ratio());
+      g.ses.push_back(r.rel_se);
+      g.shapes.push_back(r.row.row.shape);
+    }
   }
   std::vector<double> ratios;
   double se2 = 0;
-  for (const Run& r : runs) {
-    ratios.push_back(median_of(r.ratios));
-    se2 += std::pow(median_of(r.ses), 2);
-  }
+  for (const Group& r : runs) ratios.push_back(r.ratio()), se2 += std::pow(r.se(), 2);
   const size_t nruns = runs.size();
   const double d = median_of(ratios);
   // The standard error of the runs' mean ratio: the move is told from
@@ -527,13 +531,19 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
                         : std::fabs(d - 1) > 2 * se
                             ? "more than twice its error"
                             : "within twice its error, not told from the rows' noise";
-  size_t inside = 0;
-  double err = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const double y = rows[i].value_ns / d;
-    inside += y >= v.lo[i] && y <= v.hi[i];
-    err += std::fabs(v.predicted[i] / y - 1);
-  }
+  // Rows inside their interval and the mean abs error (%) with each row
+  // divided by divisor(i).
+  const auto judged = [&](const auto& divisor) {
+    size_t inside = 0;
+    double err = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const double y = rows[i].value_ns / divisor(i);
+      inside += y >= v.lo[i] && y <= v.hi[i];
+      err += std::fabs(v.predicted[i] / y - 1);
+    }
+    return std::pair{inside, rows.empty() ? 0.0 : err / static_cast<double>(rows.size()) * 100};
+  };
+  const auto [inside, err] = judged([&](size_t) { return d; });
   out += fmt::format(
       "the machine moved by {:+.2f}% (the repeats' {}; +- {:.2f}%: {}); each row above divided "
       "by it: rows inside the {:.0f}% interval {}/{}, mean abs error {:.2f}% (against {}/{} and "
@@ -543,59 +553,25 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
                  : nruns == 1 ? std::string("median in one run, its phases as one")
                               : fmt::format("{} over {} runs, a run's phases as one",
                                             nruns == 2 ? "mean" : "median", nruns),
-      se * 100,
-      verdict,
-      kIntervalLevel * 100, inside, rows.size(),
-      rows.empty() ? 0.0 : err / static_cast<double>(rows.size()) * 100, v.rows_covered,
+      se * 100, verdict, kIntervalLevel * 100, inside, rows.size(), err, v.rows_covered,
       rows.size(), v.mean_abs_err * 100);
-  // A virtual machine need not move as one: it slows for half a minute at
-  // a time, and its programs can drift apart. An anchor is a run of
-  // repeats with no validated row between them; each row is also divided
-  // by the anchor that ran last before it in its file (their median
-  // ratio; a row before every anchor by the machine's move).
-  struct Anchor {
-    std::string file;
-    int line = 0;  // its last repeat's
-    std::vector<double> ratios, ses;
-  };
-  std::vector<Anchor> anchors;
-  for (const Repeat& r : repeats) {
-    const std::string& file = r.row.row.file;
-    const int line = r.row.row.line;
-    const bool joins =
-        !anchors.empty() && anchors.back().file == file &&
-        std::none_of(rows.begin(), rows.end(), [&](const MappedRow& m) {
-          return m.row.file == file && m.row.line > anchors.back().line && m.row.line < line;
-        });  // as parted(), against the anchor's last line
-    if (!joins) anchors.push_back({file, 0, {}, {}});
-    anchors.back().line = line;
-    anchors.back().ratios.push_back(r.ratio());
-    anchors.back().ses.push_back(r.rel_se);
-  }
-  size_t inside_near = 0;
-  double err_near = 0;
-  std::vector<bool> used(anchors.size(), false);
-  bool before_all = false;  // a row divided by the machine's move
-  for (size_t i = 0; i < rows.size(); ++i) {
-    double dn = d;
-    size_t last = anchors.size();
+  // The anchor each row meets (anchors.size(): none before it).
+  std::vector<size_t> met(rows.size(), anchors.size());
+  for (size_t i = 0; i < rows.size(); ++i)
     for (size_t k = 0; k < anchors.size(); ++k)
-      if (anchors[k].file == rows[i].row.file && anchors[k].line < rows[i].row.line)
-        dn = median_of(anchors[k].ratios), last = k;
-    if (last < anchors.size()) used[last] = true;
-    else before_all = true;
-    const double y = rows[i].value_ns / dn;
-    inside_near += y >= v.lo[i] && y <= v.hi[i];
-    err_near += std::fabs(v.predicted[i] / y - 1);
-  }
+      if (anchors[k].file == rows[i].row.file && anchors[k].line < rows[i].row.line) met[i] = k;
   // Only where the rows are divided by more than one figure: otherwise the
   // line would repeat the move above or one anchor's ratio for every row.
-  if (static_cast<size_t>(std::count(used.begin(), used.end(), true)) + before_all < 2)
-    return out;
+  std::vector<size_t> figures = met;
+  std::sort(figures.begin(), figures.end());
+  if (std::unique(figures.begin(), figures.end()) - figures.begin() < 2) return out;
+  const bool before_all = figures.back() == anchors.size();
+  const auto [inside_near, err_near] = judged(
+      [&](size_t i) { return met[i] < anchors.size() ? anchors[met[i]].ratio() : d; });
   std::string each;
-  for (const Anchor& a : anchors)
-    each += fmt::format("{}{:+.2f}% +- {:.2f}%", each.empty() ? "" : ", ",
-                        (median_of(a.ratios) - 1) * 100, median_of(a.ses) * 100);
+  for (const Group& a : anchors)
+    each += fmt::format("{}{:+.2f}% +- {:.2f}%", each.empty() ? "" : ", ", (a.ratio() - 1) * 100,
+                        a.se() * 100);
   out += fmt::format(
       "in file order ({} anchor{}: {}, each +- its rows' median error): each row divided by the "
       "anchor that ran last before it"
@@ -603,9 +579,8 @@ std::string format_drift(const std::vector<Repeat>& repeats, const Validation& v
       "{:.2f}% as measured)\n",
       anchors.size(), anchors.size() == 1 ? "" : "s", each,
       before_all ? " (a row before every anchor by the machine's move)" : "",
-      kIntervalLevel * 100, inside_near, rows.size(),
-      rows.empty() ? 0.0 : err_near / static_cast<double>(rows.size()) * 100, v.rows_covered,
-      rows.size(), v.mean_abs_err * 100);
+      kIntervalLevel * 100, inside_near, rows.size(), err_near, v.rows_covered, rows.size(),
+      v.mean_abs_err * 100);
   return out;
 }
 
