@@ -747,22 +747,21 @@ TEST_CASE("validate --fit-on: each row divided by the repeats that ran last befo
   CHECK(om.out.find("the machine moved by +30.00% (the repeats' median in one run, its phases "
                     "as one; ") !=
         std::string::npos);
+  // The sitting's rows as measured, between two repeats.
+  const auto between = [&](const std::string& first, const std::string& last) {
+    std::string out = v[0] + "\n" + first;
+    for (size_t i = 1; i < v.size(); ++i)
+      if (v[i].rfind("V-R-", 0) != 0) out += v[i] + "\n";
+    return out + last;
+  };
   // Two repeats of one shape, at the two ends: two runs, not one.
-  std::string twice = v[0] + "\n" + with(f0, "V-X", 1.1);
-  for (size_t i = 1; i < v.size(); ++i)
-    if (v[i].rfind("V-R-", 0) != 0) twice += v[i] + "\n";
-  twice += with(f0, "V-Y", 1.3);
-  const TempFile tf("order_twice.tsv", twice);
+  const TempFile tf("order_twice.tsv", between(with(f0, "V-X", 1.1), with(f0, "V-Y", 1.3)));
   const CliOutcome ot = run_cli({"validate", "--measurements", tf.path(), "--fit-on", cal});
   REQUIRE(ot.status == 0);
   CHECK(ot.out.find("the machine moved by +20.00% (the repeats' mean; ") != std::string::npos);
   // Anchors only at the two ends: every row would be divided by the
   // opening one, and the line is not printed.
-  std::string ends = v[0] + "\n" + with(f0, "V-X", 1);
-  for (size_t i = 1; i < v.size(); ++i)
-    if (v[i].rfind("V-R-", 0) != 0) ends += v[i] + "\n";
-  ends += with(s0, "V-X", 1.1);
-  const TempFile e("order_ends.tsv", ends);
+  const TempFile e("order_ends.tsv", between(with(f0, "V-X", 1), with(s0, "V-X", 1.1)));
   const CliOutcome oe = run_cli({"validate", "--measurements", e.path(), "--fit-on", cal});
   REQUIRE(oe.status == 0);
   CHECK(oe.out.find("the machine moved by") != std::string::npos);
