@@ -65,7 +65,8 @@ struct kit_point {
   int n[KIT_MAX_REPEATS];     /* rounds measured in each repeat */
   double t0[KIT_MAX_REPEATS]; /* when the repeat's first measured round ended */
   int adaptive;
-  char stop[KIT_MAX_REPEATS][12]; /* why each repeat stopped: fixed, se, budget, max-rounds */
+  char stop[KIT_MAX_REPEATS][12]; /* why each repeat stopped: fixed, se, budget, max-rounds, row */
+  int follows; /* 1: another point of the program decides its rounds (no --anchor exchange) */
 };
 
 int kit_host_init(struct kit_host* h, int want_cpu);
@@ -84,6 +85,9 @@ int kit_point_rounds(const struct kit_point* p);
 void kit_point_free(struct kit_point* p);
 /* Mean of the repeat means, the largest per-repeat CV, drift B/A - 1. */
 void kit_point_stats(const struct kit_point* p, double* mean, double* max_cv, double* drift);
+/* Over every round of every repeat: the median, the fastest and the
+ * relative standard error of the mean (INFINITY under two rounds). */
+void kit_point_order_stats(const struct kit_point* p, double* median, double* fastest, double* se);
 
 /* Prints one row. `value` is per operation in `unit`; the note gets the
  * point's statistics, the stability verdict and the host record. */
@@ -120,6 +124,27 @@ void kit_source_exit(struct kit_source* s);
 void kit_send_fd_fill(struct kit_source* s, struct io_uring* dst, int n, int qd, int* slots);
 /* Untimed check: one fixed-file read per installed slot reads the memfd. */
 void kit_verify_slots(struct io_uring* dst, const int* slots, int n);
+
+/* A program: its flags, the run-wide settings and the host; the exit status. */
+typedef int (*kit_program)(int argc, char** argv, const struct kit_opts* o,
+                           const struct kit_host* h);
+
+/* --anchor (kit_pair.c): runs `anchor` in a child, round by round beside
+ * `row`, and prints the anchor's rows (id `anchor_id`) before the row's. */
+int kit_pair_run(struct kit_opts* o, const struct kit_host* h, kit_program row, int argc,
+                 char** argv, kit_program anchor, int aargc, char** aargv, const char* anchor_id);
+int kit_pair_active(void);
+/* At the end of a measured round of a deciding point: hands the token to
+ * the other program and returns whether the repeat is over (the row's
+ * decision). `own`: this program's own rule; final_repeat: the row's last
+ * repeat. On the row's side *anchor_own gets the anchor's latest verdict. */
+int kit_pair_exchange(int own, double value, int repeat, int round, int final_repeat,
+                      int* anchor_own);
+/* The rows' note: which program ran beside this one, and on the row's
+ * side the ratio of each of p's rounds to the anchor's round before it. */
+void kit_pair_note(const struct kit_point* p, double scale, char* out, size_t n);
+/* Before the row's first row is printed: the anchor's rows. */
+void kit_pair_before_rows(void);
 
 /* Subcommands (each returns the exit status). */
 int kit_cmd_f0(int argc, char** argv, const struct kit_opts* o, const struct kit_host* h);

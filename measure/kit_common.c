@@ -157,19 +157,40 @@ static double rel_se(const double* x, int n) {
   return m > 0 ? sqrt(ss / (n - 1) / n) / m : INFINITY;
 }
 
-int kit_point_add(struct kit_point* p, const struct kit_opts* o, int r, double v) {
-  if (p->n[r] >= p->rounds) return 1;
-  p->v[r][p->n[r]++] = v;
+/* This point's own rule after n rounds of repeat r: NULL to go on, else
+ * why it would stop. */
+static const char* own_rule(const struct kit_point* p, const struct kit_opts* o, int r) {
   const int n = p->n[r];
-  if (n == 1) p->t0[r] = kit_now_ns();
-  if (n < o->rounds) return 0;
-  if (!p->adaptive) return 1;
-  const char* why = NULL;
+  if (n < o->rounds) return NULL;
+  if (!p->adaptive) return "fixed";
   /* The standard error is judged from 10 rounds on (fewer estimate it
    * too loosely to stop on). */
-  if (n >= 10 && rel_se(p->v[r], n) <= o->target_se) why = "se";
-  else if ((kit_now_ns() - p->t0[r]) * 1e-9 >= o->budget_s / p->repeats) why = "budget";
-  else if (n >= p->rounds) why = "max-rounds";
+  if (n >= 10 && rel_se(p->v[r], n) <= o->target_se) return "se";
+  if ((kit_now_ns() - p->t0[r]) * 1e-9 >= o->budget_s / p->repeats) return "budget";
+  if (n >= p->rounds) return "max-rounds";
+  return NULL;
+}
+
+int kit_point_add(struct kit_point* p, const struct kit_opts* o, int r, double v) {
+  const int paired = kit_pair_active() && !p->follows;
+  if (p->n[r] < p->rounds) {
+    p->v[r][p->n[r]++] = v;
+    if (p->n[r] == 1) p->t0[r] = kit_now_ns();
+  } else if (!paired) {
+    return 1;
+  }
+  const char* why = own_rule(p, o, r);
+  if (paired) {
+    /* A full point always ends its repeat (the row at its capacity; the
+     * anchor, which measures the same rounds, never gets there first). */
+    int anchor_own = 1;
+    const int full = p->n[r] >= p->rounds;
+    int done = kit_pair_exchange(why != NULL || full, v, r, p->n[r] - 1, r == p->repeats - 1,
+                                 &anchor_own);
+    if (full) done = 1;
+    if (!done) return 0;
+    if (!why) why = "row"; /* the anchor, stopped by the row's rule */
+  }
   if (!why) return 0;
   snprintf(p->stop[r], sizeof p->stop[r], "%s", why);
   return 1;
@@ -209,6 +230,20 @@ void kit_point_stats(const struct kit_point* p, double* mean, double* max_cv, do
   *drift = worst;
 }
 
+void kit_point_order_stats(const struct kit_point* p, double* median, double* fastest, double* se) {
+  int total = 0;
+  for (int r = 0; r < p->repeats; ++r) total += p->n[r];
+  double* all = malloc((size_t)(total > 0 ? total : 1) * sizeof(double));
+  if (!all) kit_die("malloc", ENOMEM);
+  for (int r = 0, k = 0; r < p->repeats; ++r)
+    for (int i = 0; i < p->n[r]; ++i) all[k++] = p->v[r][i];
+  qsort(all, (size_t)total, sizeof(double), cmp_double);
+  *median = total % 2 ? all[total / 2] : (total ? (all[total / 2 - 1] + all[total / 2]) / 2 : 0);
+  *fastest = total ? all[0] : 0;
+  *se = rel_se(all, total);
+  free(all);
+}
+
 /* Tabs and newlines would break the TSV. */
 static void clean(char* s) {
   for (; *s; ++s)
@@ -221,7 +256,7 @@ void kit_row(const struct kit_opts* o, const struct kit_host* h, const char* id,
   double mean, cv, drift;
   kit_point_stats(p, &mean, &cv, &drift);
   const int pass = cv <= o->max_cv && fabs(drift) <= o->max_drift;
-  char hs[160], sh[1024], variant[256], source[1024], note[1024];
+  char hs[160], sh[1024], variant[256], source[1024], note[2048];
   kit_host_shape(h, hs, sizeof hs);
   snprintf(sh, sizeof sh, "%s; %s", shape, hs);
   snprintf(variant, sizeof variant, "host unpatched %s (profile %s)", h->release, h->profile);
@@ -230,29 +265,23 @@ void kit_row(const struct kit_opts* o, const struct kit_host* h, const char* id,
            h->cpu_model, h->release, h->cpus, h->cpu, h->memcg, h->governor);
   /* Every measured round of every repeat: the median and the fastest,
    * and the relative standard error of the mean over all rounds. */
-  int total = 0;
-  for (int r = 0; r < p->repeats; ++r) total += p->n[r];
-  double* all = malloc((size_t)(total > 0 ? total : 1) * sizeof(double));
-  if (!all) kit_die("malloc", ENOMEM);
   char per[64] = "", stop[64] = "";
-  for (int r = 0, k = 0; r < p->repeats; ++r) {
-    for (int i = 0; i < p->n[r]; ++i) all[k++] = p->v[r][i];
+  for (int r = 0; r < p->repeats; ++r) {
     snprintf(per + strlen(per), sizeof per - strlen(per), "%s%d", r ? "+" : "", p->n[r]);
     snprintf(stop + strlen(stop), sizeof stop - strlen(stop), "%s%s", r ? "+" : "", p->stop[r]);
   }
-  qsort(all, (size_t)total, sizeof(double), cmp_double);
-  const double median =
-      total % 2 ? all[total / 2] : (total ? (all[total / 2 - 1] + all[total / 2]) / 2 : 0);
-  const double fastest = total ? all[0] : 0;
-  const double se = rel_se(all, total);
-  free(all);
+  double median, fastest, se;
+  kit_point_order_stats(p, &median, &fastest, &se);
+  char paired[384];
+  kit_pair_note(p, scale, paired, sizeof paired);
   snprintf(note, sizeof note,
            "mean of %d repeat means; stability=%s; max group CV %.6f%%; max role drift %.6f%%; "
            "drift %+.6f%%; %d warmup + %s measured rounds per repeat; median %.6f; fastest %.6f; "
-           "se %.4f%%; stop=%s%s%s",
+           "se %.4f%%; stop=%s%s%s%s%s",
            p->repeats, pass ? "pass" : "gate-fail", cv * 100, fabs(drift) * 100, drift * 100,
            o->warmup, per, median * scale, fastest * scale, isfinite(se) ? se * 100 : 0.0,
-           stop, extra_note && *extra_note ? "; " : "", extra_note ? extra_note : "");
+           stop, *paired ? "; " : "", paired, extra_note && *extra_note ? "; " : "",
+           extra_note ? extra_note : "");
   /* Progress: one line a row on stderr. */
   fprintf(stderr, "simcache-measure: %s: %s rounds, se %.2f%% (stop: %s), stability %s\n", id,
           per, isfinite(se) ? se * 100 : 0.0, stop, pass ? "pass" : "gate-fail");
@@ -263,6 +292,7 @@ void kit_row(const struct kit_opts* o, const struct kit_host* h, const char* id,
             unit);
     exit(1);
   }
+  kit_pair_before_rows();
   printf("%s\t%s\t%s\t%s\t%s\t%.6f\t%s\ttiming\t%s\t%s\n", id, workload, sh, variant, metric, v,
          unit, source, note);
   fflush(stdout);

@@ -230,6 +230,7 @@ int kit_cmd_lifecycle(int argc, char** argv, const struct kit_opts* o, const str
   }
   struct kit_point pt[3]; /* first phase, second phase, interval */
   for (int k = 0; k < 3; ++k) kit_point_init_opts(&pt[k], o);
+  pt[0].follows = pt[1].follows = 1; /* the whole interval decides */
   for (int r = 0; r < o->repeats; ++r) {
     for (int i = 0; i < o->warmup; ++i)
       lifecycle_op(&src, mode, slots, installs, qd, slot, &reuse, minus1);

@@ -16,7 +16,8 @@ static const char kUsage[] =
     "usage: simcache-measure [--warmup N] [--rounds N] [--repeats N] [--cpu C] [--id ID]\n"
     "                        [--max-cv PCT] [--max-drift PCT] [--header]\n"
     "                        [--target-se PCT] [--budget SECONDS] [--max-rounds N]\n"
-    "                        [--trace DIR [--trace-buffer-kb KB]] PROGRAM [flags]\n"
+    "                        [--trace DIR [--trace-buffer-kb KB]]\n"
+    "                        [--anchor 'PROGRAM [flags]' [--anchor-id ID]] PROGRAM [flags]\n"
     "programs:\n"
     "  f0        --slots S --installs N --qd Q      first fill of a sparse table\n"
     "  coldwarm  --mode cold|warm --slots S --qd Q  node cache cold or warm fill\n"
@@ -33,7 +34,10 @@ static const char kUsage[] =
     "its mean is at most PCT % (judged from 10 rounds on), or it has spent its share of\n"
     "--budget SECONDS (default 2 per point), or --max-rounds N (default 1000); 0: exactly --rounds\n"
     "--trace DIR: run PROGRAM with a tracing instance of its own (root: tracefs in a private\n"
-    "mount namespace) and write DIR/ID.trace and DIR/ID.counts.tsv (docs/measure.md)\n";
+    "mount namespace) and write DIR/ID.trace and DIR/ID.counts.tsv (docs/measure.md)\n"
+    "--anchor 'PROGRAM [flags]': measure that program round by round beside PROGRAM (one\n"
+    "at a time, their rounds alternating) and print its rows first, as --anchor-id (default\n"
+    "ID-anchor): validate divides the row by it (docs/measure.md)\n";
 
 static const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
 
@@ -41,6 +45,8 @@ int main(int argc, char** argv) {
   struct kit_opts o = {3, 15, 2, 0.02, 0.02, "HOST", 0.01, 2, 1000};
   int cpu = -1, header = 0, i = 1, trace_kb = 16384;
   const char* trace_dir = NULL;
+  const char* anchor = NULL;
+  const char* anchor_id = NULL;
   /* Each common flag with its range; an unknown flag, a missing value or
    * one out of range is one line naming the flag, and exit 2. */
   static const struct {
@@ -57,7 +63,8 @@ int main(int argc, char** argv) {
     if (!strcmp(a, "header")) { header = 1; continue; }
     size_t f = 0;
     while (f < sizeof flags / sizeof flags[0] && strcmp(a, flags[f].name)) ++f;
-    if (strcmp(a, "id") && strcmp(a, "trace") && f == sizeof flags / sizeof flags[0]) {
+    if (strcmp(a, "id") && strcmp(a, "trace") && strcmp(a, "anchor") && strcmp(a, "anchor-id") &&
+        f == sizeof flags / sizeof flags[0]) {
       fprintf(stderr, "simcache-measure: unknown flag '%s'\n%s", argv[i], kUsage);
       return 2;
     }
@@ -68,6 +75,8 @@ int main(int argc, char** argv) {
     const char* v = argv[++i];
     if (!strcmp(a, "id")) { o.id = v; continue; } /* any text */
     if (!strcmp(a, "trace")) { trace_dir = v; continue; } /* checked when used */
+    if (!strcmp(a, "anchor")) { anchor = v; continue; }     /* checked below */
+    if (!strcmp(a, "anchor-id")) { anchor_id = v; continue; }
     char* end;
     const double d = strtod(v, &end);
     if (*end || end == v || !(d >= flags[f].lo && d <= flags[f].hi) ||
@@ -98,7 +107,7 @@ int main(int argc, char** argv) {
   char** pargv = argv + i + 1;
   static const struct {
     const char* name;
-    int (*fn)(int, char**, const struct kit_opts*, const struct kit_host*);
+    kit_program fn;
   } cmds[] = {{"f0", kit_cmd_f0},     {"coldwarm", kit_cmd_coldwarm},
               {"lifecycle", kit_cmd_lifecycle}, {"waitv", kit_cmd_waitv},
               {"s0", kit_cmd_s0},     {"e0", kit_cmd_e0},
@@ -120,11 +129,46 @@ int main(int argc, char** argv) {
            s, h.memcg, h.governor, h.profile);
     return 0;
   }
+  /* The measured programs: an anchor is one of them (not llc or slabcount). */
+  const size_t measured = 7;
   for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; ++k)
     if (!strcmp(prog, cmds[k].name)) {
+      if (anchor && (k >= measured || trace_dir)) {
+        fprintf(stderr, "simcache-measure: --anchor: %s\n",
+                trace_dir ? "not with --trace" : "only beside a measured program, not llc or slabcount");
+        return 2;
+      }
       if (header && strcmp(prog, "slabcount") && strcmp(prog, "llc")) fputs(kHeader, stdout);
       if (trace_dir) return kit_trace_program(trace_dir, trace_kb, &o, &h, cmds[k].fn, pargc, pargv);
-      return cmds[k].fn(pargc, pargv, &o, &h);
+      if (!anchor) return cmds[k].fn(pargc, pargv, &o, &h);
+      /* The anchor's words, split at spaces (no quoting: flags and numbers). */
+      static char abuf[1024];
+      static char* aargv[64];
+      int aargc = 0;
+      if (strlen(anchor) >= sizeof abuf) {
+        fprintf(stderr, "simcache-measure: --anchor: longer than %zu characters\n", sizeof abuf - 1);
+        return 2;
+      }
+      snprintf(abuf, sizeof abuf, "%s", anchor);
+      for (char* t = strtok(abuf, " "); t; t = strtok(NULL, " ")) {
+        if (aargc == 63) {
+          fprintf(stderr, "simcache-measure: --anchor: more than 62 flags and values\n");
+          return 2;
+        }
+        aargv[aargc++] = t;
+      }
+      aargv[aargc] = NULL;
+      size_t a = 0;
+      while (aargc && a < measured && strcmp(aargv[0], cmds[a].name)) ++a;
+      if (!aargc || a == measured) {
+        fprintf(stderr, "simcache-measure: --anchor: '%s' is not a measured program (f0, coldwarm, "
+                "lifecycle, waitv, s0, e0, poll)\n", aargc ? aargv[0] : "");
+        return 2;
+      }
+      static char default_id[160];
+      if (!anchor_id) snprintf(default_id, sizeof default_id, "%s-anchor", o.id), anchor_id = default_id;
+      return kit_pair_run(&o, &h, cmds[k].fn, pargc, pargv, cmds[a].fn, aargc - 1, aargv + 1,
+                          anchor_id);
     }
   fprintf(stderr, "simcache-measure: unknown program '%s'\n%s", prog, kUsage);
   return 2;

@@ -78,6 +78,28 @@ for d in "--target-se PCT (default 1)" "(judged from 10 rounds on)" "--budget SE
          "--max-rounds N (default 1000)"; do
   [[ "$help" == *"$d"* ]] || { echo "--help lacks '$d'"; exit 1; }
 done
+# --anchor: the anchor's rows first, under --anchor-id, each note naming
+# the other program; the row decides when a repeat ends and the anchor
+# measures as many rounds (fixed and adaptive).
+"$kit" --rounds 3 --warmup 0 --repeats 2 --target-se 0 --id R --anchor "s0 --waits 4 --cycles 2" \
+  --anchor-id A s0 --waits 8 --cycles 2 >"$dir/pair.tsv" 2>/dev/null
+[ "$(cut -f1 "$dir/pair.tsv" | tr '\n' ' ')" = "A R " ] || { echo "pair ids: $(cut -f1 "$dir/pair.tsv")"; exit 1; }
+grep -q $'^A\t.*3+3 measured rounds per repeat;.*stop=fixed+fixed; anchor of R, round by round$' "$dir/pair.tsv" \
+  || { echo "anchor row: $(head -1 "$dir/pair.tsv")"; exit 1; }
+grep -q $'^R\t.*3+3 measured rounds per repeat;.*stop=fixed+fixed; paired round by round with anchor A$' \
+  "$dir/pair.tsv" || { echo "paired row: $(tail -1 "$dir/pair.tsv")"; exit 1; }
+"$kit" --rounds 2 --warmup 0 --repeats 2 --target-se 0.001 --budget 600 --max-rounds 14 --id R \
+  --anchor "lifecycle --mode serial --slots 8 --installs 8 --ops 1" s0 --waits 4 --cycles 2 \
+  >"$dir/pair2.tsv" 2>/dev/null
+[ "$(cut -f1 "$dir/pair2.tsv" | tr '\n' ' ')" = "R-anchor R-anchor-reg R-anchor-fill R " ] \
+  || { echo "pair ids: $(cut -f1 "$dir/pair2.tsv")"; exit 1; }
+[ "$(grep -c '14+14 measured rounds per repeat;' "$dir/pair2.tsv")" = 4 ] \
+  || { echo "paired rounds: $(cut -f10 "$dir/pair2.tsv")"; exit 1; }
+expect_flag_error "simcache-measure: --slots: '0' is not an integer in [1, 1048576]" --anchor "f0 --slots 0" f0
+expect_flag_error "simcache-measure: --anchor: 'llc' is not a measured program (f0, coldwarm, lifecycle, waitv, s0, e0, poll)" \
+  --anchor llc f0
+expect_flag_error "simcache-measure: --anchor: only beside a measured program, not llc or slabcount" --anchor f0 llc
+expect_flag_error "simcache-measure: --anchor: not with --trace" --anchor f0 --trace "$dir" f0
 grep -q "o = {3, 15, 2, 0.02, 0.02, \"HOST\", 0.01, 2, 1000}" "$top/measure/simcache-measure.c" \
   || { echo "the kit's defaults moved: update --help and docs/measure.md"; exit 1; }
 echo "measure_tiny: ok"

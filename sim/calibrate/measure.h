@@ -151,6 +151,10 @@ struct MappedRow {
 // A measured number: decimal or exponent notation, finite, blanks around
 // it allowed (the value column, a note's figures).
 bool parse_value(std::string_view s, double* v);
+// A time of `v` in the row's unit (`scale` ns each) read from `column`:
+// "" if it is in range (a nanosecond's billionth to an hour), else one
+// line saying why not.
+std::string out_of_range(const MeasuredRow& r, const char* column, double v, double scale);
 
 // Which figure of a row calibrate and validate read (--statistic): the
 // value column (the mean of the rounds), or the median or fastest round

@@ -15,16 +15,14 @@
 
 namespace simcache::sim {
 namespace {
-
 // No measured per-operation time comes near an hour; a larger value is a
 // unit or typing error (and 1e308 ms would overflow to infinity). Nor
 // below a nanosecond's billionth: a relative error against 1e-320 is
 // infinite.
 constexpr double kMaxValueNs = 3.6e12;
 constexpr double kMinValueNs = 1e-9;
+}  // namespace
 
-// A time of `v` in the row's unit (`scale` ns each) read from `column`:
-// "" if it is in range, else why not.
 std::string out_of_range(const MeasuredRow& r, const char* column, double v, double scale) {
   const double ns = v * scale;
   if (std::isfinite(ns) && ns <= kMaxValueNs && ns >= kMinValueNs) return "";
@@ -33,6 +31,8 @@ std::string out_of_range(const MeasuredRow& r, const char* column, double v, dou
                      ns >= kMinValueNs ? fmt::format("more than {:g} (an hour)", kMaxValueNs)
                                        : fmt::format("less than {:g}", kMinValueNs));
 }
+
+namespace {
 
 // "ns/install" -> (1, "install"); "us" -> (1000, ""). False if unknown.
 bool parse_unit(const std::string& u, double* scale, std::string* op, std::string* unit) {

@@ -11,6 +11,7 @@
 #include "sim/calibrate/calibrate.h"
 #include "sim/cli/cli.h"
 #include <fmt/format.h>
+#include "sim/calibrate/reference.h"
 #include "sim/calibrate/validate.h"
 #include "sim/cost/toml_reader.h"
 #include "sim/report/record.h"
@@ -27,6 +28,7 @@ struct Inputs {
   std::vector<RowFailure> failed;
   std::string measurements;
   RowStatistic statistic = RowStatistic::mean;  // --statistic
+  ReferenceScaling reference;                   // rows scaled by the program run beside them
   // "" for the mean; else the line the report opens with.
   std::string statistic_line() const {
     if (statistic == RowStatistic::mean) return "";
@@ -107,8 +109,11 @@ bool read_sittings(const std::string& list, std::vector<MeasuredRow>* rows, std:
 
 // Mapping, measured rows, their mapping and simulation. The rows come
 // from the flag `flag` names (validate --fit-on reads a second set).
+// reference_ns > 0: the reading the rows' reference is scaled to (the
+// fitted rows' or the profile's), else their own references' median.
 bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, Inputs* in,
-                 std::string* error, const std::string& flag = "measurements") {
+                 std::string* error, const std::string& flag = "measurements",
+                 double reference_ns = 0) {
   auto it = f.v.find(flag);
   if (it == f.v.end()) return *error = "--" + flag + " FILE.tsv is required", false;
   in->measurements = it->second;
@@ -129,7 +134,9 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, 
       !read_sittings(in->measurements, &rows, error, "--" + flag) ||
       !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error,
                 &in->skipped) ||
-      !apply_row_statistic(in->statistic, &in->rows, error))
+      !apply_row_statistic(in->statistic, &in->rows, error) ||
+      !apply_reference(&in->rows, in->map.fit, in->statistic, reference_ns, &in->reference,
+                       error))
     return false;
   return simulate_rows(in->rows, in->jobs, &in->per_op, error, &in->failed, o);
 }
@@ -174,7 +181,10 @@ CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args&) {
           ? std::string()
           : fmt::format(", their {} rounds", row_statistic_name(in.statistic)));
   if (in.statistic != RowStatistic::mean) rep.model.statistic = row_statistic_name(in.statistic);
-  std::string text = in.statistic_line() + format_fit(rep, in.rows, in.measurements, in.map) +
+  if (in.reference.references)
+    rep.model.reference = in.reference.program, rep.model.reference_ns = in.reference.typical_ns;
+  std::string text = in.statistic_line() + in.reference.line("") +
+                     format_fit(rep, in.rows, in.measurements, in.map) +
                      format_row_failures(in.rows, in.failed, in.map.fit);
   // A fit that is not credible (docs/calibration.md, "A fit that refuses
   // to lie"): one line per cause on stderr, the rows that disagree most,
@@ -233,11 +243,26 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   }
   Inputs in;
   const bool skip = f.v.count("skip-unmapped") > 0;
-  if (!read_inputs(f, skip, "validate", &in, &error)) {
+  // Rows measured beside a reference are scaled to the reading the fit
+  // scaled its rows to: --fit-on's, or the profile's (reference.h).
+  const double ref_ns = fit_on ? cal.reference.typical_ns : leave ? 0 : m.reference_ns;
+  const std::string& ref_program = fit_on ? cal.reference.program : m.reference;
+  if (!read_inputs(f, skip, "validate", &in, &error, "measurements", ref_ns)) {
     if (!skip && error.find(": no [[") != std::string::npos)
       error += " (--skip-unmapped validates the rows that map)";
     return cli_fail(error);
   }
+  if (!ref_program.empty() && !in.reference.program.empty() &&
+      ref_program != in.reference.program)
+    return cli_fail(fmt::format(
+        "--measurements: the rows' reference runs {}, {}'s ran {}: a reading of one program "
+        "does not scale the other's",
+        in.reference.program, fit_on ? "--fit-on" : "the profile", ref_program));
+  const std::string ref_from =
+      fit_on ? "the median reading of --fit-on's references"
+             : fmt::format("the reading profile {} was fitted at", m.name);
+  std::string ref_lines = in.reference.line(ref_from);
+  if (fit_on && cal.reference.references) ref_lines = "--fit-on " + cal.reference.line("") + ref_lines;
   if (leave) {
     const LeaveOut l = leave_out(prior_model(), in.map.fit, in.rows, in.per_op, by_shape, in.jobs);
     // Leaving the only unit out would fit no rows at all.
@@ -248,7 +273,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
     // The same units refitted by the fitter before the speed factors.
     const LeaveOut before = leave_out(prior_model(), in.map.fit, in.rows, in.per_op, by_shape,
                                       in.jobs, FitMethod::unscaled);
-    std::string text = in.statistic_line();
+    std::string text = in.statistic_line() + ref_lines;
     for (const std::string& s : in.skipped) text += "skipped: " + s + "\n";
     return {0,
             text + format_leave_out(l, in.rows, true) +
@@ -350,7 +375,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
         fitted == RowStatistic::mean ? std::string("means")
                                      : fmt::format("{} rounds", row_statistic_name(fitted)),
         row_statistic_name(in.statistic), row_statistic_name(fitted)));
-  std::string text = in.statistic_line() +
+  std::string text = in.statistic_line() + ref_lines +
                      format_validation(v, m, in.rows, in.map, in.measurements, in.skipped) +
                      format_row_failures(in.rows, in.failed, in.map.fit) + drift + fitted_text;
   if (fit_on)

@@ -80,6 +80,11 @@ class CostModel {
   // The figure of each row the fit read (calibrate --statistic): "median"
   // or "fastest"; "" for the mean, which a profile does not write.
   std::string statistic;
+  // The rows were scaled to a reference program's reading before the fit
+  // (sim/calibrate/reference.h): its configuration and the reading (ns,
+  // the fit's statistic) the rows were scaled to; "" and 0 without one.
+  std::string reference;
+  double reference_ns = 0;
   std::string path;  // file it was loaded from ("" if built in memory)
   // SHA-256 of the bytes it was read from when load_profile() knew it
   // without hashing (a shipped profile's compiled-in copy); "" otherwise.

@@ -179,7 +179,8 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
   CostModel m;
   m.path = path;
   if (!r.keys(tbl,
-              {"name", "description", "statistic", "generated_by", "param", "noise", "correlation",
+              {"name", "description", "statistic", "reference", "reference_ns", "generated_by",
+               "param", "noise", "correlation",
                "model_inadequacy", "model_inadequacy_shape", "model_drift",
                "model_inadequacy_source"},
               ""))
@@ -191,6 +192,14 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
       m.statistic != "fastest")
     return r.fail(tbl.get("statistic"), "statistic", "expected mean, median or fastest");
   if (m.statistic == "mean") m.statistic.clear();
+  // The reference the fit scaled its rows to: both or neither.
+  if (!r.str(tbl, "reference", "", false, &m.reference) ||
+      !r.num(tbl, "reference_ns", "", false, 1e-3, 1e12, &m.reference_ns))
+    return false;
+  if (m.reference.empty() != (m.reference_ns == 0))
+    return r.fail(tbl.get(m.reference.empty() ? "reference_ns" : "reference"),
+                  m.reference.empty() ? "reference_ns" : "reference",
+                  "reference and reference_ns go together (the program and its reading)");
   // The top-level error-model fractions, each optional, in [0, 1).
   for (const auto& [key, field] : {std::pair{"model_inadequacy", &m.inadequacy},
                                    std::pair{"model_inadequacy_shape", &m.inadequacy_shape},
@@ -287,6 +296,9 @@ std::string profile_toml(const CostModel& m, const std::string& header) {
   out += fmt::format("\nname = {}\n", quote(m.name));
   if (!m.description.empty()) out += fmt::format("description = {}\n", quote(m.description));
   if (!m.statistic.empty()) out += fmt::format("statistic = {}\n", quote(m.statistic));
+  if (!m.reference.empty())
+    out += fmt::format("reference = {}\nreference_ns = {:.9g}\n", quote(m.reference),
+                       m.reference_ns);
   if (m.inadequacy > 0 || m.inadequacy_shape > 0 || m.drift > 0) {
     out += fmt::format("model_inadequacy = {:.9g}\nmodel_inadequacy_shape = {:.9g}\n",
                        m.inadequacy, m.inadequacy_shape);

@@ -1,0 +1,258 @@
+// The reference (reference.h): rows scaled by the program run beside them.
+#include "sim/calibrate/reference.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string_view>
+
+#include "sim/calibrate/calibrate.h"
+#include "sim/cost/toml_reader.h"
+
+namespace simcache::sim {
+namespace {
+
+constexpr std::string_view kPaired = "paired round by round with anchor ";
+constexpr std::string_view kAnchorOf = "anchor of ";
+constexpr std::string_view kRoundByRound = ", round by round";
+
+// The note's "; "-separated fields.
+std::vector<std::string_view> note_fields(std::string_view note) {
+  std::vector<std::string_view> out;
+  while (!note.empty()) {
+    const size_t semi = note.find(';');
+    std::string_view f = note.substr(0, semi);
+    note = semi == std::string_view::npos ? std::string_view() : note.substr(semi + 1);
+    while (!f.empty() && f.front() == ' ') f.remove_prefix(1);
+    while (!f.empty() && f.back() == ' ') f.remove_suffix(1);
+    out.push_back(f);
+  }
+  return out;
+}
+
+// The anchor a row names, or nullopt; *twice when it names more than one.
+std::optional<std::string> paired_with(const std::string& note, bool* twice) {
+  std::optional<std::string> id;
+  for (std::string_view f : note_fields(note))
+    if (f.substr(0, kPaired.size()) == kPaired) {
+      if (id) *twice = true;
+      id = std::string(f.substr(kPaired.size()));
+    }
+  return id;
+}
+
+bool is_reference(const std::string& note) {
+  for (std::string_view f : note_fields(note))
+    if (f.substr(0, kAnchorOf.size()) == kAnchorOf && f.size() > kRoundByRound.size() &&
+        f.substr(f.size() - kRoundByRound.size()) == kRoundByRound)
+      return true;
+  return false;
+}
+
+// `id` as written in its file: read_sittings() appends "@K" to an id an
+// earlier file used.
+bool same_id(const std::string& row_id, const std::string& named) {
+  if (row_id == named) return true;
+  if (row_id.size() <= named.size() + 1 || row_id.compare(0, named.size(), named) != 0 ||
+      row_id[named.size()] != '@')
+    return false;
+  return std::all_of(row_id.begin() + static_cast<std::ptrdiff_t>(named.size()) + 1, row_id.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The note with its field starting `name ` replaced by "name X%" (X
+// given as a fraction); added when it has none.
+std::string with_figure(const std::string& note, const std::string& name, double x) {
+  const std::string figure = fmt::format("{} {:.6f}%", name, x * 100);
+  std::string out;
+  bool done = false;
+  for (std::string_view f : note_fields(note)) {
+    if (!out.empty()) out += "; ";
+    if (!done && f.substr(0, name.size() + 1) == name + " " && f.back() == '%')
+      out += figure, done = true;
+    else
+      out += f;
+  }
+  if (!done) out += (out.empty() ? "" : "; ") + figure;
+  return out;
+}
+
+// The kit's "ratio to anchor ns round by round: mean A, median B, se C%,
+// max group CV D%, max role drift E%": each round of the row (its unit)
+// over the anchor's round before it (ns per its operation).
+struct Ratio {
+  double mean = 0, median = 0, se = 0, cv = 0, drift = 0;  // se, cv, drift as fractions
+};
+constexpr std::string_view kRatio = "ratio to anchor ns round by round: ";
+
+// 0: the note has no ratio; 1: read; -1: malformed (error set).
+int read_ratio(const MappedRow& m, Ratio* out, std::string* error) {
+  for (std::string_view f : note_fields(m.row.note)) {
+    if (f.substr(0, kRatio.size()) != kRatio) continue;
+    f.remove_prefix(kRatio.size());
+    int seen = 0;
+    while (!f.empty()) {
+      const size_t comma = f.find(',');
+      std::string_view item = f.substr(0, comma);
+      f = comma == std::string_view::npos ? std::string_view() : f.substr(comma + 1);
+      while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+      const size_t sp = item.rfind(' ');
+      if (sp == std::string_view::npos) break;
+      const std::string_view name = item.substr(0, sp);
+      std::string_view num = item.substr(sp + 1);
+      const bool pct = !num.empty() && num.back() == '%';
+      if (pct) num.remove_suffix(1);
+      double v = 0;
+      if (!parse_value(num, &v) || !(v >= 0) || (!pct && !(v > 0))) break;
+      if (name == "mean" && !pct) out->mean = v, seen |= 1;
+      else if (name == "median" && !pct) out->median = v, seen |= 2;
+      else if (name == "se" && pct) out->se = v / 100, seen |= 4;
+      else if (name == "max group CV" && pct) out->cv = v / 100, seen |= 8;
+      else if (name == "max role drift" && pct) out->drift = v / 100, seen |= 16;
+      else break;
+    }
+    if (seen == 31) return 1;
+    *error = fmt::format("{}: note: the ratio to its anchor is not \"{}mean A, median B, se C%, "
+                         "max group CV D%, max role drift E%\" (row {})",
+                         m.row.where("note"), kRatio, escape_line(m.row.id));
+    return -1;
+  }
+  return 0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string ns(double v) { return fmt::format("{:.3f} ns", v); }
+
+std::string program_of(const MappedRow& r, const FitSettings& fit) {
+  std::string s = r.scenario;
+  Params p = shape_params(r, fit);
+  for (const std::string& k : fit.condition_params) p.erase(k);
+  for (const auto& [k, v] : p) s += fmt::format(" {}={}", k, v);
+  return s + " on " + r.kernel;
+}
+
+}  // namespace
+
+std::string ReferenceScaling::line(const std::string& from_what) const {
+  if (references == 0) return "";
+  return fmt::format(
+      "the reference: {} row{} measured round by round beside {} ({} reading{} from {} to {}), "
+      "each scaled by {} / its reference's reading ({}){} (docs/measure.md, \"The reference\")\n",
+      scaled, scaled == 1 ? "" : "s", program, references, references == 1 ? "" : "s",
+      ns(lo_ns), ns(hi_ns), ns(typical_ns),
+      given ? from_what : "the median of these readings",
+      unpaired ? fmt::format("; {} row{} without one, as measured", unpaired,
+                             unpaired == 1 ? "" : "s")
+               : "");
+}
+
+bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowStatistic statistic,
+                     double typical_ns, ReferenceScaling* out, std::string* error) {
+  *out = ReferenceScaling{};
+  std::vector<bool> ref(rows->size());
+  std::vector<size_t> refs;
+  for (size_t i = 0; i < rows->size(); ++i)
+    if (is_reference((*rows)[i].row.note)) ref[i] = true, refs.push_back(i);
+  if (refs.empty()) {
+    for (const MappedRow& m : *rows) {
+      bool twice = false;
+      if (paired_with(m.row.note, &twice))
+        return *error = fmt::format("{}: note: paired with an anchor, but no row of its file is "
+                                    "an anchor (\"anchor of ..., round by round\"; row {})",
+                                    m.row.where("note"), escape_line(m.row.id)),
+               false;
+    }
+    return true;
+  }
+  // One reference program for every row.
+  const MappedRow& first = (*rows)[refs[0]];
+  out->program = program_of(first, fit);
+  std::vector<double> readings;
+  for (size_t i : refs) {
+    const MappedRow& r = (*rows)[i];
+    if (program_of(r, fit) != out->program || r.row.metric != first.row.metric)
+      return *error = fmt::format("{}: note: this anchor runs {}, the first ({} on line {}) ran {}: "
+                                  "the rows of one set are scaled by one reference program",
+                                  r.row.where("note"), escape_line(program_of(r, fit)),
+                                  escape_line(first.row.id), first.row.line, out->program),
+             false;
+    readings.push_back(r.value_ns);
+  }
+  out->references = refs.size();
+  out->lo_ns = *std::min_element(readings.begin(), readings.end());
+  out->hi_ns = *std::max_element(readings.begin(), readings.end());
+  out->given = typical_ns > 0;
+  out->typical_ns = out->given ? typical_ns : median(readings);
+  std::vector<bool> used(rows->size());
+  for (size_t i = 0; i < rows->size(); ++i) {
+    if (ref[i]) continue;
+    MappedRow& m = (*rows)[i];
+    bool twice = false;
+    const std::optional<std::string> anchor = paired_with(m.row.note, &twice);
+    if (!anchor) {
+      ++out->unpaired;
+      continue;
+    }
+    if (twice)
+      return *error = fmt::format("{}: note: names two anchors (row {})", m.row.where("note"),
+                                  escape_line(m.row.id)),
+             false;
+    size_t a = rows->size();
+    for (size_t j : refs)
+      if ((*rows)[j].row.file == m.row.file && same_id((*rows)[j].row.id, *anchor)) a = j;
+    if (a == rows->size())
+      return *error = fmt::format("{}: note: its anchor '{}' is not an anchor row of {} (row {})",
+                                  m.row.where("note"), escape_line(*anchor),
+                                  escape_line(m.row.file), escape_line(m.row.id)),
+             false;
+    used[a] = true;
+    const MappedRow& r = (*rows)[a];
+    Ratio ratio;
+    const int has = read_ratio(m, &ratio, error);
+    if (has < 0) return false;
+    if (has && statistic != RowStatistic::fastest) {
+      // Round by round: each of the row's rounds over the anchor's before
+      // it, so that a spell starting between two rounds moves both; the
+      // row's spread becomes the ratio's.
+      m.row.value = (statistic == RowStatistic::median ? ratio.median : ratio.mean) *
+                    out->typical_ns;
+      m.value_ns = m.row.value * m.unit_ns;
+      m.row.note = with_figure(with_figure(with_figure(m.row.note, "se", ratio.se),
+                                           "max group CV", ratio.cv),
+                               "max role drift", ratio.drift);
+    } else {
+      // The row's figure over its anchor's (the fastest rounds, or a note
+      // without the ratio): their errors add in quadrature.
+      const double scale = out->typical_ns / r.value_ns;
+      m.value_ns *= scale;
+      m.row.value *= scale;
+      const double se = measurement_spread(m.row.note, measured_rounds(m));
+      const double se_ref = measurement_spread(r.row.note, measured_rounds(r));
+      if (se_ref > 0)
+        m.row.note = with_figure(m.row.note, "se", std::min(1.0, std::hypot(se, se_ref)));
+    }
+    if (const std::string why = out_of_range(m.row, "note", m.row.value, m.unit_ns); !why.empty())
+      return *error = why, false;
+    ++out->scaled;
+  }
+  for (size_t i : refs)
+    if (!used[i])
+      return *error = fmt::format("{}: note: an anchor no row of its file is paired with (row {})",
+                                  (*rows)[i].row.where("note"), escape_line((*rows)[i].row.id)),
+             false;
+  std::vector<MappedRow> kept;
+  kept.reserve(rows->size() - refs.size());
+  for (size_t i = 0; i < rows->size(); ++i)
+    if (!ref[i]) kept.push_back(std::move((*rows)[i]));
+  *rows = std::move(kept);
+  return true;
+}
+
+}  // namespace simcache::sim

@@ -1,0 +1,315 @@
+// The reference (sim/calibrate/reference.h): rows the kit measured round
+// by round beside one program are scaled by its reading, so that a spell
+// of a slower machine in the middle of a suite leaves the fit as it was.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "sim/calibrate/reference.h"
+#include "test_cost_util.h"
+
+using namespace simcache;
+using namespace simcache::sim;
+using simcache::testing::read_text;
+using simcache::testing::repo_file;
+using simcache::testing::TempFile;
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (size_t next; (next = s.find(sep, at)) != std::string::npos; at = next + 1)
+    out.push_back(s.substr(at, next - at));
+  out.push_back(s.substr(at));
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v, char sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? std::string(1, sep) : "") + v[i];
+  return out;
+}
+
+// The note's "NAME X" figure set to `to(X)`.
+template <typename F>
+std::string edit_figure(std::string note, const std::string& name, F to) {
+  const size_t at = note.find("; " + name + " ");
+  REQUIRE(at != std::string::npos);
+  const size_t from = at + name.size() + 3, end = note.find(';', from);
+  const double v = std::stod(note.substr(from, end - from));
+  return note.replace(from, end - from, fmt::format("{:.6f}", to(v)));
+}
+std::string scale_figure(const std::string& note, const std::string& name, double f) {
+  return edit_figure(note, name, [f](double v) { return v * f; });
+}
+std::string set_figure(const std::string& note, const std::string& name, double x) {
+  return edit_figure(note, name, [x](double) { return x; });
+}
+
+// The sixth shipped sitting's calibration suite as the kit would have
+// written it with the reference beside every row, on a machine a third of
+// whose rows ran in a spell `slow` times slower: each row and its
+// reference's reading (300 ns, or 300 x slow in the spell; slow = 2 keeps every scaled figure exact) move together.
+// Row `drop_ref`'s reference is left out (-1: none). every = 1: every row
+// in the spell.
+std::string with_references(const std::string& tsv, double slow, int drop_ref = -1,
+                            int every = 3) {
+  std::vector<std::string> lines = split(tsv, '\n');
+  // The reference's row: the sixth sitting's scalar control.
+  std::string s0;
+  for (const std::string& l :
+       split(read_text(repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv")), '\n'))
+    if (l.rfind("C-S0-32\t", 0) == 0) s0 = l;
+  REQUIRE(!s0.empty());
+  std::string out = lines[0] + "\n";
+  int k = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    std::vector<std::string> c = split(lines[i], '\t');
+    REQUIRE(c.size() == 10);
+    const double f = k % every == every - 1 ? slow : 1.0;
+    std::vector<std::string> r = split(s0, '\t');
+    r[0] = c[0] + ".ref";
+    r[5] = fmt::format("{:.6f}", 300 * f);
+    // The reference's figures: median and fastest at its reading; no
+    // standard error or drift of its own (the row's stays what it was).
+    std::string note = set_figure(set_figure(r[9], "median", 300 * f), "fastest", 290 * f);
+    const size_t se = note.find("; se ");
+    note.replace(se, note.find(';', se + 1) - se, "; se 0.0000%");
+    const size_t drift = note.find("; max role drift ");
+    note.replace(drift, note.find(';', drift + 1) - drift, "; max role drift 0.000000%");
+    r[9] = note + "; anchor of " + c[0] + ", round by round";
+    if (k != drop_ref) out += join(r, '\t') + "\n";
+    c[5] = fmt::format("{:.6f}", std::stod(c[5]) * f);
+    c[9] = scale_figure(scale_figure(c[9], "median", f), "fastest", f) +
+           "; paired round by round with anchor " + c[0] + ".ref";
+    out += join(c, '\t') + "\n";
+    ++k;
+  }
+  return out;
+}
+
+// A profile's parameters and error model, without its header.
+std::string params_of(const std::string& toml) {
+  const size_t at = toml.find("\n[[param]]");
+  return at == std::string::npos ? std::string() : toml.substr(at);
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("simcache_test_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+// `text` as DIR/NAME in a directory of its own (profiles name the files
+// they were fitted to: two fits compared keep one name).
+struct TempDirFile {
+  TempDirFile(const std::string& dir, const std::string& name, const std::string& text)
+      : dir_(temp_path(dir)) {
+    std::filesystem::create_directories(dir_);
+    path_ = dir_ + "/" + name;
+    std::ofstream(path_, std::ios::binary) << text;
+  }
+  ~TempDirFile() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+}  // namespace
+
+TEST_CASE("the reference: a spell a third of the rows ran in leaves the fit as it was",
+          "[calibrate][reference]") {
+  const std::string tsv = read_text(repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv"));
+  const TempDirFile as_shipped("ref_plain", "sitting.tsv", tsv);
+  const TempDirFile slowed("ref_slowed", "sitting.tsv", with_references(tsv, 2.0));
+  const std::string a = temp_path("ref_a.toml"), b = temp_path("ref_b.toml");
+  const CliOutcome plain = run_cli({"calibrate", "--statistic", "median", "--measurements",
+                                    as_shipped.path(), "--out", a});
+  const CliOutcome scaled =
+      run_cli({"calibrate", "--statistic", "median", "--measurements", slowed.path(), "--out", b});
+  const std::string pa = read_text(a), pb = read_text(b);
+  std::filesystem::remove(a), std::filesystem::remove(b);
+  REQUIRE(plain.status == 0);
+  REQUIRE(scaled.status == 0);
+  // 31 rows, each beside a reading of 300 ns or 600: scaled to the median, 300.
+  CHECK(scaled.out.find("the reference: 31 rows measured round by round beside wait-wake cgroup=1 cpu=1 cpus=2 cycles=512") !=
+        std::string::npos);
+  CHECK(scaled.out.find("(31 readings from 300.000 ns to 600.000 ns), each scaled by 300.000 ns "
+                        "/ its reference's reading (the median of these readings)") !=
+        std::string::npos);
+  CHECK(plain.out.find("the reference:") == std::string::npos);
+  REQUIRE_FALSE(params_of(pa).empty());
+  CHECK(params_of(pa) == params_of(pb));
+  CHECK(pb.find("\nreference_ns = 300\n") != std::string::npos);
+  CHECK(pa.find("\nreference") == std::string::npos);
+
+  // Without the scaling the same rows fit worse: the spell is in them.
+  std::string raw = slowed.path() + ".raw";
+  {
+    std::string text = read_text(slowed.path()), kept;
+    for (const std::string& l : split(text, '\n')) {
+      if (l.empty() || l.find(", round by round") != std::string::npos &&
+                           l.find("paired round by round") == std::string::npos)
+        continue;
+      std::vector<std::string> c = split(l, '\t');
+      if (c.size() == 10) {
+        const size_t p = c[9].find("; paired round by round");
+        if (p != std::string::npos) c[9].erase(p);
+      }
+      kept += join(c, '\t') + "\n";
+    }
+    std::ofstream(raw) << kept;
+  }
+  const CliOutcome unscaled =
+      run_cli({"calibrate", "--statistic", "median", "--measurements", raw, "--force"});
+  std::filesystem::remove(raw);
+  const auto rms = [](const std::string& report) {
+    const size_t at = report.find("rms relative residual ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(report.substr(at + 22));
+  };
+  CHECK(rms(unscaled.out) > 2 * rms(scaled.out));
+}
+
+TEST_CASE("the reference: validate scales to the reading the fit was scaled to",
+          "[validate][reference]") {
+  const std::string cal_file = repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv");
+  const std::string val_file = repo_file("data/measurements/vm-2cpu-sixth-validation.tsv");
+  const TempDirFile c("ref_cal", "cal.tsv", with_references(read_text(cal_file), 2.0));
+  // The validation suite ran in a spell throughout: its references read
+  // 600 ns, its rows as much slower.
+  const TempDirFile v("ref_val", "val.tsv", with_references(read_text(val_file), 2.0, -1, 1));
+  const TempDirFile c0("ref_cal0", "cal.tsv", read_text(cal_file));
+  const TempDirFile v0("ref_val0", "val.tsv", read_text(val_file));
+  const std::string profile = temp_path("ref_fit.toml"), profile0 = temp_path("ref_fit0.toml");
+  for (const auto& [rows, out] : {std::pair{c.path(), profile}, std::pair{c0.path(), profile0}})
+    REQUIRE(run_cli({"calibrate", "--statistic", "median", "--measurements", rows, "--name",
+                     "ref_fit", "--out", out})
+                .status == 0);
+  const auto validate = [](std::vector<std::string> args) {
+    args.insert(args.begin(), {"validate", "--statistic", "median", "--measurements"});
+    return run_cli(args);
+  };
+  const CliOutcome fit_on = validate({v.path(), "--fit-on", c.path()});
+  const CliOutcome fit_on0 = validate({v0.path(), "--fit-on", c0.path()});
+  const CliOutcome by_profile = validate({v.path(), "--profile", profile});
+  const CliOutcome by_profile0 = validate({v0.path(), "--profile", profile0});
+  std::filesystem::remove(profile), std::filesystem::remove(profile0);
+  for (const CliOutcome* r : {&fit_on, &fit_on0, &by_profile, &by_profile0}) REQUIRE(r->status == 0);
+  CHECK(fit_on.out.find("--fit-on the reference: 31 rows") != std::string::npos);
+  CHECK(fit_on.out.find("the reference: 26 rows measured round by round beside wait-wake") !=
+        std::string::npos);
+  CHECK(fit_on.out.find("(26 readings from 600.000 ns to 600.000 ns), each scaled by 300.000 ns "
+                        "/ its reference's reading (the median reading of --fit-on's "
+                        "references)") != std::string::npos);
+  CHECK(by_profile.out.find("each scaled by 300.000 ns / its reference's reading (the reading "
+                            "profile ref_fit was fitted at)") != std::string::npos);
+  // Judged as the sitting without the spell, either way.
+  const auto line = [](const std::string& s, const std::string& what) {
+    const size_t at = s.find(what);
+    return at == std::string::npos ? std::string() : s.substr(at, s.find('\n', at) - at);
+  };
+  for (const char* what : {"coverage of the 90%", "summary: ", "the machine moved by"}) {
+    INFO(what);
+    CHECK_FALSE(line(fit_on0.out, what).empty());
+    CHECK(line(fit_on.out, what) == line(fit_on0.out, what));
+  }
+  for (const char* what : {"coverage of the 90%", "summary: "}) {
+    INFO(what);
+    CHECK_FALSE(line(by_profile0.out, what).empty());
+    CHECK(line(by_profile.out, what) == line(by_profile0.out, what));
+  }
+}
+
+TEST_CASE("the reference: a row without its reference, a reference without its row, two programs",
+          "[calibrate][reference][errors]") {
+  const std::string tsv = read_text(repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv"));
+  {
+    const TempFile f("ref_missing.tsv", with_references(tsv, 1.0, 3));
+    const CliOutcome r = run_cli({"calibrate", "--measurements", f.path()});
+    CHECK(r.status == 2);
+    // Row C-LP-4096-64-reg, the fourth row: line 8 after three pairs and the header.
+    CHECK(r.err.find(f.path() + ":8:") != std::string::npos);
+    CHECK(r.err.find("note: its anchor 'C-LP-4096-64-reg.ref' is not an anchor row of") !=
+          std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  {
+    std::string text = with_references(tsv, 1.0);
+    const size_t at = text.find("; paired round by round with anchor C-F0-4096-64.ref");
+    REQUIRE(at != std::string::npos);
+    text.erase(at, std::strlen("; paired round by round with anchor C-F0-4096-64.ref"));
+    const TempFile f("ref_orphan.tsv", text);
+    const CliOutcome r = run_cli({"calibrate", "--measurements", f.path()});
+    CHECK(r.status == 2);
+    CHECK(r.err.find(f.path() + ":4:") != std::string::npos);
+    CHECK(r.err.find("note: an anchor no row of its file is paired with (row C-F0-4096-64.ref)") !=
+          std::string::npos);
+  }
+  {
+    // Another program as one row's reference.
+    std::string text = with_references(tsv, 1.0);
+    const size_t at = text.find("\nC-F0-4096-64.ref\t");
+    REQUIRE(at != std::string::npos);
+    const size_t shape = text.find("512 cycles", at);
+    text.replace(shape, 10, "256 cycles");
+    const TempFile f("ref_two.tsv", text);
+    const CliOutcome r = run_cli({"calibrate", "--measurements", f.path()});
+    CHECK(r.status == 2);
+    CHECK(r.err.find(f.path() + ":4:") != std::string::npos);
+    CHECK(r.err.find("the rows of one set are scaled by one reference program") !=
+          std::string::npos);
+  }
+  {
+    // Paired rows, but no anchor in the file.
+    std::string text, all = with_references(tsv, 1.0);
+    for (const std::string& l : split(all, '\n'))
+      if (!l.empty() && l.find(".ref\t") == std::string::npos) text += l + "\n";
+    const TempFile f("ref_none.tsv", text);
+    const CliOutcome r = run_cli({"calibrate", "--measurements", f.path()});
+    CHECK(r.status == 2);
+    CHECK(r.err.find(f.path() + ":2:") != std::string::npos);
+    CHECK(r.err.find("note: paired with an anchor, but no row of its file is an anchor") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("the reference: a profile names its reference program and reading together",
+          "[profile][reference][errors]") {
+  const std::string base = read_text(repo_file("tests/data/test-profile.toml"));
+  const size_t at = base.find("\nname = ");
+  REQUIRE(at != std::string::npos);
+  for (const auto& [extra, expect] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"reference = \"waitv\"\n", "reference: reference and reference_ns go together"},
+           {"reference_ns = 300\n", "reference_ns: reference and reference_ns go together"},
+           {"reference = \"waitv\"\nreference_ns = -1\n", "reference_ns: -1 is outside"}}) {
+    std::string text = base;
+    text.insert(at + 1, extra);
+    const TempFile f("ref_profile.toml", text);
+    CostModel m;
+    std::string error;
+    INFO(extra);
+    CHECK_FALSE(load_profile(f.path(), &m, &error));
+    CHECK(error.find(expect) != std::string::npos);
+  }
+  std::string text = base;
+  text.insert(at + 1, "reference = \"waitv cycles=64\"\nreference_ns = 301.5\n");
+  const TempFile f("ref_profile_ok.toml", text);
+  CostModel m;
+  std::string error;
+  REQUIRE(load_profile(f.path(), &m, &error));
+  CHECK(m.reference == "waitv cycles=64");
+  CHECK(m.reference_ns == 301.5);
+  CHECK(profile_toml(m, "").find("reference = \"waitv cycles=64\"\nreference_ns = 301.5\n") !=
+        std::string::npos);
+}
