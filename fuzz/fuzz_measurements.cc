@@ -7,6 +7,7 @@
 
 #include "fuzz/fuzz_util.h"
 #include "sim/calibrate/measure.h"
+#include "sim/calibrate/reference.h"
 #include "sim/cost/cost.h"
 
 using namespace simcache::sim;
@@ -41,5 +42,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const MappedRow& r : copy)
         if (!(r.value_ns > 0) || r.value_ns > 3.6e12 || !std::isfinite(r.value_ns)) std::abort();
   }
+  // The reference (rows paired with an anchor, scaled by it): every
+  // statistic, to the rows' own typical reading and to a given one.
+  for (RowStatistic s : {RowStatistic::mean, RowStatistic::median, RowStatistic::fastest})
+    for (double typical : {0.0, 300.0}) {
+      std::vector<MappedRow> copy = mapped;
+      std::string why;
+      if (!apply_row_statistic(s, &copy, &why)) continue;
+      ReferenceScaling ref;
+      const bool scaled = apply_reference(&copy, map.fit, s, typical, &ref, &why);
+      simcache::fuzz::check_error(scaled, why);
+      if (!scaled) continue;
+      if (copy.size() + ref.references != mapped.size()) std::abort();
+      for (const MappedRow& r : copy)
+        if (!(r.value_ns > 0) || r.value_ns > 3.6e12 || !std::isfinite(r.value_ns)) std::abort();
+      (void)ref.line("");
+    }
   return 0;
 }

@@ -40,6 +40,15 @@ awk -F'\t' -v rel="kernel $(uname -r);" 'NR == 1 { next }
   $3 !~ /; host: [0-9]+ CPUs, task on CPU [0-9]+, kworker CPU [0-9]+, (root|child) memcg$/ {
     printf "line %d: shape lacks the host\n", NR; bad = 1 }
   END { if (NR < 11) { printf "only %d rows\n", NR - 1; bad = 1 } exit bad }' "$dir/t.tsv"
+# The reference: each program's rows follow its anchor's, ID.ref, the
+# scalar control, and name it with their ratio round by round.
+awk -F'\t' 'NR == 1 { next }
+  $1 ~ /\.ref$/ { if ($10 !~ /; anchor of [^;]*, round by round$/) { printf "line %d: anchor note\n", NR; bad = 1 }
+                  ref = $1; next }
+  { base = $1; sub(/-(reg|fill)$/, "", base)
+    if (ref != base ".ref" || index($10, "; paired round by round with anchor " ref "; ratio to anchor ns round by round: mean ") == 0) {
+      printf "line %d: %s not paired with %s\n", NR, $1, base ".ref"; bad = 1 } }
+  END { exit bad }' "$dir/t.tsv"
 # Whether a fit of 10 tiny rows from this (often loaded, virtual) host is
 # credible depends on the host: calibrate exits 0 when it is, 3 with one
 # line per cause when it is not (docs/calibration.md, "A fit that refuses
@@ -47,6 +56,8 @@ awk -F'\t' -v rel="kernel $(uname -r);" 'NR == 1 { next }
 rc=0
 "$sim" calibrate --measurements "$dir/t.tsv" --out "$dir/host.toml" --force >"$dir/fit.txt" \
   2>"$dir/fit.err" || rc=$?
+grep -q "^the reference: 10 rows measured round by round beside wait-wake .* (8 readings from " \
+  "$dir/fit.txt" || { echo "no reference line: $(head -3 "$dir/fit.txt")"; exit 1; }
 case $rc in
   0) grep -q "^the fit is credible" "$dir/fit.txt" || { cat "$dir/fit.txt"; exit 1; } ;;
   3) grep -q "^simcache: calibrate: not credible: " "$dir/fit.err" || { cat "$dir/fit.err"; exit 1; } ;;
@@ -86,7 +97,7 @@ done
 [ "$(cut -f1 "$dir/pair.tsv" | tr '\n' ' ')" = "A R " ] || { echo "pair ids: $(cut -f1 "$dir/pair.tsv")"; exit 1; }
 grep -q $'^A\t.*3+3 measured rounds per repeat;.*stop=fixed+fixed; anchor of R, round by round$' "$dir/pair.tsv" \
   || { echo "anchor row: $(head -1 "$dir/pair.tsv")"; exit 1; }
-grep -q $'^R\t.*3+3 measured rounds per repeat;.*stop=fixed+fixed; paired round by round with anchor A$' \
+grep -q $'^R\t.*3+3 measured rounds per repeat;.*stop=fixed+fixed; paired round by round with anchor A; ratio to anchor ns round by round: mean [0-9.e+-]*, median [0-9.e+-]*, se [0-9.]*%, max group CV [0-9.]*%, max role drift [0-9.]*%$' \
   "$dir/pair.tsv" || { echo "paired row: $(tail -1 "$dir/pair.tsv")"; exit 1; }
 "$kit" --rounds 2 --warmup 0 --repeats 2 --target-se 0.001 --budget 600 --max-rounds 14 --id R \
   --anchor "lifecycle --mode serial --slots 8 --installs 8 --ops 1" s0 --waits 4 --cycles 2 \
