@@ -151,6 +151,9 @@ struct MappedRow {
 // A measured number: decimal or exponent notation, finite, blanks around
 // it allowed (the value column, a note's figures).
 bool parse_value(std::string_view s, double* v);
+// A note's "; "-separated fields, blanks around each trimmed (the kit
+// writes "median X", "fastest Y", "se Z%", ...).
+std::vector<std::string_view> note_fields(std::string_view note);
 // A time of `v` in the row's unit (`scale` ns each) read from `column`:
 // "" if it is in range (a nanosecond's billionth to an hour), else one
 // line saying why not.

@@ -23,6 +23,19 @@ constexpr double kMaxValueNs = 3.6e12;
 constexpr double kMinValueNs = 1e-9;
 }  // namespace
 
+std::vector<std::string_view> note_fields(std::string_view note) {
+  std::vector<std::string_view> out;
+  while (!note.empty()) {
+    const size_t semi = note.find(';');
+    std::string_view f = note.substr(0, semi);
+    note = semi == std::string_view::npos ? std::string_view() : note.substr(semi + 1);
+    while (!f.empty() && f.front() == ' ') f.remove_prefix(1);
+    while (!f.empty() && f.back() == ' ') f.remove_suffix(1);
+    out.push_back(f);
+  }
+  return out;
+}
+
 std::string out_of_range(const MeasuredRow& r, const char* column, double v, double scale) {
   const double ns = v * scale;
   if (std::isfinite(ns) && ns <= kMaxValueNs && ns >= kMinValueNs) return "";
@@ -260,15 +273,10 @@ bool read_row_statistic(RowStatistic s, MappedRow* row, std::string* error) {
   const std::string key = std::string(name) + " ";
   MappedRow& m = *row;
   const MeasuredRow& r = m.row;
-  std::string_view rest = r.note, text;
+  std::string_view text;
   int found = 0;
-  while (!rest.empty()) {
-    const size_t semi = rest.find(';');
-    std::string_view field = rest.substr(0, semi);
-    rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
-    while (!field.empty() && field.front() == ' ') field.remove_prefix(1);
+  for (std::string_view field : note_fields(r.note))
     if (field.substr(0, key.size()) == key) text = field.substr(key.size()), ++found;
-  }
   if (found != 1)
     return *error = fmt::format(
                "{}: note: {} '{}' figures (--statistic {} reads the kit's rows, whose note "

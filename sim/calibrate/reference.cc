@@ -18,20 +18,6 @@ constexpr std::string_view kPaired = "paired round by round with anchor ";
 constexpr std::string_view kAnchorOf = "anchor of ";
 constexpr std::string_view kRoundByRound = ", round by round";
 
-// The note's "; "-separated fields.
-std::vector<std::string_view> note_fields(std::string_view note) {
-  std::vector<std::string_view> out;
-  while (!note.empty()) {
-    const size_t semi = note.find(';');
-    std::string_view f = note.substr(0, semi);
-    note = semi == std::string_view::npos ? std::string_view() : note.substr(semi + 1);
-    while (!f.empty() && f.front() == ' ') f.remove_prefix(1);
-    while (!f.empty() && f.back() == ' ') f.remove_suffix(1);
-    out.push_back(f);
-  }
-  return out;
-}
-
 // The anchor a row names, or nullopt; *twice when it names more than one.
 std::optional<std::string> paired_with(const std::string& note, bool* twice) {
   std::optional<std::string> id;
