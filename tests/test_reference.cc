@@ -127,7 +127,7 @@ struct TempDirFile {
 }  // namespace
 
 TEST_CASE("the reference: a spell a third of the rows ran in leaves the fit as it was",
-          "[calibrate][reference]") {
+          "[calibrate][reference][refits]") {
   const std::string tsv = read_text(repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv"));
   const TempDirFile as_shipped("ref_plain", "sitting.tsv", tsv);
   const TempDirFile slowed("ref_slowed", "sitting.tsv", with_references(tsv, 2.0));
@@ -181,7 +181,7 @@ TEST_CASE("the reference: a spell a third of the rows ran in leaves the fit as i
 }
 
 TEST_CASE("the reference: validate scales to the reading the fit was scaled to",
-          "[validate][reference]") {
+          "[validate][reference][refits]") {
   const std::string cal_file = repo_file("data/measurements/vm-2cpu-sixth-calibration.tsv");
   const std::string val_file = repo_file("data/measurements/vm-2cpu-sixth-validation.tsv");
   const TempDirFile c("ref_cal", "cal.tsv", with_references(read_text(cal_file), 2.0));
