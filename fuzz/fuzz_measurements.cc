@@ -49,14 +49,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::vector<MappedRow> copy = mapped;
       std::string why;
       if (!apply_row_statistic(s, &copy, &why)) continue;
-      ReferenceScaling ref;
-      const bool scaled = apply_reference(&copy, map.fit, s, typical, &ref, &why);
-      simcache::fuzz::check_error(scaled, why);
-      if (!scaled) continue;
-      if (copy.size() + ref.references != mapped.size()) std::abort();
-      for (const MappedRow& r : copy)
-        if (!(r.value_ns > 0) || r.value_ns > 3.6e12 || !std::isfinite(r.value_ns)) std::abort();
-      (void)ref.line("");
+      for (bool lenient : {false, true}) {
+        std::vector<MappedRow> rows = copy;
+        std::vector<std::string> left_out;
+        ReferenceScaling ref;
+        const bool scaled = apply_reference(&rows, map.fit, s, typical, "",
+                                            lenient ? &left_out : nullptr, &ref, &why);
+        simcache::fuzz::check_error(scaled, why);
+        if (!scaled) continue;
+        for (const std::string& l : left_out) simcache::fuzz::check_error(false, l);
+        if (rows.size() > copy.size() || (!lenient && rows.size() + ref.references > copy.size()))
+          std::abort();
+        for (const MappedRow& r : rows) {
+          if (!(r.value_ns > 0) || r.value_ns > 3.6e12 || !std::isfinite(r.value_ns)) std::abort();
+          for (size_t b : r.bases)  // effects keep bases among the rows left
+            if (b >= rows.size()) std::abort();
+        }
+        (void)ref.line("");
+      }
     }
   return 0;
 }

@@ -65,7 +65,7 @@ struct kit_point {
   int n[KIT_MAX_REPEATS];     /* rounds measured in each repeat */
   double t0[KIT_MAX_REPEATS]; /* when the repeat's first measured round ended */
   int adaptive;
-  char stop[KIT_MAX_REPEATS][12]; /* why each repeat stopped: fixed, se, budget, max-rounds, row */
+  char stop[KIT_MAX_REPEATS][12]; /* why each repeat stopped: fixed, se, budget, max-rounds */
   int follows; /* 1: another point of the program decides its rounds (no --anchor exchange) */
 };
 
@@ -166,6 +166,9 @@ int kit_trace_program(const char* dir, int buffer_kb, const struct kit_opts* o,
                       int (*fn)(int, char**, const struct kit_opts*, const struct kit_host*),
                       int argc, char** argv);
 
+/* Put before a program flag's name in its error ("--anchor: " in the
+ * anchor's process). */
+extern const char* kit_flag_prefix;
 /* "--key=value" or "--key value" integer parameters of a subcommand. */
 int kit_int_arg(int argc, char** argv, const char* key, int def, int min, int max);
 const char* kit_str_arg(int argc, char** argv, const char* key, const char* def);

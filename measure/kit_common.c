@@ -189,7 +189,7 @@ int kit_point_add(struct kit_point* p, const struct kit_opts* o, int r, double v
                                  &anchor_own);
     if (full) done = 1;
     if (!done) return 0;
-    if (!why) why = "row"; /* the anchor, stopped by the row's rule */
+    if (!why) why = "max-rounds"; /* full: a decision needs both rules otherwise */
   }
   if (!why) return 0;
   snprintf(p->stop[r], sizeof p->stop[r], "%s", why);
@@ -298,6 +298,8 @@ void kit_row(const struct kit_opts* o, const struct kit_host* h, const char* id,
   fflush(stdout);
 }
 
+const char* kit_flag_prefix = "";
+
 int kit_int_arg(int argc, char** argv, const char* key, int def, int min, int max) {
   const size_t k = strlen(key);
   for (int i = 0; i < argc; ++i) {
@@ -311,8 +313,8 @@ int kit_int_arg(int argc, char** argv, const char* key, int def, int min, int ma
     errno = 0;
     const long v = strtol(val, &end, 10);
     if (errno || *end || end == val || v < min || v > max) {
-      fprintf(stderr, "simcache-measure: --%s: '%s' is not an integer in [%d, %d]\n", key, val,
-              min, max);
+      fprintf(stderr, "simcache-measure: %s--%s: '%s' is not an integer in [%d, %d]\n",
+              kit_flag_prefix, key, val, min, max);
       exit(2);
     }
     def = (int)v;

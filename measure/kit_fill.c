@@ -86,7 +86,8 @@ int kit_cmd_coldwarm(int argc, char** argv, const struct kit_opts* o, const stru
   const char* mode = kit_str_arg(argc, argv, "mode", "cold");
   const int warm = !strcmp(mode, "warm");
   if (!warm && strcmp(mode, "cold")) {
-    fprintf(stderr, "simcache-measure: coldwarm --mode: '%s' is not cold or warm\n", mode);
+    fprintf(stderr, "simcache-measure: %scoldwarm --mode: '%s' is not cold or warm\n",
+            kit_flag_prefix, mode);
     return 2;
   }
   const int slots = kit_int_arg(argc, argv, "slots", 128, 1, kMaxSlots);
@@ -209,7 +210,8 @@ int kit_cmd_lifecycle(int argc, char** argv, const struct kit_opts* o, const str
   for (int i = 0; i < 3; ++i)
     if (!strcmp(m, names[i])) mode = i;
   if (mode < 0) {
-    fprintf(stderr, "simcache-measure: lifecycle --mode: '%s' is not serial, paced or reuse\n", m);
+    fprintf(stderr, "simcache-measure: %slifecycle --mode: '%s' is not serial, paced or reuse\n",
+            kit_flag_prefix, m);
     return 2;
   }
   const int slots = kit_int_arg(argc, argv, "slots", 4096, 1, kMaxSlots);

@@ -1,18 +1,19 @@
-/* --anchor: a calibration shape measured round by round beside the row.
+/* --anchor: another program measured round by round beside the row.
  *
  * On a virtual machine of the kind the kit runs on, the speed moves in
- * spells of seconds to minutes, and programs (even shapes of one program)
- * move apart. A repeat of a calibration shape before a row cannot tell a
- * spell that starts during the row from a shape the model misses. With
- * --anchor the kit forks: the child runs the anchor program, the parent
- * the row's, and the two hand a token back and forth at each measured
- * round, so that exactly one runs at a time and their rounds alternate:
- * anchor round 1, row round 1, anchor round 2, ... The row decides when a
- * repeat ends (its own rule and the anchor's both satisfied, or the row's
- * capacity reached); the anchor follows, so both measure the same number
- * of rounds in each repeat. The anchor's rows are printed first, so that
- * validate's "in file order" line divides each row by the anchor that ran
- * beside it (docs/measure.md, docs/validation.md).
+ * spells of seconds to minutes. Nothing measured between rows can remove
+ * a spell that starts during a row. With --anchor the kit forks: the
+ * child runs the anchor program, the parent the row's, and the two hand
+ * a token back and forth through two pipes at each measured round, so
+ * that exactly one runs at a time and their rounds alternate: anchor
+ * round 1, row round 1, anchor round 2, ... (each program's warm-up
+ * rounds of a repeat run, token held, before its first measured round).
+ * The row decides when a repeat ends (its own rule and the anchor's both
+ * satisfied, or the row's capacity reached); the anchor follows, so both
+ * measure the same number of rounds in each repeat. --budget is wall
+ * time, the other program's rounds included. The anchor's rows are
+ * printed first; calibrate and validate scale each row by its ratio to
+ * them (sim/calibrate/reference.h, docs/measure.md "The reference").
  *
  * After each round the anchor sends its own rule's verdict (0 or 1) and
  * the round's figure; the row sends its decision (one byte, 0: go on, 1:
@@ -139,9 +140,17 @@ void kit_pair_note(const struct kit_point* p, double scale, char* out, size_t n)
            pair.partner, mean, median, isfinite(se) ? se * 100 : 0.0, cv * 100, fabs(drift) * 100);
 }
 
+/* The row's end of the pipes: closed once, so that an anchor still
+ * waiting for a decision reads end of file and exits. */
+static void close_row_pipes(void) {
+  if (pair.wr >= 0) close(pair.wr), pair.wr = -1;
+  if (pair.rd >= 0) close(pair.rd), pair.rd = -1;
+}
+
 void kit_pair_before_rows(void) {
   if (!pair.on || pair.is_anchor || pair.flushed) return;
   pair.flushed = 1;
+  close_row_pipes();
   if (reap_anchor()) {
     fprintf(stderr, "simcache-measure: --anchor: the anchor program (%s) failed\n", pair.partner);
     exit(1);
@@ -169,6 +178,7 @@ int kit_pair_run(struct kit_opts* o, const struct kit_host* h, kit_program row, 
   if (child < 0) kit_die("--anchor: fork", errno);
   if (child == 0) {
     pair.is_anchor = 1;
+    kit_flag_prefix = "--anchor: "; /* its flags' errors name the flag they came with */
     snprintf(pair.partner, sizeof pair.partner, "%s", o->id);
     close(to_anchor[1]), close(to_row[0]);
     pair.rd = to_anchor[0], pair.wr = to_row[1];
@@ -199,8 +209,12 @@ int kit_pair_run(struct kit_opts* o, const struct kit_host* h, kit_program row, 
   pair.anchor_own = m.own != 0;
   pair.anchor_last = m.value;
   const int status = row(argc, argv, o, h);
+  if (status != 0) { /* the row's flags were refused, or it failed: the anchor goes with it */
+    pair.flushed = 1;
+    close_row_pipes();
+    reap_anchor();
+  }
   kit_pair_before_rows(); /* a program that printed no row still reaps its anchor */
-  close(pair.wr), close(pair.rd);
   for (int r = 0; r < o->repeats; ++r) free(pair.anchor_v[r]);
   return status;
 }

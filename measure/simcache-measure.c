@@ -37,7 +37,8 @@ static const char kUsage[] =
     "mount namespace) and write DIR/ID.trace and DIR/ID.counts.tsv (docs/measure.md)\n"
     "--anchor 'PROGRAM [flags]': measure that program round by round beside PROGRAM (one\n"
     "at a time, their rounds alternating) and print its rows first, as --anchor-id (default\n"
-    "ID-anchor): validate divides the row by it (docs/measure.md)\n";
+    "ID-anchor); the row's note gives its ratio to the anchor round by round, by which\n"
+    "calibrate and validate scale it (docs/measure.md, \"The reference\")\n";
 
 static const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
 
@@ -75,8 +76,15 @@ int main(int argc, char** argv) {
     const char* v = argv[++i];
     if (!strcmp(a, "id")) { o.id = v; continue; } /* any text */
     if (!strcmp(a, "trace")) { trace_dir = v; continue; } /* checked when used */
-    if (!strcmp(a, "anchor")) { anchor = v; continue; }     /* checked below */
-    if (!strcmp(a, "anchor-id")) { anchor_id = v; continue; }
+    if (!strcmp(a, "anchor") || !strcmp(a, "anchor-id")) { /* checked below */
+      const char** to = !strcmp(a, "anchor") ? &anchor : &anchor_id;
+      if (*to) {
+        fprintf(stderr, "simcache-measure: --%s: given twice\n", a);
+        return 2;
+      }
+      *to = v;
+      continue;
+    }
     char* end;
     const double d = strtod(v, &end);
     if (*end || end == v || !(d >= flags[f].lo && d <= flags[f].hi) ||
@@ -113,6 +121,14 @@ int main(int argc, char** argv) {
               {"s0", kit_cmd_s0},     {"e0", kit_cmd_e0},
               {"poll", kit_cmd_poll}, {"llc", kit_cmd_llc},
               {"slabcount", kit_cmd_slabcount}};
+  if (anchor && (!strcmp(prog, "probe") || !strcmp(prog, "host"))) {
+    fprintf(stderr, "simcache-measure: --anchor: only beside a measured program, not %s\n", prog);
+    return 2;
+  }
+  if (!anchor && anchor_id) {
+    fprintf(stderr, "simcache-measure: --anchor-id: only with --anchor\n");
+    return 2;
+  }
   if (!strcmp(prog, "probe")) { /* exit 77 (a ctest skip) without io_uring */
     struct io_uring r;
     const int ret = io_uring_queue_init(8, &r, 0);
@@ -166,7 +182,16 @@ int main(int argc, char** argv) {
         return 2;
       }
       static char default_id[160];
+      if (strlen(o.id) > 100 || (anchor_id && strlen(anchor_id) > 100)) {
+        fprintf(stderr, "simcache-measure: --%s: longer than 100 characters (a paired row's note "
+                "names its anchor whole)\n", strlen(o.id) > 100 ? "id" : "anchor-id");
+        return 2;
+      }
       if (!anchor_id) snprintf(default_id, sizeof default_id, "%s-anchor", o.id), anchor_id = default_id;
+      if (!strcmp(anchor_id, o.id)) {
+        fprintf(stderr, "simcache-measure: --anchor-id: '%s' is the row's --id too\n", anchor_id);
+        return 2;
+      }
       return kit_pair_run(&o, &h, cmds[k].fn, pargc, pargv, cmds[a].fn, aargc - 1, aargv + 1,
                           anchor_id);
     }

@@ -39,7 +39,8 @@ awk -F'\t' -v rel="kernel $(uname -r);" 'NR == 1 { next }
   $10 !~ /stability=(pass|gate-fail); max group CV/ { printf "line %d: note %s\n", NR, $10; bad = 1 }
   $3 !~ /; host: [0-9]+ CPUs, task on CPU [0-9]+, kworker CPU [0-9]+, (root|child) memcg$/ {
     printf "line %d: shape lacks the host\n", NR; bad = 1 }
-  END { if (NR < 11) { printf "only %d rows\n", NR - 1; bad = 1 } exit bad }' "$dir/t.tsv"
+  $1 !~ /\.ref$/ { rows++ }
+  END { if (rows < 10) { printf "only %d rows beside the references\n", rows; bad = 1 } exit bad }' "$dir/t.tsv"
 # The reference: each program's rows follow its anchor's, ID.ref, the
 # scalar control, and name it with their ratio round by round.
 awk -F'\t' 'NR == 1 { next }
@@ -106,7 +107,21 @@ grep -q $'^R\t.*3+3 measured rounds per repeat;.*stop=fixed+fixed; paired round 
   || { echo "pair ids: $(cut -f1 "$dir/pair2.tsv")"; exit 1; }
 [ "$(grep -c '14+14 measured rounds per repeat;' "$dir/pair2.tsv")" = 4 ] \
   || { echo "paired rounds: $(cut -f10 "$dir/pair2.tsv")"; exit 1; }
-expect_flag_error "simcache-measure: --slots: '0' is not an integer in [1, 1048576]" --anchor "f0 --slots 0" f0
+expect_flag_error "simcache-measure: --anchor: --slots: '0' is not an integer in [1, 1048576]" --anchor "f0 --slots 0" f0
+# A row program that refuses its flags after the fork: its line, exit 2,
+# and the anchor (waiting for a decision) goes with it, no hang.
+rc=0
+timeout 20 "$kit" --anchor "s0 --waits 4 --cycles 2" lifecycle --mode bogus >/dev/null 2>"$dir/err" || rc=$?
+[ "$rc" = 2 ] && [ "$(cat "$dir/err")" = "simcache-measure: lifecycle --mode: 'bogus' is not serial, paced or reuse" ] \
+  || { echo "row refusing its flags beside an anchor: rc $rc, $(cat "$dir/err")"; exit 1; }
+expect_flag_error "simcache-measure: --anchor-id: 'A' is the row's --id too" --id A --anchor-id A --anchor s0 s0
+expect_flag_error "simcache-measure: --anchor: given twice" --anchor s0 --anchor s0 s0
+expect_flag_error "simcache-measure: --anchor-id: only with --anchor" --anchor-id X s0
+# A program beside itself: the ratio round by round is about 1 (the
+# anchor's round is the one just before the row's).
+ratio=$("$kit" --rounds 10 --warmup 1 --repeats 1 --target-se 0 --id R --anchor "s0 --waits 8 --cycles 32" \
+        s0 --waits 8 --cycles 32 2>/dev/null | sed -n 's/.*ratio to anchor ns round by round: mean [^,]*, median \([0-9.e+-]*\),.*/\1/p')
+awk -v r="$ratio" 'BEGIN { exit !(r > 0.7 && r < 1.4) }' || { echo "self-paired ratio median: '$ratio'"; exit 1; }
 expect_flag_error "simcache-measure: --anchor: 'llc' is not a measured program (f0, coldwarm, lifecycle, waitv, s0, e0, poll)" \
   --anchor llc f0
 expect_flag_error "simcache-measure: --anchor: only beside a measured program, not llc or slabcount" --anchor f0 llc

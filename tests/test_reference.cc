@@ -278,7 +278,7 @@ TEST_CASE("the reference: a row without its reference, a reference without its r
     const CliOutcome r = run_cli({"calibrate", "--measurements", f.path()});
     CHECK(r.status == 2);
     CHECK(r.err.find(f.path() + ":2:") != std::string::npos);
-    CHECK(r.err.find("note: paired with an anchor, but no row of its file is an anchor") !=
+    CHECK(r.err.find("note: its anchor 'C-F0-4096-4096.ref' is not a row of") !=
           std::string::npos);
   }
 }
@@ -312,4 +312,190 @@ TEST_CASE("the reference: a profile names its reference program and reading toge
   CHECK(m.reference_ns == 301.5);
   CHECK(profile_toml(m, "").find("reference = \"waitv cycles=64\"\nreference_ns = 301.5\n") !=
         std::string::npos);
+}
+
+namespace {
+
+// Lines of the eighth shipped sitting's validation suite, by id.
+std::string eighth_line(const std::string& id) {
+  for (const std::string& l :
+       split(read_text(repo_file("data/measurements/vm-2cpu-eighth-validation.tsv")), '\n'))
+    if (l.rfind(id + "\t", 0) == 0) return l;
+  FAIL("no row " << id);
+  return "";
+}
+
+// A note's "NAME X" figure ("median", "fastest", or the ratio's).
+double figure(const std::string& note, const std::string& name) {
+  const size_t at = note.find(name + " ");
+  REQUIRE(at != std::string::npos);
+  return std::stod(note.substr(at + name.size() + 1));
+}
+
+struct Scaled {
+  bool ok = false;
+  std::string error;
+  std::vector<MappedRow> rows;
+  std::vector<std::string> skipped;
+  ReferenceScaling ref;
+};
+
+// The rows of `tsv` mapped, read as `s` and scaled (typical 0: their own).
+Scaled scale_rows(const std::string& tsv, RowStatistic s, double typical = 0,
+                  bool lenient = false) {
+  static const Mapping map = [] {
+    Mapping m;
+    std::string err;
+    REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &m, &err));
+    return m;
+  }();
+  Scaled out;
+  std::vector<MeasuredRow> rows;
+  REQUIRE(parse_measurements(tsv, "t.tsv", &rows, &out.error));
+  REQUIRE(map_rows(map, rows, &out.rows, lenient ? &out.skipped : nullptr, &out.error,
+                   &out.skipped));
+  REQUIRE(apply_row_statistic(s, &out.rows, &out.error));
+  out.ok = apply_reference(&out.rows, map.fit, s, typical, "", lenient ? &out.skipped : nullptr,
+                           &out.ref, &out.error);
+  return out;
+}
+
+std::string header() {
+  return split(read_text(repo_file("data/measurements/vm-2cpu-eighth-validation.tsv")), '\n')[0] +
+         "\n";
+}
+
+}  // namespace
+
+TEST_CASE("the reference: a kit row becomes its ratio round by round times the typical reading",
+          "[reference]") {
+  const std::string ref = eighth_line("V-F0-256-256.ref"), row = eighth_line("V-F0-256-256");
+  const std::string ref_note = split(ref, '\t')[9], row_note = split(row, '\t')[9];
+  const std::string tsv = header() + ref + "\n" + row + "\n";
+  for (RowStatistic s : {RowStatistic::mean, RowStatistic::median}) {
+    const Scaled m = scale_rows(tsv, s);
+    INFO(m.error);
+    REQUIRE(m.ok);
+    REQUIRE(m.rows.size() == 1);
+    const bool med = s == RowStatistic::median;
+    const double reading = med ? figure(ref_note, "; median") : std::stod(split(ref, '\t')[5]);
+    CHECK(m.ref.typical_ns == Approx(reading).epsilon(1e-12));
+    const double ratio = figure(row_note, med ? ", median" : "round by round: mean");
+    CHECK(m.rows[0].value_ns == Approx(ratio * reading).epsilon(1e-12));
+    // Its spread is the ratio's now.
+    CHECK(m.rows[0].row.note.find(fmt::format("; se {:.6f}%", figure(row_note, ", se"))) !=
+          std::string::npos);
+    // To a given reading instead.
+    const Scaled g = scale_rows(tsv, s, 300);
+    REQUIRE(g.ok);
+    CHECK(g.rows[0].value_ns == Approx(ratio * 300).epsilon(1e-12));
+    CHECK(g.ref.given);
+  }
+  // The fastest round: the row's over its reference's.
+  const Scaled f = scale_rows(tsv, RowStatistic::fastest, 300);
+  REQUIRE(f.ok);
+  CHECK(f.rows[0].value_ns ==
+        Approx(figure(row_note, "; fastest") * 300 / figure(ref_note, "; fastest")).epsilon(1e-12));
+  // A ratio the reader cannot read is one error naming the note.
+  std::string bad = row;
+  bad.replace(bad.find(", median "), 9, ", medain ");
+  const Scaled b = scale_rows(header() + ref + "\n" + bad + "\n", RowStatistic::median);
+  CHECK_FALSE(b.ok);
+  CHECK(b.error.find("t.tsv:3:") == 0);
+  CHECK(b.error.find("note: the ratio to its anchor is not \"ratio to anchor ns round by round: "
+                     "mean A, median B") != std::string::npos);
+}
+
+TEST_CASE("the reference: a lifecycle anchor's phase rows are set aside with it", "[reference]") {
+  // A lifecycle program as the anchor: three anchor rows, the row paired
+  // with the first.
+  std::string anchor;
+  for (const char* phase : {"", "-reg", "-fill"}) {
+    std::vector<std::string> c = split(eighth_line(std::string("V-R-LS-128-128") + phase), '\t');
+    c[0] = std::string("X-anchor") + phase;
+    c[9] = c[9].substr(0, c[9].find("; paired round by round")) + "; anchor of X, round by round";
+    anchor += join(c, '\t') + "\n";
+  }
+  std::vector<std::string> row = split(eighth_line("V-F0-256-256"), '\t');
+  row[0] = "X";
+  row[9].replace(row[9].find("anchor V-F0-256-256.ref"), 23, "anchor X-anchor");
+  const Scaled m = scale_rows(header() + anchor + join(row, '\t') + "\n", RowStatistic::median);
+  INFO(m.error);
+  REQUIRE(m.ok);
+  REQUIRE(m.rows.size() == 1);
+  CHECK(m.rows[0].row.id == "X");
+  CHECK(m.ref.references == 1);
+  CHECK(m.ref.program.rfind("lifecycle ", 0) == 0);
+}
+
+TEST_CASE("the reference: --skip-unmapped leaves a row out with its anchor", "[reference]") {
+  const std::string ref = eighth_line("V-F0-256-256.ref"), row = eighth_line("V-F0-256-256");
+  const std::string other_ref = eighth_line("V-F0-1024-1024.ref"),
+                    other = eighth_line("V-F0-1024-1024");
+  std::vector<std::string> c = split(row, '\t');
+  c[1] = "no-such-workload";
+  // The row unmapped: its anchor goes with it; the other pair is scaled.
+  const Scaled a = scale_rows(header() + ref + "\n" + join(c, '\t') + "\n" + other_ref + "\n" +
+                                  other + "\n",
+                              RowStatistic::median, 0, true);
+  INFO(a.error);
+  REQUIRE(a.ok);
+  REQUIRE(a.rows.size() == 1);
+  CHECK(a.rows[0].row.id == "V-F0-1024-1024");
+  CHECK(a.ref.scaled == 1);
+  REQUIRE(a.skipped.size() == 2);
+  CHECK(a.skipped[1].find("t.tsv:2:") == 0);
+  CHECK(a.skipped[1].find("an anchor no row of its file is paired with (row V-F0-256-256.ref): "
+                          "left out") != std::string::npos);
+  // The anchor unmapped: the row goes with it.
+  std::vector<std::string> r = split(ref, '\t');
+  r[1] = "no-such-workload";
+  const Scaled b = scale_rows(header() + join(r, '\t') + "\n" + row + "\n" + other_ref + "\n" +
+                                  other + "\n",
+                              RowStatistic::median, 0, true);
+  REQUIRE(b.ok);
+  REQUIRE(b.rows.size() == 1);
+  CHECK(b.rows[0].row.id == "V-F0-1024-1024");
+  CHECK(b.skipped.back().find("its anchor 'V-F0-256-256.ref' is not an anchor row of t.tsv") !=
+        std::string::npos);
+  // Without --skip-unmapped the same anchor is an error.
+  const Scaled strict = scale_rows(header() + ref + "\n" + other_ref + "\n" + other + "\n",
+                                   RowStatistic::median);
+  CHECK_FALSE(strict.ok);
+  CHECK(strict.error.find("t.tsv:2:") == 0);
+}
+
+TEST_CASE("the reference: effects keep their bases when the anchors go, pooled after a paired file",
+          "[validate][reference][refits]") {
+  // calibration.tsv's effects after the eighth sitting's validation rows:
+  // its rows move down by the anchors taken out.
+  const std::string paired = repo_file("data/measurements/vm-2cpu-eighth-validation.tsv"),
+                    seeds = repo_file("data/measurements/calibration.tsv");
+  const CliOutcome after = run_cli(
+      {"validate", "--measurements", paired + "," + seeds, "--skip-unmapped", "--max-work",
+       "1000000000"});
+  const CliOutcome alone =
+      run_cli({"validate", "--measurements", seeds, "--skip-unmapped", "--max-work", "1000000000"});
+  INFO(after.err);
+  REQUIRE(after.status == 0);
+  REQUIRE(alone.status == 0);
+  const auto effects = [](const std::string& out) {
+    const size_t at = out.find("summary: ");
+    REQUIRE(at != std::string::npos);
+    const size_t e = out.find(" effects", at);
+    return out.substr(out.rfind(' ', e - 1) + 1, e - out.rfind(' ', e - 1) - 1);
+  };
+  CHECK(effects(after.out) == effects(alone.out));
+  CHECK(std::stoi(effects(after.out)) > 10);
+  // And two sittings of paired rows pooled: each file's rows find their
+  // anchors under the ids read_sittings renamed (@2).
+  const std::string twice = temp_path("eighth-again.tsv");
+  std::filesystem::copy_file(paired, twice, std::filesystem::copy_options::overwrite_existing);
+  const CliOutcome pooled =
+      run_cli({"validate", "--measurements", paired + "," + twice, "--statistic", "median"});
+  std::filesystem::remove(twice);
+  REQUIRE(pooled.status == 0);
+  CHECK(pooled.out.find("the reference: 64 rows measured round by round beside wait-wake") !=
+        std::string::npos);
+  CHECK(pooled.out.find("(52 readings from 283.671 ns to 440.810 ns)") != std::string::npos);
 }

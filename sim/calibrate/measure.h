@@ -151,6 +151,11 @@ struct MappedRow {
 // A measured number: decimal or exponent notation, finite, blanks around
 // it allowed (the value column, a note's figures).
 bool parse_value(std::string_view s, double* v);
+// Rows moved to a new list: each kept row's bases at their new places
+// (`new_index[old]`, SIZE_MAX for a row not kept); with a base not kept,
+// the effect is not compared rather than compared with fewer bases.
+void remap_bases(std::vector<MappedRow>* kept, const std::vector<size_t>& new_index);
+
 // A note's "; "-separated fields, blanks around each trimmed (the kit
 // writes "median X", "fastest Y", "se Z%", ...).
 std::vector<std::string_view> note_fields(std::string_view note);

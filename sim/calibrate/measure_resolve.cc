@@ -23,6 +23,18 @@ constexpr double kMaxValueNs = 3.6e12;
 constexpr double kMinValueNs = 1e-9;
 }  // namespace
 
+// Rows moved to a new list: each kept row's bases at their new places
+// (`new_index[old]`, SIZE_MAX for a row not kept); with a base not kept,
+// the effect is not compared rather than compared with fewer bases.
+void remap_bases(std::vector<MappedRow>* kept, const std::vector<size_t>& new_index) {
+  for (MappedRow& r : *kept) {
+    std::vector<size_t> bases;
+    for (size_t b : r.bases)
+      if (b < new_index.size() && new_index[b] != SIZE_MAX) bases.push_back(new_index[b]);
+    r.bases = bases.size() == r.bases.size() ? bases : std::vector<size_t>{};
+  }
+}
+
 std::vector<std::string_view> note_fields(std::string_view note) {
   std::vector<std::string_view> out;
   while (!note.empty()) {

@@ -140,66 +140,102 @@ std::string ReferenceScaling::line(const std::string& from_what) const {
 }
 
 bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowStatistic statistic,
-                     double typical_ns, ReferenceScaling* out, std::string* error) {
+                     double typical_ns, const std::string& expected_program,
+                     std::vector<std::string>* skipped, ReferenceScaling* out,
+                     std::string* error) {
   *out = ReferenceScaling{};
-  std::vector<bool> ref(rows->size());
+  const size_t n = rows->size();
+  std::vector<bool> ref(n), drop(n);
   std::vector<size_t> refs;
-  for (size_t i = 0; i < rows->size(); ++i)
+  for (size_t i = 0; i < n; ++i)
     if (is_reference((*rows)[i].row.note)) ref[i] = true, refs.push_back(i);
-  if (refs.empty()) {
-    for (const MappedRow& m : *rows) {
-      bool twice = false;
-      if (paired_with(m.row.note, &twice))
-        return *error = fmt::format("{}: note: paired with an anchor, but no row of its file is "
-                                    "an anchor (\"anchor of ..., round by round\"; row {})",
-                                    m.row.where("note"), escape_line(m.row.id)),
-               false;
-    }
-    return true;
-  }
-  // One reference program for every row.
-  const MappedRow& first = (*rows)[refs[0]];
-  out->program = program_of(first, fit);
-  std::vector<double> readings;
-  for (size_t i : refs) {
-    const MappedRow& r = (*rows)[i];
-    if (program_of(r, fit) != out->program || r.row.metric != first.row.metric)
-      return *error = fmt::format("{}: note: this anchor runs {}, the first ({} on line {}) ran {}: "
-                                  "the rows of one set are scaled by one reference program",
-                                  r.row.where("note"), escape_line(program_of(r, fit)),
-                                  escape_line(first.row.id), first.row.line, out->program),
-             false;
-    readings.push_back(r.value_ns);
-  }
-  out->references = refs.size();
-  out->lo_ns = *std::min_element(readings.begin(), readings.end());
-  out->hi_ns = *std::max_element(readings.begin(), readings.end());
-  out->given = typical_ns > 0;
-  out->typical_ns = out->given ? typical_ns : median(readings);
-  std::vector<bool> used(rows->size());
-  for (size_t i = 0; i < rows->size(); ++i) {
+  // Each paired row's anchor (n: none named; n + 1: named, not found).
+  std::vector<size_t> anchor_of(n, n);
+  std::vector<bool> used(n);
+  for (size_t i = 0; i < n; ++i) {
     if (ref[i]) continue;
-    MappedRow& m = (*rows)[i];
+    const MappedRow& m = (*rows)[i];
     bool twice = false;
     const std::optional<std::string> anchor = paired_with(m.row.note, &twice);
-    if (!anchor) {
-      ++out->unpaired;
-      continue;
-    }
+    if (!anchor) continue;
     if (twice)
       return *error = fmt::format("{}: note: names two anchors (row {})", m.row.where("note"),
                                   escape_line(m.row.id)),
              false;
-    size_t a = rows->size();
+    anchor_of[i] = n + 1;
     for (size_t j : refs)
-      if ((*rows)[j].row.file == m.row.file && same_id((*rows)[j].row.id, *anchor)) a = j;
-    if (a == rows->size())
-      return *error = fmt::format("{}: note: its anchor '{}' is not an anchor row of {} (row {})",
-                                  m.row.where("note"), escape_line(*anchor),
-                                  escape_line(m.row.file), escape_line(m.row.id)),
+      if ((*rows)[j].row.file == m.row.file && same_id((*rows)[j].row.id, *anchor))
+        anchor_of[i] = j, used[j] = true;
+    if (anchor_of[i] != n + 1) continue;
+    // Its anchor is not among the rows: an error, or with --skip-unmapped
+    // (the anchor's row skipped) the row is left out with it.
+    const std::string why = fmt::format(
+        "{}: note: its anchor '{}' is not {} row of {} (row {})", m.row.where("note"),
+        escape_line(*anchor), refs.empty() ? "a" : "an anchor", escape_line(m.row.file),
+        escape_line(m.row.id));
+    if (!skipped) return *error = why, false;
+    skipped->push_back(why + ": left out, unscaled");
+    drop[i] = true;
+  }
+  // An anchor no row names: the other rows of a paired anchor program
+  // (a lifecycle anchor's phases, "ID-reg", "ID-fill") are set aside with
+  // it; any other is an error, or with --skip-unmapped (its row skipped)
+  // left out.
+  for (size_t j : refs) {
+    if (used[j]) continue;
+    const MappedRow& r = (*rows)[j];
+    const bool phase = std::any_of(refs.begin(), refs.end(), [&](size_t k) {
+      const std::string& id = (*rows)[k].row.id;
+      return used[k] && (*rows)[k].row.file == r.row.file && r.row.id.size() > id.size() + 1 &&
+             r.row.id.compare(0, id.size(), id) == 0 && r.row.id[id.size()] == '-';
+    });
+    if (phase) continue;
+    const std::string why =
+        fmt::format("{}: note: an anchor no row of its file is paired with (row {})",
+                    r.row.where("note"), escape_line(r.row.id));
+    if (!skipped) return *error = why, false;
+    skipped->push_back(why + ": left out");
+  }
+  std::vector<size_t> readers;  // the anchors rows are scaled by
+  for (size_t j : refs)
+    if (used[j]) readers.push_back(j);
+  if (!readers.empty()) {
+    // One reference program for every row, the one a profile or the
+    // fitted rows were scaled by where given.
+    const MappedRow& first = (*rows)[readers[0]];
+    out->program = program_of(first, fit);
+    if (!expected_program.empty() && expected_program != out->program)
+      return *error = fmt::format(
+                 "{}: note: this anchor runs {}; the rows it is compared with were scaled by {}: "
+                 "a reading of one program does not scale the other's",
+                 first.row.where("note"), escape_line(out->program), escape_line(expected_program)),
              false;
-    used[a] = true;
-    const MappedRow& r = (*rows)[a];
+    std::vector<double> readings;
+    for (size_t j : readers) {
+      const MappedRow& r = (*rows)[j];
+      if (program_of(r, fit) != out->program || r.row.metric != first.row.metric)
+        return *error = fmt::format(
+                   "{}: note: this anchor runs {}, the first ({} on line {}) ran {}: the rows of "
+                   "one set are scaled by one reference program",
+                   r.row.where("note"), escape_line(program_of(r, fit)),
+                   escape_line(first.row.id), first.row.line, out->program),
+               false;
+      readings.push_back(r.value_ns);
+    }
+    out->references = readers.size();
+    out->lo_ns = *std::min_element(readings.begin(), readings.end());
+    out->hi_ns = *std::max_element(readings.begin(), readings.end());
+    out->given = typical_ns > 0;
+    out->typical_ns = out->given ? typical_ns : median(readings);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (ref[i] || drop[i]) continue;
+    MappedRow& m = (*rows)[i];
+    if (anchor_of[i] == n) {
+      out->unpaired += !readers.empty();
+      continue;
+    }
+    const MappedRow& r = (*rows)[anchor_of[i]];
     Ratio ratio;
     const int has = read_ratio(m, &ratio, error);
     if (has < 0) return false;
@@ -228,15 +264,12 @@ bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowSt
       return *error = why, false;
     ++out->scaled;
   }
-  for (size_t i : refs)
-    if (!used[i])
-      return *error = fmt::format("{}: note: an anchor no row of its file is paired with (row {})",
-                                  (*rows)[i].row.where("note"), escape_line((*rows)[i].row.id)),
-             false;
+  // The anchors and the rows left out go; effects keep their bases.
+  std::vector<size_t> new_index(n, SIZE_MAX);
   std::vector<MappedRow> kept;
-  kept.reserve(rows->size() - refs.size());
-  for (size_t i = 0; i < rows->size(); ++i)
-    if (!ref[i]) kept.push_back(std::move((*rows)[i]));
+  for (size_t i = 0; i < n; ++i)
+    if (!ref[i] && !drop[i]) new_index[i] = kept.size(), kept.push_back(std::move((*rows)[i]));
+  remap_bases(&kept, new_index);
   *rows = std::move(kept);
   return true;
 }

@@ -40,8 +40,15 @@ struct ReferenceScaling {
 // paired row whose reference is missing, or a reference paired with no
 // row, is an error naming the file, line and note.
 // One program: the same scenario, kernel, metric and shape parameters
-// (shape_params(): rounds and warm-up may differ).
+// (shape_params(): rounds and warm-up may differ); `expected_program`,
+// when given, is the one the profile or the fitted rows were scaled by.
+// Effects keep their bases (remap_bases). With `skipped` (--skip-unmapped:
+// a row or its anchor may have been skipped), a paired row without its
+// anchor, or an anchor without its row, is left out with a line there
+// instead of an error.
 bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowStatistic statistic,
-                     double typical_ns, ReferenceScaling* out, std::string* error);
+                     double typical_ns, const std::string& expected_program,
+                     std::vector<std::string>* skipped, ReferenceScaling* out,
+                     std::string* error);
 
 }  // namespace simcache::sim

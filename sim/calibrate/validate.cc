@@ -45,18 +45,6 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// Rows moved to a new list: each kept row's bases at their new places
-// (`new_index[old]`, SIZE_MAX for a row not kept); with a base not kept,
-// the effect is not compared rather than compared with fewer bases.
-void remap_bases(std::vector<MappedRow>* kept, const std::vector<size_t>& new_index) {
-  for (MappedRow& r : *kept) {
-    std::vector<size_t> bases;
-    for (size_t b : r.bases)
-      if (b < new_index.size() && new_index[b] != SIZE_MAX) bases.push_back(new_index[b]);
-    r.bases = bases.size() == r.bases.size() ? bases : std::vector<size_t>{};
-  }
-}
-
 // The median widths of a validation's 90 % intervals: of a row's, relative
 // to its predicted time (rows predicted at 0 left out), and of an
 // effect's, in its own units. Coverage from width is no coverage: these

@@ -113,7 +113,7 @@ bool read_sittings(const std::string& list, std::vector<MeasuredRow>* rows, std:
 // fitted rows' or the profile's), else their own references' median.
 bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, Inputs* in,
                  std::string* error, const std::string& flag = "measurements",
-                 double reference_ns = 0) {
+                 double reference_ns = 0, const std::string& reference_program = "") {
   auto it = f.v.find(flag);
   if (it == f.v.end()) return *error = "--" + flag + " FILE.tsv is required", false;
   in->measurements = it->second;
@@ -135,8 +135,8 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, 
       !map_rows(in->map, rows, &in->rows, skip_unmapped ? &in->skipped : nullptr, error,
                 &in->skipped) ||
       !apply_row_statistic(in->statistic, &in->rows, error) ||
-      !apply_reference(&in->rows, in->map.fit, in->statistic, reference_ns, &in->reference,
-                       error))
+      !apply_reference(&in->rows, in->map.fit, in->statistic, reference_ns, reference_program,
+                       skip_unmapped ? &in->skipped : nullptr, &in->reference, error))
     return false;
   return simulate_rows(in->rows, in->jobs, &in->per_op, error, &in->failed, o);
 }
@@ -246,18 +246,12 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   // Rows measured beside a reference are scaled to the reading the fit
   // scaled its rows to: --fit-on's, or the profile's (reference.h).
   const double ref_ns = fit_on ? cal.reference.typical_ns : leave ? 0 : m.reference_ns;
-  const std::string& ref_program = fit_on ? cal.reference.program : m.reference;
-  if (!read_inputs(f, skip, "validate", &in, &error, "measurements", ref_ns)) {
+  const std::string ref_program = fit_on ? cal.reference.program : leave ? "" : m.reference;
+  if (!read_inputs(f, skip, "validate", &in, &error, "measurements", ref_ns, ref_program)) {
     if (!skip && error.find(": no [[") != std::string::npos)
       error += " (--skip-unmapped validates the rows that map)";
     return cli_fail(error);
   }
-  if (!ref_program.empty() && !in.reference.program.empty() &&
-      ref_program != in.reference.program)
-    return cli_fail(fmt::format(
-        "--measurements: the rows' reference runs {}, {}'s ran {}: a reading of one program "
-        "does not scale the other's",
-        in.reference.program, fit_on ? "--fit-on" : "the profile", ref_program));
   const std::string ref_from =
       fit_on ? "the median reading of --fit-on's references"
              : fmt::format("the reading profile {} was fitted at", m.name);
