@@ -499,3 +499,20 @@ TEST_CASE("the reference: effects keep their bases when the anchors go, pooled a
         std::string::npos);
   CHECK(pooled.out.find("(52 readings from 283.671 ns to 440.810 ns)") != std::string::npos);
 }
+
+TEST_CASE("the reference: rows beside another program than the profile's are refused",
+          "[validate][reference][errors]") {
+  std::string profile = read_text(repo_file("tests/data/test-profile.toml"));
+  profile.insert(profile.find("\nname = ") + 1,
+                 "reference = \"wait-wake cycles=512 on v6.18\"\nreference_ns = 300\n");
+  const TempFile p("ref_other.toml", profile);
+  const TempFile rows("ref_other.tsv", header() + eighth_line("V-F0-256-256.ref") + "\n" +
+                                           eighth_line("V-F0-256-256") + "\n");
+  const CliOutcome r =
+      run_cli({"validate", "--measurements", rows.path(), "--profile", p.path()});
+  CHECK(r.status == 2);
+  CHECK(r.err.find(rows.path() + ":2:") != std::string::npos);
+  CHECK(r.err.find("the rows it is compared with were scaled by wait-wake cycles=512 on v6.18") !=
+        std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
