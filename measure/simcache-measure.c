@@ -188,10 +188,23 @@ int main(int argc, char** argv) {
         return 2;
       }
       if (!anchor_id) snprintf(default_id, sizeof default_id, "%s-anchor", o.id), anchor_id = default_id;
-      if (!strcmp(anchor_id, o.id)) {
-        fprintf(stderr, "simcache-measure: --anchor-id: '%s' is the row's --id too\n", anchor_id);
-        return 2;
-      }
+      /* The two programs' rows (a lifecycle's ID, ID-reg, ID-fill) never share an id. */
+      static const char* phases[] = {"", "-reg", "-fill"};
+      for (int x = 0; x < 3; ++x)
+        for (int y = 0; y < 3; ++y) {
+          char a[128], b[128];
+          snprintf(a, sizeof a, "%s%s", anchor_id, phases[x]);
+          snprintf(b, sizeof b, "%s%s", o.id, phases[y]);
+          if (!strcmp(a, b)) {
+            if (x == y)
+              fprintf(stderr, "simcache-measure: --anchor-id: '%s' is the row's --id too\n",
+                      anchor_id);
+            else
+              fprintf(stderr, "simcache-measure: --anchor-id: '%s' and --id '%s' would give two "
+                      "rows one id (a lifecycle writes ID, ID-reg and ID-fill)\n", anchor_id, o.id);
+            return 2;
+          }
+        }
       return kit_pair_run(&o, &h, cmds[k].fn, pargc, pargv, cmds[a].fn, aargc - 1, aargv + 1,
                           anchor_id);
     }

@@ -117,6 +117,20 @@ timeout 20 "$kit" --anchor "s0 --waits 4 --cycles 2" lifecycle --mode bogus >/de
 expect_flag_error "simcache-measure: --anchor-id: 'A' is the row's --id too" --id A --anchor-id A --anchor s0 s0
 expect_flag_error "simcache-measure: --anchor: given twice" --anchor s0 --anchor s0 s0
 expect_flag_error "simcache-measure: --anchor-id: only with --anchor" --anchor-id X s0
+expect_flag_error "simcache-measure: --anchor-id: 'L-reg' and --id 'L' would give two rows one id (a lifecycle writes ID, ID-reg and ID-fill)" \
+  --id L --anchor-id L-reg --anchor s0 lifecycle
+# Each row's ratio is in its own unit over the anchor's ns: times the
+# anchor's median it is near the row's own median (a lifecycle's interval
+# in us, its registration in us, its fill per install).
+"$kit" --rounds 6 --warmup 1 --repeats 1 --target-se 0 --id L --anchor "s0 --waits 8 --cycles 32" \
+  lifecycle --mode serial --slots 64 --installs 64 --ops 2 >"$dir/units.tsv" 2>/dev/null
+awk -F'\t' '{ med = $10; sub(/.*; median /, "", med); sub(/;.*/, "", med) }
+  NR == 1 { anchor = med; next }
+  { r = $10; sub(/.*ratio to anchor ns round by round: mean [^,]*, median /, "", r); sub(/,.*/, "", r)
+    q = r * anchor / med; n++
+    if (!(q > 0.5 && q < 2)) { printf "%s: ratio %s x anchor %s against median %s\n", $1, r, anchor, med; bad = 1 } }
+  END { if (n != 3) { print "rows: " n; bad = 1 } exit bad }' "$dir/units.tsv" \
+  || { cat "$dir/units.tsv"; exit 1; }
 # A program beside itself: the ratio round by round is about 1 (the
 # anchor's round is the one just before the row's).
 ratio=$("$kit" --rounds 10 --warmup 1 --repeats 1 --target-se 0 --id R --anchor "s0 --waits 8 --cycles 32" \

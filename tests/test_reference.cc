@@ -426,6 +426,28 @@ TEST_CASE("the reference: a lifecycle anchor's phase rows are set aside with it"
   CHECK(m.rows[0].row.id == "X");
   CHECK(m.ref.references == 1);
   CHECK(m.ref.program.rfind("lifecycle ", 0) == 0);
+  // Pooled after another sitting, the phase rows are X-anchor-reg@2 and
+  // X-anchor-fill@2 (read_sittings' renaming) and still set aside.
+  const TempFile one("ref_life1.tsv", header() + anchor + join(row, '\t') + "\n");
+  const TempFile two("ref_life2.tsv", header() + anchor + join(row, '\t') + "\n");
+  const CliOutcome pooled =
+      run_cli({"validate", "--statistic", "median", "--measurements", one.path() + "," + two.path()});
+  INFO(pooled.err);
+  CHECK(pooled.status == 0);
+  CHECK(pooled.out.find("the reference: 2 rows measured round by round beside lifecycle") !=
+        std::string::npos);
+  // An unused anchor whose id merely extends the used one's is no phase:
+  // it names another partner, and no row is paired with it.
+  std::vector<std::string> stray = split(eighth_line("V-F0-1024-1024.ref"), '\t');
+  stray[0] = "X-anchor-reg";
+  stray[9] = stray[9].substr(0, stray[9].find("; anchor of ")) + "; anchor of Y, round by round";
+  const std::string first = anchor.substr(0, anchor.find('\n') + 1);
+  const Scaled s2 = scale_rows(header() + first + join(stray, '\t') + "\n" + join(row, '\t') + "\n",
+                               RowStatistic::median);
+  CHECK_FALSE(s2.ok);
+  CHECK(s2.error.find("t.tsv:3:") == 0);
+  CHECK(s2.error.find("an anchor no row of its file is paired with (row X-anchor-reg)") !=
+        std::string::npos);
 }
 
 TEST_CASE("the reference: --skip-unmapped leaves a row out with its anchor", "[reference]") {

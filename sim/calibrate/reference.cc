@@ -37,6 +37,26 @@ bool is_reference(const std::string& note) {
   return false;
 }
 
+// An id without the "@K" read_sittings() appends to an id an earlier
+// file used.
+std::string bare_id(const std::string& id) {
+  const size_t at = id.rfind('@');
+  if (at == std::string::npos || at + 1 == id.size() ||
+      !std::all_of(id.begin() + static_cast<std::ptrdiff_t>(at) + 1, id.end(),
+                   [](char c) { return c >= '0' && c <= '9'; }))
+    return id;
+  return id.substr(0, at);
+}
+
+// The partner an anchor's note names ("anchor of P, round by round").
+std::string anchor_partner(const std::string& note) {
+  for (std::string_view f : note_fields(note))
+    if (f.substr(0, kAnchorOf.size()) == kAnchorOf && f.size() > kRoundByRound.size() &&
+        f.substr(f.size() - kRoundByRound.size()) == kRoundByRound)
+      return std::string(f.substr(kAnchorOf.size(), f.size() - kAnchorOf.size() - kRoundByRound.size()));
+  return "";
+}
+
 // `id` as written in its file: read_sittings() appends "@K" to an id an
 // earlier file used.
 bool same_id(const std::string& row_id, const std::string& named) {
@@ -174,20 +194,23 @@ bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowSt
         escape_line(*anchor), refs.empty() ? "a" : "an anchor", escape_line(m.row.file),
         escape_line(m.row.id));
     if (!skipped) return *error = why, false;
-    skipped->push_back(why + ": left out, unscaled");
+    skipped->push_back(why + ": left out");
     drop[i] = true;
   }
-  // An anchor no row names: the other rows of a paired anchor program
-  // (a lifecycle anchor's phases, "ID-reg", "ID-fill") are set aside with
-  // it; any other is an error, or with --skip-unmapped (its row skipped)
-  // left out.
+  // An anchor no row names: a lifecycle anchor's phase rows (its id and
+  // "-reg" or "-fill", "@K" where read_sittings renamed them, the same
+  // partner in the note) are set aside with it; any other is an error, or
+  // with --skip-unmapped (its row skipped) left out.
   for (size_t j : refs) {
     if (used[j]) continue;
     const MappedRow& r = (*rows)[j];
+    const std::string id = bare_id(r.row.id);
     const bool phase = std::any_of(refs.begin(), refs.end(), [&](size_t k) {
-      const std::string& id = (*rows)[k].row.id;
-      return used[k] && (*rows)[k].row.file == r.row.file && r.row.id.size() > id.size() + 1 &&
-             r.row.id.compare(0, id.size(), id) == 0 && r.row.id[id.size()] == '-';
+      const MappedRow& a = (*rows)[k];
+      const std::string base = bare_id(a.row.id);
+      return used[k] && a.row.file == r.row.file && anchor_partner(a.row.note) ==
+                                                        anchor_partner(r.row.note) &&
+             (id == base + "-reg" || id == base + "-fill");
     });
     if (phase) continue;
     const std::string why =
