@@ -29,12 +29,14 @@ std::optional<std::string> paired_with(const std::string& note, bool* twice) {
   return id;
 }
 
-bool is_reference(const std::string& note) {
+// The partner an anchor's note names ("anchor of P, round by round"), or
+// nullopt for a row that is no anchor.
+std::optional<std::string> anchor_partner(const std::string& note) {
   for (std::string_view f : note_fields(note))
     if (f.substr(0, kAnchorOf.size()) == kAnchorOf && f.size() > kRoundByRound.size() &&
         f.substr(f.size() - kRoundByRound.size()) == kRoundByRound)
-      return true;
-  return false;
+      return std::string(f.substr(kAnchorOf.size(), f.size() - kAnchorOf.size() - kRoundByRound.size()));
+  return std::nullopt;
 }
 
 // An id without the "@K" read_sittings() appends to an id an earlier
@@ -48,24 +50,9 @@ std::string bare_id(const std::string& id) {
   return id.substr(0, at);
 }
 
-// The partner an anchor's note names ("anchor of P, round by round").
-std::string anchor_partner(const std::string& note) {
-  for (std::string_view f : note_fields(note))
-    if (f.substr(0, kAnchorOf.size()) == kAnchorOf && f.size() > kRoundByRound.size() &&
-        f.substr(f.size() - kRoundByRound.size()) == kRoundByRound)
-      return std::string(f.substr(kAnchorOf.size(), f.size() - kAnchorOf.size() - kRoundByRound.size()));
-  return "";
-}
-
-// `id` as written in its file: read_sittings() appends "@K" to an id an
-// earlier file used.
+// `row_id` names `named` as written in its file (perhaps renamed "@K").
 bool same_id(const std::string& row_id, const std::string& named) {
-  if (row_id == named) return true;
-  if (row_id.size() <= named.size() + 1 || row_id.compare(0, named.size(), named) != 0 ||
-      row_id[named.size()] != '@')
-    return false;
-  return std::all_of(row_id.begin() + static_cast<std::ptrdiff_t>(named.size()) + 1, row_id.end(),
-                     [](char c) { return c >= '0' && c <= '9'; });
+  return row_id == named || bare_id(row_id) == named;
 }
 
 // The note with its field starting `name ` replaced by "name X%" (X
@@ -168,7 +155,7 @@ bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowSt
   std::vector<bool> ref(n), drop(n);
   std::vector<size_t> refs;
   for (size_t i = 0; i < n; ++i)
-    if (is_reference((*rows)[i].row.note)) ref[i] = true, refs.push_back(i);
+    if (anchor_partner((*rows)[i].row.note)) ref[i] = true, refs.push_back(i);
   // Each paired row's anchor (n: none named; n + 1: named, not found).
   std::vector<size_t> anchor_of(n, n);
   std::vector<bool> used(n);
