@@ -248,7 +248,10 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
       return kNull;
     }
   }
-  const uint32_t id = commit_large(l, gfp, size, t);
+  // __GFP_ZERO clears whole pages, one at a time (kernel_init_pages() from
+  // post_alloc_hook(), or each vmalloc page as it is allocated): every
+  // byte of 1 << order pages, not only the bytes asked for.
+  const uint32_t id = commit_large(l, gfp, uint64_t(l.nr_pages) * PAGE_SIZE, t);
   if (id == UINT32_MAX) return kNull;
   large_bytes_ += uint64_t(l.nr_pages) * PAGE_SIZE;
   return (vmalloc ? kVmallocBit : kLargeBit) | id;
@@ -256,7 +259,8 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
 
 // What a large kmalloc and a vmalloc area share once their pages are
 // held: the page-wise charge with __GFP_ACCOUNT (its failure gives the
-// pages back), `zeroed` bytes with __GFP_ZERO, and a slot in large_.
+// pages back), `zeroed` bytes with __GFP_ZERO (a zeroing call per page),
+// and a slot in large_.
 // Returns the slot, or UINT32_MAX on a failed charge.
 uint32_t Mm::commit_large(Large& l, gfp_t gfp, uint64_t zeroed, const Task& t) {
   if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg) {
@@ -269,7 +273,7 @@ uint32_t Mm::commit_large(Large& l, gfp_t gfp, uint64_t zeroed, const Task& t) {
     }
     l.memcg = t.memcg;
   }
-  if (gfp & __GFP_ZERO) events_.add(Event::zero_bytes, zeroed), events_.add(Event::zero_call);
+  if (gfp & __GFP_ZERO) events_.add(Event::zero_bytes, zeroed), events_.add(Event::zero_call, l.nr_pages);
   return store_large(l);
 }
 
