@@ -118,6 +118,39 @@ void run_sequence(SlubGen gen, bool faults, uint64_t seed, bool batch) {
 }
 }  // namespace
 
+TEST_CASE("a large kmalloc or vmalloc area with __GFP_ZERO clears whole pages, one call each",
+          "[mm][region]") {
+  MmConfig cfg;
+  cfg.nr_cpus = 2;
+  Mm mm(cfg);
+  const Task t{1, kRootMemcg, 0};
+  const auto ev = [&](Event e) { return mm.events()[e]; };
+  // 40,000 bytes: kmalloc_large() of an order-4 compound, all 16 pages
+  // cleared (not only the bytes asked for), a clear_page() each.
+  const Ptr big = mm.kvmalloc(40000, GFP_KERNEL | __GFP_ZERO, t);
+  REQUIRE(big != kNull);
+  CHECK(ev(Event::kmalloc_large) == 1);
+  CHECK(ev(Event::zero_bytes) == 16 * 4096);
+  CHECK(ev(Event::zero_call) == 16);
+  // The compound refused: the vmalloc fallback's 10 order-0 pages, each
+  // cleared whole as it is allocated.
+  mm.faults().fail_nth(FaultPoint::page_alloc, 1);
+  const Ptr v = mm.kvmalloc(40000, GFP_KERNEL | __GFP_ZERO, t);
+  REQUIRE(v != kNull);
+  mm.faults().clear();
+  CHECK(ev(Event::vmalloc_fallback) == 1);
+  CHECK(ev(Event::vmalloc_pages) == 10);
+  CHECK(ev(Event::zero_bytes) == (16 + 10) * 4096);
+  CHECK(ev(Event::zero_call) == 16 + 10);
+  // Without __GFP_ZERO nothing is cleared.
+  const Ptr plain = mm.kvmalloc(40000, GFP_KERNEL, t);
+  REQUIRE(plain != kNull);
+  CHECK(ev(Event::zero_call) == 16 + 10);
+  for (Ptr p : {big, v, plain}) mm.kvfree(p, t);
+  CHECK(mm.large_bytes_total() == 0);
+  CHECK(mm.kasan_reports().empty());
+}
+
 TEST_CASE("a page region is one zeroed, charged compound, else order-0 pages",
           "[mm][region]") {
   MmConfig cfg;
@@ -133,7 +166,7 @@ TEST_CASE("a page region is one zeroed, charged compound, else order-0 pages",
   REQUIRE(big != kNull);
   CHECK(ev(Event::page_alloc_order3) == 1);  // order 3 and above
   CHECK(ev(Event::zero_bytes) == 64 * 4096);
-  CHECK(ev(Event::zero_call) == 1);
+  CHECK(ev(Event::zero_call) == 64);  // kernel_init_pages(): a clear_page() each
   CHECK(mm.region_bytes_total() == 64 * 4096);
   CHECK(mm.large_bytes_total() == 0);
   CHECK(mm.memcg().kmem_pages(m) == 64);

@@ -322,12 +322,14 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
   const NodeId node = static_cast<NodeId>(uint32_t(t.cpu) * cfg_.nr_nodes / cfg_.nr_cpus);
   const bool account = (gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg;
   // One allocation from the page allocator as __alloc_pages() makes it:
-  // zeroed, then charged; 0 if refused (a refused charge frees it).
+  // zeroed (page by page: kernel_init_pages()), then charged; 0 if
+  // refused (a refused charge frees it).
   const auto take = [&](uint32_t order, gfp_t g) -> uint32_t {
     const uint32_t pg = backend_->alloc_pages(order, node, g);
     if (!pg) return 0;
     if (gfp & __GFP_ZERO)
-      events_.add(Event::zero_bytes, uint64_t{PAGE_SIZE} << order), events_.add(Event::zero_call);
+      events_.add(Event::zero_bytes, uint64_t{PAGE_SIZE} << order),
+          events_.add(Event::zero_call, uint64_t{1} << order);
     if (account && (faults_.should_fail(FaultPoint::memcg_charge) ||
                     !backend_->charge_pages(t.cpu, t.memcg, 1u << order, gfp))) {
       backend_->free_pages(pg, order);
