@@ -1404,9 +1404,16 @@ TEST_CASE("an eighth sitting: every row beside the reference", "[refits][calib][
     CHECK(err(id) < -12);
     CHECK(err(id) > -15);
   }
-  CHECK(err("V-LS-16384-1024-reg") < -20);
-  CHECK(err("V-E0-700") < -10);
-  CHECK(err("V-POLL-32768") > 10);
+  // docs/validation.md, "Table sizes" and what is left: predicted 21 %
+  // low, 8 to 12 % low, 10 to 17 % high, 19 % high.
+  CHECK(err("V-LS-16384-1024-reg") < -20.5);
+  CHECK(err("V-LS-16384-1024-reg") > -21.5);
+  CHECK(err("V-E0-700") < -8);
+  CHECK(err("V-E0-700") > -12);
+  CHECK(err("V-LR-128-128") > 10);
+  CHECK(err("V-LR-128-128") < 17);
+  CHECK(err("V-POLL-32768") > 18);
+  CHECK(err("V-POLL-32768") < 20);
   CHECK(d.out.find("V-R-E0-1000            170.959 ns against C-E0-1000 143.473 ns: +19.16%") !=
         std::string::npos);
   // Every other repeat agrees across the suites within a few percent.
@@ -1446,20 +1453,30 @@ TEST_CASE("a ninth and a tenth sitting: a fourth table size for registration",
           "[refits][calib][cli]") {
   // Two sittings of the same day with the calibration suite's serial
   // lifecycle at 8,192 slots (scripts/measure), the ninth in a slow spell
-  // throughout (its references read 321 to 432 ns), the tenth mostly
-  // fast. Without that row the fit cannot tell the zeroing's price per
-  // byte from a page allocation's (the 4,096-slot table's array is one
-  // order-3 page, zeroed): the 16,384-slot registration came out 22 %
-  // slow on the eighth sitting. With it, the validation suite's
-  // 16,384-slot registration is predicted within a few percent on both,
-  // in a narrower interval than the same rows give without it
-  // (docs/validation.md, "What is left").
-  const std::filesystem::path cwd = std::filesystem::current_path();
-  std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("simcache_test_" + std::to_string(::getpid()) + "_ninth"))
-                              .string();
-  std::filesystem::create_directories(dir);
+  // throughout, the tenth mostly fast. Without that row the fit cannot
+  // tell the zeroing's price per byte from a page allocation's (the
+  // 4,096-slot table's array is one order-3 page, zeroed): the
+  // 16,384-slot registration was predicted 21 % low on the eighth
+  // sitting. With it, the validation suite's 16,384-slot registration is
+  // predicted within a few percent on both (median rounds), in a
+  // narrower interval than the same rows give without it
+  // (docs/validation.md, "Table sizes").
+  struct Cwd {  // back where it was, and the rows' copies gone, however the test ends
+    std::filesystem::path was = std::filesystem::current_path();
+    std::string dir = (std::filesystem::temp_directory_path() /
+                       ("simcache_test_" + std::to_string(::getpid()) + "_ninth"))
+                          .string();
+    Cwd() {
+      std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
+      std::filesystem::create_directories(dir);
+    }
+    ~Cwd() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      std::filesystem::current_path(was, ec);
+    }
+  } cwd;
+  const std::string& dir = cwd.dir;
   std::string want;
   for (const char* sitting : {"ninth", "tenth"}) {
     INFO(sitting);
@@ -1477,7 +1494,7 @@ TEST_CASE("a ninth and a tenth sitting: a fourth table size for registration",
         }
         without += line + "\n";
       }
-      CHECK(dropped == 4);  // interval, registration, fill and its reference
+      CHECK(dropped == 4);  // interval, registration, fill, and the reference beside them
     }
     const std::string less = dir + "/" + sitting + "-less.tsv";
     std::ofstream(less) << without;
@@ -1499,16 +1516,44 @@ TEST_CASE("a ninth and a tenth sitting: a fourth table size for registration",
     CHECK(with_row.hi - with_row.lo < 0.75 * (without_row.hi - without_row.lo));
     const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
     const int inside = std::stoi(line(d.out, cov).substr(cov.size()));
-    // The prose's figures: 21 and 18 of 24.
-    CHECK(inside == (std::string(sitting) == "ninth" ? 21 : 18));
+    // The prose's figures: 21 and 18 of 24; the ninth's references 327 to
+    // 423 ns a pair (the block's reference line).
+    const bool ninth = std::string(sitting) == "ninth";
+    CHECK(inside == (ninth ? 21 : 18));
+    if (ninth)
+      CHECK(line(d.out, "the reference: 32 rows").find("from 327.112 ns to 423.231 ns") !=
+            std::string::npos);
+    // What is left (docs/validation.md), in the error column's terms (the
+    // model's time against the measured one).
+    const auto err = [&](const std::string& id) {
+      const std::string l = line(d.out, "\n" + id + " ");
+      const size_t pct = l.rfind('%');
+      return std::stod(l.substr(l.rfind(' ', pct - 1) + 1));
+    };
+    for (const char* id : {"V-F0-4096-256", "V-F0-256-256"}) {
+      INFO(id);
+      CHECK(err(id) < (ninth ? -4 : -12));
+      CHECK(err(id) > (ninth ? -10 : -15));
+    }
+    CHECK(err("V-E0-700") < -8);
+    CHECK(err("V-E0-700") > -12);
+    CHECK(err("V-LR-128-128") > 10);
+    CHECK(err("V-LR-128-128") < 17);
+    if (ninth) {
+      CHECK(err("V-POLL-1024") > 53);
+      CHECK(err("V-POLL-1024") < 55);
+      CHECK(line(d.out, "  V-R-POLL-4096 ").find("against C-POLL-4096 997.627 ns: -30.47%") !=
+            std::string::npos);
+    } else {
+      CHECK(err("V-LP-1024-256-fill") < -9.5);
+      CHECK(err("V-LP-1024-256-fill") > -10.5);
+    }
     want += fmt::format(
         "$ simcache validate --statistic median --measurements {} --fit-on {}\n{}\n...\n{}\n{}\n"
         "without C-LS-8192-1024 in --fit-on:\n{}\n",
         val, cal, line(d.out, "the reference: 32 rows"), line(d.out, "\nV-LS-16384-1024-reg ").substr(1),
         line(d.out, cov), line(w.out, "\nV-LS-16384-1024-reg ").substr(1));
   }
-  std::filesystem::remove_all(dir);
-  std::filesystem::current_path(cwd);
   check_doc_block("docs/validation.md", "table-sizes", "```\n" + want + "```\n");
 }
 

@@ -145,7 +145,26 @@ TEST_CASE("a large kmalloc or vmalloc area with __GFP_ZERO clears whole pages, o
   // Without __GFP_ZERO nothing is cleared.
   const Ptr plain = mm.kvmalloc(40000, GFP_KERNEL, t);
   REQUIRE(plain != kNull);
+  CHECK(ev(Event::zero_bytes) == (16 + 10) * 4096);
   CHECK(ev(Event::zero_call) == 16 + 10);
+  // Pages are cleared as the page allocator hands them out, before the
+  // charge: the compound whose charge is refused was cleared (16 pages)
+  // before the vmalloc fallback's 10; a vmalloc area whose fourth page is
+  // refused gives back 3 cleared ones.
+  const MemcgId m = mm.memcg().create(kRootMemcg);
+  const Task in_cg{1, m, 0};
+  mm.faults().fail_nth(FaultPoint::memcg_charge, 1);
+  const Ptr charged = mm.kvmalloc(40000, GFP_KERNEL_ACCOUNT | __GFP_ZERO, in_cg);
+  mm.faults().clear();
+  REQUIRE(charged != kNull);
+  CHECK(ev(Event::vmalloc_fallback) == 2);
+  CHECK(ev(Event::zero_call) == 16 + 10 + 16 + 10);
+  mm.kvfree(charged, in_cg);
+  mm.faults().fail_nth(FaultPoint::page_alloc, 1, 4);  // the compound, then the 4th page
+  CHECK(mm.kvmalloc(40000, GFP_KERNEL | __GFP_ZERO, t) == kNull);
+  mm.faults().clear();
+  CHECK(ev(Event::zero_call) == 16 + 10 + 16 + 10 + 3);
+  CHECK(ev(Event::zero_bytes) == uint64_t{16 + 10 + 16 + 10 + 3} * 4096);
   for (Ptr p : {big, v, plain}) mm.kvfree(p, t);
   CHECK(mm.large_bytes_total() == 0);
   CHECK(mm.kasan_reports().empty());

@@ -223,10 +223,20 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
   l.bytes = size;
   l.vmalloc = vmalloc;
   l.site = t.site;
+  // __GFP_ZERO clears whole pages, one at a time, as the page allocator
+  // hands them out (post_alloc_hook() -> kernel_init_pages()): every byte
+  // of 1 << order pages, not only the bytes asked for, and before any
+  // charge, so pages given back after a failure were cleared too.
+  const auto cleared = [&](uint32_t pages) {
+    if (gfp & __GFP_ZERO)
+      events_.add(Event::zero_bytes, uint64_t{pages} * PAGE_SIZE),
+          events_.add(Event::zero_call, pages);
+  };
   if (vmalloc) {
     l.nr_pages = static_cast<uint32_t>((size + PAGE_SIZE - 1) / PAGE_SIZE);
     for (uint32_t i = 0; i < l.nr_pages; ++i) {  // one order-0 page each
       const uint32_t pg = backend_->alloc_pages(0, node, gfp);
+      if (pg) cleared(1);
       if (!pg) {
         for (uint32_t v : l.vpages) backend_->free_pages(v, 0);
         events_.add(Event::alloc_failed);
@@ -247,22 +257,19 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
       events_.add(Event::alloc_failed);
       return kNull;
     }
+    cleared(l.nr_pages);
   }
-  // __GFP_ZERO clears whole pages, one at a time (kernel_init_pages() from
-  // post_alloc_hook(), or each vmalloc page as it is allocated): every
-  // byte of 1 << order pages, not only the bytes asked for.
-  const uint32_t id = commit_large(l, gfp, uint64_t(l.nr_pages) * PAGE_SIZE, t);
+  const uint32_t id = commit_large(l, gfp, t);
   if (id == UINT32_MAX) return kNull;
   large_bytes_ += uint64_t(l.nr_pages) * PAGE_SIZE;
   return (vmalloc ? kVmallocBit : kLargeBit) | id;
 }
 
 // What a large kmalloc and a vmalloc area share once their pages are
-// held: the page-wise charge with __GFP_ACCOUNT (its failure gives the
-// pages back), `zeroed` bytes with __GFP_ZERO (a zeroing call per page),
-// and a slot in large_.
+// held (and cleared with __GFP_ZERO): the page-wise charge with
+// __GFP_ACCOUNT (its failure gives the pages back) and a slot in large_.
 // Returns the slot, or UINT32_MAX on a failed charge.
-uint32_t Mm::commit_large(Large& l, gfp_t gfp, uint64_t zeroed, const Task& t) {
+uint32_t Mm::commit_large(Large& l, gfp_t gfp, const Task& t) {
   if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg) {
     if (faults_.should_fail(FaultPoint::memcg_charge) ||
         !backend_->charge_pages(t.cpu, t.memcg, l.nr_pages, gfp)) {
@@ -273,7 +280,6 @@ uint32_t Mm::commit_large(Large& l, gfp_t gfp, uint64_t zeroed, const Task& t) {
     }
     l.memcg = t.memcg;
   }
-  if (gfp & __GFP_ZERO) events_.add(Event::zero_bytes, zeroed), events_.add(Event::zero_call, l.nr_pages);
   return store_large(l);
 }
 

@@ -191,7 +191,7 @@ class Mm {
   [[gnu::noinline]] void kmem_cache_free_slow(CacheId s, Ptr p, const Task& t);
   Ptr alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc);
   void free_large(Ptr p, const Task& t, bool via_kvfree);
-  uint32_t commit_large(Large& l, gfp_t gfp, uint64_t zeroed, const Task& t);
+  uint32_t commit_large(Large& l, gfp_t gfp, const Task& t);
   uint32_t store_large(Large& l);
   void give_back_pages(Large& l);
   Large* large(Ptr p);
