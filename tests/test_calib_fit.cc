@@ -1461,22 +1461,8 @@ TEST_CASE("a ninth and a tenth sitting: a fourth table size for registration",
   // predicted within a few percent on both (median rounds), in a
   // narrower interval than the same rows give without it
   // (docs/validation.md, "Table sizes").
-  struct Cwd {  // back where it was, and the rows' copies gone, however the test ends
-    std::filesystem::path was = std::filesystem::current_path();
-    std::string dir = (std::filesystem::temp_directory_path() /
-                       ("simcache_test_" + std::to_string(::getpid()) + "_ninth"))
-                          .string();
-    Cwd() {
-      std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
-      std::filesystem::create_directories(dir);
-    }
-    ~Cwd() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-      std::filesystem::current_path(was, ec);
-    }
-  } cwd;
-  const std::string& dir = cwd.dir;
+  const simcache::testing::InSourceDir cwd("ninth");  // the rows' copies go with it
+  const std::string dir = cwd.tmp();
   std::string want;
   for (const char* sitting : {"ninth", "tenth"}) {
     INFO(sitting);

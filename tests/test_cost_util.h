@@ -37,6 +37,32 @@ inline std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+// Runs the rest of a scope from the top directory (as a user's command
+// finds data/ and docs/) with a fresh directory of its own under the temp
+// directory; both are put back, and the directory removed, however the
+// scope ends.
+class InSourceDir {
+ public:
+  explicit InSourceDir(const std::string& name)
+      : was_(std::filesystem::current_path()),
+        tmp_(std::filesystem::temp_directory_path() /
+             ("simcache_" + name + "_" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(tmp_);
+    std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
+  }
+  ~InSourceDir() {
+    std::error_code ec;
+    std::filesystem::current_path(was_, ec);
+    std::filesystem::remove_all(tmp_, ec);
+  }
+  InSourceDir(const InSourceDir&) = delete;
+  InSourceDir& operator=(const InSourceDir&) = delete;
+  std::string tmp() const { return tmp_.string(); }
+
+ private:
+  std::filesystem::path was_, tmp_;
+};
+
 // A file under the temp directory, removed when the object goes away.
 class TempFile {
  public:

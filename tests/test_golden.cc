@@ -104,31 +104,10 @@ std::string diff_excerpt(const std::string& want, const std::string& got) {
 }
 
 // Runs simcache's front end from the top directory with @TMP@ bound to a
-// fresh directory, exactly as scripts/update-goldens runs the binary.
-// The working directory and the temporary directory are restored and
-// removed even if the run throws.
-class GoldenRun {
- public:
-  GoldenRun()
-      : cwd_(std::filesystem::current_path()),
-        tmp_(std::filesystem::temp_directory_path() /
-             ("simcache_golden_" + std::to_string(getpid()))) {
-    std::filesystem::create_directories(tmp_);
-    std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
-  }
-  ~GoldenRun() {
-    std::error_code ec;
-    std::filesystem::current_path(cwd_, ec);
-    std::filesystem::remove_all(tmp_, ec);
-  }
-  std::string tmp() const { return tmp_.string(); }
-
- private:
-  std::filesystem::path cwd_, tmp_;
-};
-
+// fresh directory, exactly as scripts/update-goldens runs the binary
+// (InSourceDir puts both back, however the run ends).
 CliOutcome run_golden(const Golden& g) {
-  const GoldenRun run;
+  const simcache::testing::InSourceDir run("golden");
   std::vector<std::string> args;
   for (const std::string& a : g.args) args.push_back(replace_all(a, "@TMP@", run.tmp()));
   CliOutcome r = run_cli(args);

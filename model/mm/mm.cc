@@ -223,25 +223,16 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
   l.bytes = size;
   l.vmalloc = vmalloc;
   l.site = t.site;
-  // __GFP_ZERO clears whole pages, one at a time, as the page allocator
-  // hands them out (post_alloc_hook() -> kernel_init_pages()): every byte
-  // of 1 << order pages, not only the bytes asked for, and before any
-  // charge, so pages given back after a failure were cleared too.
-  const auto cleared = [&](uint32_t pages) {
-    if (gfp & __GFP_ZERO)
-      events_.add(Event::zero_bytes, uint64_t{pages} * PAGE_SIZE),
-          events_.add(Event::zero_call, pages);
-  };
   if (vmalloc) {
     l.nr_pages = static_cast<uint32_t>((size + PAGE_SIZE - 1) / PAGE_SIZE);
     for (uint32_t i = 0; i < l.nr_pages; ++i) {  // one order-0 page each
       const uint32_t pg = backend_->alloc_pages(0, node, gfp);
-      if (pg) cleared(1);
       if (!pg) {
         for (uint32_t v : l.vpages) backend_->free_pages(v, 0);
         events_.add(Event::alloc_failed);
         return kNull;
       }
+      pages_cleared(gfp, 1);
       l.vpages.push_back(pg);
     }
     events_.add(Event::vmalloc_pages, l.nr_pages);
@@ -257,12 +248,22 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
       events_.add(Event::alloc_failed);
       return kNull;
     }
-    cleared(l.nr_pages);
+    pages_cleared(gfp, l.nr_pages);
   }
   const uint32_t id = commit_large(l, gfp, t);
   if (id == UINT32_MAX) return kNull;
   large_bytes_ += uint64_t(l.nr_pages) * PAGE_SIZE;
   return (vmalloc ? kVmallocBit : kLargeBit) | id;
+}
+
+// __GFP_ZERO clears whole pages, one at a time, as the page allocator
+// hands them out (post_alloc_hook() -> kernel_init_pages()): every byte of
+// 1 << order pages, not only the bytes asked for, and before any charge,
+// so pages given back after a failure were cleared too.
+void Mm::pages_cleared(gfp_t gfp, uint64_t pages) {
+  if (!(gfp & __GFP_ZERO)) return;
+  events_.add(Event::zero_bytes, pages * PAGE_SIZE);
+  events_.add(Event::zero_call, pages);
 }
 
 // What a large kmalloc and a vmalloc area share once their pages are
@@ -328,14 +329,12 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
   const NodeId node = static_cast<NodeId>(uint32_t(t.cpu) * cfg_.nr_nodes / cfg_.nr_cpus);
   const bool account = (gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg;
   // One allocation from the page allocator as __alloc_pages() makes it:
-  // zeroed (page by page: kernel_init_pages()), then charged; 0 if
-  // refused (a refused charge frees it).
+  // zeroed (pages_cleared()), then charged; 0 if refused (a refused
+  // charge frees it).
   const auto take = [&](uint32_t order, gfp_t g) -> uint32_t {
     const uint32_t pg = backend_->alloc_pages(order, node, g);
     if (!pg) return 0;
-    if (gfp & __GFP_ZERO)
-      events_.add(Event::zero_bytes, uint64_t{PAGE_SIZE} << order),
-          events_.add(Event::zero_call, uint64_t{1} << order);
+    pages_cleared(gfp, uint64_t{1} << order);
     if (account && (faults_.should_fail(FaultPoint::memcg_charge) ||
                     !backend_->charge_pages(t.cpu, t.memcg, 1u << order, gfp))) {
       backend_->free_pages(pg, order);

@@ -192,6 +192,7 @@ class Mm {
   Ptr alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc);
   void free_large(Ptr p, const Task& t, bool via_kvfree);
   uint32_t commit_large(Large& l, gfp_t gfp, const Task& t);
+  void pages_cleared(gfp_t gfp, uint64_t pages);
   uint32_t store_large(Large& l);
   void give_back_pages(Large& l);
   Large* large(Ptr p);
