@@ -114,6 +114,13 @@ rc=0
 timeout 20 "$kit" --anchor "s0 --waits 4 --cycles 2" lifecycle --mode bogus >/dev/null 2>"$dir/err" || rc=$?
 [ "$rc" = 2 ] && [ "$(cat "$dir/err")" = "simcache-measure: lifecycle --mode: 'bogus' is not serial, paced or reuse" ] \
   || { echo "row refusing its flags beside an anchor: rc $rc, $(cat "$dir/err")"; exit 1; }
+# coldwarm --mode primed: one install, unregister and re-register before
+# the timed fill, which its shape says; an unknown mode is refused.
+"$kit" --rounds 2 --warmup 0 --repeats 1 --target-se 0 --id P coldwarm --mode primed --slots 8 \
+  >"$dir/primed.tsv" 2>/dev/null
+grep -q $'^P\tnode-cache\tprimed: new ring, 8-slot sparse table, fill of 8 timed as 1 batches of QD=64 after one install + unregister + re-register on the same ring, 0 warmup + 2 measured rounds; host: ' \
+  "$dir/primed.tsv" || { echo "primed row: $(cat "$dir/primed.tsv")"; exit 1; }
+expect_flag_error "simcache-measure: coldwarm --mode: 'hot' is not cold, warm or primed" coldwarm --mode hot
 expect_flag_error "simcache-measure: --anchor-id: 'A' is the row's --id too" --id A --anchor-id A --anchor s0 s0
 expect_flag_error "simcache-measure: --anchor: given twice" --anchor s0 --anchor s0 s0
 expect_flag_error "simcache-measure: --anchor-id: only with --anchor" --anchor-id X s0

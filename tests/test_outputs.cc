@@ -220,16 +220,25 @@ TEST_CASE("snapshots: lifecycle reuse removal and refill", "[outputs][snapshot]"
 }
 
 // cold: a fresh 128-slot table; warm: the first fill's unregister parked
-// 128 nodes, which the re-registered table's fill takes (all hits).
-// Prefill fills the 128-entry cache at registration either way.
-TEST_CASE("snapshots: node-cache cold and warm fills", "[outputs][snapshot]") {
+// 128 nodes, which the re-registered table's fill takes (all hits);
+// primed: one install's node parked, and the ring's first use done before
+// the timed fill (1 hit, 127 misses). Prefill fills the 128-entry cache
+// at registration every way.
+TEST_CASE("snapshots: node-cache cold, warm and primed fills", "[outputs][snapshot]") {
   for (const char* policy : {"unpatched", "node-slab+bulk-refill+prefill"})
-    for (const char* warm : {"0", "1"}) {
+    for (const char* warm : {"0", "1", "2"}) {
       INFO(policy << " warm=" << warm);
       const PolicyResult p = run_one("node-cache-coldwarm", policy,
                                      {{"warm", warm}, {"rounds", "2"}, {"warmup", "0"}});
-      const bool parked = std::string(warm) == "1" || std::string(policy) != "unpatched";
-      CHECK(ring(p, "registration", "target").nodes_cached == (parked ? 128u : 0u));
+      const bool unpatched = std::string(policy) == "unpatched";
+      const uint32_t parked = !unpatched ? 128u : std::string(warm) == "1" ? 128u
+                              : std::string(warm) == "2"                  ? 1u
+                                                                          : 0u;
+      CHECK(ring(p, "registration", "target").nodes_cached == parked);
+      // Two measured rounds, no warm-up: cold, each target ring's first use
+      // and the source's (its first round) fall in the timed fill.
+      CHECK(p.timed[Event::ring_first_use] == (std::string(warm) == "0" ? 3u : 0u));
+      if (unpatched) CHECK(p.timed[Event::io_cache_get] == 2 * parked);
       CHECK(ring(p, "registration", "target").node_capacity == 128);
       CHECK(ring(p, "fill", "target").nodes_cached == 0);
       CHECK(ring(p, "fill", "target").table_nodes == 128);

@@ -7,9 +7,11 @@ namespace {
 
 // cold: time the first fill of a fresh 128-slot table. warm: fill,
 // unregister (the nodes go back to the ring's node cache), register a
-// fresh table on the same ring and time the second fill.
+// fresh table on the same ring and time the second fill. primed: the
+// same with one install before the unregister (the ring's first use
+// done, one node cached).
 void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
-  const bool warm = p.at("warm") != 0;
+  const int64_t warm = p.at("warm");
   const int64_t slots = p.at("slots");
   const RingId src = e.io.ring_create(e.submitter, {ring_entries(p.at("qd"), 256), 0, false});
   if (src < 0) return;
@@ -20,8 +22,8 @@ void run_coldwarm(Env& e, const Params& p, Recorder& rec) {
     const RingId dst = e.io.ring_create(e.submitter, {ring_entries(p.at("qd"), 256), 0, false});
     if (dst < 0) return rec.end_round(0);
     e.io.files_register_sparse(dst, static_cast<uint32_t>(slots));
-    if (warm) {
-      send_fd_fill(e, src, dst, slots, p.at("qd"), false);
+    if (warm != 0) {
+      send_fd_fill(e, src, dst, warm == 1 ? slots : 1, p.at("qd"), false);
       e.io.files_unregister(dst);
       e.io.files_register_sparse(dst, static_cast<uint32_t>(slots));
     }
@@ -174,7 +176,8 @@ void run_lifecycle(Env& e, const Params& p, Recorder& rec) {
 
 }  // namespace
 
-// Each round fills `slots` (twice when warm: the first fill warms the cache).
+// Each round fills `slots` (twice when warm: the first fill warms the cache;
+// once and one install when primed).
 static uint64_t coldwarm_work(const Params& p) {
   return work_product({p.at("smoke") + p.at("warmup") + p.at("rounds"), 2 * p.at("slots")});
 }
@@ -192,7 +195,8 @@ void register_node_cache_coldwarm(ScenarioRegistry& r) {
          "install",
          "ns",
          {
-             {"warm", 0, 0, 1, "0: cold first fill; 1: second fill on the same ring"},
+             {"warm", 0, 0, 2,
+              "0: cold first fill; 1: second fill on the same ring; 2: primed: the fill after one install, unregister and re-register on the same ring"},
              {"slots", 128, 1, 1 << 20, "table size (= installs)"},
              {"verify", 0, 0, 1,
               "1: after the timed fill, the untimed READ of every slot (the evidence's diagnostic program; the kit's coldwarm reads none)"},
