@@ -522,7 +522,7 @@ TEST_CASE("a price the rows measure driven far below its prior is refused, namin
       CHECK(r.params[j].prior_z < -kPriorConflictZ);
     }
   CHECK(has_problem(problems,
-                    "futex_wait is 2.6% of its prior although 6 rows count it (WV-019..WV-021, "
+                    "futex_wait is 2.59% of its prior although 6 rows count it (WV-019..WV-021, "
                     "...): the fit drove a price the rows measure 3.7 sds of its logarithm below "
                     "its prior (beyond 3.0)"));
   CHECK(has_problem(problems, "futex_wake is 4.43% of its prior although 18 rows count it"));
@@ -1387,9 +1387,9 @@ TEST_CASE("an eighth sitting: every row beside the reference", "[refits][calib][
   {
     const std::string order = line("in file order (");
     const std::string mark = "rows inside the 90% interval ";
-    // The prose's figures: 16 of 24 against 17.
-    CHECK(std::stoi(order.substr(order.find(mark) + mark.size())) == 16);
-    CHECK(inside(d.out) == 17);
+    // The prose's figures: 19 of 24 against 21.
+    CHECK(std::stoi(order.substr(order.find(mark) + mark.size())) == 19);
+    CHECK(inside(d.out) == 21);
   }
   // What is left (docs/validation.md's prose): each row's error, in %.
   const auto err = [&](const std::string& id) {
@@ -1399,19 +1399,21 @@ TEST_CASE("an eighth sitting: every row beside the reference", "[refits][calib][
     const size_t pct = l.rfind('%');
     return std::stod(l.substr(l.rfind(' ', pct - 1) + 1));
   };
+  // docs/validation.md, "The CQ array's pages": 256 installs into a fresh
+  // table within 5 % (12 to 15 % low before those pages were priced).
   for (const char* id : {"V-F0-4096-256", "V-F0-256-256"}) {
     INFO(id);
-    CHECK(err(id) < -12);
-    CHECK(err(id) > -15);
+    CHECK(err(id) < -2);
+    CHECK(err(id) > -5);
   }
-  // docs/validation.md, "Table sizes" and what is left: predicted 21 %
-  // low, 8 to 12 % low, 10 to 17 % high, 19 % high.
-  CHECK(err("V-LS-16384-1024-reg") < -20.5);
-  CHECK(err("V-LS-16384-1024-reg") > -21.5);
+  // "Table sizes" and what is left: predicted 20 % low, 8 to 12 % low,
+  // 6 to 13 % low, 19 % high.
+  CHECK(err("V-LS-16384-1024-reg") < -19.5);
+  CHECK(err("V-LS-16384-1024-reg") > -20.5);
   CHECK(err("V-E0-700") < -8);
   CHECK(err("V-E0-700") > -12);
-  CHECK(err("V-LR-128-128") > 10);
-  CHECK(err("V-LR-128-128") < 17);
+  CHECK(err("V-LR-128-128") < -6);
+  CHECK(err("V-LR-128-128") > -13);
   CHECK(err("V-POLL-32768") > 18);
   CHECK(err("V-POLL-32768") < 20);
   CHECK(d.out.find("V-R-E0-1000            170.959 ns against C-E0-1000 143.473 ns: +19.16%") !=
@@ -1498,14 +1500,14 @@ TEST_CASE("a ninth and a tenth sitting: a fourth table size for registration",
     };
     const RowFigures with_row = row_figures(d.out, "V-LS-16384-1024-reg"),
                      without_row = row_figures(w.out, "V-LS-16384-1024-reg");
-    CHECK(std::fabs(with_row.predicted / with_row.measured - 1) < 0.03);
+    CHECK(std::fabs(with_row.predicted / with_row.measured - 1) < 0.06);
     CHECK(with_row.hi - with_row.lo < 0.75 * (without_row.hi - without_row.lo));
     const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
     const int inside = std::stoi(line(d.out, cov).substr(cov.size()));
-    // The prose's figures: 21 and 18 of 24; the ninth's references 327 to
-    // 423 ns a pair (the block's reference line).
+    // The prose's figures: 23 of 24 on both; the ninth's references 327
+    // to 423 ns a pair (the block's reference line).
     const bool ninth = std::string(sitting) == "ninth";
-    CHECK(inside == (ninth ? 21 : 18));
+    CHECK(inside == 23);
     if (ninth)
       CHECK(line(d.out, "the reference: 32 rows").find("from 327.112 ns to 423.231 ns") !=
             std::string::npos);
@@ -1516,23 +1518,23 @@ TEST_CASE("a ninth and a tenth sitting: a fourth table size for registration",
       const size_t pct = l.rfind('%');
       return std::stod(l.substr(l.rfind(' ', pct - 1) + 1));
     };
+    // 256 installs into a fresh table within 4 % since the CQ array's
+    // pages are priced (4 to 15 % low before).
     for (const char* id : {"V-F0-4096-256", "V-F0-256-256"}) {
       INFO(id);
-      CHECK(err(id) < (ninth ? -4 : -12));
-      CHECK(err(id) > (ninth ? -10 : -15));
+      CHECK(std::fabs(err(id)) < 4);
     }
     CHECK(err("V-E0-700") < -8);
     CHECK(err("V-E0-700") > -12);
-    CHECK(err("V-LR-128-128") > 10);
-    CHECK(err("V-LR-128-128") < 17);
+    CHECK(err("V-LR-128-128") < -6);
+    CHECK(err("V-LR-128-128") > -13);
     if (ninth) {
       CHECK(err("V-POLL-1024") > 53);
       CHECK(err("V-POLL-1024") < 55);
       CHECK(line(d.out, "  V-R-POLL-4096 ").find("against C-POLL-4096 997.627 ns: -30.47%") !=
             std::string::npos);
     } else {
-      CHECK(err("V-LP-1024-256-fill") < -9.5);
-      CHECK(err("V-LP-1024-256-fill") > -10.5);
+      CHECK(std::fabs(err("V-LP-1024-256-fill")) < 2);
     }
     want += fmt::format(
         "$ simcache validate --statistic median --measurements {} --fit-on {}\n{}\n...\n{}\n{}\n"
@@ -1653,6 +1655,53 @@ TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, besi
   CHECK(from(scaled.out, "| today's | 0/1 | ").size() > 0);
 }
 
+TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][calib][cli]") {
+  // docs/validation.md, "The CQ array's pages": with the program's first
+  // reads of a fresh ring's CQ array priced (ring_cq_page), the eighth to
+  // eleventh sittings (median rounds) price a page at 5.1 to 6.1 us, the
+  // node cache's hit near its prior, and validate the 256-install rows
+  // within 5 % (7 to 9 % high on the eleventh) with 21, 23, 23 and 24 of
+  // 24 rows inside their 90 % interval.
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
+  double lo = 1e300, hi = 0;
+  const std::vector<std::pair<const char*, int>> sittings = {
+      {"eighth", 21}, {"ninth", 23}, {"tenth", 23}, {"eleventh", 24}};
+  for (const auto& [sitting, inside] : sittings) {
+    INFO(sitting);
+    const std::string cal = fmt::format("data/measurements/vm-2cpu-{}-calibration.tsv", sitting),
+                      val = fmt::format("data/measurements/vm-2cpu-{}-validation.tsv", sitting);
+    const CliOutcome c = run_cli({"calibrate", "--statistic", "median", "--measurements", cal});
+    const CliOutcome v =
+        run_cli({"validate", "--statistic", "median", "--measurements", val, "--fit-on", cal});
+    REQUIRE(c.status == 0);
+    REQUIRE(v.status == 0);
+    const auto param = [&](const std::string& name) {
+      const size_t at = c.out.find("\n" + name + " ");
+      REQUIRE(at != std::string::npos);
+      return std::stod(c.out.substr(at + name.size() + 2));
+    };
+    const double page = param("ring_cq_page");
+    lo = std::min(lo, page), hi = std::max(hi, page);
+    CHECK(param("io_cache_get") < 10);
+    const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
+    CHECK(std::stoi(v.out.substr(v.out.find(cov) + cov.size())) == inside);
+    for (const char* id : {"V-F0-4096-256", "V-F0-256-256"}) {
+      INFO(id);
+      const RowFigures f = row_figures(v.out, id);
+      const double e = 100 * (f.predicted / f.measured - 1);
+      if (std::string(sitting) == "eleventh") {
+        CHECK(e > 7);
+        CHECK(e < 9.5);
+      } else {
+        CHECK(std::fabs(e) < 5);
+      }
+    }
+  }
+  std::filesystem::current_path(cwd);
+  CHECK(fmt::format("{:.1f} {:.1f}", lo / 1000, hi / 1000) == "5.1 6.1");
+}
+
 TEST_CASE("an eleventh sitting: the node cache's primed fill", "[refits][calib][cli]") {
   // The calibration suite's node-cache shapes at 128 slots: cold (a new
   // ring's first fill), warm (its second, after an unregister and a
@@ -1702,7 +1751,7 @@ TEST_CASE("an eleventh sitting: the node cache's primed fill", "[refits][calib][
   CHECK(std::fabs(first.first / step - 1) < 0.05);
   // The prose's figures, in microseconds.
   CHECK(fmt::format("{:.2f} {:.2f} {:.2f} {:.2f}", first.first / 1000, first.second / 1000,
-                    first_less.second / 1000, step / 1000) == "4.63 0.87 1.25 4.74");
+                    first_less.second / 1000, step / 1000) == "4.76 0.79 1.22 4.74");
 }
 
 TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
@@ -1727,18 +1776,21 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
     REQUIRE(table != std::string::npos);
     want += fmt::format("`simcache validate --measurements {} --fit-on {}`:\n\n{}\n", val, cal,
                         o.out.substr(table));
-    // The prose beneath the block: on the first five and the eighth the
-    // older fitter's mean absolute error a little lower, by about two
-    // points at most (2.01 on the fifth since ring pages are priced); on
-    // the sixth, seventh, ninth, tenth and eleventh today's lower.
+    // The prose beneath the block: on the first five the older fitter's
+    // mean absolute error a little lower, by under two points on four of
+    // them and 3.6 on the fifth; on the sixth to the eleventh today's
+    // lower.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
     const std::string s(sitting);
-    if (s == "sixth" || s == "seventh" || s == "ninth" || s == "tenth" || s == "eleventh") {
-      CHECK(now < old);
-    } else {
+    if (s == "idle" || s == "quiet" || s == "fresh" || s == "fourth" || s == "fifth") {
       CHECK(old < now);
-      CHECK(now - old < 2.1);
+      if (s == "fifth")
+        CHECK(fmt::format("{:.1f}", now - old) == "3.6");
+      else
+        CHECK(now - old < 2);
+    } else {
+      CHECK(now < old);
     }
     for (const char* who : {"| today's |", "| before the speed factors |"}) {
       const std::vector<std::string> c = cells(o.out, who);
@@ -1838,10 +1890,13 @@ TEST_CASE("docs/measure.md's worked example is what calibrate prints on its rows
   CHECK(std::filesystem::exists(out) == (r.status == 0));
   std::filesystem::remove(out);
   check_doc_block("docs/measure.md", "vm-calibrate", want);
-  // The text after the block says so.
-  CHECK(r.status == 0);
+  // The text after the block says so: these oldest rows set the level
+  // poorly, and since the CQ array's pages are priced the speed factor's
+  // search ends high, where the prices it names are refused.
+  CHECK(r.status == 3);
+  CHECK(r.out.find("speed factor 25.") != std::string::npos);
   CHECK(simcache::testing::read_text(repo_file("docs/measure.md"))
-            .find("The block above is what calibrate prints today: the fit is credible.") !=
+            .find("The block above is what calibrate prints today: the fit is refused.") !=
         std::string::npos);
 }
 
@@ -2064,16 +2119,15 @@ TEST_CASE("docs/measure.md's fourth worked example: a third sitting, two prices 
   // Its own sitting's validation rows: at least 85 % inside their
   // intervals with each row's own measurement error added (the row
   // noise's prior puts what the fit cannot explain into the inadequacy the
-  // intervals carry); 18 of 23 without it, two (V-LR-128-128, V-POLL-1024)
-  // within a per cent of their interval's end.
+  // intervals carry); 19 of 23 without it, the four it misses each within
+  // 1.5 % of its interval's nearer end.
   CHECK(covered_with_error(own.out) * 100 >= 85 * 23);
-  CHECK(covered(own.out) >= 18);
-  // The two it misses beyond those: within 1.5 % below their interval.
-  for (const char* id : {"V-LR-128-128", "V-POLL-1024"}) {
+  CHECK(covered(own.out) == 19);
+  for (const char* id : {"V-F0-16384-16384", "V-E0-0", "V-WV-8x4", "V-POLL-1024"}) {
     const RowFigures f = row_figures(own.out, id);
-    INFO(id << " " << f.measured << " [" << f.lo);
-    CHECK(f.measured < f.lo);
-    CHECK(f.lo / f.measured - 1 < 0.015);
+    INFO(id << " " << f.measured << " [" << f.lo << ", " << f.hi << "]");
+    CHECK((f.measured < f.lo || f.measured > f.hi));
+    CHECK(std::min(std::fabs(f.lo / f.measured - 1), std::fabs(f.hi / f.measured - 1)) < 0.015);
   }
   // Out of sitting: the quiet sitting's profile alone covers few of this
   // sitting's rows; pooled with the idle sitting, at least 85 % (the drift
@@ -2198,8 +2252,11 @@ TEST_CASE("streaming memory work takes its own speed factor: a VM's per-slot pri
   REQUIRE(simulate_rows(rows, 2, &per_op, &err));
   const FitReport r = fit_profile(priors, map.fit, rows, per_op, "vm");
   INFO("speed " << r.speed << ", memory " << r.speed_memory);
+  // These oldest rows set the level poorly (docs/measure.md, the worked
+  // example): the CPU factor ends anywhere from about 10 to 25, the
+  // memory factor at under a quarter of it.
   CHECK(r.speed > 5);
-  CHECK(r.speed_memory < r.speed / 5);
+  CHECK(r.speed_memory < r.speed / 4);
   for (size_t j = 0; j < r.params.size(); ++j)
     if (r.model.params[j].name == "file_table_slot") {
       CHECK_FALSE(r.params[j].rows.empty());

@@ -513,3 +513,51 @@ TEST_CASE("ring: polls armed beyond the last-level cache's share are cancelled c
   CHECK(run(80)->ev(Event::req_cold) == 0);  // 320 fit
   CHECK(run(0)->ev(Event::req_cold) == 0);
 }
+
+TEST_CASE("ring: the program's first reads of a fresh ring's CQ array, page by page",
+          "[io_uring][ring]") {
+  // A 256-entry ring: 512 CQEs after the 192-byte header, the SQ index
+  // array from byte 8,384 (page 2). CQEs 0 to 243 share page 0 with the
+  // header (ring_first_use's), 244 to 499 are page 1, 500 on share page 2
+  // with the SQ array the program wrote at set-up: one page to count.
+  CHECK(cq_entry_page(243) == 0);
+  CHECK(cq_entry_page(244) == 1);
+  CHECK(cq_entry_page(499) == 1);
+  CHECK(cq_entry_page(500) == 2);
+  CHECK(sq_array_page(RingParams{256, 512, false}) == 2);
+  // A source whose own first lap is behind it (a fill of 300 into a
+  // scratch ring), then a fresh target: its pages alone are counted.
+  const auto fresh_target = [](Sim& s, uint32_t slots, RingParams p) {
+    const int src = s.io->ring_create(kApp);
+    s.io->files_register(src, 1);
+    const int scratch = s.io->ring_create(kApp);
+    s.io->files_register_sparse(scratch, 512);
+    REQUIRE(send_fill(s, src, scratch, 300) == 300);
+    CHECK(s.mm.events()[Event::ring_cq_page] == 2);  // the source's page 1, the scratch's
+    const int dst = s.io->ring_create(kApp, p);
+    s.io->files_register_sparse(dst, slots);
+    return std::pair{src, dst};
+  };
+  for (const auto& [installs, pages] : std::vector<std::pair<uint32_t, uint64_t>>{
+           {64, 0}, {244, 0}, {245, 1}, {256, 1}, {1024, 1}}) {
+    INFO(installs << " installs");
+    Sim s("v6.18");
+    const auto [src, dst] = fresh_target(s, 1024, RingParams{256, 0, false});
+    REQUIRE(send_fill(s, src, dst, installs) == installs);
+    CHECK(s.mm.events()[Event::ring_cq_page] - 2 == pages);
+    s.io->task_exit_all();
+  }
+  SECTION("a second lap reads no page for the first time; a 4,096-entry ring has 31") {
+    // 8,192 CQEs: bytes 192 to 131,263; the SQ array from byte 131,264,
+    // page 32: pages 1 to 31 are read first while reaping.
+    CHECK(sq_array_page(RingParams{4096, 8192, false}) == 32);
+    Sim s("v6.18");
+    const auto [src, dst] = fresh_target(s, 8192, RingParams{4096, 0, false});
+    REQUIRE(send_fill(s, src, dst, 8192) == 8192);
+    CHECK(s.mm.events()[Event::ring_cq_page] - 2 == 31);
+    s.io->files_update_remove(dst, 0, 8192);
+    REQUIRE(send_fill(s, src, dst, 8192) == 8192);
+    CHECK(s.mm.events()[Event::ring_cq_page] - 2 == 31);
+    s.io->task_exit_all();
+  }
+}

@@ -101,6 +101,11 @@ struct IoRingCtx {
   uint32_t batch_depth = 0;    // > 0 inside enter_begin()/enter_end()
   bool first_use_done = false;  // ring_first_use counted (first enter or MSG_RING into it)
   uint64_t cq_pending = 0;     // CQEs posted and not yet reaped
+  // CQEs the application has reaped over the ring's life, and the pages
+  // of the rings region its reads have reached (the first lap of the CQ
+  // array; page 0, the header's, is ring_first_use's): ring_cq_page.
+  uint64_t cq_head = 0;
+  uint32_t cq_pages_read = 1;
   uint64_t cq_capacity = 0;    // CQEs the CQ ring holds (cq_capacity(), set at creation)
   // ctx->cq_overflow_list: the io_overflow_cqe objects of CQEs posted
   // while the CQ ring was full, oldest first.

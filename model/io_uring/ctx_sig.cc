@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "model/io_uring/ctx.h"
 #include "model/io_uring/io_kernel.h"
 
@@ -39,6 +41,9 @@ void ring_signature(const IoRingCtx& c, StateSig* s) {
   s->add(c.first_use_done);
   s->add(c.cq_pending);
   s->add(c.cq_capacity);
+  // The CQ head past the array's first lap decides nothing more.
+  s->add(std::min(c.cq_head, c.cq_capacity == UINT64_MAX ? uint64_t{0} : c.cq_capacity));
+  s->add(c.cq_pages_read);
   s->ptrs(c.cq_overflow);
   const IoFileTable& f = c.files;
   s->add(f.registered);

@@ -301,6 +301,7 @@ class IoUring {
     const uint64_t n = c->cq_pending;
     ev(k_.mm, Event::cqe_reap, n);
     c->cq_pending = 0;
+    read_cq_pages(*c, n);
     return n;
   }
 
@@ -366,7 +367,25 @@ class IoUring {
     const uint64_t reaped = c.cq_pending + c.cq_overflow.size();
     c.cq_pending = 0;
     io_cqring_overflow_flush(k_, c, c.submitter);
+    read_cq_pages(c, reaped);
     return reaped;
+  }
+  // The application reads the `n` CQEs it reaps. On the CQ array's first
+  // lap each page its head reaches is read for the first time through the
+  // program's fresh mapping of the ring (ring_cq_page): beyond page 0,
+  // which the first CQEs share with the header (ring_first_use), and
+  // short of the pages the SQ index array shares, which the program wrote
+  // at set-up. A replayed trace (reaped_in_time) has no mapping to read.
+  void read_cq_pages(IoRingCtx& c, uint64_t n) {
+    const uint64_t head = c.cq_head;
+    c.cq_head += n;
+    const uint64_t size = cq_capacity(c);
+    if (c.params.reaped_in_time || n == 0 || head >= size) return;
+    const uint32_t end =
+        std::min(cq_entry_page(std::min(c.cq_head, size) - 1) + 1, sq_array_page(c.params));
+    if (end <= c.cq_pages_read) return;
+    ev(k_.mm, Event::ring_cq_page, end - c.cq_pages_read);
+    c.cq_pages_read = end;
   }
   // An SQE-driven operation: its own io_uring_enter() unless inside one.
   template <class F>

@@ -26,6 +26,18 @@ inline uint32_t ring_region_pages(const RingParams& p) {
   bytes = (bytes + 63) / 64 * 64 + sq * 4;
   return static_cast<uint32_t>((bytes + PAGE_SIZE - 1) / PAGE_SIZE);
 }
+// The page of the rings region that CQE `idx` (below the CQ size) is in.
+inline uint32_t cq_entry_page(uint64_t idx) {
+  return static_cast<uint32_t>((kIoRingsHeader + idx * kCqeSize) / PAGE_SIZE);
+}
+// The page of the rings region where the SQ index array starts: the
+// program writes the whole array when it sets the ring up (liburing's
+// io_uring_queue_init() maps SQ slot i to SQE i), so the CQ array's
+// pages from this one on are not first read while reaping.
+inline uint32_t sq_array_page(const RingParams& p) {
+  const uint64_t cq = std::bit_ceil(std::clamp(p.cq_entries, 1u, IORING_MAX_CQ_ENTRIES));
+  return static_cast<uint32_t>((kIoRingsHeader + cq * kCqeSize + 63) / 64 * 64 / PAGE_SIZE);
+}
 inline uint32_t sq_region_pages(const RingParams& p) {
   const uint64_t sq = std::bit_ceil(std::clamp(p.sq_entries, 1u, IORING_MAX_ENTRIES));
   return static_cast<uint32_t>((sq * kSqeSize + PAGE_SIZE - 1) / PAGE_SIZE);
