@@ -38,6 +38,7 @@ struct kit_host {
   char memcg[256];    /* its memory cgroup path */
   char governor[64];  /* cpufreq governor of `cpu`, or "n/a" */
   char profile[16];   /* closest simcache kernel profile, "v6.18" */
+  int fixed_layout;   /* 1: address-space randomisation off (ADDR_NO_RANDOMIZE) */
 };
 
 /* Run-wide settings (command-line flags). */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -71,6 +72,8 @@ static void read_memcg(struct kit_host* h) {
 
 int kit_host_init(struct kit_host* h, int want_cpu) {
   memset(h, 0, sizeof *h);
+  const int persona = personality(0xffffffff);
+  h->fixed_layout = persona != -1 && (persona & ADDR_NO_RANDOMIZE);
   struct utsname u;
   uname(&u);
   snprintf(h->release, sizeof h->release, "%s", u.release);
@@ -261,8 +264,10 @@ void kit_row(const struct kit_opts* o, const struct kit_host* h, const char* id,
   snprintf(sh, sizeof sh, "%s; %s", shape, hs);
   snprintf(variant, sizeof variant, "host unpatched %s (profile %s)", h->release, h->profile);
   snprintf(source, sizeof source,
-           "simcache-measure on %s; kernel %s; %d CPUs; pinned to CPU %d; memcg %s; governor %s",
-           h->cpu_model, h->release, h->cpus, h->cpu, h->memcg, h->governor);
+           "simcache-measure on %s; kernel %s; %d CPUs; pinned to CPU %d; memcg %s; governor %s; "
+           "address layout %s",
+           h->cpu_model, h->release, h->cpus, h->cpu, h->memcg, h->governor,
+           h->fixed_layout ? "fixed" : "randomised");
   /* Every measured round of every repeat: the median and the fastest,
    * and the relative standard error of the mean over all rounds. */
   char per[64] = "", stop[64] = "";

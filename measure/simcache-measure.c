@@ -9,18 +9,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
+#include <unistd.h>
 
 #include "measure/kit.h"
 
 static const char kUsage[] =
     "usage: simcache-measure [--warmup N] [--rounds N] [--repeats N] [--cpu C] [--id ID]\n"
-    "                        [--max-cv PCT] [--max-drift PCT] [--header]\n"
+    "                        [--max-cv PCT] [--max-drift PCT] [--header] [--aslr]\n"
     "                        [--target-se PCT] [--budget SECONDS] [--max-rounds N]\n"
     "                        [--trace DIR [--trace-buffer-kb KB]]\n"
     "                        [--anchor 'PROGRAM [flags]' [--anchor-id ID]] PROGRAM [flags]\n"
     "programs:\n"
     "  f0        --slots S --installs N --qd Q      first fill of a sparse table\n"
-    "  coldwarm  --mode cold|warm --slots S --qd Q  node cache cold or warm fill\n"
+    "  coldwarm  --mode cold|warm|primed --slots S --qd Q  node cache cold, warm or primed fill\n"
     "  lifecycle --mode serial|paced|reuse --slots S --installs N --qd Q --ops K\n"
     "  waitv     --vectors V --width W --cycles C   FUTEX_WAITV -> WAKE (v0)\n"
     "  s0        --waits N --cycles C               scalar FUTEX_WAIT -> WAKE control\n"
@@ -38,13 +40,29 @@ static const char kUsage[] =
     "--anchor 'PROGRAM [flags]': measure that program round by round beside PROGRAM (one\n"
     "at a time, their rounds alternating) and print its rows first, as --anchor-id (default\n"
     "ID-anchor); the row's note gives its ratio to the anchor round by round, by which\n"
-    "calibrate and validate scale it (docs/measure.md, \"The reference\")\n";
+    "calibrate and validate scale it (docs/measure.md, \"The reference\")\n"
+    "--aslr: keep the address layout randomised; by default the kit runs with a fixed one\n"
+    "(ADDR_NO_RANDOMIZE), the same for every row (docs/measure.md, \"A new ring's first use\")\n";
+
+/* A fixed address layout: on a VM of this project's kind a fresh ring's
+ * pages cost microseconds to read first in some layouts and next to
+ * nothing in others, and randomisation draws one for each process, so
+ * each row of a suite would sample its own (docs/measure.md). The kit
+ * re-executes itself once without randomisation; where it cannot, it
+ * runs on and its rows say so (kit_host_init() reads the personality). */
+static void fixed_layout(char** argv) {
+  const int p = personality(0xffffffff);
+  if (p == -1 || (p & ADDR_NO_RANDOMIZE)) return;
+  if (personality((unsigned long)p | ADDR_NO_RANDOMIZE) == -1) return;
+  execv("/proc/self/exe", argv);
+  personality((unsigned long)p); /* exec failed: as it was */
+}
 
 static const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
 
 int main(int argc, char** argv) {
   struct kit_opts o = {3, 15, 2, 0.02, 0.02, "HOST", 0.01, 2, 1000};
-  int cpu = -1, header = 0, i = 1, trace_kb = 16384;
+  int cpu = -1, header = 0, aslr = 0, i = 1, trace_kb = 16384;
   const char* trace_dir = NULL;
   const char* anchor = NULL;
   const char* anchor_id = NULL;
@@ -62,6 +80,7 @@ int main(int argc, char** argv) {
     const char* a = argv[i] + 2;
     if (!strcmp(a, "help")) return fputs(kUsage, stdout), 0;
     if (!strcmp(a, "header")) { header = 1; continue; }
+    if (!strcmp(a, "aslr")) { aslr = 1; continue; }
     size_t f = 0;
     while (f < sizeof flags / sizeof flags[0] && strcmp(a, flags[f].name)) ++f;
     if (strcmp(a, "id") && strcmp(a, "trace") && strcmp(a, "anchor") && strcmp(a, "anchor-id") &&
@@ -108,6 +127,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "simcache-measure: no program given\n%s", kUsage);
     return 2;
   }
+  if (!aslr) fixed_layout(argv);
   struct kit_host h;
   kit_host_init(&h, cpu);
   const char* prog = argv[i];
@@ -141,8 +161,8 @@ int main(int argc, char** argv) {
   if (!strcmp(prog, "host")) {
     char s[160];
     kit_host_shape(&h, s, sizeof s);
-    printf("kernel %s\ncpu %s\n%s\nmemcg %s\ngovernor %s\nprofile %s\n", h.release, h.cpu_model,
-           s, h.memcg, h.governor, h.profile);
+    printf("kernel %s\ncpu %s\n%s\nmemcg %s\ngovernor %s\nprofile %s\naddress layout %s\n", h.release,
+           h.cpu_model, s, h.memcg, h.governor, h.profile, h.fixed_layout ? "fixed" : "randomised");
     return 0;
   }
   /* The measured programs: an anchor is one of them (not llc or slabcount). */

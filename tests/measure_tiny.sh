@@ -36,6 +36,7 @@ awk -F'\t' -v rel="kernel $(uname -r);" 'NR == 1 { next }
   $6 !~ /^[0-9]+(\.[0-9]+)?$/ || $6 + 0 <= 0 { printf "line %d: value %s\n", NR, $6; bad = 1 }
   $7 !~ /^(ns\/[a-z]+|us)$/ { printf "line %d: unit %s\n", NR, $7; bad = 1 }
   index($9, rel) == 0 { printf "line %d: source lacks %s\n", NR, rel; bad = 1 }
+  $9 !~ /; address layout fixed$/ { printf "line %d: source lacks the fixed layout\n", NR; bad = 1 }
   $10 !~ /stability=(pass|gate-fail); max group CV/ { printf "line %d: note %s\n", NR, $10; bad = 1 }
   $3 !~ /; host: [0-9]+ CPUs, task on CPU [0-9]+, kworker CPU [0-9]+, (root|child) memcg$/ {
     printf "line %d: shape lacks the host\n", NR; bad = 1 }
@@ -87,7 +88,7 @@ note=$("$kit" --rounds 3 --warmup 0 --repeats 2 --target-se 0 --id B s0 --waits 
 # The defaults docs/measure.md states are the kit's.
 help=$("$kit" --help)
 for d in "--target-se PCT (default 1)" "(judged from 10 rounds on)" "--budget SECONDS (default 2 per point)" \
-         "--max-rounds N (default 1000)"; do
+         "--max-rounds N (default 1000)" "--aslr: keep the address layout randomised"; do
   [[ "$help" == *"$d"* ]] || { echo "--help lacks '$d'"; exit 1; }
 done
 # --anchor: the anchor's rows first, under --anchor-id, each note naming
@@ -121,6 +122,9 @@ timeout 20 "$kit" --anchor "s0 --waits 4 --cycles 2" lifecycle --mode bogus >/de
 grep -q $'^P\tnode-cache\tprimed: new ring, 8-slot sparse table, fill of 8 timed as 1 batches of QD=64 after one install + unregister + re-register on the same ring, 0 warmup + 2 measured rounds; host: ' \
   "$dir/primed.tsv" || { echo "primed row: $(cat "$dir/primed.tsv")"; exit 1; }
 expect_flag_error "simcache-measure: coldwarm --mode: 'hot' is not cold, warm or primed" coldwarm --mode hot
+# The address layout: fixed unless --aslr (the host record says which).
+"$kit" host | grep -qx "address layout fixed" || { echo "host: $("$kit" host)"; exit 1; }
+"$kit" --aslr host | grep -qx "address layout randomised" || { echo "--aslr host: $("$kit" --aslr host)"; exit 1; }
 expect_flag_error "simcache-measure: --anchor-id: 'A' is the row's --id too" --id A --anchor-id A --anchor s0 s0
 expect_flag_error "simcache-measure: --anchor: given twice" --anchor s0 --anchor s0 s0
 expect_flag_error "simcache-measure: --anchor-id: only with --anchor" --anchor-id X s0

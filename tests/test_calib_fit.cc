@@ -1658,15 +1658,17 @@ TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, besi
 TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][calib][cli]") {
   // docs/validation.md, "The CQ array's pages": with the program's first
   // reads of a fresh ring's CQ array priced (ring_cq_page), the eighth to
-  // eleventh sittings (median rounds) price a page at 5.1 to 6.1 us, the
+  // twelfth sittings (median rounds) price a page at 5.1 to 6.1 us, the
   // node cache's hit near its prior, and validate the 256-install rows
-  // within 5 % (7 to 9 % high on the eleventh) with 21, 23, 23 and 24 of
-  // 24 rows inside their 90 % interval.
+  // within 5 % (7 to 9 % high on the eleventh) with 21, 23, 23, 24 and 22
+  // of 24 rows inside their 90 % interval. The twelfth, measured after
+  // the change with the kit's fixed address layout, judges it out of
+  // sample: its 256-install rows within 1 %.
   const std::filesystem::path cwd = std::filesystem::current_path();
   std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
   double lo = 1e300, hi = 0;
   const std::vector<std::pair<const char*, int>> sittings = {
-      {"eighth", 21}, {"ninth", 23}, {"tenth", 23}, {"eleventh", 24}};
+      {"eighth", 21}, {"ninth", 23}, {"tenth", 23}, {"eleventh", 24}, {"twelfth", 22}};
   for (const auto& [sitting, inside] : sittings) {
     INFO(sitting);
     const std::string cal = fmt::format("data/measurements/vm-2cpu-{}-calibration.tsv", sitting),
@@ -1693,6 +1695,8 @@ TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][cal
       if (std::string(sitting) == "eleventh") {
         CHECK(e > 7);
         CHECK(e < 9.5);
+      } else if (std::string(sitting) == "twelfth") {
+        CHECK(std::fabs(e) < 1);
       } else {
         CHECK(std::fabs(e) < 5);
       }
@@ -1763,7 +1767,7 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
   int outside_now = 0, outside_old = 0;  // sittings outside the 85-97 % goal
   for (const char* sitting :
        {"idle", "quiet", "fresh", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
-        "tenth", "eleventh"}) {
+        "tenth", "eleventh", "twelfth"}) {
     const std::string cal = fmt::format("data/measurements/vm-2cpu-{}-calibration.tsv", sitting);
     const std::string val = fmt::format("data/measurements/vm-2cpu-{}-validation.tsv", sitting);
     const std::filesystem::path cwd = std::filesystem::current_path();
@@ -1778,7 +1782,7 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
                         o.out.substr(table));
     // The prose beneath the block: on the first five the older fitter's
     // mean absolute error a little lower, by under two points on four of
-    // them and 3.6 on the fifth; on the sixth to the eleventh today's
+    // them and 3.6 on the fifth; on the sixth to the twelfth today's
     // lower.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
