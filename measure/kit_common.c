@@ -72,8 +72,13 @@ static void read_memcg(struct kit_host* h) {
 
 int kit_host_init(struct kit_host* h, int want_cpu) {
   memset(h, 0, sizeof *h);
+  /* Fixed: this process runs without randomisation, or the system has it
+   * off (/proc/sys/kernel/randomize_va_space 0). */
   const int persona = personality(0xffffffff);
-  h->fixed_layout = persona != -1 && (persona & ADDR_NO_RANDOMIZE);
+  char va[16] = "";
+  h->fixed_layout = (persona != -1 && (persona & ADDR_NO_RANDOMIZE)) ||
+                    (!read_line("/proc/sys/kernel/randomize_va_space", va, sizeof va) &&
+                     !strcmp(va, "0"));
   struct utsname u;
   uname(&u);
   snprintf(h->release, sizeof h->release, "%s", u.release);

@@ -1658,14 +1658,14 @@ TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, besi
 TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][calib][cli]") {
   // docs/validation.md, "The CQ array's pages": with the program's first
   // reads of a fresh ring's CQ array priced (ring_cq_page), the eighth to
-  // twelfth sittings (median rounds) price a page at 5.1 to 6.1 us, the
-  // node cache's hit near its prior, and validate the 256-install rows
+  // eleventh sittings (median rounds) price a page at 5.1 to 6.1 us (the
+  // twelfth at 6.1), the node cache's hit near its prior, and validate
+  // the 256-install rows
   // within 5 % (7 to 9 % high on the eleventh) with 21, 23, 23, 24 and 22
   // of 24 rows inside their 90 % interval. The twelfth, measured after
   // the change with the kit's fixed address layout, judges it out of
   // sample: its 256-install rows within 1 %.
-  const std::filesystem::path cwd = std::filesystem::current_path();
-  std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
+  const simcache::testing::InSourceDir cwd("pages");
   double lo = 1e300, hi = 0;
   const std::vector<std::pair<const char*, int>> sittings = {
       {"eighth", 21}, {"ninth", 23}, {"tenth", 23}, {"eleventh", 24}, {"twelfth", 22}};
@@ -1684,7 +1684,8 @@ TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][cal
       return std::stod(c.out.substr(at + name.size() + 2));
     };
     const double page = param("ring_cq_page");
-    lo = std::min(lo, page), hi = std::max(hi, page);
+    if (std::string(sitting) != "twelfth") lo = std::min(lo, page), hi = std::max(hi, page);
+    else CHECK(fmt::format("{:.1f}", page / 1000) == "6.1");
     CHECK(param("io_cache_get") < 10);
     const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
     CHECK(std::stoi(v.out.substr(v.out.find(cov) + cov.size())) == inside);
@@ -1702,7 +1703,6 @@ TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][cal
       }
     }
   }
-  std::filesystem::current_path(cwd);
   CHECK(fmt::format("{:.1f} {:.1f}", lo / 1000, hi / 1000) == "5.1 6.1");
 }
 

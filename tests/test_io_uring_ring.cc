@@ -547,6 +547,13 @@ TEST_CASE("ring: the program's first reads of a fresh ring's CQ array, page by p
     CHECK(s.mm.events()[Event::ring_cq_page] - 2 == pages);
     s.io->task_exit_all();
   }
+  SECTION("a replayed trace's ring (reaped in time) reads no page") {
+    Sim s("v6.18");
+    const auto [src, dst] = fresh_target(s, 1024, RingParams{256, 0, false, true});
+    REQUIRE(send_fill(s, src, dst, 1024) == 1024);
+    CHECK(s.mm.events()[Event::ring_cq_page] - 2 == 0);
+    s.io->task_exit_all();
+  }
   SECTION("a second lap reads no page for the first time; a 4,096-entry ring has 31") {
     // 8,192 CQEs: bytes 192 to 131,263; the SQ array from byte 131,264,
     // page 32: pages 1 to 31 are read first while reaping.

@@ -375,7 +375,8 @@ class IoUring {
   // program's fresh mapping of the ring (ring_cq_page): beyond page 0,
   // which the first CQEs share with the header (ring_first_use), and
   // short of the pages the SQ index array shares, which the program wrote
-  // at set-up. A replayed trace (reaped_in_time) has no mapping to read.
+  // at set-up. A replayed trace (reaped_in_time) does not trace its
+  // program's reaping, so neither its reads.
   void read_cq_pages(IoRingCtx& c, uint64_t n) {
     const uint64_t head = c.cq_head;
     c.cq_head += n;
