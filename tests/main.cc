@@ -40,7 +40,10 @@ int select_each(const char* path) {
     const Catch::Config config(data);
     const std::vector<Catch::TestCase> chosen = Catch::filterTests(all, config.testSpec(), config);
     std::cout << chosen.size();
-    for (const Catch::TestCase& t : chosen) std::cout << '\t' << t.name;
+    // A name that starts with '#' is listed (--list-test-names-only)
+    // in quotes, and so named in ctest: the same here.
+    for (const Catch::TestCase& t : chosen)
+      std::cout << '\t' << (t.name.rfind('#', 0) == 0 ? '"' + t.name + '"' : t.name);
     std::cout << '\n';
   }
   return 0;

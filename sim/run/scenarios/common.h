@@ -162,8 +162,7 @@ inline void ring_metrics(Env& e, Recorder& rec, RingId r) { ring_metrics(e, rec,
 // them, a word at a time, where a look at every slot cost a compare a
 // slot at every snapshot (sparse4096: 4,096 slots, four times a
 // snapshot). Before 6.13 a used slot holds a file and no node. Builds
-// with assertions (the sanitizer trees) check the count against the
-// slots.
+// with assertions (the ASan tree) check the count against the slots.
 inline uint32_t table_nodes(const iou::IoRingCtx& c, bool install_allocates_node) {
   const auto look = [&c] {
     uint32_t n = 0;
