@@ -380,7 +380,7 @@ class IoUring {
   void read_cq_pages(IoRingCtx& c, uint64_t n) {
     const uint64_t head = c.cq_head;
     c.cq_head += n;
-    const uint64_t size = cq_capacity(c);
+    const uint64_t size = c.cq_capacity;  // set at creation
     if (c.params.reaped_in_time || n == 0 || head >= size) return;
     const uint32_t end =
         std::min(cq_entry_page(std::min(c.cq_head, size) - 1) + 1, sq_array_page(c.params));

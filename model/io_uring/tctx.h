@@ -19,12 +19,15 @@ namespace simcache::iou {
 // rounded up to powers of two; the rings region holds struct io_rings,
 // the CQEs and (no IORING_SETUP_NO_SQARRAY) the SQ index array after a
 // cacheline; the SQ region holds the SQEs.
+// Where the SQ index array starts in the rings region: after struct
+// io_rings and the CQEs, at the next cacheline.
+inline uint64_t sq_array_offset(const RingParams& p) {
+  const uint64_t cq = std::bit_ceil(std::clamp(p.cq_entries, 1u, IORING_MAX_CQ_ENTRIES));
+  return (kIoRingsHeader + cq * kCqeSize + 63) / 64 * 64;
+}
 inline uint32_t ring_region_pages(const RingParams& p) {
   const uint64_t sq = std::bit_ceil(std::clamp(p.sq_entries, 1u, IORING_MAX_ENTRIES));
-  const uint64_t cq = std::bit_ceil(std::clamp(p.cq_entries, 1u, IORING_MAX_CQ_ENTRIES));
-  uint64_t bytes = kIoRingsHeader + cq * kCqeSize;
-  bytes = (bytes + 63) / 64 * 64 + sq * 4;
-  return static_cast<uint32_t>((bytes + PAGE_SIZE - 1) / PAGE_SIZE);
+  return static_cast<uint32_t>((sq_array_offset(p) + sq * 4 + PAGE_SIZE - 1) / PAGE_SIZE);
 }
 // The page of the rings region that CQE `idx` (below the CQ size) is in.
 inline uint32_t cq_entry_page(uint64_t idx) {
@@ -35,8 +38,7 @@ inline uint32_t cq_entry_page(uint64_t idx) {
 // io_uring_queue_init() maps SQ slot i to SQE i), so the CQ array's
 // pages from this one on are not first read while reaping.
 inline uint32_t sq_array_page(const RingParams& p) {
-  const uint64_t cq = std::bit_ceil(std::clamp(p.cq_entries, 1u, IORING_MAX_CQ_ENTRIES));
-  return static_cast<uint32_t>((kIoRingsHeader + cq * kCqeSize + 63) / 64 * 64 / PAGE_SIZE);
+  return static_cast<uint32_t>(sq_array_offset(p) / PAGE_SIZE);
 }
 inline uint32_t sq_region_pages(const RingParams& p) {
   const uint64_t sq = std::bit_ceil(std::clamp(p.sq_entries, 1u, IORING_MAX_ENTRIES));
