@@ -489,7 +489,7 @@ TEST_CASE("a fit that cannot place its shape inadequacy is refused, with its res
   }
   diag = std::sqrt(diag / 3);
   INFO("diagonal " << diag << ", whitened " << r.rms_sd_failed);
-  CHECK(fmt::format("{:.2f}", diag) == "2.12");
+  CHECK(fmt::format("{:.2f}", diag) == "2.21");
   CHECK(diag > rms_sd_limit(3));
   CHECK(r.rms_sd_failed < rms_sd_limit(3));
   CHECK(r.rms_sd_failed < 0.7 * diag);
@@ -522,10 +522,10 @@ TEST_CASE("a price the rows measure driven far below its prior is refused, namin
       CHECK(r.params[j].prior_z < -kPriorConflictZ);
     }
   CHECK(has_problem(problems,
-                    "futex_wait is 2.59% of its prior although 6 rows count it (WV-019..WV-021, "
-                    "...): the fit drove a price the rows measure 3.7 sds of its logarithm below "
+                    "futex_wait is 2.6% of its prior although 6 rows count it (WV-019..WV-021, "
+                    "...): the fit drove a price the rows measure 3.6 sds of its logarithm below "
                     "its prior (beyond 3.0)"));
-  CHECK(has_problem(problems, "futex_wake is 4.43% of its prior although 18 rows count it"));
+  CHECK(has_problem(problems, "futex_wake is 4.45% of its prior although 18 rows count it"));
   // Five times faster is within the prior's reach: 2.8 and 2.3 sds below.
   const FitReport five = fit_profile(
       prior_model(), calib().map.fit,
@@ -1165,8 +1165,8 @@ TEST_CASE("a sixth sitting: polls armed beyond the cache share are priced cold",
   // cold) it fits it over 15 % low and its rms is higher. The validation
   // suite's own reading, 4,096 KiB: its QD 1024 shape (4,096 armed) is
   // within 5 % with the share, over 7 % high without; its 32,768-deep
-  // shape is half cold at that reading, over 10 % high (inside its
-  // interval), and none cold at the calibration suite's reading, over
+  // shape is half cold at that reading, over 10 % high (at the low edge
+  // of its interval), and none cold at the calibration suite's reading, over
   // 10 % low (outside): the measurement lies between the two, and one
   // step at a share read to a factor of two is coarse. The shallow rows
   // show a ring of 4,096 costing more per SQE than one of 256 at equal
@@ -1223,11 +1223,14 @@ TEST_CASE("a sixth sitting: polls armed beyond the cache share are priced cold",
   const CliOutcome v =
       run_cli({"validate", "--statistic", "median", "--measurements", val, "--fit-on", cal});
   REQUIRE(v.status == 0);
-  for (const char* id : {"V-POLL-1024", "V-POLL-32768"}) {
-    const RowFigures f = row_figures(v.out, id);
-    INFO(id);
+  {
+    const RowFigures f = row_figures(v.out, "V-POLL-1024");
     CHECK(f.measured >= f.lo);
     CHECK(f.measured <= f.hi);
+    // The deep shape at the low edge of its interval: within 1 % of it.
+    const RowFigures d = row_figures(v.out, "V-POLL-32768");
+    CHECK(d.measured <= d.hi);
+    CHECK(std::fabs(d.measured / d.lo - 1) < 0.01);
   }
   CHECK(std::abs(error_of(v.out, "V-POLL-1024")) < 0.05);
   CHECK(v.out.find("llc_kib=4096 qd=4096 recycle=16") != std::string::npos);
@@ -1387,9 +1390,9 @@ TEST_CASE("an eighth sitting: every row beside the reference", "[refits][calib][
   {
     const std::string order = line("in file order (");
     const std::string mark = "rows inside the 90% interval ";
-    // The prose's figures: 19 of 24 against 21.
-    CHECK(std::stoi(order.substr(order.find(mark) + mark.size())) == 19);
-    CHECK(inside(d.out) == 21);
+    // The prose's figures: 18 of 24 against 20.
+    CHECK(std::stoi(order.substr(order.find(mark) + mark.size())) == 18);
+    CHECK(inside(d.out) == 20);
   }
   // What is left (docs/validation.md's prose): each row's error, in %.
   const auto err = [&](const std::string& id) {
@@ -1406,10 +1409,10 @@ TEST_CASE("an eighth sitting: every row beside the reference", "[refits][calib][
     CHECK(err(id) < -2);
     CHECK(err(id) > -5);
   }
-  // "Table sizes" and what is left: predicted 20 % low, 8 to 12 % low,
+  // "Table sizes" and what is left: predicted 25 % low, 8 to 12 % low,
   // 6 to 13 % low, 19 % high.
-  CHECK(err("V-LS-16384-1024-reg") < -19.5);
-  CHECK(err("V-LS-16384-1024-reg") > -20.5);
+  CHECK(err("V-LS-16384-1024-reg") < -24.5);
+  CHECK(err("V-LS-16384-1024-reg") > -25.5);
   CHECK(err("V-E0-700") < -8);
   CHECK(err("V-E0-700") > -12);
   CHECK(err("V-LR-128-128") < -6);
@@ -1658,17 +1661,17 @@ TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, besi
 TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][calib][cli]") {
   // docs/validation.md, "The CQ array's pages": with the program's first
   // reads of a fresh ring's CQ array priced (ring_cq_page), the eighth to
-  // eleventh sittings (median rounds) price a page at 5.1 to 6.1 us (the
-  // twelfth at 6.1), the node cache's hit near its prior, and validate
+  // eleventh sittings (median rounds) price a page at 5.2 to 5.9 us (the
+  // twelfth at 6.2), the node cache's hit near its prior, and validate
   // the 256-install rows
-  // within 5 % (7 to 9 % high on the eleventh) with 21, 23, 23, 24 and 22
+  // within 5 % (7 to 9 % high on the eleventh) with 20, 23, 23, 24 and 22
   // of 24 rows inside their 90 % interval. The twelfth, measured after
   // the change with the kit's fixed address layout, judges it out of
   // sample: its 256-install rows within 1 %.
   const simcache::testing::InSourceDir cwd("pages");
   double lo = 1e300, hi = 0;
   const std::vector<std::pair<const char*, int>> sittings = {
-      {"eighth", 21}, {"ninth", 23}, {"tenth", 23}, {"eleventh", 24}, {"twelfth", 22}};
+      {"eighth", 20}, {"ninth", 23}, {"tenth", 23}, {"eleventh", 24}, {"twelfth", 22}};
   for (const auto& [sitting, inside] : sittings) {
     INFO(sitting);
     const std::string cal = fmt::format("data/measurements/vm-2cpu-{}-calibration.tsv", sitting),
@@ -1685,7 +1688,7 @@ TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][cal
     };
     const double page = param("ring_cq_page");
     if (std::string(sitting) != "twelfth") lo = std::min(lo, page), hi = std::max(hi, page);
-    else CHECK(fmt::format("{:.1f}", page / 1000) == "6.1");
+    else CHECK(fmt::format("{:.1f}", page / 1000) == "6.2");
     CHECK(param("io_cache_get") < 10);
     const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
     CHECK(std::stoi(v.out.substr(v.out.find(cov) + cov.size())) == inside);
@@ -1694,7 +1697,7 @@ TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][cal
       const RowFigures f = row_figures(v.out, id);
       const double e = 100 * (f.predicted / f.measured - 1);
       if (std::string(sitting) == "eleventh") {
-        CHECK(e > 7);
+        CHECK(e > 6.5);
         CHECK(e < 9.5);
       } else if (std::string(sitting) == "twelfth") {
         CHECK(std::fabs(e) < 1);
@@ -1703,7 +1706,7 @@ TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][cal
       }
     }
   }
-  CHECK(fmt::format("{:.1f} {:.1f}", lo / 1000, hi / 1000) == "5.1 6.1");
+  CHECK(fmt::format("{:.1f} {:.1f}", lo / 1000, hi / 1000) == "5.2 5.9");
 }
 
 TEST_CASE("an eleventh sitting: the node cache's primed fill", "[refits][calib][cli]") {
@@ -1755,7 +1758,34 @@ TEST_CASE("an eleventh sitting: the node cache's primed fill", "[refits][calib][
   CHECK(std::fabs(first.first / step - 1) < 0.05);
   // The prose's figures, in microseconds.
   CHECK(fmt::format("{:.2f} {:.2f} {:.2f} {:.2f}", first.first / 1000, first.second / 1000,
-                    first_less.second / 1000, step / 1000) == "4.76 0.79 1.22 4.74");
+                    first_less.second / 1000, step / 1000) == "4.73 0.80 1.22 4.74");
+}
+
+TEST_CASE("every shipped fit's error model settles", "[refits][calib][cli]") {
+  // docs/calibration.md, "The fit": with the memory work's prices held
+  // where the previous round put them, no shipped fit's relinearisation
+  // orbits; before, 9 of these 27 did (the tenth sitting's memory factor
+  // went 0.30, 1.14, 4.98, 0.17, 0.50, 2.02, 0.19, 0.56 over the eight
+  // rounds). The oldest sitting by its mean rounds does not settle, and
+  // calibrate says so.
+  const std::string cause = "not credible: the error model did not settle";
+  std::vector<std::pair<std::string, std::string>> fits = {
+      {"data/measurements/calibration.tsv", "mean"}};
+  for (const char* sitting :
+       {"", "idle-", "quiet-", "fresh-", "fourth-", "fifth-", "sixth-", "seventh-", "eighth-",
+        "ninth-", "tenth-", "eleventh-", "twelfth-"})
+    for (const char* statistic : {"mean", "median"})
+      fits.emplace_back(fmt::format("data/measurements/vm-2cpu-{}calibration.tsv", sitting),
+                        statistic);
+  REQUIRE(fits.size() == 27);
+  for (const auto& [file, statistic] : fits) {
+    INFO(file << " " << statistic);
+    const CliOutcome c =
+        run_cli({"calibrate", "--statistic", statistic, "--measurements", repo_file(file)});
+    const bool oldest_mean = file == "data/measurements/vm-2cpu-calibration.tsv" && statistic == "mean";
+    CHECK((c.err.find(cause) != std::string::npos) == oldest_mean);
+    if (!oldest_mean && file != "data/measurements/vm-2cpu-calibration.tsv") CHECK(c.status == 0);
+  }
 }
 
 TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
@@ -1782,17 +1812,19 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
                         o.out.substr(table));
     // The prose beneath the block: on the first five the older fitter's
     // mean absolute error a little lower, by under two points on four of
-    // them and 3.6 on the fifth; on the sixth to the twelfth today's
-    // lower.
+    // them and 3.8 on the fifth; on the sixth to the twelfth today's
+    // lower, but for the eighth, where the two tie.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
     const std::string s(sitting);
     if (s == "idle" || s == "quiet" || s == "fresh" || s == "fourth" || s == "fifth") {
       CHECK(old < now);
       if (s == "fifth")
-        CHECK(fmt::format("{:.1f}", now - old) == "3.6");
+        CHECK(fmt::format("{:.1f}", now - old) == "3.8");
       else
         CHECK(now - old < 2);
+    } else if (s == "eighth") {
+      CHECK(fmt::format("{:.2f}", now) == fmt::format("{:.2f}", old));
     } else {
       CHECK(now < old);
     }
@@ -1898,7 +1930,10 @@ TEST_CASE("docs/measure.md's worked example is what calibrate prints on its rows
   // poorly, and since the CQ array's pages are priced the speed factor's
   // search ends high, where the prices it names are refused.
   CHECK(r.status == 3);
-  CHECK(r.out.find("speed factor 25.") != std::string::npos);
+  CHECK(r.out.find("speed factor 24.") != std::string::npos);
+  // Its error model does not settle either (docs/calibration.md, "The
+  // fit"): a cause of its own.
+  CHECK(r.err.find("not credible: the error model did not settle") != std::string::npos);
   CHECK(simcache::testing::read_text(repo_file("docs/measure.md"))
             .find("The block above is what calibrate prints today: the fit is refused.") !=
         std::string::npos);

@@ -147,6 +147,10 @@ inline constexpr double kPriorConflictZ = 3.0;
 // futex_wake and the request path all at 0, each within an sd) are a
 // collapse, refused whatever their pull.
 inline constexpr double kBoundRefuseZ = 1.0;
+// An error model whose last relinearisation still moved a speed factor
+// or an error term by more than this has not settled: the fit is refused
+// (eight rounds; every shipped fit settles to within 0.2 %).
+inline constexpr double kSettled = 0.01;
 inline constexpr double kAllowedPartnerCorr = 0.9;
 
 // The row noise's prior: log s ~ N(log s0, sd^2) with sd = log 2, s0 the
@@ -168,6 +172,9 @@ struct FitReport {
   double rms_rel = 0, max_rel = 0;
   size_t max_row = 0;
   bool converged = true;
+  // The relative move of the speed factors and error terms in the fit's
+  // last relinearisation round: above kSettled, a cause of its own.
+  double error_model_move = 0;
   // FitMethod::unscaled: work too has a Gaussian prior bounded at 0
   // (NNLS), so a price of work the rows measure can sit at 0. Under
   // today's log-normal priors only a penalty (or a price whose prior
