@@ -63,9 +63,11 @@ struct BayesFit {
     return c == SpeedClass::none ? 1.0 : c == SpeedClass::memory ? speed_memory : speed;
   }
   bool converged = true;
-  // The relative move of the speed factors and error terms in the last
-  // round of relinearisation (bayes_fit()): at most 1e-6 when they
-  // settled, above kSettled when they had not settled after eight.
+  // How far the last round of relinearisation moved the error model
+  // (bayes_fit()): the largest relative move of a speed factor, or of an
+  // error term against the largest of them; at most kStill when the
+  // rounds stopped on their own, and 0 when a next point would have
+  // predicted a row at 0 and the rounds stopped there.
   double last_move = 0;
   // Bounds of the error-model search each estimate sits at (within 1e-3
   // of the logarithm): the search could not place it.
@@ -120,15 +122,16 @@ struct ErrorModel {
 
 // The rows' prior predictive as a function of the speed factors, on
 // the logarithm of a row's time (the errors are relative: log y_i =
-// log(a_i x) + u + v + e), with log(a_i x) linearised at x^ (first the
-// prior means at the trial factors, x^ = K mu; then the previous round's
-// prices, x^ = K' z^ with that round's factors K': a Laplace
-// approximation at the mode): with p_i = a_i x^, the mean is log p_i +
-// a_i (K mu - x^) / p_i and the covariance (A K T)(A K T)^T / (p p^T)
-// (K: k on the scaled parameters, 1 on definitions). On the log scale no speed factor
+// log(a_i x) + u + v + e), with log(a_i x) linearised at x^ = K z^ (z^
+// the prior means, then the fit's own shape: a Laplace approximation at
+// the mode; the memory work's part after the first round at the previous
+// round's factor instead of the trial one: neg_log_marginal()): with
+// p_i = a_i x^, the mean is log p_i + a_i (K mu - x^) / p_i and the
+// covariance (A K T)(A K T)^T / (p p^T) (K: k on the scaled parameters,
+// 1 on definitions). On the log scale no speed factor
 // makes every residual small at once: a row predicted at 0 is infinitely
 // wrong, where 1 - a_i x / y_i would be a bounded 100 % that a shape
-// inadequacy at its cap absorbs. For rows of scaled parameters only, the
+// inadequacy at its cap absorbs. For rows of CPU work only, the
 // residuals and the covariance do not depend on k beyond log k itself.
 struct PriorPredictive {
   // Per row and speed class c (none, cpu, memory): a_i z^ and
@@ -170,15 +173,11 @@ constexpr double kMemoryRatioSd = 2.302585092994046;
 // -log p(log rows | k, s, sv, su) up to a constant, z integrated over its
 // prior. `ke_held`: the previous round's memory factor, at whose prices
 // the memory-class work stays linearised while the trial factors move
-// (0: at the trial factors' own prior means, the first round). Moving
-// those few prices' point with the trial factor fed each round's memory
-// factor into the next one's linearisation, and on 9 of the 27 shipped
-// fits the rounds orbited instead of settling: the tenth VM sitting's
-// memory factor went 0.30, 1.14, 4.98, 0.17, 0.50, 2.02, 0.19, 0.56 over
-// the eight rounds, and the last one decided. The CPU work's point moves
-// with k, as the rows' level does: held there too, the factor's estimate
-// took the priors' relative width for a level (synthetic rows with every
-// prior 50 % off gave k 15 % low).
+// (0: at the trial factors' own prior means, the first round). Moved
+// with the trial factor, those few prices fed each round's memory factor
+// into the next one's point and the rounds could orbit; the CPU work's
+// point moves with k, as the rows' level does (docs/calibration.md, "The
+// fit", says why both).
 double neg_log_marginal(const PriorPredictive& pp, const ErrorModel& em, double k, double ke,
                         double s, double sv, double su, double ke_held = 0) {
   const size_t n = pp.ly.size();
@@ -625,10 +624,10 @@ void solve_params_log(const Matrix& a, const std::vector<double>& y, const std::
   f->bound_z.assign(np, 0.0);
 }
 
-// The error model linearised at the prior means, then at the previous
-// round's prices x (held while the next round searches the factors),
-// until (k, s, sv, su) move by less than 1e-6 (relative) or after 8
-// rounds: every shipped sitting settles in 4 to 6.
+// The error model linearised at the prior means, then at the fit's own
+// shape z^ = x / K (the memory work's held at the previous round's
+// factor: neg_log_marginal()), until (k, km, s, sv, su) move by less
+// than kStill or after 8 rounds.
 BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
                    const std::vector<double>& tau, const std::vector<SpeedClass>& cls,
                    const std::vector<bool>& penalty, const std::vector<size_t>& config,
@@ -648,17 +647,20 @@ BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vec
     fit_error_model(PriorPredictive(a, y, mu, tau, cls, zhat), em, s_min, s_prior, &f,
                     round > 0 ? prev.speed_memory : 0);
     solve_params_log(a, y, mu, tau, cls, penalty, em, &f);
-    // The largest relative move of the factors and the error terms this
-    // round (an error term that appears or vanishes moves by 1).
+    // The largest move this round: a speed factor's relative to itself,
+    // an error term's relative to the largest of them (one that appears
+    // or vanishes at the search's floor is no move of the error model).
     const auto move = [](double p, double q) {
       return std::max(p, q) > 0 ? std::fabs(p - q) / std::max(p, q) : 0.0;
     };
+    const double err = std::max({prev.s, prev.sv, prev.su, f.s, f.sv, f.su});
+    const auto err_move = [err](double p, double q) { return err > 0 ? std::fabs(p - q) / err : 0.0; };
     f.last_move = round == 0 ? 1.0
                              : std::max({move(prev.speed, f.speed),
                                          move(prev.speed_memory, f.speed_memory),
-                                         move(prev.s, f.s), move(prev.sv, f.sv),
-                                         move(prev.su, f.su)});
-    if (f.last_move <= 1e-6) break;
+                                         err_move(prev.s, f.s), err_move(prev.sv, f.sv),
+                                         err_move(prev.su, f.su)});
+    if (f.last_move <= kStill) break;
     // The next linearisation point; a row it would predict at 0 keeps the
     // previous one.
     std::vector<double> next(np);
@@ -669,7 +671,10 @@ BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vec
       for (size_t j = 0; j < np; ++j) p += a(i, j) * next[j];
       positive = p > 0;
     }
-    if (!positive) break;
+    if (!positive) {  // no next point: the fit stays where this round put it
+      f.last_move = 0;
+      break;
+    }
     zhat = next;
   }
   return f;
@@ -1081,8 +1086,8 @@ std::vector<std::string> fit_problems(const FitReport& r) {
   if (r.error_model_move > kSettled)
     out.push_back(fmt::format(
         "the error model did not settle: its last relinearisation moved a speed factor or an "
-        "error term by {:.1f}%, and the prices are that round's",
-        100 * r.error_model_move));
+        "error term by {:.3g}% (more than {:g}%), and the prices are that round's",
+        100 * r.error_model_move, 100 * kSettled));
   return out;
 }
 

@@ -147,9 +147,11 @@ inline constexpr double kPriorConflictZ = 3.0;
 // futex_wake and the request path all at 0, each within an sd) are a
 // collapse, refused whatever their pull.
 inline constexpr double kBoundRefuseZ = 1.0;
-// An error model whose last relinearisation still moved a speed factor
-// or an error term by more than this has not settled: the fit is refused
-// (eight rounds; every shipped fit settles to within 0.2 %).
+// The relinearisation rounds stop when they move the error model by at
+// most kStill (relative); a fit whose eighth and last round still moved
+// it by more than kSettled has not settled and is refused (of the 27
+// shipped fits, the oldest VM sitting's by its mean rounds).
+inline constexpr double kStill = 1e-6;
 inline constexpr double kSettled = 0.01;
 inline constexpr double kAllowedPartnerCorr = 0.9;
 
