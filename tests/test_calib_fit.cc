@@ -1783,6 +1783,20 @@ TEST_CASE("every shipped fit's error model settles", "[refits][calib][cli]") {
         file == "data/measurements/vm-2cpu-calibration.tsv" && statistic == "mean";
     CHECK((c.err.find(cause) != std::string::npos) == oldest_mean);
     CHECK(c.status == (oldest_mean ? 3 : 0));
+    if (file != "data/measurements/calibration.tsv") continue;
+    // The prose's figures for the shipped rows: km settles at 0.32, and
+    // the two prices it scales at 0.0236 ns a byte and 0.156 ns a slot.
+    const std::string cpu = "x the priors' machine for CPU work, ";
+    const size_t at = c.out.find(cpu);
+    REQUIRE(at != std::string::npos);
+    CHECK(fmt::format("{:.2f}", std::stod(c.out.substr(at + cpu.size()))) == "0.32");
+    const auto price = [&c](const std::string& name) {
+      const size_t p = c.out.find("\n" + name + " ");
+      REQUIRE(p != std::string::npos);
+      return std::stod(c.out.substr(p + name.size() + 2));
+    };
+    CHECK(fmt::format("{:.4f} {:.3f}", price("zero_bytes"), price("file_table_slot")) ==
+          "0.0236 0.156");
   }
 }
 
