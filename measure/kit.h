@@ -37,6 +37,11 @@ struct kit_host {
   int child_memcg;    /* 1: the process is in a non-root memory cgroup */
   char memcg[256];    /* its memory cgroup path */
   char governor[64];  /* cpufreq governor of `cpu`, or "n/a" */
+  /* /sys/devices/system/cpu/vulnerabilities/meltdown ("Mitigation: PTI",
+   * "Not affected"), or "n/a": with page table isolation every kernel
+   * entry and exit switches page tables, which system-call-heavy shapes
+   * pay (docs/validation.md, "A machine without page table isolation") */
+  char meltdown[64];
   char profile[16];   /* closest simcache kernel profile, "v6.18" */
   int fixed_layout;   /* 1: address-space randomisation off (ADDR_NO_RANDOMIZE) */
 };

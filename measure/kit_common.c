@@ -114,6 +114,9 @@ int kit_host_init(struct kit_host* h, int want_cpu) {
   snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor", cpu);
   if (read_line(path, h->governor, sizeof h->governor) || !h->governor[0])
     snprintf(h->governor, sizeof h->governor, "n/a");
+  if (read_line("/sys/devices/system/cpu/vulnerabilities/meltdown", h->meltdown,
+                sizeof h->meltdown) || !h->meltdown[0])
+    snprintf(h->meltdown, sizeof h->meltdown, "n/a");
   read_memcg(h);
   /* io_uring caps a fixed-file table at RLIMIT_NOFILE: allow the hard limit */
   struct rlimit nofile;
@@ -270,8 +273,8 @@ void kit_row(const struct kit_opts* o, const struct kit_host* h, const char* id,
   snprintf(variant, sizeof variant, "host unpatched %s (profile %s)", h->release, h->profile);
   snprintf(source, sizeof source,
            "simcache-measure on %s; kernel %s; %d CPUs; pinned to CPU %d; memcg %s; governor %s; "
-           "address layout %s",
-           h->cpu_model, h->release, h->cpus, h->cpu, h->memcg, h->governor,
+           "meltdown %s; address layout %s",
+           h->cpu_model, h->release, h->cpus, h->cpu, h->memcg, h->governor, h->meltdown,
            h->fixed_layout ? "fixed" : "randomised");
   /* Every measured round of every repeat: the median and the fastest,
    * and the relative standard error of the mean over all rounds. */

@@ -166,8 +166,9 @@ int main(int argc, char** argv) {
   if (!strcmp(prog, "host")) {
     char s[160];
     kit_host_shape(&h, s, sizeof s);
-    printf("kernel %s\ncpu %s\n%s\nmemcg %s\ngovernor %s\nprofile %s\naddress layout %s\n", h.release,
-           h.cpu_model, s, h.memcg, h.governor, h.profile, h.fixed_layout ? "fixed" : "randomised");
+    printf("kernel %s\ncpu %s\n%s\nmemcg %s\ngovernor %s\nmeltdown %s\nprofile %s\naddress layout %s\n",
+           h.release, h.cpu_model, s, h.memcg, h.governor, h.meltdown, h.profile,
+           h.fixed_layout ? "fixed" : "randomised");
     return 0;
   }
   /* The measured programs: an anchor is one of them (not llc or slabcount). */

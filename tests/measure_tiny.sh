@@ -29,7 +29,10 @@ trap 'rm -rf "$dir"' EXIT
 "$top/scripts/measure" --suite tiny --out "$dir/t.tsv"
 head -1 "$dir/t.tsv" | grep -qx $'id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote' \
   || { echo "bad header"; exit 1; }
-awk -F'\t' -v rel="kernel $(uname -r);" 'NR == 1 { next }
+# What the host says of page table isolation, as the kit must record it.
+meltdown=$(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null || true)
+[ -n "$meltdown" ] || meltdown=n/a
+awk -F'\t' -v rel="kernel $(uname -r);" -v melt="; meltdown $meltdown;" 'NR == 1 { next }
   NF != 10 { printf "line %d: %d columns\n", NR, NF; bad = 1 }
   seen[$1]++ { printf "line %d: id %s twice\n", NR, $1; bad = 1 }
   $8 != "timing" { printf "line %d: kind %s\n", NR, $8; bad = 1 }
@@ -37,6 +40,7 @@ awk -F'\t' -v rel="kernel $(uname -r);" 'NR == 1 { next }
   $7 !~ /^(ns\/[a-z]+|us)$/ { printf "line %d: unit %s\n", NR, $7; bad = 1 }
   index($9, rel) == 0 { printf "line %d: source lacks %s\n", NR, rel; bad = 1 }
   $9 !~ /; address layout fixed$/ { printf "line %d: source lacks the fixed layout\n", NR; bad = 1 }
+  index($9, melt) == 0 { printf "line %d: source lacks %s\n", NR, melt; bad = 1 }
   $10 !~ /stability=(pass|gate-fail); max group CV/ { printf "line %d: note %s\n", NR, $10; bad = 1 }
   $3 !~ /; host: [0-9]+ CPUs, task on CPU [0-9]+, kworker CPU [0-9]+, (root|child) memcg$/ {
     printf "line %d: shape lacks the host\n", NR; bad = 1 }
@@ -124,6 +128,7 @@ grep -q $'^P\tnode-cache\tprimed: new ring, 8-slot sparse table, fill of 8 timed
 expect_flag_error "simcache-measure: coldwarm --mode: 'hot' is not cold, warm or primed" coldwarm --mode hot
 # The address layout: fixed unless --aslr (the host record says which).
 "$kit" host | grep -qx "address layout fixed" || { echo "host: $("$kit" host)"; exit 1; }
+"$kit" host | grep -qxF "meltdown $meltdown" || { echo "host: $("$kit" host)"; exit 1; }
 # --aslr keeps the system's randomisation: off system-wide, the layout is
 # fixed either way.
 want=randomised

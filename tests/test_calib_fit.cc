@@ -1657,6 +1657,75 @@ TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, besi
   CHECK(from(scaled.out, "| today's | 0/1 | ").size() > 0);
 }
 
+TEST_CASE("a sitting without page table isolation: few installs or waits a system call",
+          "[refits][calib][cli]") {
+  // docs/validation.md, "A machine without page table isolation": the
+  // reuse of 128 slots (a FILES_UPDATE and two batches of SEND_FD a
+  // cycle) and arm-fail at 700 per mille (one or two io_uring_enter for
+  // 32 waits) spend much of their time entering the kernel. On the AMD
+  // sittings, whose VM isolated page tables, each sitting's own fit
+  // predicts the reuse 6 to 28 % low, and arm-fail at 700 down to 17 %
+  // low; on the Xeon, whose kernel says Meltdown does not affect it (the
+  // kit records it in every row's source), both within 2 %.
+  const simcache::testing::InSourceDir cwd("pti");
+  const auto error = [](const std::string& out, const char* id) {
+    const RowFigures f = row_figures(out, id);
+    REQUIRE(f.predicted == f.predicted);
+    CHECK(f.lo <= f.predicted);
+    return 100 * (f.predicted / f.measured - 1);
+  };
+  const auto judge = [](const std::string& sitting, const char* statistic) {
+    const std::string cal = fmt::format("data/measurements/vm-2cpu-{}-calibration.tsv", sitting),
+                      val = fmt::format("data/measurements/vm-2cpu-{}-validation.tsv", sitting);
+    const CliOutcome v =
+        run_cli({"validate", "--statistic", statistic, "--measurements", val, "--fit-on", cal});
+    INFO(sitting << " " << statistic << ": " << v.err);
+    REQUIRE(v.status == 0);
+    return v.out;
+  };
+  double reuse_lo = 0, reuse_hi = -100, arm_lo = 0;
+  for (const char* sitting : {"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth"})
+    for (const char* statistic : {"mean", "median"}) {
+      INFO(sitting << " " << statistic);
+      const std::string out = judge(sitting, statistic);
+      const double reuse = error(out, "V-LR-128-128");
+      reuse_lo = std::min(reuse_lo, reuse), reuse_hi = std::max(reuse_hi, reuse);
+      arm_lo = std::min(arm_lo, error(out, "V-E0-700"));
+    }
+  CHECK(fmt::format("{:.0f} {:.0f} {:.0f}", reuse_hi, reuse_lo, arm_lo) == "-6 -28 -17");
+  for (const char* statistic : {"mean", "median"}) {
+    INFO(statistic);
+    const std::string out = judge("xeon", statistic);
+    const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
+    CHECK(out.substr(out.find(cov) + cov.size(), 5) == "21/24");
+    // Its misses: POLL_ADD at QD 1,024 about 12 % high, and by mean
+    // rounds the paced lifecycle about 11 % low.
+    CHECK(std::fabs(error(out, "V-POLL-1024") - 12) < 1);
+    if (std::string(statistic) == "mean") CHECK(std::fabs(error(out, "V-LP-1024-256") + 11) < 1);
+    for (const char* id : {"V-LR-128-128", "V-E0-700"}) {
+      INFO(id);
+      const RowFigures f = row_figures(out, id);
+      CHECK(std::fabs(error(out, id)) < 2);
+      CHECK(f.lo <= f.measured);
+      CHECK(f.measured <= f.hi);
+    }
+  }
+  // The record: every Xeon row says what its kernel reported.
+  for (const char* suite : {"calibration", "validation"}) {
+    std::istringstream in(simcache::testing::read_text(
+        repo_file(fmt::format("data/measurements/vm-2cpu-xeon-{}.tsv", suite))));
+    std::string line;
+    std::getline(in, line);
+    int rows = 0;
+    while (std::getline(in, line)) {
+      ++rows;
+      CHECK(line.find("simcache-measure on Intel(R) Xeon(R) Processor;") != std::string::npos);
+      CHECK(line.find("; meltdown Not affected; address layout fixed") != std::string::npos);
+    }
+    CHECK(rows > 50);
+  }
+}
+
 TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][calib][cli]") {
   // docs/validation.md, "The CQ array's pages": with the program's first
   // reads of a fresh ring's CQ array priced (ring_cq_page), the eighth to
@@ -1763,18 +1832,19 @@ TEST_CASE("an eleventh sitting: the node cache's primed fill", "[refits][calib][
 TEST_CASE("every shipped fit's error model settles", "[refits][calib][cli]") {
   // docs/calibration.md, "The fit": with the memory work's prices held
   // where the previous round put them, no shipped fit's relinearisation
-  // orbits (9 of these 27 did) but the oldest sitting's by its mean
-  // rounds, and calibrate says so.
+  // orbits (9 of the first 27 did) but the oldest sitting's by its mean
+  // rounds, and calibrate says so; the Xeon sitting, measured after the
+  // change, settles too.
   const std::string cause = "not credible: the error model did not settle";
   std::vector<std::pair<std::string, std::string>> fits = {
       {"data/measurements/calibration.tsv", "mean"}};
   for (const char* sitting :
        {"", "idle-", "quiet-", "fresh-", "fourth-", "fifth-", "sixth-", "seventh-", "eighth-",
-        "ninth-", "tenth-", "eleventh-", "twelfth-"})
+        "ninth-", "tenth-", "eleventh-", "twelfth-", "xeon-"})
     for (const char* statistic : {"mean", "median"})
       fits.emplace_back(fmt::format("data/measurements/vm-2cpu-{}calibration.tsv", sitting),
                         statistic);
-  REQUIRE(fits.size() == 27);
+  REQUIRE(fits.size() == 29);
   for (const auto& [file, statistic] : fits) {
     INFO(file << " " << statistic);
     const CliOutcome c =
@@ -1830,7 +1900,7 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
   int outside_now = 0, outside_old = 0;  // sittings outside the 85-97 % goal
   for (const char* sitting :
        {"idle", "quiet", "fresh", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
-        "tenth", "eleventh", "twelfth"}) {
+        "tenth", "eleventh", "twelfth", "xeon"}) {
     const std::string cal = fmt::format("data/measurements/vm-2cpu-{}-calibration.tsv", sitting);
     const std::string val = fmt::format("data/measurements/vm-2cpu-{}-validation.tsv", sitting);
     const std::filesystem::path cwd = std::filesystem::current_path();
@@ -1845,8 +1915,8 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
                         o.out.substr(table));
     // The prose beneath the block: on the first five the older fitter's
     // mean absolute error a little lower, by under two points on four of
-    // them and 3.8 on the fifth; on the sixth to the twelfth today's
-    // lower, but for the eighth, where the two tie.
+    // them and 3.8 on the fifth; on the sixth to the twelfth and the
+    // Xeon today's lower, but for the eighth, where the two tie.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
     const std::string s(sitting);
