@@ -1665,8 +1665,10 @@ TEST_CASE("a sitting without page table isolation: few installs or waits a syste
   // 32 waits) spend much of their time entering the kernel. On the AMD
   // sittings, whose VM isolated page tables, each sitting's own fit
   // predicts the reuse 6 to 28 % low, and arm-fail at 700 down to 17 %
-  // low; on the Xeon, whose kernel says Meltdown does not affect it (the
-  // kit records it in every row's source), both within 2 %.
+  // low; on the two Xeon sittings, whose kernel says Meltdown does not
+  // affect it (the kit records it in every row's source), arm-fail
+  // within 2 % and the reuse from 5 % low to 0.2 % high, inside their
+  // intervals.
   const simcache::testing::InSourceDir cwd("pti");
   const auto error = [](const std::string& out, const char* id) {
     const RowFigures f = row_figures(out, id);
@@ -1693,27 +1695,36 @@ TEST_CASE("a sitting without page table isolation: few installs or waits a syste
       arm_lo = std::min(arm_lo, error(out, "V-E0-700"));
     }
   CHECK(fmt::format("{:.0f} {:.0f} {:.0f}", reuse_hi, reuse_lo, arm_lo) == "-6 -28 -17");
-  for (const char* statistic : {"mean", "median"}) {
-    INFO(statistic);
-    const std::string out = judge("xeon", statistic);
-    const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
-    CHECK(out.substr(out.find(cov) + cov.size(), 5) == "21/24");
-    // Its misses: POLL_ADD at QD 1,024 about 12 % high, and by mean
-    // rounds the paced lifecycle about 11 % low.
-    CHECK(std::fabs(error(out, "V-POLL-1024") - 12) < 1);
-    if (std::string(statistic) == "mean") CHECK(std::fabs(error(out, "V-LP-1024-256") + 11) < 1);
-    for (const char* id : {"V-LR-128-128", "V-E0-700"}) {
-      INFO(id);
-      const RowFigures f = row_figures(out, id);
-      CHECK(std::fabs(error(out, id)) < 2);
-      CHECK(f.lo <= f.measured);
-      CHECK(f.measured <= f.hi);
+  double xeon_reuse_lo = 0, xeon_reuse_hi = -100;
+  for (const char* sitting : {"xeon", "xeon-second"})
+    for (const char* statistic : {"mean", "median"}) {
+      INFO(sitting << " " << statistic);
+      const std::string out = judge(sitting, statistic);
+      if (std::string(sitting) == "xeon") {
+        const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
+        CHECK(out.substr(out.find(cov) + cov.size(), 5) == "21/24");
+        // Its misses: POLL_ADD at QD 1,024 about 12 % high, and by mean
+        // rounds the paced lifecycle about 11 % low.
+        CHECK(std::fabs(error(out, "V-POLL-1024") - 12) < 1);
+        if (std::string(statistic) == "mean")
+          CHECK(std::fabs(error(out, "V-LP-1024-256") + 11) < 1);
+      }
+      for (const char* id : {"V-LR-128-128", "V-E0-700"}) {
+        INFO(id);
+        const RowFigures f = row_figures(out, id);
+        const double e = error(out, id);
+        if (std::string(id) == "V-E0-700") CHECK(std::fabs(e) < 2);
+        else xeon_reuse_lo = std::min(xeon_reuse_lo, e), xeon_reuse_hi = std::max(xeon_reuse_hi, e);
+        CHECK(f.lo <= f.measured);
+        CHECK(f.measured <= f.hi);
+      }
     }
-  }
+  CHECK(fmt::format("{:.0f} {:.0f}", xeon_reuse_lo, xeon_reuse_hi) == "-5 0");
   // The record: every Xeon row says what its kernel reported.
-  for (const char* suite : {"calibration", "validation"}) {
+  for (const char* file : {"xeon-calibration", "xeon-validation", "xeon-second-calibration",
+                           "xeon-second-validation"}) {
     std::istringstream in(simcache::testing::read_text(
-        repo_file(fmt::format("data/measurements/vm-2cpu-xeon-{}.tsv", suite))));
+        repo_file(fmt::format("data/measurements/vm-2cpu-{}.tsv", file))));
     std::string line;
     std::getline(in, line);
     int rows = 0;
@@ -1723,6 +1734,59 @@ TEST_CASE("a sitting without page table isolation: few installs or waits a syste
       CHECK(line.find("; meltdown Not affected; address layout fixed") != std::string::npos);
     }
     CHECK(rows > 50);
+  }
+}
+
+TEST_CASE("the calibration suite's small reuse and one armed wait a cycle",
+          "[refits][calib][cli]") {
+  // docs/measure.md, section 1's suites: C-LR-16-16 (against 4,096 slots,
+  // the removal's and the refill's system calls against their entries)
+  // and C-E0-969 (one armed wait a cycle: against 1000 per mille, the
+  // second io_uring_enter() any armed wait costs). The second Xeon
+  // sitting has them: its fit meets both within 2 %, leaves
+  // io_uring_enter near its prior (docs/validation.md, "A machine without
+  // page table isolation"), and predicts its
+  // validation suite with a lower mean absolute error than a fit of the
+  // same rows without them, by mean and by median rounds.
+  const simcache::testing::InSourceDir cwd("percall");
+  const std::string cal = "data/measurements/vm-2cpu-xeon-second-calibration.tsv",
+                    val = "data/measurements/vm-2cpu-xeon-second-validation.tsv";
+  std::string without;
+  {
+    std::istringstream in(simcache::testing::read_text(repo_file(cal)));
+    int dropped = 0;
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("C-LR-16-16", 0) == 0 || line.rfind("C-E0-969", 0) == 0) {
+        ++dropped;
+        continue;
+      }
+      without += line + "\n";
+    }
+    CHECK(dropped == 4);  // the rows and the references beside them
+  }
+  const std::string less = cwd.tmp() + "/less.tsv";
+  std::ofstream(less) << without;
+  for (const char* statistic : {"mean", "median"}) {
+    INFO(statistic);
+    const CliOutcome c = run_cli({"calibrate", "--statistic", statistic, "--measurements", cal});
+    REQUIRE(c.status == 0);
+    for (const char* id : {"C-LR-16-16", "C-E0-969"}) {
+      INFO(id);
+      const RowFigures f = row_figures(c.out, id);
+      CHECK(std::fabs(f.predicted / f.measured - 1) < 0.02);
+    }
+    // Cheap here: the fit leaves io_uring_enter near its prior.
+    const size_t at = c.out.find("\nio_uring_enter ");
+    REQUIRE(at != std::string::npos);
+    const std::string line = c.out.substr(at + 1, c.out.find('\n', at + 1) - at - 1);
+    CHECK(line.substr(line.size() - 6) == " prior");
+    const CliOutcome w =
+        run_cli({"validate", "--statistic", statistic, "--measurements", val, "--fit-on", cal});
+    const CliOutcome l =
+        run_cli({"validate", "--statistic", statistic, "--measurements", val, "--fit-on", less});
+    REQUIRE(w.status == 0);
+    REQUIRE(l.status == 0);
+    CHECK(last_cell_pct(w.out, "| today's |") < last_cell_pct(l.out, "| today's |"));
   }
 }
 
@@ -1833,18 +1897,18 @@ TEST_CASE("every shipped fit's error model settles", "[refits][calib][cli]") {
   // docs/calibration.md, "The fit": with the memory work's prices held
   // where the previous round put them, no shipped fit's relinearisation
   // orbits (9 of the first 27 did) but the oldest sitting's by its mean
-  // rounds, and calibrate says so; the Xeon sitting, measured after the
-  // change, settles too.
+  // rounds, and calibrate says so; the two Xeon sittings, measured after
+  // the change, settle too.
   const std::string cause = "not credible: the error model did not settle";
   std::vector<std::pair<std::string, std::string>> fits = {
       {"data/measurements/calibration.tsv", "mean"}};
   for (const char* sitting :
        {"", "idle-", "quiet-", "fresh-", "fourth-", "fifth-", "sixth-", "seventh-", "eighth-",
-        "ninth-", "tenth-", "eleventh-", "twelfth-", "xeon-"})
+        "ninth-", "tenth-", "eleventh-", "twelfth-", "xeon-", "xeon-second-"})
     for (const char* statistic : {"mean", "median"})
       fits.emplace_back(fmt::format("data/measurements/vm-2cpu-{}calibration.tsv", sitting),
                         statistic);
-  REQUIRE(fits.size() == 29);
+  REQUIRE(fits.size() == 31);
   for (const auto& [file, statistic] : fits) {
     INFO(file << " " << statistic);
     const CliOutcome c =
@@ -1900,7 +1964,7 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
   int outside_now = 0, outside_old = 0;  // sittings outside the 85-97 % goal
   for (const char* sitting :
        {"idle", "quiet", "fresh", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
-        "tenth", "eleventh", "twelfth", "xeon"}) {
+        "tenth", "eleventh", "twelfth", "xeon", "xeon-second"}) {
     const std::string cal = fmt::format("data/measurements/vm-2cpu-{}-calibration.tsv", sitting);
     const std::string val = fmt::format("data/measurements/vm-2cpu-{}-validation.tsv", sitting);
     const std::filesystem::path cwd = std::filesystem::current_path();
@@ -1916,7 +1980,8 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
     // The prose beneath the block: on the first five the older fitter's
     // mean absolute error a little lower, by under two points on four of
     // them and 3.8 on the fifth; on the sixth to the twelfth and the
-    // Xeon today's lower, but for the eighth, where the two tie.
+    // two Xeon sittings today's lower, but for the eighth, where the two
+    // tie.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
     const std::string s(sitting);
