@@ -38,10 +38,14 @@ struct kit_host {
   char memcg[256];    /* its memory cgroup path */
   char governor[64];  /* cpufreq governor of `cpu`, or "n/a" */
   /* /sys/devices/system/cpu/vulnerabilities/meltdown ("Mitigation: PTI",
-   * "Not affected"), or "n/a": with page table isolation every kernel
-   * entry and exit switches page tables, which system-call-heavy shapes
-   * pay (docs/validation.md, "A machine without page table isolation") */
-  char meltdown[64];
+   * "Not affected"; an AMD CPU always reads "Not affected"), or "n/a" */
+  char meltdown[128];
+  /* Every file of /sys/devices/system/cpu/vulnerabilities as "name=text"
+   * lines in name order, hashed (FNV-1a, 64 bits, 16 hex digits), or
+   * "n/a": two sittings with the same digest ran with the same CPU bugs
+   * and mitigations, which set what every kernel entry and exit costs
+   * (docs/measure.md; `simcache-measure host` prints the lines) */
+  char vulns[20];
   char profile[16];   /* closest simcache kernel profile, "v6.18" */
   int fixed_layout;   /* 1: address-space randomisation off (ADDR_NO_RANDOMIZE) */
 };
@@ -78,6 +82,10 @@ struct kit_point {
 int kit_host_init(struct kit_host* h, int want_cpu);
 /* "host: 2 CPUs, task on CPU 1, kworker CPU 0, child memcg" */
 void kit_host_shape(const struct kit_host* h, char* out, size_t n);
+/* Hashes /sys/devices/system/cpu/vulnerabilities into `digest` (at least
+ * 17 bytes; "n/a" when the directory is absent or empty) and, when
+ * `print` is set, writes each file there as "vulnerability NAME: TEXT". */
+void kit_cpu_vulns(char* digest, size_t n, FILE* print);
 
 double kit_now_ns(void);
 /* A fixed point: every repeat has exactly `rounds` rounds, written to v. */

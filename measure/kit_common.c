@@ -1,7 +1,9 @@
 /* The host record, clocks, statistics and the row writer. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,29 @@ static int read_line(const char* path, char* out, size_t n) {
   fclose(f);
   out[strcspn(out, "\n")] = 0;
   return 0;
+}
+
+void kit_cpu_vulns(char* digest, size_t n, FILE* print) {
+  const char* dir = "/sys/devices/system/cpu/vulnerabilities";
+  struct dirent** names = NULL;
+  const int count = scandir(dir, &names, NULL, alphasort);
+  uint64_t h = 14695981039346656037ull; /* FNV-1a, 64 bits */
+  int files = 0;
+  for (int i = 0; i < count; ++i) {
+    const char* name = names[i]->d_name;
+    char path[512], text[512], line[1100];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (name[0] != '.' && read_line(path, text, sizeof text) == 0) {
+      snprintf(line, sizeof line, "%s=%s\n", name, text);
+      for (const char* c = line; *c; ++c) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+      if (print) fprintf(print, "vulnerability %s: %s\n", name, text);
+      ++files;
+    }
+    free(names[i]);
+  }
+  free(names);
+  if (files) snprintf(digest, n, "%016llx", (unsigned long long)h);
+  else snprintf(digest, n, "n/a");
 }
 
 /* "0-1,4" -> 3 */
@@ -117,6 +142,7 @@ int kit_host_init(struct kit_host* h, int want_cpu) {
   if (read_line("/sys/devices/system/cpu/vulnerabilities/meltdown", h->meltdown,
                 sizeof h->meltdown) || !h->meltdown[0])
     snprintf(h->meltdown, sizeof h->meltdown, "n/a");
+  kit_cpu_vulns(h->vulns, sizeof h->vulns, NULL);
   read_memcg(h);
   /* io_uring caps a fixed-file table at RLIMIT_NOFILE: allow the hard limit */
   struct rlimit nofile;
@@ -273,8 +299,8 @@ void kit_row(const struct kit_opts* o, const struct kit_host* h, const char* id,
   snprintf(variant, sizeof variant, "host unpatched %s (profile %s)", h->release, h->profile);
   snprintf(source, sizeof source,
            "simcache-measure on %s; kernel %s; %d CPUs; pinned to CPU %d; memcg %s; governor %s; "
-           "meltdown %s; address layout %s",
-           h->cpu_model, h->release, h->cpus, h->cpu, h->memcg, h->governor, h->meltdown,
+           "meltdown %s; cpu vulnerabilities %s; address layout %s",
+           h->cpu_model, h->release, h->cpus, h->cpu, h->memcg, h->governor, h->meltdown, h->vulns,
            h->fixed_layout ? "fixed" : "randomised");
   /* Every measured round of every repeat: the median and the fastest,
    * and the relative standard error of the mean over all rounds. */

@@ -166,9 +166,12 @@ int main(int argc, char** argv) {
   if (!strcmp(prog, "host")) {
     char s[160];
     kit_host_shape(&h, s, sizeof s);
-    printf("kernel %s\ncpu %s\n%s\nmemcg %s\ngovernor %s\nmeltdown %s\nprofile %s\naddress layout %s\n",
-           h.release, h.cpu_model, s, h.memcg, h.governor, h.meltdown, h.profile,
+    printf("kernel %s\ncpu %s\n%s\nmemcg %s\ngovernor %s\nmeltdown %s\ncpu vulnerabilities %s\n"
+           "profile %s\naddress layout %s\n",
+           h.release, h.cpu_model, s, h.memcg, h.governor, h.meltdown, h.vulns, h.profile,
            h.fixed_layout ? "fixed" : "randomised");
+    char digest[20];
+    kit_cpu_vulns(digest, sizeof digest, stdout);
     return 0;
   }
   /* The measured programs: an anchor is one of them (not llc or slabcount). */

@@ -32,7 +32,10 @@ head -1 "$dir/t.tsv" | grep -qx $'id\tworkload\tshape\tvariant\tmetric\tvalue\tu
 # What the host says of page table isolation, as the kit must record it.
 meltdown=$(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null || true)
 [ -n "$meltdown" ] || meltdown=n/a
-awk -F'\t' -v rel="kernel $(uname -r);" -v melt="; meltdown $meltdown;" 'NR == 1 { next }
+# The digest of every CPU vulnerability file, as the host record gives it.
+vulns=$("$kit" host | sed -n 's/^cpu vulnerabilities //p')
+[[ "$vulns" =~ ^([0-9a-f]{16}|n/a)$ ]] || { echo "host: bad vulnerability digest '$vulns'"; exit 1; }
+awk -F'\t' -v rel="kernel $(uname -r);" -v melt="; meltdown $meltdown; cpu vulnerabilities $vulns;" 'NR == 1 { next }
   NF != 10 { printf "line %d: %d columns\n", NR, NF; bad = 1 }
   seen[$1]++ { printf "line %d: id %s twice\n", NR, $1; bad = 1 }
   $8 != "timing" { printf "line %d: kind %s\n", NR, $8; bad = 1 }
@@ -129,6 +132,19 @@ expect_flag_error "simcache-measure: coldwarm --mode: 'hot' is not cold, warm or
 # The address layout: fixed unless --aslr (the host record says which).
 "$kit" host | grep -qx "address layout fixed" || { echo "host: $("$kit" host)"; exit 1; }
 "$kit" host | grep -qxF "meltdown $meltdown" || { echo "host: $("$kit" host)"; exit 1; }
+# ... and one line a vulnerability file, its text as the kernel gives it.
+vdir=/sys/devices/system/cpu/vulnerabilities
+nfiles=0
+if [ -d "$vdir" ]; then
+  for f in "$vdir"/*; do
+    [ -f "$f" ] || continue
+    nfiles=$((nfiles + 1))
+    "$kit" host | grep -qxF "vulnerability $(basename "$f"): $(head -n1 "$f")" ||
+      { echo "host lacks $(basename "$f"): $("$kit" host)"; exit 1; }
+  done
+fi
+[ "$("$kit" host | grep -c '^vulnerability ')" = "$nfiles" ] || { echo "host: vulnerability lines"; exit 1; }
+[ "$nfiles" -gt 0 ] || [ "$vulns" = n/a ] || { echo "host: a digest of no files"; exit 1; }
 # --aslr keeps the system's randomisation: off system-wide, the layout is
 # fixed either way.
 want=randomised

@@ -861,6 +861,23 @@ int covered(const std::string& out) {
   return std::stoi(out.substr(at + 5));
 }
 
+// Writes `out`: the repository's measurement file `file` without the
+// lines whose id starts with one of `ids` (a row and its ID.ref), and
+// counts them in *dropped.
+std::string write_without(const std::string& out, const std::string& file,
+                          std::initializer_list<const char*> ids, int* dropped) {
+  std::istringstream in(simcache::testing::read_text(repo_file(file)));
+  std::string kept;
+  for (std::string line; std::getline(in, line);) {
+    bool drop = false;
+    for (const char* id : ids) drop |= line.rfind(id, 0) == 0;
+    if (drop) ++*dropped;
+    else kept += line + "\n";
+  }
+  std::ofstream(out) << kept;
+  return out;
+}
+
 // A row's figures as calibrate ("ID measured unit model unit resid%")
 // or validate ("ID measured unit predicted unit [lo, hi] error%") prints
 // them; lo is NaN in calibrate's.
@@ -1657,24 +1674,24 @@ TEST_CASE("validate --fit-on: today's fit validated as calibrate writes it, besi
   CHECK(from(scaled.out, "| today's | 0/1 | ").size() > 0);
 }
 
-TEST_CASE("a sitting without page table isolation: few installs or waits a system call",
-          "[refits][calib][cli]") {
-  // docs/validation.md, "A machine without page table isolation": the
-  // reuse of 128 slots (a FILES_UPDATE and two batches of SEND_FD a
-  // cycle) and arm-fail at 700 per mille (one or two io_uring_enter for
-  // 32 waits) spend much of their time entering the kernel. On the AMD
-  // sittings, whose VM isolated page tables, each sitting's own fit
+TEST_CASE("an Intel Xeon VM: few installs or waits a system call", "[refits][calib][cli]") {
+  // docs/validation.md, "An Intel Xeon VM": the reuse of 128 slots (a
+  // FILES_UPDATE and two batches of SEND_FD a cycle) and arm-fail at 700
+  // per mille (two io_uring_enter a cycle for its 32 waits, about ten of
+  // them armed) spend much of their time entering the kernel. On the AMD
+  // sittings from the sixth to the twelfth each sitting's own fit
   // predicts the reuse 6 to 28 % low, and arm-fail at 700 down to 17 %
-  // low; on the two Xeon sittings, whose kernel says Meltdown does not
-  // affect it (the kit records it in every row's source), arm-fail
-  // within 2 % and the reuse from 5 % low to 0.2 % high, inside their
-  // intervals.
-  const simcache::testing::InSourceDir cwd("pti");
+  // low; on the two Xeon sittings arm-fail within 2 % and the reuse from
+  // 5.1 % low to 0.2 % high, inside their intervals.
+  const simcache::testing::InSourceDir cwd("xeon");
   const auto error = [](const std::string& out, const char* id) {
     const RowFigures f = row_figures(out, id);
     REQUIRE(f.predicted == f.predicted);
-    CHECK(f.lo <= f.predicted);
     return 100 * (f.predicted / f.measured - 1);
+  };
+  const auto inside = [](const std::string& out, const char* id) {
+    const RowFigures f = row_figures(out, id);
+    return f.lo <= f.measured && f.measured <= f.hi;
   };
   const auto judge = [](const std::string& sitting, const char* statistic) {
     const std::string cal = fmt::format("data/measurements/vm-2cpu-{}-calibration.tsv", sitting),
@@ -1685,7 +1702,7 @@ TEST_CASE("a sitting without page table isolation: few installs or waits a syste
     REQUIRE(v.status == 0);
     return v.out;
   };
-  double reuse_lo = 0, reuse_hi = -100, arm_lo = 0;
+  double reuse_lo = 100, reuse_hi = -100, arm_lo = 100;
   for (const char* sitting : {"sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth"})
     for (const char* statistic : {"mean", "median"}) {
       INFO(sitting << " " << statistic);
@@ -1695,7 +1712,7 @@ TEST_CASE("a sitting without page table isolation: few installs or waits a syste
       arm_lo = std::min(arm_lo, error(out, "V-E0-700"));
     }
   CHECK(fmt::format("{:.0f} {:.0f} {:.0f}", reuse_hi, reuse_lo, arm_lo) == "-6 -28 -17");
-  double xeon_reuse_lo = 0, xeon_reuse_hi = -100;
+  double xeon_reuse_lo = 100, xeon_reuse_hi = -100;
   for (const char* sitting : {"xeon", "xeon-second"})
     for (const char* statistic : {"mean", "median"}) {
       INFO(sitting << " " << statistic);
@@ -1703,70 +1720,76 @@ TEST_CASE("a sitting without page table isolation: few installs or waits a syste
       if (std::string(sitting) == "xeon") {
         const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
         CHECK(out.substr(out.find(cov) + cov.size(), 5) == "21/24");
-        // Its misses: POLL_ADD at QD 1,024 about 12 % high, and by mean
-        // rounds the paced lifecycle about 11 % low.
+        // Its misses: POLL_ADD at QD 1,024 about 12 % high (outside its
+        // interval by median rounds), and by mean rounds the paced
+        // lifecycle about 11 % low (outside).
         CHECK(std::fabs(error(out, "V-POLL-1024") - 12) < 1);
-        if (std::string(statistic) == "mean")
+        if (std::string(statistic) == "median") CHECK_FALSE(inside(out, "V-POLL-1024"));
+        if (std::string(statistic) == "mean") {
           CHECK(std::fabs(error(out, "V-LP-1024-256") + 11) < 1);
+          CHECK_FALSE(inside(out, "V-LP-1024-256"));
+        }
       }
-      for (const char* id : {"V-LR-128-128", "V-E0-700"}) {
-        INFO(id);
-        const RowFigures f = row_figures(out, id);
-        const double e = error(out, id);
-        if (std::string(id) == "V-E0-700") CHECK(std::fabs(e) < 2);
-        else xeon_reuse_lo = std::min(xeon_reuse_lo, e), xeon_reuse_hi = std::max(xeon_reuse_hi, e);
-        CHECK(f.lo <= f.measured);
-        CHECK(f.measured <= f.hi);
-      }
+      CHECK(std::fabs(error(out, "V-E0-700")) < 2);
+      const double reuse = error(out, "V-LR-128-128");
+      xeon_reuse_lo = std::min(xeon_reuse_lo, reuse), xeon_reuse_hi = std::max(xeon_reuse_hi, reuse);
+      CHECK(inside(out, "V-E0-700"));
+      CHECK(inside(out, "V-LR-128-128"));
     }
-  CHECK(fmt::format("{:.0f} {:.0f}", xeon_reuse_lo, xeon_reuse_hi) == "-5 0");
-  // The record: every Xeon row says what its kernel reported.
+  CHECK(fmt::format("{:.1f} {:.1f}", xeon_reuse_lo, xeon_reuse_hi) == "-5.1 0.2");
+  // The record: every Xeon row names its CPU and what its kernel says of
+  // Meltdown, as an AMD CPU's does; all but 2 of their 232 rows failed
+  // their stability gate.
+  int rows = 0, failed = 0;
   for (const char* file : {"xeon-calibration", "xeon-validation", "xeon-second-calibration",
                            "xeon-second-validation"}) {
     std::istringstream in(simcache::testing::read_text(
         repo_file(fmt::format("data/measurements/vm-2cpu-{}.tsv", file))));
     std::string line;
     std::getline(in, line);
-    int rows = 0;
     while (std::getline(in, line)) {
       ++rows;
+      failed += line.find("stability=gate-fail;") != std::string::npos;
       CHECK(line.find("simcache-measure on Intel(R) Xeon(R) Processor;") != std::string::npos);
-      CHECK(line.find("; meltdown Not affected; address layout fixed") != std::string::npos);
+      CHECK(line.find("; meltdown Not affected;") != std::string::npos);
     }
-    CHECK(rows > 50);
   }
+  CHECK(rows == 232);
+  CHECK(failed == 230);
 }
 
-TEST_CASE("the calibration suite's small reuse and one armed wait a cycle",
+TEST_CASE("the calibration suite's small reuse and nearly one armed wait a cycle",
           "[refits][calib][cli]") {
   // docs/measure.md, section 1's suites: C-LR-16-16 (against 4,096 slots,
   // the removal's and the refill's system calls against their entries)
-  // and C-E0-969 (one armed wait a cycle: against 1000 per mille, the
-  // second io_uring_enter() any armed wait costs). The second Xeon
-  // sitting has them: its fit meets both within 2 %, leaves
-  // io_uring_enter near its prior (docs/validation.md, "A machine without
-  // page table isolation"), and predicts its
-  // validation suite with a lower mean absolute error than a fit of the
-  // same rows without them, by mean and by median rounds.
+  // and C-E0-969 (one armed wait in 992 of 1,000 cycles, none in the
+  // rest: against 1000 per mille, the second io_uring_enter() any armed
+  // wait costs). The second Xeon sitting has them (docs/validation.md,
+  // "An Intel Xeon VM"): its fit meets both within 2 %, does not pin
+  // io_uring_enter with them, and predicts its validation suite with a
+  // mean absolute error of 4.52 % against 4.79 % without them by median
+  // rounds, 2.99 % against 3.20 % by mean rounds.
+  {
+    // The kit's error diffusion at 969 per mille, 32 waits a cycle.
+    long long seq = 0;
+    int one = 0, none = 0;
+    for (int c = 0; c < 3125; ++c) {
+      int armed = 0;
+      for (int i = 0; i < 32; ++i, ++seq) armed += !((seq + 1) * 969 / 1000 > seq * 969 / 1000);
+      one += armed == 1, none += armed == 0;
+    }
+    CHECK(one == 3100);  // 992 of 1,000
+    CHECK(none == 25);
+  }
   const simcache::testing::InSourceDir cwd("percall");
   const std::string cal = "data/measurements/vm-2cpu-xeon-second-calibration.tsv",
                     val = "data/measurements/vm-2cpu-xeon-second-validation.tsv";
-  std::string without;
-  {
-    std::istringstream in(simcache::testing::read_text(repo_file(cal)));
-    int dropped = 0;
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind("C-LR-16-16", 0) == 0 || line.rfind("C-E0-969", 0) == 0) {
-        ++dropped;
-        continue;
-      }
-      without += line + "\n";
-    }
-    CHECK(dropped == 4);  // the rows and the references beside them
-  }
-  const std::string less = cwd.tmp() + "/less.tsv";
-  std::ofstream(less) << without;
-  for (const char* statistic : {"mean", "median"}) {
+  int dropped = 0;
+  const std::string less =
+      write_without(cwd.tmp() + "/less.tsv", cal, {"C-LR-16-16", "C-E0-969"}, &dropped);
+  CHECK(dropped == 4);  // the rows and the references beside them
+  std::string maes;
+  for (const char* statistic : {"median", "mean"}) {
     INFO(statistic);
     const CliOutcome c = run_cli({"calibrate", "--statistic", statistic, "--measurements", cal});
     REQUIRE(c.status == 0);
@@ -1775,7 +1798,7 @@ TEST_CASE("the calibration suite's small reuse and one armed wait a cycle",
       const RowFigures f = row_figures(c.out, id);
       CHECK(std::fabs(f.predicted / f.measured - 1) < 0.02);
     }
-    // Cheap here: the fit leaves io_uring_enter near its prior.
+    // Not pinned: the rows leave most of its prior's variance.
     const size_t at = c.out.find("\nio_uring_enter ");
     REQUIRE(at != std::string::npos);
     const std::string line = c.out.substr(at + 1, c.out.find('\n', at + 1) - at - 1);
@@ -1786,8 +1809,13 @@ TEST_CASE("the calibration suite's small reuse and one armed wait a cycle",
         run_cli({"validate", "--statistic", statistic, "--measurements", val, "--fit-on", less});
     REQUIRE(w.status == 0);
     REQUIRE(l.status == 0);
-    CHECK(last_cell_pct(w.out, "| today's |") < last_cell_pct(l.out, "| today's |"));
+    const double with = last_cell_pct(w.out, "| today's |"),
+                 without = last_cell_pct(l.out, "| today's |");
+    REQUIRE(with > 0);
+    REQUIRE(without > 0);
+    maes += fmt::format("{:.2f} {:.2f} ", with, without);
   }
+  CHECK(maes == "4.52 4.79 2.99 3.20 ");
 }
 
 TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][calib][cli]") {
@@ -1852,21 +1880,9 @@ TEST_CASE("an eleventh sitting: the node cache's primed fill", "[refits][calib][
   // use").
   const simcache::testing::InSourceDir cwd("eleventh");
   const std::string cal = "data/measurements/vm-2cpu-eleventh-calibration.tsv";
-  std::string without;
-  {
-    std::istringstream in(simcache::testing::read_text(repo_file(cal)));
-    int dropped = 0;
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind("C-NC-primed", 0) == 0) {
-        ++dropped;
-        continue;
-      }
-      without += line + "\n";
-    }
-    CHECK(dropped == 2);  // the row and the reference beside it
-  }
-  const std::string less = cwd.tmp() + "/less.tsv";
-  std::ofstream(less) << without;
+  int dropped = 0;
+  const std::string less = write_without(cwd.tmp() + "/less.tsv", cal, {"C-NC-primed"}, &dropped);
+  CHECK(dropped == 2);  // the row and the reference beside it
   const CliOutcome w = run_cli({"calibrate", "--statistic", "median", "--measurements", cal});
   const CliOutcome l = run_cli({"calibrate", "--statistic", "median", "--measurements", less});
   INFO(w.err << l.err);
