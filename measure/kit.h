@@ -82,9 +82,10 @@ struct kit_point {
 int kit_host_init(struct kit_host* h, int want_cpu);
 /* "host: 2 CPUs, task on CPU 1, kworker CPU 0, child memcg" */
 void kit_host_shape(const struct kit_host* h, char* out, size_t n);
-/* Hashes /sys/devices/system/cpu/vulnerabilities into `digest` (at least
- * 17 bytes; "n/a" when the directory is absent or empty) and, when
- * `print` is set, writes each file there as "vulnerability NAME: TEXT". */
+/* Hashes /sys/devices/system/cpu/vulnerabilities into `digest` when set
+ * (at least 17 bytes; "n/a" when the directory is absent or empty) and,
+ * when `print` is set, writes each file there as "vulnerability NAME:
+ * TEXT". */
 void kit_cpu_vulns(char* digest, size_t n, FILE* print);
 
 double kit_now_ns(void);

@@ -48,6 +48,7 @@ void kit_cpu_vulns(char* digest, size_t n, FILE* print) {
     free(names[i]);
   }
   free(names);
+  if (!digest) return;
   if (files) snprintf(digest, n, "%016llx", (unsigned long long)h);
   else snprintf(digest, n, "n/a");
 }

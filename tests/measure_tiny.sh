@@ -29,7 +29,7 @@ trap 'rm -rf "$dir"' EXIT
 "$top/scripts/measure" --suite tiny --out "$dir/t.tsv"
 head -1 "$dir/t.tsv" | grep -qx $'id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote' \
   || { echo "bad header"; exit 1; }
-# What the host says of page table isolation, as the kit must record it.
+# What the host says of Meltdown, as the kit must record it.
 meltdown=$(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null || true)
 [ -n "$meltdown" ] || meltdown=n/a
 # The digest of every CPU vulnerability file, as the host record gives it.
