@@ -15,7 +15,8 @@
 #include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "model/counters.h"
@@ -96,12 +97,17 @@ class FakeMm {
   CacheId kmalloc_cache(uint32_t size, gfp_t gfp, SiteId /*site*/) {
     if (size > 8192) return kNoCache;
     const uint32_t cls = kmalloc_class(size);
-    const std::string name = std::string((gfp & __GFP_ACCOUNT) ? "kmalloc-cg-" : "kmalloc-") +
-                             std::to_string(cls);
+    const bool cg = (gfp & __GFP_ACCOUNT) != 0;
+    // Created on first use; remembered by (class, accounted).
+    for (const auto& [k, id] : kmalloc_ids_)
+      if (k.first == cls && k.second == cg) return id;
+    const std::string name = std::string(cg ? "kmalloc-cg-" : "kmalloc-") + std::to_string(cls);
     for (size_t i = 0; i < caches_.size(); i++)
       if (caches_[i].name == name) return static_cast<CacheId>(i);
-    return kmem_cache_create(name, cls, cls >= 8 ? std::min<uint32_t>(cls & -cls, 4096) : 8,
-                             SLAB_KMALLOC);
+    const CacheId id = kmem_cache_create(
+        name, cls, cls >= 8 ? std::min<uint32_t>(cls & -cls, 4096) : 8, SLAB_KMALLOC);
+    kmalloc_ids_.push_back({{cls, cg}, id});
+    return id;
   }
 
   Ptr kmalloc(uint32_t size, gfp_t gfp, const Task& t) {
@@ -228,8 +234,8 @@ class FakeMm {
   const Counters& events() const { return events_; }
 
   int64_t slab_of(Ptr p) const {
-    auto it = objs_.find(p);
-    return it == objs_.end() ? -1 : it->second.slab;
+    const Obj* o = find(p);
+    return o == nullptr ? -1 : o->slab;
   }
 
   CacheInfo info(CacheId s) const {
@@ -274,24 +280,31 @@ class FakeMm {
 
   uint64_t live_objects() const {
     uint64_t n = 0;
-    for (const auto& [p, o] : objs_) n += o.state != State::freed ? 1 : 0;
+    for (const Obj& o : objs_) n += o.state != State::freed ? 1 : 0;
     return n;
   }
   uint64_t parked_objects() const {
     uint64_t n = 0;
-    for (const auto& [p, o] : objs_) n += o.state == State::parked ? 1 : 0;
+    for (const Obj& o : objs_) n += o.state == State::parked ? 1 : 0;
     return n;
   }
-  State state(Ptr p) const { return objs_.at(p).state; }
+  State state(Ptr p) const {
+    const Obj* o = find(p);
+    if (o == nullptr) throw std::out_of_range("FakeMm::state: not an object");
+    return o->state;
+  }
 
   // End-of-run check: one "leak" report per live object; returns how many.
   size_t check_leaks() {
     size_t n = 0;
-    for (const auto& [p, o] : objs_)
+    for (size_t i = 0; i < objs_.size(); i++) {
+      const Obj& o = objs_[i];
       if (o.state != State::freed) {
-        report("leak", p, o.cache != kNoCache ? caches_[o.cache].name : "kvmalloc/large");
+        report("leak", kFirst + kStride * i,
+               o.cache != kNoCache ? caches_[o.cache].name : "kvmalloc/large");
         n++;
       }
+    }
     return n;
   }
 
@@ -327,25 +340,33 @@ class FakeMm {
     return kNull;
   }
   Ptr make(uint32_t size, CacheId cache, Op how, gfp_t gfp, CpuId cpu) {
-    next_ += 0x40;
     Obj o{size, cache, how, gfp, cpu, State::live};
     if (cache < caches_.size()) {
       // Fresh pages only, never reused: page k of a cache holds its
       // allocations k*P .. k*P+P-1 (P = objs_per_slab).
       if (made_.size() < caches_.size()) made_.resize(caches_.size(), 0);
-      const uint64_t per = std::max<uint32_t>(1, info(cache).objs_per_slab);
+      const uint64_t per = std::max<uint32_t>(1, PAGE_SIZE / caches_[cache].slot);
       o.slab = static_cast<int64_t>(cache) << 32 | static_cast<int64_t>(made_[cache]++ / per);
     }
-    objs_.emplace(next_, o);
-    return next_;
+    objs_.push_back(o);
+    return kFirst + kStride * (objs_.size() - 1);
+  }
+  // The object at `p`, or null: pointers are handed out in order, kStride
+  // apart from kFirst, and never reused.
+  size_t index_of(Ptr p) const {
+    if (p < kFirst || (p - kFirst) % kStride != 0) return objs_.size();
+    return std::min<size_t>((p - kFirst) / kStride, objs_.size());
+  }
+  const Obj* find(Ptr p) const {
+    const size_t i = index_of(p);
+    return i < objs_.size() ? &objs_[i] : nullptr;
   }
   Ptr record(Call& c) {
     calls_.push_back(c);
     return c.p;
   }
   Obj* lookup(Ptr p, std::string_view who) {
-    auto it = objs_.find(p);
-    if (it != objs_.end()) return &it->second;
+    if (const size_t i = index_of(p); i < objs_.size()) return &objs_[i];
     report("invalid-pointer", p, who);
     return nullptr;
   }
@@ -383,11 +404,13 @@ class FakeMm {
   }
 
   std::vector<Cache> caches_;
-  std::unordered_map<Ptr, Obj> objs_;
+  static constexpr Ptr kFirst = 0x100040;
+  static constexpr Ptr kStride = 0x40;
+  std::vector<Obj> objs_;  // by allocation order: objs_[i] is at kFirst + kStride * i
+  std::vector<std::pair<std::pair<uint32_t, bool>, CacheId>> kmalloc_ids_;
   std::vector<Call> calls_;
   std::vector<FakeReport> reports_;
   Counters events_;
-  Ptr next_ = 0x100000;
   std::vector<uint64_t> made_;  // allocations per cache (fake pages)
   uint64_t alloc_calls_ = 0;
   uint64_t fail_nth_ = 0;

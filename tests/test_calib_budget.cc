@@ -155,3 +155,34 @@ TEST_CASE("calibrate progress: rows done, in order, ending at every row", "[cali
   CHECK(seen.back() == std::pair<size_t, size_t>{3, 3});
   CHECK(per_op[0] == per_op[2]);
 }
+
+TEST_CASE("a process simulates each configuration once: the same rows again are remembered",
+          "[calib-budget]") {
+  // Sizes no other test in this process asks for, so the first call
+  // runs both of its distinct simulations.
+  const std::vector<MappedRow> rows = mapped(std::string(kHeader) + row("X-1", f0(320, 192, 2)) +
+                                             row("X-2", f0(448, 192, 2)) +
+                                             row("X-3", f0(320, 192, 2)));
+  std::vector<PerOpCounts> first, again, two_jobs, full;
+  std::string err;
+  uint64_t ran = 0;
+  SimulateOptions o;
+  o.simulated = &ran;
+  REQUIRE(simulate_rows(rows, 1, &first, &err, nullptr, o));
+  CHECK(ran == 2);  // X-1 and X-3 are one simulation
+  REQUIRE(simulate_rows(rows, 1, &again, &err, nullptr, o));
+  CHECK(ran == 2);  // remembered
+  CHECK(again == first);
+  // Another job count or the reference runs again, to the same counts.
+  REQUIRE(simulate_rows(rows, 2, &two_jobs, &err, nullptr, o));
+  CHECK(ran == 4);
+  CHECK(two_jobs == first);
+  o.full = true;
+  REQUIRE(simulate_rows(rows, 1, &full, &err, nullptr, o));
+  CHECK(ran == 6);
+  CHECK(full == first);
+  // A row whose simulation is remembered still goes through the budget.
+  o.max_work = 1;
+  CHECK_FALSE(simulate_rows(rows, 1, &again, &err, nullptr, o));
+  CHECK(ran == 6);
+}

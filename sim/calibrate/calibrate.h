@@ -62,6 +62,10 @@ struct SimulateOptions {
   // Where set, the measured rounds computed instead of simulated, summed
   // over the rows' simulations.
   uint64_t* computed_rounds = nullptr;
+  // Where set, how many distinct simulations ran; one this process had
+  // already run with the same key is remembered, not run again
+  // (docs/calibration.md, "Simulate").
+  uint64_t* simulated = nullptr;
 };
 
 bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<PerOpCounts>* per_op,

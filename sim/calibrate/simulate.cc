@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include "sim/calibrate/calibrate.h"
@@ -14,6 +16,52 @@ namespace simcache::sim {
 namespace {
 
 constexpr uint64_t kSaturated = std::numeric_limits<uint64_t>::max();
+
+// What one simulation of a (scenario, parameters, kernel) with its
+// policies gave: per-op counts by (policy, phase), failures by policy,
+// the measured rounds it computed.
+struct RunOutcome {
+  std::vector<std::tuple<std::string, std::string, PerOpCounts>> counts;
+  std::vector<std::pair<std::string, std::map<std::string, uint64_t>>> failures;
+  uint64_t computed_rounds = 0;
+};
+
+// The simulations this process has run, remembered. A simulation's
+// counts are a function of its configuration alone (the same config
+// and seed give the same counts: docs/determinism), so a process that
+// fits the same rows again (validate --fit-on and --leave-out, the
+// statistics, the tests' sittings) simulates each configuration once.
+// The key holds everything run() is given; the job count is in it too,
+// so that a comparison across job counts still simulates both. Bounded:
+// past kMaxRemembered runs it starts again (a run keeps about 1.2 KB per
+// policy and phase, so a few megabytes at most).
+class RunMemo {
+ public:
+  using Key = std::tuple<std::string, Params, std::string, std::vector<std::string>, int, bool>;
+  static constexpr size_t kMaxRemembered = 512;
+
+  bool find(const Key& k, RunOutcome* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = runs_.find(k);
+    if (it == runs_.end()) return false;
+    *out = it->second;
+    return true;
+  }
+  void keep(const Key& k, const RunOutcome& v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (runs_.size() >= kMaxRemembered) runs_.clear();
+    runs_.emplace(k, v);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<Key, RunOutcome> runs_;
+};
+
+RunMemo& run_memo() {
+  static RunMemo memo;
+  return memo;
+}
 
 uint64_t sat_mul(uint64_t a, uint64_t b) {
   uint64_t r = 0;
@@ -108,35 +156,45 @@ bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<Per
   std::map<std::pair<Key, std::string>, std::map<std::string, uint64_t>> failures;
   size_t rows_done = 0;
   for (const auto& [key, pols] : runs) {
-    RunRequest req;
-    req.scenario = std::get<0>(key);
-    req.kernel = std::get<2>(key);
-    req.policies = pols;
-    req.jobs = jobs;
-    // Only the event counts are read: no call-site scopes, no timed views
-    // beyond the counts (the counts are the same without them), except
-    // in the tests' reference (SimulateOptions::full).
-    req.call_sites = o.full;
-    req.timed_views = o.full;
-    for (const auto& [k, v] : std::get<1>(key)) req.sets.emplace_back(k, std::to_string(v));
-    RunConfig cfg;
-    if (!resolve_run(req, &cfg, error)) return false;
-    cfg.steady = !o.full && runs_as_one_task(cfg);  // the engine adds: no faults
-    RunResult res;
-    run(cfg, &res);
-    for (const PolicyResult& p : res.workloads.at(0).policies) {
-      if (o.computed_rounds) *o.computed_rounds += p.computed_rounds;
-      if (!p.failures.empty()) failures[{key, p.policy}] = p.failures;
-      if (!p.timed_ops) continue;
-      auto per_op = [&](const Counters& cnt) {
-        PerOpCounts c{};
-        for (size_t e = 0; e < kNumEvents; ++e)
-          c[e] = static_cast<double>(cnt.v[e]) / static_cast<double>(p.timed_ops);
-        return c;
-      };
-      done[{key, p.policy, ""}] = per_op(p.timed);
-      for (const auto& [name, cnt] : p.phases) done[{key, p.policy, name}] = per_op(cnt);
+    const RunMemo::Key mkey{std::get<0>(key), std::get<1>(key), std::get<2>(key), pols, jobs,
+                            o.full};
+    RunOutcome got;
+    if (!run_memo().find(mkey, &got)) {
+      RunRequest req;
+      req.scenario = std::get<0>(key);
+      req.kernel = std::get<2>(key);
+      req.policies = pols;
+      req.jobs = jobs;
+      // Only the event counts are read: no call-site scopes, no timed
+      // views beyond the counts (the counts are the same without them),
+      // except in the tests' reference (SimulateOptions::full).
+      req.call_sites = o.full;
+      req.timed_views = o.full;
+      for (const auto& [k, v] : std::get<1>(key)) req.sets.emplace_back(k, std::to_string(v));
+      RunConfig cfg;
+      if (!resolve_run(req, &cfg, error)) return false;
+      cfg.steady = !o.full && runs_as_one_task(cfg);  // the engine adds: no faults
+      RunResult res;
+      run(cfg, &res);
+      if (o.simulated) ++*o.simulated;
+      for (const PolicyResult& p : res.workloads.at(0).policies) {
+        got.computed_rounds += p.computed_rounds;
+        if (!p.failures.empty()) got.failures.emplace_back(p.policy, p.failures);
+        if (!p.timed_ops) continue;
+        auto per_op = [&](const Counters& cnt) {
+          PerOpCounts c{};
+          for (size_t e = 0; e < kNumEvents; ++e)
+            c[e] = static_cast<double>(cnt.v[e]) / static_cast<double>(p.timed_ops);
+          return c;
+        };
+        got.counts.emplace_back(p.policy, "", per_op(p.timed));
+        for (const auto& [name, cnt] : p.phases) got.counts.emplace_back(p.policy, name, per_op(cnt));
+      }
+      run_memo().keep(mkey, got);
     }
+    if (o.computed_rounds) *o.computed_rounds += got.computed_rounds;
+    for (auto& [policy, f] : got.failures) failures[{key, policy}] = std::move(f);
+    for (auto& [policy, phase, c] : got.counts) done[{key, policy, phase}] = c;
     rows_done += rows_of[key];
     if (o.progress) o.progress(rows_done, rows.size());
   }
