@@ -158,8 +158,8 @@ TEST_CASE("calibrate progress: rows done, in order, ending at every row", "[cali
 
 TEST_CASE("a process simulates each configuration once: the same rows again are remembered",
           "[calib-budget]") {
-  // Sizes no other test in this process asks for, so the first call
-  // runs both of its distinct simulations.
+  // From a clean memory (the whole binary may run in one process).
+  forget_simulations();
   const std::vector<MappedRow> rows = mapped(std::string(kHeader) + row("X-1", f0(320, 192, 2)) +
                                              row("X-2", f0(448, 192, 2)) +
                                              row("X-3", f0(320, 192, 2)));
@@ -185,4 +185,28 @@ TEST_CASE("a process simulates each configuration once: the same rows again are 
   o.max_work = 1;
   CHECK_FALSE(simulate_rows(rows, 1, &again, &err, nullptr, o));
   CHECK(ran == 6);
+}
+
+TEST_CASE("the simulations a process remembers are bounded: past 512 the oldest is forgotten",
+          "[calib-budget]") {
+  forget_simulations();
+  // 513 distinct small configurations, then the first again: simulated
+  // anew, where the second and the last are still remembered.
+  std::string tsv = kHeader;
+  for (int i = 0; i < 513; ++i) tsv += row(fmt::format("X-{}", i), f0(64 + i, 64, 1));
+  const std::vector<MappedRow> rows = mapped(tsv);
+  std::vector<PerOpCounts> per_op;
+  std::string err;
+  uint64_t ran = 0;
+  SimulateOptions o;
+  o.simulated = &ran;
+  REQUIRE(simulate_rows(rows, 1, &per_op, &err, nullptr, o));
+  CHECK(ran == 513);
+  // Simulated in the order of their parameters: here the rows' order.
+  for (const size_t i : {size_t{512}, size_t{1}}) {
+    REQUIRE(simulate_rows({rows[i]}, 1, &per_op, &err, nullptr, o));
+    CHECK(ran == 513);
+  }
+  REQUIRE(simulate_rows({rows.front()}, 1, &per_op, &err, nullptr, o));
+  CHECK(ran == 514);
 }

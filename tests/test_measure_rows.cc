@@ -381,8 +381,9 @@ TEST_CASE("a fit of the median or fastest rounds reads them from a kit row's not
       {"validate", "--profile", prof.path(), "--measurements", val_rows});
   CHECK(plain.err.find("these rows are read as their mean (--statistic median") !=
         std::string::npos);
-  // Leave-out refits once per shape: six rows (six shapes) show the
-  // statistic reaches it, at a sixth of the whole suite's cost.
+  // Leave-out refits once per shape: the suite's first six rows (six
+  // F0 shapes, each with its median) show the statistic reaches it at a
+  // small part of the whole suite's cost.
   std::string six = simcache::testing::read_text(val_rows);
   size_t end = 0;
   for (int line = 0; line < 7; ++line) end = six.find('\n', end) + 1;

@@ -64,13 +64,15 @@ struct SimulateOptions {
   uint64_t* computed_rounds = nullptr;
   // Where set, how many distinct simulations ran; one this process had
   // already run with the same key is remembered, not run again
-  // (docs/calibration.md, "Simulate").
+  // (docs/calibration.md, "Calibration", step 3).
   uint64_t* simulated = nullptr;
 };
 
 bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<PerOpCounts>* per_op,
                    std::string* error, std::vector<RowFailure>* failed = nullptr,
                    const SimulateOptions& options = SimulateOptions{});
+// Forgets the simulations this process remembers (a test starts clean).
+void forget_simulations();
 // One line per affected row ("failed ops: SF-117 (sparse-fill ... on
 // v6.13, slab-prime): 3 x -ENOMEM"); "" when there is none.
 std::string format_row_failures(const std::vector<MappedRow>& rows,

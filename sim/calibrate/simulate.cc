@@ -1,6 +1,7 @@
 // Simulating the mapped rows of calibrate and validate: the work budget
 // and the progress callback (docs/calibration.md, "Work budget").
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -28,13 +29,14 @@ struct RunOutcome {
 
 // The simulations this process has run, remembered. A simulation's
 // counts are a function of its configuration alone (the same config
-// and seed give the same counts: docs/determinism), so a process that
-// fits the same rows again (validate --fit-on and --leave-out, the
-// statistics, the tests' sittings) simulates each configuration once.
-// The key holds everything run() is given; the job count is in it too,
-// so that a comparison across job counts still simulates both. Bounded:
-// past kMaxRemembered runs it starts again (a run keeps about 1.2 KB per
-// policy and phase, so a few megabytes at most).
+// and seed give the same counts: docs/reliability.md, "`--seed`"), so a
+// process that simulates the same configurations again (validate
+// --fit-on where both files share them, the tests' commands on one
+// sitting) runs each once. The key holds everything run() is given
+// here; the job count is in it too, so that a comparison across job
+// counts still simulates both. Bounded: past kMaxRemembered runs the
+// oldest is forgotten (a run keeps about 1.2 KB per policy and phase,
+// so a few megabytes at most).
 class RunMemo {
  public:
   using Key = std::tuple<std::string, Params, std::string, std::vector<std::string>, int, bool>;
@@ -49,13 +51,23 @@ class RunMemo {
   }
   void keep(const Key& k, const RunOutcome& v) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (runs_.size() >= kMaxRemembered) runs_.clear();
-    runs_.emplace(k, v);
+    if (!runs_.emplace(k, v).second) return;
+    order_.push_back(k);
+    if (order_.size() > kMaxRemembered) {
+      runs_.erase(order_.front());
+      order_.pop_front();
+    }
+  }
+  void forget() {
+    std::lock_guard<std::mutex> lock(mu_);
+    runs_.clear();
+    order_.clear();
   }
 
  private:
   std::mutex mu_;
   std::map<Key, RunOutcome> runs_;
+  std::deque<Key> order_;  // oldest first
 };
 
 RunMemo& run_memo() {
@@ -123,6 +135,8 @@ bool row_work(const MappedRow& r, RowWork* out, std::string* error) {
   *out = w;
   return true;
 }
+
+void forget_simulations() { run_memo().forget(); }
 
 bool simulate_rows(const std::vector<MappedRow>& rows, int jobs, std::vector<PerOpCounts>* per_op,
                    std::string* error, std::vector<RowFailure>* failed,
