@@ -262,6 +262,26 @@ TEST_CASE("sparse-fill verifies every installed slot untimed", "[timing][rsrc]")
     INFO(kEventInfo[e].name);
     CHECK(col(on, 0).timed.v[e] == col(off, 0).timed.v[e]);
   }
+  // So a lifecycle's fill phase, which the mapping reads as sparse-fill
+  // with verify=0 (the kit's lifecycle reads nothing back), counts as F0
+  // would: serial (teardown pending) and paced (teardown done, after a
+  // sleep), as the kit's calibration suite has them.
+  for (const auto& [lag, idle, slots, installs] :
+       {std::tuple{"1", "0", "1024", "1024"}, std::tuple{"0", "1", "4096", "64"}}) {
+    INFO("teardown_lag=" << lag << " idle=" << idle);
+    const auto fill = [&](const char* verify) {
+      return run_ok("sparse-fill", {"unpatched"},
+                    {{"verify", verify}, {"teardown_lag", lag}, {"idle", idle}, {"smoke", "0"},
+                     {"rounds", "4"}, {"slots", slots}, {"installs", installs}, {"cpus", "2"},
+                     {"cpu", "1"}, {"kworker_cpu", "0"}, {"cgroup", "1"}});
+    };
+    const RunResult read_back = fill("1"), none = fill("0");
+    CHECK(col(read_back, 0).total[Event::read_fixed] > 0);
+    for (size_t e = 0; e < kNumEvents; ++e) {
+      INFO(kEventInfo[e].name);
+      CHECK(col(read_back, 0).timed.v[e] == col(none, 0).timed.v[e]);
+    }
+  }
 }
 
 namespace {
