@@ -351,12 +351,14 @@ class FakeMm {
     objs_.push_back(o);
     return kFirst + kStride * (objs_.size() - 1);
   }
-  // The object at `p`, or null: pointers are handed out in order, kStride
-  // apart from kFirst, and never reused.
+  // Pointers are handed out in order, kStride apart from kFirst, and
+  // never reused: the index of the object at `p`, or objs_.size() or
+  // beyond when `p` is none.
   size_t index_of(Ptr p) const {
     if (p < kFirst || (p - kFirst) % kStride != 0) return objs_.size();
-    return std::min<size_t>((p - kFirst) / kStride, objs_.size());
+    return (p - kFirst) / kStride;
   }
+  // The object at `p`, or null.
   const Obj* find(Ptr p) const {
     const size_t i = index_of(p);
     return i < objs_.size() ? &objs_[i] : nullptr;
