@@ -23,6 +23,7 @@ using Catch::Matchers::Contains;
 using simcache::testing::col;
 using simcache::testing::kOneRound;
 using simcache::testing::run_ok;
+using simcache::testing::Sets;
 
 namespace {
 

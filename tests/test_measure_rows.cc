@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "test_cost_util.h"
 #include "sim/calibrate/measure.h"
 

@@ -12,10 +12,12 @@
 #include <sstream>
 #include <utility>
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include "sim/cli/cli.h"
 #include "sim/report/record.h"
+#include "test_cost_util.h"
 #include "test_replay_util.h"
 
 using namespace simcache;
