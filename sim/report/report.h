@@ -69,6 +69,9 @@ std::string format_json(const RunResult& r, const ReportOptions& o = {});
 // writes it.
 std::string column_record_json(const RunResult& r, const PolicyResult& p);
 std::string format_csv(const RunResult& r, const ReportOptions& o = {});
+// One CSV field as RFC 4180 writes it: a field with a comma, quote, CR or
+// LF is quoted, its quotes doubled (the CSV report and sweep merge's).
+std::string csv_field(const std::string& v);
 // The --explain sections: each policy's ns per op split by parameter.
 std::string format_explain(const RunResult& r, const ReportOptions& o);
 // The --perf-stat view (report_perf_stat.cc): per workload and column, the

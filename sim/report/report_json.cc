@@ -376,14 +376,14 @@ std::string format_json(const RunResult& r, const ReportOptions& o) {
   return j.dump(2) + "\n";
 }
 
-namespace {
-// RFC 4180: a field with a comma, quote, CR or LF is quoted, quotes doubled.
 std::string csv_field(const std::string& v) {
   if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
   std::string out = "\"";
   for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
+
+namespace {
 std::string params_text(const std::map<std::string, int64_t>& p) {
   std::string s;
   for (const auto& [k, v] : p) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/report/report.h"
 #include "sim/sweep/sweep.h"
 #include "sim/sweep/sweep_effects.h"
 
@@ -38,13 +39,6 @@ std::string ns_text(const nlohmann::json& j, const char* k = "ns_per_op") {
 
 std::string metric(const nlohmann::json& j, const char* k) {
   return j.contains("metrics") && j.at("metrics").contains(k) ? j.at("metrics").at(k).dump() : "";
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
 }
 
 // The fields a record must carry (run_point and workload_record in
