@@ -14,12 +14,12 @@ using namespace simcache;
 
 namespace {
 
-struct Rig {
+struct RcuRig {
   Mm mm;
   CacheId a, b;
   MemcgId m;
   Task t;
-  explicit Rig(SlubGen gen, bool sort = false, bool batch_free = false, bool rt = false)
+  explicit RcuRig(SlubGen gen, bool sort = false, bool batch_free = false, bool rt = false)
       : mm(config(gen, sort, batch_free, rt)),
         a(mm.kmem_cache_create("ta", 256, 0, SLAB_ACCOUNT)),
         b(mm.kmem_cache_create("tb", 320, 0, SLAB_ACCOUNT)),
@@ -63,7 +63,7 @@ TEST_CASE("kfree_bulk: one detached freelist per slab, each group's cache from i
           "[kfree_rcu][mm]") {
   const SlubGen gen = GENERATE(SlubGen::v6_18, SlubGen::v7);
   INFO((gen == SlubGen::v7 ? "v7" : "v6.18"));
-  Rig r(gen);
+  RcuRig r(gen);
   std::vector<Ptr> v = r.alloc(8);
   const uint64_t cached_a = r.mm.slub().cached_objects(r.a);  // the refill's rest
   const Counters before = r.mm.events();
@@ -96,7 +96,7 @@ TEST_CASE("kfree-bulk-sort: one kmem_cache_free_bulk() per cache, 7.x into the s
   const SlubGen gen = GENERATE(SlubGen::v6_18, SlubGen::v7);
   const bool batch = GENERATE(false, true);
   INFO((gen == SlubGen::v7 ? "v7" : "v6.18") << " memcg-batch-free " << batch);
-  Rig r(gen, /*sort=*/true, batch);
+  RcuRig r(gen, /*sort=*/true, batch);
   std::vector<Ptr> v = r.alloc(8);
   const uint64_t cached_a = r.mm.slub().cached_objects(r.a);
   const uint64_t cached_b = r.mm.slub().cached_objects(r.b);
@@ -123,7 +123,7 @@ TEST_CASE("kfree_bulk and kmem_cache_free_bulk: a pointer twice in the array is 
           "[kfree_rcu][mm][kasan]") {
   const SlubGen gen = GENERATE(SlubGen::v6_18, SlubGen::v7);
   const bool sort = GENERATE(false, true);
-  Rig r(gen, sort);
+  RcuRig r(gen, sort);
   std::vector<Ptr> v = r.alloc(2);
   std::vector<Ptr> twice = {v[0], v[2], v[0]};
   r.mm.kfree_bulk(3, twice.data(), r.t);
@@ -137,7 +137,7 @@ TEST_CASE("kfree_bulk and kmem_cache_free_bulk: a pointer twice in the array is 
 }
 
 TEST_CASE("kfree_bulk: large kmalloc objects and NULL entries", "[kfree_rcu][mm]") {
-  Rig r(SlubGen::v6_18);
+  RcuRig r(SlubGen::v6_18);
   std::vector<Ptr> v = r.alloc(2);
   v.push_back(r.mm.kmalloc(64 * 1024, GFP_KERNEL, r.t));
   v.push_back(kNull);
@@ -154,7 +154,7 @@ TEST_CASE("kfree_rcu, 6.18 and PREEMPT_RT: the kvfree_rcu batch, kfree_bulk per 
           "[kfree_rcu][mm]") {
   const SlubGen gen = GENERATE(SlubGen::v6_18, SlubGen::v7);
   const bool rt = gen == SlubGen::v7;  // 7.x takes this path only on RT
-  Rig r(gen, false, false, rt);
+  RcuRig r(gen, false, false, rt);
   // 600 objects: more than one page of records (KVFREE_BULK_MAX_ENTR).
   STATIC_REQUIRE(KVFREE_BULK_MAX_ENTR == 507);
   std::vector<Ptr> v = r.alloc(300);
@@ -174,7 +174,7 @@ TEST_CASE("kfree_rcu, 6.18 and PREEMPT_RT: the kvfree_rcu batch, kfree_bulk per 
 
 TEST_CASE("kfree_rcu, 7.x: the rcu_free sheaf, submitted full, into the barn after the grace period",
           "[kfree_rcu][mm]") {
-  Rig r(SlubGen::v7);
+  RcuRig r(SlubGen::v7);
   const uint32_t cap = r.mm.info(r.a).sheaf_capacity;
   REQUIRE(cap > 0);
   REQUIRE(r.mm.info(r.b).sheaf_capacity == cap);
@@ -203,7 +203,7 @@ TEST_CASE("kfree_rcu, 7.x: the rcu_free sheaf, submitted full, into the barn aft
 TEST_CASE("kfree_rcu: KASAN sees a double kfree_rcu at the grace period and reports no leak",
           "[kfree_rcu][mm][kasan]") {
   const SlubGen gen = GENERATE(SlubGen::v6_18, SlubGen::v7);
-  Rig r(gen);
+  RcuRig r(gen);
   std::vector<Ptr> v = r.alloc(1);
   r.mm.kfree_rcu(v[0], r.t);
   r.mm.kfree_rcu(v[0], r.t);

@@ -261,6 +261,12 @@ TEST_CASE("sweep: merge checks each record's fields and types once, on reading",
         "simcache: " + f3 + ":1: field 'knobs': 'prefill_max': expected a string\n");
   // The valid record merges and formats.
   CHECK(sweep_ok({"merge", good, "--format", "table"}).out.find("unpatched") != std::string::npos);
+  // A field with a carriage return in it is quoted (RFC 4180), as the
+  // CSV report quotes it (merge once left it bare, splitting the row).
+  std::string cr = kRecord;
+  cr.replace(cr.find("\"knobs\":{}"), 10, "\"knobs\":{\"prefill_max\":\"8\\r9\"}");
+  const std::string csv = sweep_ok({"merge", d.file("cr.jsonl", cr + "\n"), "--format", "csv"}).out;
+  CHECK(csv.find("policy.prefill_max=8\r9\",") != std::string::npos);
   // Values one ulp apart (1e17, 1e17 + 16) once stalled the chart's tick loop.
   std::string a = kRecord, b = kRecord;
   a.replace(a.find("53248"), 5, "100000000000000000");
