@@ -31,8 +31,9 @@ class FakeSlabBackend final : public SlabBackend {
 
   uint64_t live_pages() const { return live_.size(); }
 
-  uint32_t alloc_pages(uint32_t order, NodeId, gfp_t) override {
+  uint32_t alloc_pages(uint32_t order, NodeId, gfp_t, CpuId, bool* cold = nullptr) override {
     ++page_calls;
+    if (cold) *cold = false;
     if ((fail_from_call && page_calls >= fail_from_call) || order > refuse_order_above) {
       ++refused;
       return 0;
@@ -41,7 +42,7 @@ class FakeSlabBackend final : public SlabBackend {
     live_.insert(next_);
     return next_++;
   }
-  void free_pages(uint32_t page, uint32_t order) override {
+  void free_pages(uint32_t page, uint32_t order, CpuId) override {
     ++frees_by_order[order];
     live_.erase(page);
   }

@@ -2018,7 +2018,7 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
     // mean absolute error a little lower, by under two points on four of
     // them and 3.8 on the fifth; on the sixth to the twelfth and the
     // two Xeon sittings today's lower, but for the eighth, where the two
-    // tie.
+    // are within a hundredth of a point.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
     const std::string s(sitting);
@@ -2029,7 +2029,7 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
       else
         CHECK(now - old < 2);
     } else if (s == "eighth") {
-      CHECK(fmt::format("{:.2f}", now) == fmt::format("{:.2f}", old));
+      CHECK(std::abs(now - old) < 0.015);
     } else {
       CHECK(now < old);
     }

@@ -170,6 +170,79 @@ TEST_CASE("a large kmalloc or vmalloc area with __GFP_ZERO clears whole pages, o
   CHECK(mm.kasan_reports().empty());
 }
 
+TEST_CASE("per-CPU page lists: a CPU gets back the block it freed hot, a refill's cold",
+          "[mm][pages]") {
+  MmConfig cfg;
+  cfg.nr_cpus = 2;
+  Mm mm(cfg);
+  const Task cpu0{0, kRootMemcg, 0}, cpu1{1, kRootMemcg, 0};
+  const auto ev = [&](Event e) { return mm.events()[e]; };
+  const gfp_t z = GFP_KERNEL | __GFP_ZERO;
+  // 16 KiB: an order-2 compound. CPU 1's list is empty: a refill of
+  // 63 >> 2 = 15 blocks, and the first is cold.
+  Ptr a = mm.kvmalloc(16384, z, cpu1);
+  REQUIRE(a != kNull);
+  CHECK(ev(Event::page_pcp_refill) == 1);
+  CHECK(ev(Event::page_alloc_cold) == 1);
+  CHECK(ev(Event::zero_bytes_cold) == 16384);
+  CHECK(ev(Event::zero_bytes) == 16384);
+  // Freed on CPU 1 and taken again there: the same block, hot.
+  mm.kvfree(a, cpu1);
+  a = mm.kvmalloc(16384, z, cpu1);
+  CHECK(ev(Event::page_alloc_cold) == 1);
+  CHECK(ev(Event::zero_bytes_cold) == 16384);
+  CHECK(ev(Event::zero_bytes) == 2 * 16384);
+  // Freed on CPU 0 it goes to CPU 0's list: CPU 1 takes a refill's block.
+  mm.kvfree(a, cpu0);
+  a = mm.kvmalloc(16384, z, cpu1);
+  CHECK(ev(Event::page_alloc_cold) == 2);
+  CHECK(ev(Event::zero_bytes_cold) == 2 * 16384);
+  // ... and CPU 0 takes its own back hot.
+  Ptr b = mm.kvmalloc(16384, z, cpu0);
+  CHECK(ev(Event::page_alloc_cold) == 2);
+  CHECK(ev(Event::page_pcp_refill) == 1);
+  // The serial lifecycle of a 2,048-slot table: per operation three
+  // order-2 blocks taken on CPU 1 (the ring's two regions, then the
+  // table) and one freed there (the table, at unregister); the regions
+  // are freed on CPU 0 (the kworker's teardown). The first region takes
+  // the freed table's block; the second and the table are cold.
+  mm.kvfree(a, cpu1);
+  mm.kvfree(b, cpu0);
+  const uint64_t cold0 = ev(Event::page_alloc_cold);
+  for (int op = 0; op < 8; ++op) {
+    const uint64_t before = ev(Event::page_alloc_cold);
+    const Ptr rings = mm.alloc_page_region(3, z, cpu1);
+    const bool rings_cold = ev(Event::page_alloc_cold) != before;
+    const Ptr sqes = mm.alloc_page_region(4, z, cpu1);
+    const uint64_t mid = ev(Event::zero_bytes_cold);
+    const Ptr table = mm.kvmalloc(16384, z, cpu1);
+    REQUIRE((rings != kNull && sqes != kNull && table != kNull));
+    CHECK(ev(Event::zero_bytes_cold) - mid == 16384);  // the table: cold
+    CHECK_FALSE(rings_cold);  // the block the last table (or `a`) left
+    mm.kvfree(table, cpu1);   // unregister
+    mm.free_page_region(rings, cpu0);  // teardown on the kworker
+    mm.free_page_region(sqes, cpu0);
+  }
+  // 8 operations of two cold blocks each.
+  CHECK(ev(Event::page_alloc_cold) - cold0 == 8 * 2);
+  // CPU 0's list passed its high mark (252 pages) and gave back blocks.
+  CHECK(ev(Event::page_pcp_drain) == 0);
+  std::vector<Ptr> small;
+  for (int i = 0; i < 300; ++i) small.push_back(mm.alloc_page_region(1, z, cpu1));
+  for (Ptr p : small) mm.free_page_region(p, cpu0);
+  CHECK(ev(Event::page_pcp_drain) > 0);
+  // Above order 3 there is no per-CPU list: never cold.
+  const uint64_t cold_bytes = ev(Event::zero_bytes_cold);
+  Ptr big = mm.kvmalloc(65536, z, cpu1);
+  mm.kvfree(big, cpu0);
+  big = mm.kvmalloc(65536, z, cpu1);
+  CHECK(ev(Event::zero_bytes_cold) == cold_bytes);
+  mm.kvfree(big, cpu1);
+  CHECK(mm.large_bytes_total() == 0);
+  CHECK(mm.region_bytes_total() == 0);
+  CHECK(mm.kasan_reports().empty());
+}
+
 TEST_CASE("a page region is one zeroed, charged compound, else order-0 pages",
           "[mm][region]") {
   MmConfig cfg;

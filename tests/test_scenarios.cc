@@ -400,3 +400,28 @@ TEST_CASE("poll-refill: each new ring maps its two regions' pages",
   CHECK(small[Event::ring_create] == 16);
   CHECK(small[Event::ring_pages_mapped] == 16 * 7);
 }
+
+TEST_CASE("a serial lifecycle clears a 2,048-slot table in a cold block, other sizes warm",
+          "[scenario][rsrc][pages]") {
+  // The table array and a new 256-entry ring's two regions are all
+  // order-2 blocks only at 2,048 slots (16 KiB): the ring's first region
+  // takes the block the last table freed, the table a refill's
+  // (model/mm/page_alloc.h). 1,024 slots: a kmalloc-cg-8k object;
+  // 4,096: an order-3 block, the same one each time; 8,192: order 4, no
+  // per-CPU list.
+  for (const char* slots : {"1024", "2048", "4096", "8192"}) {
+    INFO(slots);
+    const RunResult r = run_ok("lifecycle", {"unpatched"},
+                               {{"mode", "0"}, {"slots", slots}, {"installs", "64"},
+                                {"groups", "1"}});
+    const PolicyResult& c = col(r, 0);
+    REQUIRE(c.timed_ops == 32);
+    const Counters* reg = nullptr;
+    for (const auto& [name, counts] : c.phases)
+      if (name == "registration") reg = &counts;
+    REQUIRE(reg != nullptr);
+    const uint64_t want = std::string(slots) == "2048" ? 32 * 16384 : 0;
+    CHECK((*reg)[Event::zero_bytes_cold] == want);
+    CHECK(c.timed[Event::zero_bytes_cold] == want);
+  }
+}

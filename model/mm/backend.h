@@ -17,9 +17,12 @@ namespace simcache {
 class SlabBackend {
  public:
   virtual ~SlabBackend() = default;
-  // 2^order pages on `node`: a page id > 0, or 0 on failure.
-  virtual uint32_t alloc_pages(uint32_t order, NodeId node, gfp_t gfp) = 0;
-  virtual void free_pages(uint32_t page, uint32_t order) = 0;
+  // 2^order pages on `node` for a task on `cpu`: a page id > 0, or 0 on
+  // failure; *cold, when given, whether the block came cache-cold
+  // (model/mm/page_alloc.h). A free goes to `cpu`'s per-CPU list.
+  virtual uint32_t alloc_pages(uint32_t order, NodeId node, gfp_t gfp, CpuId cpu,
+                               bool* cold = nullptr) = 0;
+  virtual void free_pages(uint32_t page, uint32_t order, CpuId cpu) = 0;
   // memcg_kmem_online(): whether the charge hooks run at all.
   virtual bool kmem_online() const = 0;
   // obj_cgroup_charge_account() / the free hook's refill_obj_stock().
@@ -42,11 +45,12 @@ class SlabBackend {
 class KernelBackend final : public SlabBackend {
  public:
   KernelBackend(PageAllocator* pages, Memcg* memcg) : pages_(pages), memcg_(memcg) {}
-  uint32_t alloc_pages(uint32_t order, NodeId node, gfp_t gfp) override {
-    return pages_->alloc_pages(order, node, gfp);
+  uint32_t alloc_pages(uint32_t order, NodeId node, gfp_t gfp, CpuId cpu,
+                       bool* cold = nullptr) override {
+    return pages_->alloc_pages(order, node, gfp, cpu, cold);
   }
-  void free_pages(uint32_t page, uint32_t order) override {
-    pages_->free_pages(page, order);
+  void free_pages(uint32_t page, uint32_t order, CpuId cpu) override {
+    pages_->free_pages(page, order, cpu);
   }
   bool kmem_online() const override { return memcg_->kmem_online(); }
   bool charge_obj(CpuId cpu, MemcgId memcg, NodeId pgdat, uint32_t bytes,

@@ -226,13 +226,14 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
   if (vmalloc) {
     l.nr_pages = static_cast<uint32_t>((size + PAGE_SIZE - 1) / PAGE_SIZE);
     for (uint32_t i = 0; i < l.nr_pages; ++i) {  // one order-0 page each
-      const uint32_t pg = backend_->alloc_pages(0, node, gfp);
+      bool cold = false;
+      const uint32_t pg = backend_->alloc_pages(0, node, gfp, t.cpu, &cold);
       if (!pg) {
-        for (uint32_t v : l.vpages) backend_->free_pages(v, 0);
+        for (uint32_t v : l.vpages) backend_->free_pages(v, 0, t.cpu);
         events_.add(Event::alloc_failed);
         return kNull;
       }
-      pages_cleared(gfp, 1);
+      pages_cleared(gfp, 1, cold);
       l.vpages.push_back(pg);
     }
     events_.add(Event::vmalloc_pages, l.nr_pages);
@@ -243,12 +244,13 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
       return kNull;
     }
     l.nr_pages = 1u << l.order;
-    l.page = backend_->alloc_pages(l.order, node, gfp | __GFP_COMP);
+    bool cold = false;
+    l.page = backend_->alloc_pages(l.order, node, gfp | __GFP_COMP, t.cpu, &cold);
     if (!l.page) {
       events_.add(Event::alloc_failed);
       return kNull;
     }
-    pages_cleared(gfp, l.nr_pages);
+    pages_cleared(gfp, l.nr_pages, cold);
   }
   const uint32_t id = commit_large(l, gfp, t);
   if (id == UINT32_MAX) return kNull;
@@ -259,11 +261,14 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
 // __GFP_ZERO clears whole pages, one at a time, as the page allocator
 // hands them out (post_alloc_hook() -> kernel_init_pages()): every byte of
 // 1 << order pages, not only the bytes asked for, and before any charge,
-// so pages given back after a failure were cleared too.
-void Mm::pages_cleared(gfp_t gfp, uint64_t pages) {
+// so pages given back after a failure were cleared too. A block the
+// page allocator handed out cache-cold (model/mm/page_alloc.h) is
+// cleared through misses: its bytes count zero_bytes_cold too.
+void Mm::pages_cleared(gfp_t gfp, uint64_t pages, bool cold) {
   if (!(gfp & __GFP_ZERO)) return;
   events_.add(Event::zero_bytes, pages * PAGE_SIZE);
   events_.add(Event::zero_call, pages);
+  if (cold) events_.add(Event::zero_bytes_cold, pages * PAGE_SIZE);
 }
 
 // What a large kmalloc and a vmalloc area share once their pages are
@@ -274,7 +279,7 @@ uint32_t Mm::commit_large(Large& l, gfp_t gfp, const Task& t) {
   if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg) {
     if (faults_.should_fail(FaultPoint::memcg_charge) ||
         !backend_->charge_pages(t.cpu, t.memcg, l.nr_pages, gfp)) {
-      give_back_pages(l);
+      give_back_pages(l, t.cpu);
       events_.add(Event::memcg_charge_fail);
       events_.add(Event::alloc_failed);
       return UINT32_MAX;
@@ -301,13 +306,13 @@ uint32_t Mm::store_large(Large& l) {
 
 // The pages of a large object back to the page allocator: one order-0
 // page each (a vmalloc area, a region made in order-0 pages), or the
-// compound.
-void Mm::give_back_pages(Large& l) {
+// compound, to `cpu`'s per-CPU lists.
+void Mm::give_back_pages(Large& l, CpuId cpu) {
   if (!l.vpages.empty()) {
-    for (uint32_t v : l.vpages) backend_->free_pages(v, 0);
+    for (uint32_t v : l.vpages) backend_->free_pages(v, 0, cpu);
     l.vpages.clear();
   } else if (l.page) {
-    backend_->free_pages(l.page, l.order);
+    backend_->free_pages(l.page, l.order, cpu);
   }
 }
 
@@ -332,12 +337,13 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
   // zeroed (pages_cleared()), then charged; 0 if refused (a refused
   // charge frees it).
   const auto take = [&](uint32_t order, gfp_t g) -> uint32_t {
-    const uint32_t pg = backend_->alloc_pages(order, node, g);
+    bool cold = false;
+    const uint32_t pg = backend_->alloc_pages(order, node, g, t.cpu, &cold);
     if (!pg) return 0;
-    pages_cleared(gfp, uint64_t{1} << order);
+    pages_cleared(gfp, uint64_t{1} << order, cold);
     if (account && (faults_.should_fail(FaultPoint::memcg_charge) ||
                     !backend_->charge_pages(t.cpu, t.memcg, 1u << order, gfp))) {
-      backend_->free_pages(pg, order);
+      backend_->free_pages(pg, order, t.cpu);
       events_.add(Event::memcg_charge_fail);
       return 0;
     }
@@ -364,7 +370,7 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
     if (!pg || nr_pages > 1) {
       if (pg) {
         if (account) backend_->uncharge_pages_batch(t.memcg, 1);  // release_pages()
-        backend_->free_pages(pg, 0);
+        backend_->free_pages(pg, 0, t.cpu);
       }
       events_.add(Event::alloc_failed);
       return kNull;
@@ -375,7 +381,7 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
     for (uint32_t i = 0; i < nr_pages; ++i) {
       const uint32_t pg = take(0, gfp);
       if (!pg) {
-        give_back_pages(l);
+        give_back_pages(l, t.cpu);
         events_.add(Event::alloc_failed);
         return kNull;
       }
@@ -392,7 +398,6 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
 // reference or of the order-0 pages; their charge goes straight to the
 // page_counter (mem_cgroup_uncharge_folios()), not to a per-CPU stock.
 void Mm::free_page_region(Ptr p, const Task& t) {
-  (void)t;
   if (p == kNull) return;
   const size_t nrep = slub_->reports.size();
   Large* l = (p & (kLargeBit | kVmallocBit)) ? large(p) : nullptr;
@@ -409,7 +414,7 @@ void Mm::free_page_region(Ptr p, const Task& t) {
     return;
   }
   if (l->memcg != kRootMemcg) backend_->uncharge_pages_batch(l->memcg, l->nr_pages);
-  give_back_pages(*l);
+  give_back_pages(*l, t.cpu);
   region_bytes_ -= uint64_t{l->nr_pages} * PAGE_SIZE;
   l->live = false;
   free_large_ids_.push_back(static_cast<uint32_t>(p & ~kLargeBit));
@@ -438,7 +443,7 @@ void Mm::free_large(Ptr p, const Task& t, bool via_kvfree) {
   }
   if (!l->vmalloc) events_.add(Event::kfree_large);  // kvfree() counts itself
   if (l->memcg != kRootMemcg) backend_->uncharge_pages(t.cpu, l->memcg, l->nr_pages);
-  give_back_pages(*l);
+  give_back_pages(*l, t.cpu);
   large_bytes_ -= uint64_t(l->nr_pages) * PAGE_SIZE;
   l->live = false;
   free_large_ids_.push_back(static_cast<uint32_t>(p & ~(kLargeBit | kVmallocBit)));

@@ -192,9 +192,9 @@ class Mm {
   Ptr alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc);
   void free_large(Ptr p, const Task& t, bool via_kvfree);
   uint32_t commit_large(Large& l, gfp_t gfp, const Task& t);
-  void pages_cleared(gfp_t gfp, uint64_t pages);
+  void pages_cleared(gfp_t gfp, uint64_t pages, bool cold);
   uint32_t store_large(Large& l);
-  void give_back_pages(Large& l);
+  void give_back_pages(Large& l, CpuId cpu);
   Large* large(Ptr p);
   const Large* large(Ptr p) const;
   // Names the innermost scope in reports added since `from`.

@@ -1,9 +1,10 @@
 #include "model/mm/page_alloc.h"
 
-#include "model/mm/id_pool.h"
-
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+
+#include "model/mm/id_pool.h"
 
 namespace simcache {
 
@@ -12,37 +13,116 @@ PageAllocator::PageAllocator(EventSink* events, FaultInjector* faults)
   live_.push_back(0);  // page id 0 is "no page"
 }
 
-// mirrors __alloc_pages(): counts the order, honours injected failures.
-uint32_t PageAllocator::alloc_pages(uint32_t order, NodeId node, gfp_t gfp) {
+PageAllocator::Pcp& PageAllocator::pcp(CpuId cpu, NodeId node) {
+  const uint32_t key = uint32_t{cpu} << 8 | node;
+  for (size_t i = 0; i < pcp_key_.size(); ++i)
+    if (pcp_key_[i] == key) return pcp_[i];
+  pcp_key_.push_back(key);
+  return pcp_.emplace_back();
+}
+
+// A block from the node's free blocks (the buddy lists).
+uint32_t PageAllocator::take_free() { return take_id<uint32_t>(live_, free_ids_); }
+
+// free_pcppages_bulk(): past the high mark the CPU gives back its oldest
+// blocks, a list at a time from order 0 up, until a batch under it.
+void PageAllocator::drain(Pcp& p) {
+  uint32_t order = 0;
+  while (p.pages > PCP_HIGH - PCP_BATCH) {
+    auto& l = p.list[order];
+    if (!l.empty()) {
+      free_ids_.push_back(l.front().id);
+      l.pop_front();
+      p.pages -= 1u << order;
+    }
+    order = (order + 1) % (PCP_MAX_ORDER + 1);
+  }
+}
+
+// mirrors __alloc_pages(): counts the order, honours injected failures;
+// rmqueue_pcplist() up to PCP_MAX_ORDER, rmqueue_buddy() above.
+uint32_t PageAllocator::alloc_pages(uint32_t order, NodeId node, gfp_t gfp, CpuId cpu,
+                                    bool* cold) {
   (void)gfp;
+  if (cold) *cold = false;
   if (order > MAX_PAGE_ORDER) return 0;  // the buddy allocator has no such order: NULL
   if (faults_->should_fail(FaultPoint::page_alloc)) return 0;
   static constexpr Event kByOrder[] = {
       Event::page_alloc_order0, Event::page_alloc_order1,
       Event::page_alloc_order2, Event::page_alloc_order3};
-  // zone->lock around the buddy work (the model has no per-CPU page
-  // lists, so every allocation takes it; its hold is the priced event).
+  // zone->lock around the buddy work (the model takes it for every
+  // allocation; its hold is the priced event).
   if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
   ev_->add(kByOrder[order < 3 ? order : 3]);
   if (ev_->locks) ev_->locks->release(LockClass::zone_lock, node);
-  const uint32_t id = take_id<uint32_t>(live_, free_ids_);
+  uint32_t id;
+  if (order <= PCP_MAX_ORDER) {
+    Pcp& p = pcp(cpu, node);
+    auto& l = p.list[order];
+    if (l.empty()) {  // rmqueue_bulk(): a batch of blocks not in this CPU's caches
+      const uint32_t batch = std::max<uint32_t>(PCP_BATCH >> order, 2);
+      for (uint32_t i = 0; i < batch; ++i) l.push_front({take_free(), false});
+      p.pages += batch << order;
+      ev_->add(Event::page_pcp_refill);
+    }
+    const Block b = l.back();  // LIFO: the last freed, or the refill's
+    l.pop_back();
+    p.pages -= 1u << order;
+    id = b.id;
+    if (!b.hot) {
+      ev_->add(Event::page_alloc_cold);
+      if (cold) *cold = true;
+    }
+  } else {
+    id = take_free();
+  }
   live_[id] = static_cast<uint8_t>(node + 1);  // 0 = free, else node + 1
+  ++allocated_;
   return id;
 }
 
-// mirrors __free_pages().
-void PageAllocator::free_pages(uint32_t page, uint32_t order) {
+// mirrors __free_pages(): to the freeing CPU's list up to PCP_MAX_ORDER
+// (free_frozen_page_commit()), to the node's free blocks above.
+void PageAllocator::free_pages(uint32_t page, uint32_t order, CpuId cpu) {
   if (page == 0 || page >= live_.size() || live_[page] == 0) {
     std::fprintf(stderr, "simcache: internal error: bad page free %u\n", page);
     std::abort();
   }
-  (void)order;
   const NodeId node = static_cast<NodeId>(live_[page] - 1);
   live_[page] = 0;
-  free_ids_.push_back(page);
+  --allocated_;
+  if (order <= PCP_MAX_ORDER) {
+    Pcp& p = pcp(cpu, node);
+    p.list[order].push_back({page, true});
+    p.pages += 1u << order;
+    if (p.pages > PCP_HIGH) {
+      drain(p);
+      ev_->add(Event::page_pcp_drain);
+    }
+  } else {
+    free_ids_.push_back(page);
+  }
   if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
   ev_->add(Event::page_free);
   if (ev_->locks) ev_->locks->release(LockClass::zone_lock, node);
+}
+
+void PageAllocator::signature(StateSig* s) const {
+  s->add(allocated_);
+  for (size_t i = 0; i < pcp_.size(); ++i) {
+    if (pcp_[i].pages == 0) continue;
+    s->add(pcp_key_[i]);
+    for (const auto& l : pcp_[i].list) {
+      s->add(l.size());
+      uint64_t word = 0;
+      uint32_t bits = 0;
+      for (const Block& b : l) {
+        word = word << 1 | b.hot;
+        if (++bits == 64) s->add(word), word = 0, bits = 0;
+      }
+      if (bits) s->add(word);
+    }
+  }
 }
 
 }  // namespace simcache

@@ -2,9 +2,27 @@
 // need: order-N allocations per node, counted by order, freeable, and
 // able to fail on demand. Mirrors the interface of alloc_pages_node() /
 // __free_pages(); no zones, no buddy merging, no reclaim.
+//
+// Orders up to PAGE_ALLOC_COSTLY_ORDER go through per-CPU lists, as the
+// kernel's per_cpu_pages (mm/page_alloc.c: rmqueue_pcplist(),
+// free_frozen_page_commit()): one LIFO list per CPU, node and order; a
+// free pushes onto the freeing CPU's list, an allocation pops the
+// allocating CPU's, and an empty list is refilled from the node's free
+// blocks, max(PCP_BATCH >> order, 2) at a time (rmqueue_bulk()). A CPU
+// whose lists hold more than PCP_HIGH pages gives the oldest back
+// (free_pcppages_bulk()). What the lists decide is which block an
+// allocation gets, and so whether its memory is cache-hot: a block this
+// CPU freed is; one a refill brought is not (it was last written by
+// another CPU or long ago). Clearing a cold block is dearer
+// (zero_bytes_cold, model/mm/mm.cc). Higher orders come straight from
+// the node's free blocks, their temperature not tracked. zone->lock is
+// still taken around every allocation and free (the model prices one
+// event per call, page_alloc_order* and page_free).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "model/counters.h"
@@ -15,25 +33,53 @@
 
 namespace simcache {
 
+// PAGE_ALLOC_COSTLY_ORDER: the highest order the per-CPU lists hold.
+inline constexpr uint32_t PCP_MAX_ORDER = 3;
+// pcp->batch of a zone of a few GiB and more (zone_batchsize(): 64
+// rounded to 2^n - 1), and the lists' high mark at its floor
+// (zone_highsize() never goes below 4 batches).
+inline constexpr uint32_t PCP_BATCH = 63;
+inline constexpr uint32_t PCP_HIGH = 4 * PCP_BATCH;
+
 class PageAllocator {
  public:
   PageAllocator(EventSink* events, FaultInjector* faults);
 
-  // Allocates 2^order pages on `node`. Returns a page id (> 0) or 0 on
-  // failure (injected).
-  uint32_t alloc_pages(uint32_t order, NodeId node, gfp_t gfp);
-  void free_pages(uint32_t page, uint32_t order);
-  // The pages allocated (model/mm/state_sig.h). A page id is a label:
-  // which one a slab gets decides nothing else, so the ids are left out.
-  void signature(StateSig* s) const {
-    s->add(live_.size() - free_ids_.size());
-  }
+  // Allocates 2^order pages on `node` for a task on `cpu`. Returns a
+  // page id (> 0) or 0 on failure (injected). *cold, when given, says
+  // whether the block came cache-cold (a refill; always false above
+  // PCP_MAX_ORDER).
+  uint32_t alloc_pages(uint32_t order, NodeId node, gfp_t gfp, CpuId cpu, bool* cold = nullptr);
+  // Frees on `cpu`: the block goes to that CPU's list (orders up to
+  // PCP_MAX_ORDER).
+  void free_pages(uint32_t page, uint32_t order, CpuId cpu);
+  // Blocks allocated now (not on any list).
+  uint64_t allocated() const { return allocated_; }
+  // The pages allocated and, per CPU list, its blocks' temperatures in
+  // list order (model/mm/state_sig.h). A page id is a label: which one a
+  // slab gets decides nothing else, so the ids are left out.
+  void signature(StateSig* s) const;
 
  private:
+  struct Block {
+    uint32_t id;
+    bool hot;
+  };
+  struct Pcp {
+    std::array<std::deque<Block>, PCP_MAX_ORDER + 1> list;  // front: oldest
+    uint32_t pages = 0;
+  };
+  Pcp& pcp(CpuId cpu, NodeId node);
+  uint32_t take_free();
+  void drain(Pcp& p);
+
   EventSink* ev_;
   FaultInjector* faults_;
   std::vector<uint32_t> free_ids_;
-  std::vector<uint8_t> live_;  // indexed by page id: 1 while allocated
+  std::vector<uint8_t> live_;  // indexed by page id: node + 1 while allocated
+  std::vector<Pcp> pcp_;       // (cpu, node), grown on first use
+  std::vector<uint32_t> pcp_key_;  // cpu << 8 | node of each pcp_ entry
+  uint64_t allocated_ = 0;
 };
 
 }  // namespace simcache

@@ -63,11 +63,11 @@ size_t Slub::last_free_slots() const {
 int32_t Slub::new_slab(CacheId s, gfp_t gfp, NodeId node, const Task& t) {
   const Geometry g = caches_[s].g;
   uint32_t order = g.order, objects = g.objects;
-  uint32_t page = backend_->alloc_pages(order, node, gfp | __GFP_NORETRY);
+  uint32_t page = backend_->alloc_pages(order, node, gfp | __GFP_NORETRY, t.cpu);
   if (!page && g.min_order != g.order) {
     order = g.min_order;
     objects = g.min_objects;
-    page = backend_->alloc_pages(order, node, gfp);
+    page = backend_->alloc_pages(order, node, gfp, t.cpu);
     if (page) stat(caches_[s], t.cpu, SlubStat::ORDER_FALLBACK);
   }
   if (!page) return -1;
@@ -107,7 +107,7 @@ void Slub::discard_slab(CacheId s, int32_t id, const Task& t) {
   --n.nr_slabs;
   n.total_objects -= slabs_[id].objects;
   slab_bytes_ -= uint64_t(PAGE_SIZE) << slabs_[id].order;
-  backend_->free_pages(slabs_[id].page, slabs_[id].order);
+  backend_->free_pages(slabs_[id].page, slabs_[id].order, t.cpu);
   const Ptr ext = slabs_[id].obj_exts;
   slabs_[id].where = SlabWhere::kUnused;
   slabs_[id].obj_exts = kNull;

@@ -149,7 +149,7 @@ bool OpExec::exec_mem(const Op& op, std::string* error) {
         return *error = fmt::format("alloc_pages: page {} is still allocated", op.obj), false;
       const uint32_t order = static_cast<uint32_t>(op.n);
       if (order > 10) return *error = fmt::format("alloc_pages: order {} above 10", order), false;
-      const uint32_t id = mm.backend().alloc_pages(order, 0, op.gfp);
+      const uint32_t id = mm.backend().alloc_pages(order, 0, op.gfp, t.cpu);
       if (id) {
         pages_.emplace(op.obj, std::make_pair(id, order));
         null_pages_.erase(op.obj);
@@ -164,7 +164,7 @@ bool OpExec::exec_mem(const Op& op, std::string* error) {
       if (it == pages_.end() && null_pages_.erase(op.obj)) return true;  // its allocation failed
       if (it == pages_.end())
         return *error = fmt::format("free_pages: page {} is not allocated", op.obj), false;
-      mm.backend().free_pages(it->second.first, it->second.second);
+      mm.backend().free_pages(it->second.first, it->second.second, t.cpu);
       pages_.erase(it);
       return true;
     }
@@ -288,7 +288,7 @@ void OpExec::free_all(const Task& t) {
   std::vector<std::pair<uint32_t, uint32_t>> pages;
   for (const auto& [h, pg] : pages_) pages.push_back(pg);
   std::sort(pages.begin(), pages.end());
-  for (const auto& [id, order] : pages) env_.mm.backend().free_pages(id, order);
+  for (const auto& [id, order] : pages) env_.mm.backend().free_pages(id, order, t.cpu);
   pages_.clear();
 }
 
