@@ -7,6 +7,7 @@
 
 #include "model/mm/mm.h"
 #include "model/mm/slub.h"
+#include "model/mm/state_sig.h"
 
 using namespace simcache;
 
@@ -225,12 +226,25 @@ TEST_CASE("per-CPU page lists: a CPU gets back the block it freed hot, a refill'
   }
   // 8 operations of two cold blocks each.
   CHECK(ev(Event::page_alloc_cold) - cold0 == 8 * 2);
-  // CPU 0's list passed its high mark (252 pages) and gave back blocks.
+  // CPU 0 now holds 17 order-2 blocks (68 pages: `b` and the 16
+  // regions), under its high mark of 252 pages: nothing drained.
   CHECK(ev(Event::page_pcp_drain) == 0);
+  // 300 order-0 pages freed there: at 68 + 184 = 252 pages the CPU gives
+  // back a batch of 63, oldest first, from the order-0 list the page went
+  // to (189 left); again at the 247th; 242 pages at the end.
   std::vector<Ptr> small;
   for (int i = 0; i < 300; ++i) small.push_back(mm.alloc_page_region(1, z, cpu1));
   for (Ptr p : small) mm.free_page_region(p, cpu0);
-  CHECK(ev(Event::page_pcp_drain) > 0);
+  CHECK(ev(Event::page_pcp_drain) == 2);
+  // The order-2 blocks were not touched: 17 come back hot, the 18th is a
+  // refill's.
+  const uint64_t cold1 = ev(Event::page_alloc_cold);
+  std::vector<Ptr> regions;
+  for (int i = 0; i < 17; ++i) regions.push_back(mm.alloc_page_region(4, z, cpu0));
+  CHECK(ev(Event::page_alloc_cold) == cold1);
+  regions.push_back(mm.alloc_page_region(4, z, cpu0));
+  CHECK(ev(Event::page_alloc_cold) == cold1 + 1);
+  for (Ptr p : regions) mm.free_page_region(p, cpu0);
   // Above order 3 there is no per-CPU list: never cold.
   const uint64_t cold_bytes = ev(Event::zero_bytes_cold);
   Ptr big = mm.kvmalloc(65536, z, cpu1);
@@ -241,6 +255,25 @@ TEST_CASE("per-CPU page lists: a CPU gets back the block it freed hot, a refill'
   CHECK(mm.large_bytes_total() == 0);
   CHECK(mm.region_bytes_total() == 0);
   CHECK(mm.kasan_reports().empty());
+}
+
+TEST_CASE("the state signature tells which CPU's page list holds a hot block",
+          "[mm][pages][steady]") {
+  // The same allocations and frees, the last free on another CPU: the
+  // same pages allocated (none), but the next allocation on CPU 1 is hot
+  // in one and cold in the other, so the states must differ.
+  MmConfig cfg;
+  cfg.nr_cpus = 2;
+  const auto state = [&](CpuId free_cpu) {
+    Mm mm(cfg);
+    const Ptr a = mm.kvmalloc(16384, GFP_KERNEL | __GFP_ZERO, Task{1, kRootMemcg, 0});
+    mm.kvfree(a, Task{free_cpu, kRootMemcg, 0});
+    StateSig s;
+    mm.signature(&s);
+    return s;
+  };
+  CHECK(state(1) == state(1));
+  CHECK_FALSE(state(1) == state(0));
 }
 
 TEST_CASE("a page region is one zeroed, charged compound, else order-0 pages",

@@ -24,16 +24,18 @@ PageAllocator::Pcp& PageAllocator::pcp(CpuId cpu, NodeId node) {
 // A block from the node's free blocks (the buddy lists).
 uint32_t PageAllocator::take_free() { return take_id<uint32_t>(live_, free_ids_); }
 
-// free_pcppages_bulk(): past the high mark the CPU gives back its oldest
-// blocks, a list at a time from order 0 up, until a batch under it.
-void PageAllocator::drain(Pcp& p) {
-  uint32_t order = 0;
-  while (p.pages > PCP_HIGH - PCP_BATCH) {
+// free_pcppages_bulk(): at the high mark the CPU gives back a batch of
+// pages (nr_pcp_free()'s least), oldest first, from the list the block
+// was freed to, then the next order's, and so on round the orders.
+void PageAllocator::drain(Pcp& p, uint32_t order) {
+  int64_t count = PCP_BATCH;
+  while (count > 0 && p.pages > 0) {
     auto& l = p.list[order];
-    if (!l.empty()) {
+    while (count > 0 && !l.empty()) {
       free_ids_.push_back(l.front().id);
       l.pop_front();
       p.pages -= 1u << order;
+      count -= int64_t{1} << order;
     }
     order = (order + 1) % (PCP_MAX_ORDER + 1);
   }
@@ -95,8 +97,8 @@ void PageAllocator::free_pages(uint32_t page, uint32_t order, CpuId cpu) {
     Pcp& p = pcp(cpu, node);
     p.list[order].push_back({page, true});
     p.pages += 1u << order;
-    if (p.pages > PCP_HIGH) {
-      drain(p);
+    if (p.pages >= PCP_HIGH) {
+      drain(p, order);
       ev_->add(Event::page_pcp_drain);
     }
   } else {
@@ -109,6 +111,9 @@ void PageAllocator::free_pages(uint32_t page, uint32_t order, CpuId cpu) {
 
 void PageAllocator::signature(StateSig* s) const {
   s->add(allocated_);
+  uint64_t lists = 0;  // the CPUs' lists that hold blocks: where this part ends
+  for (const Pcp& p : pcp_) lists += p.pages != 0;
+  s->add(lists);
   for (size_t i = 0; i < pcp_.size(); ++i) {
     if (pcp_[i].pages == 0) continue;
     s->add(pcp_key_[i]);

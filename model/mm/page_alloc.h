@@ -7,17 +7,26 @@
 // kernel's per_cpu_pages (mm/page_alloc.c: rmqueue_pcplist(),
 // free_frozen_page_commit()): one LIFO list per CPU, node and order; a
 // free pushes onto the freeing CPU's list, an allocation pops the
-// allocating CPU's, and an empty list is refilled from the node's free
-// blocks, max(PCP_BATCH >> order, 2) at a time (rmqueue_bulk()). A CPU
-// whose lists hold more than PCP_HIGH pages gives the oldest back
-// (free_pcppages_bulk()). What the lists decide is which block an
-// allocation gets, and so whether its memory is cache-hot: a block this
-// CPU freed is; one a refill brought is not (it was last written by
-// another CPU or long ago). Clearing a cold block is dearer
-// (zero_bytes_cold, model/mm/mm.cc). Higher orders come straight from
-// the node's free blocks, their temperature not tracked. zone->lock is
+// allocating CPU's newest block, and an empty list is refilled from the
+// node's free blocks, max(PCP_BATCH >> order, 2) at a time
+// (rmqueue_bulk()). A CPU whose lists reach PCP_HIGH pages gives back a
+// batch, oldest first (free_pcppages_bulk()). What the lists decide is
+// which block an allocation gets, and so whether its memory is
+// cache-hot: a block this CPU freed counts as hot, one a refill brought
+// as cold (last written by another CPU or long ago). Clearing a cold
+// block is dearer (zero_bytes_cold, model/mm/mm.cc). Higher orders come
+// straight from the node's free blocks and count as hot. zone->lock is
 // still taken around every allocation and free (the model prices one
 // event per call, page_alloc_order* and page_free).
+//
+// Simplified against 6.18: the high mark is its floor (the kernel's is
+// at least that, from the zone's low watermark and its CPUs, and tuned
+// upwards by a batch per refill); order-0 refills are one batch (the
+// kernel scales them by pcp->alloc_factor); no free_high fast drain of
+// the order-1 to 3 lists after a run of high-order frees; one list per
+// order, not per migratetype, and no THP list. None of these changes
+// which blocks are cold on a CPU that frees fewer blocks than it takes,
+// which is what zero_bytes_cold counts.
 #pragma once
 
 #include <array>
@@ -71,7 +80,7 @@ class PageAllocator {
   };
   Pcp& pcp(CpuId cpu, NodeId node);
   uint32_t take_free();
-  void drain(Pcp& p);
+  void drain(Pcp& p, uint32_t order);
 
   EventSink* ev_;
   FaultInjector* faults_;
