@@ -15,10 +15,9 @@ PageAllocator::PageAllocator(EventSink* events, FaultInjector* faults)
 
 PageAllocator::Pcp& PageAllocator::pcp(CpuId cpu, NodeId node) {
   const uint32_t key = uint32_t{cpu} << 8 | node;
-  for (size_t i = 0; i < pcp_key_.size(); ++i)
-    if (pcp_key_[i] == key) return pcp_[i];
-  pcp_key_.push_back(key);
-  return pcp_.emplace_back();
+  for (Pcp& p : pcp_)
+    if (p.key == key) return p;
+  return pcp_.emplace_back(Pcp{key, {}, 0});
 }
 
 // A block from the node's free blocks (the buddy lists).
@@ -114,10 +113,10 @@ void PageAllocator::signature(StateSig* s) const {
   uint64_t lists = 0;  // the CPUs' lists that hold blocks: where this part ends
   for (const Pcp& p : pcp_) lists += p.pages != 0;
   s->add(lists);
-  for (size_t i = 0; i < pcp_.size(); ++i) {
-    if (pcp_[i].pages == 0) continue;
-    s->add(pcp_key_[i]);
-    for (const auto& l : pcp_[i].list) {
+  for (const Pcp& p : pcp_) {
+    if (p.pages == 0) continue;
+    s->add(p.key);
+    for (const auto& l : p.list) {
       s->add(l.size());
       uint64_t word = 0;
       uint32_t bits = 0;

@@ -62,8 +62,6 @@ class PageAllocator {
   // Frees on `cpu`: the block goes to that CPU's list (orders up to
   // PCP_MAX_ORDER).
   void free_pages(uint32_t page, uint32_t order, CpuId cpu);
-  // Blocks allocated now (not on any list).
-  uint64_t allocated() const { return allocated_; }
   // The pages allocated and, per CPU list, its blocks' temperatures in
   // list order (model/mm/state_sig.h). A page id is a label: which one a
   // slab gets decides nothing else, so the ids are left out.
@@ -75,6 +73,7 @@ class PageAllocator {
     bool hot;
   };
   struct Pcp {
+    uint32_t key;  // cpu << 8 | node
     std::array<std::deque<Block>, PCP_MAX_ORDER + 1> list;  // front: oldest
     uint32_t pages = 0;
   };
@@ -86,9 +85,8 @@ class PageAllocator {
   FaultInjector* faults_;
   std::vector<uint32_t> free_ids_;
   std::vector<uint8_t> live_;  // indexed by page id: node + 1 while allocated
-  std::vector<Pcp> pcp_;       // (cpu, node), grown on first use
-  std::vector<uint32_t> pcp_key_;  // cpu << 8 | node of each pcp_ entry
-  uint64_t allocated_ = 0;
+  std::vector<Pcp> pcp_;  // one per (cpu, node), made on first use
+  uint64_t allocated_ = 0;  // blocks allocated now (on no list)
 };
 
 }  // namespace simcache
