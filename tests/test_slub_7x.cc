@@ -171,6 +171,26 @@ TEST_CASE("7.x: bulk allocation and bulk free", "[slub][v7][direct]") {
   CHECK(r.mm.check_leaks() == 0);
 }
 
+TEST_CASE("7.x: a bulk free that swaps in a non-full spare takes no barn lock",
+          "[slub][v7][direct]") {
+  SlubRig r(SlubGen::v7);
+  const Task t{0, kRootMemcg, 0};
+  // 24 single allocations leave main Bt and spare X both empty (the first
+  // case above).
+  std::vector<Ptr> v = r.alloc(24, 0);
+  const uint64_t barn0 = r.mm.events()[Event::barn_lock];
+  // free_to_pcs_bulk() of 12: they fill the main. Of 12 more: the main is
+  // full and the spare is not, so the two swap under the CPU's own lock
+  // (the barn is not touched) and the 12 fill the new main.
+  r.mm.kmem_cache_free_bulk(r.s, 12, v.data(), t);
+  r.mm.kmem_cache_free_bulk(r.s, 12, v.data() + 12, t);
+  CHECK(r.mm.events()[Event::barn_lock] == barn0);
+  check_stats(r.mm, r.s, {{S::ALLOC_FASTPATH, 24}, {S::BARN_GET_FAIL, 2},
+                          {S::SHEAF_ALLOC, 1}, {S::SHEAF_REFILL, 24},
+                          {S::ALLOC_SLAB, 2}, {S::FREE_FASTPATH, 24}});
+  CHECK(r.mm.slub().check_invariants().empty());
+}
+
 TEST_CASE("7.x: a cache without sheaves goes to slabs every time",
           "[slub][v7][direct]") {
   SlubRig r(SlubGen::v7);

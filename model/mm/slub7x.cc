@@ -457,8 +457,7 @@ bool Slub::bulk_replace_full_main(CacheId s, const Task& t) {
     pcs.spare = pcs.main;
     pcs.main = empty;
   } else if (sheaves_[pcs.spare].objects.size() < c.g.sheaf_capacity) {
-    ev_->add(Event::barn_lock);  // the model has always counted one here
-    std::swap(pcs.main, pcs.spare);
+    std::swap(pcs.main, pcs.spare);  // per-CPU only: no barn lock
   } else {
     const int32_t empty = barn_replace_full_sheaf(nd, pcs.main);
     if (empty < 0) {
