@@ -171,14 +171,19 @@ TEST_CASE("7.x: bulk allocation and bulk free", "[slub][v7][direct]") {
   CHECK(r.mm.check_leaks() == 0);
 }
 
-TEST_CASE("7.x: a bulk free that swaps in a non-full spare takes no barn lock",
+TEST_CASE("7.x: a barn miss and a bulk free that swaps in a non-full spare take no barn lock",
           "[slub][v7][direct]") {
   SlubRig r(SlubGen::v7);
   const Task t{0, kRootMemcg, 0};
   // 24 single allocations leave main Bt and spare X both empty (the first
   // case above).
   std::vector<Ptr> v = r.alloc(24, 0);
+  // Every barn step so far found the barn empty (no full sheaf to take,
+  // no empty one to swap in: the test cache's at #1 and #13, kmalloc-128's
+  // and kmalloc-512's for the sheaf X), and a barn helper reads its counts
+  // before taking the lock: no barn lock yet.
   const uint64_t barn0 = r.mm.events()[Event::barn_lock];
+  CHECK(barn0 == 0);
   // free_to_pcs_bulk() of 12: they fill the main. Of 12 more: the main is
   // full and the spare is not, so the two swap under the CPU's own lock
   // (the barn is not touched) and the 12 fill the new main.

@@ -66,10 +66,15 @@ void Slub::flush_sheaf(int32_t id, const Task& t) {
   sheaves_[id].objects.swap(objs);
 }
 
+// The barn helpers read the barn's counts before taking its lock ("slab:
+// determine barn status racily outside of lock") and return without it
+// when the count says no; one task per CPU, so the racy read and the
+// locked one agree and a miss takes no lock.
+
 // mirrors barn_replace_empty_sheaf(), 7.x: a full barn sheaf for `empty`.
 int32_t Slub::barn_replace_empty_sheaf(Node& n, int32_t empty) {
-  ev_->add(Event::barn_lock);
   if (n.barn_full.empty()) return -1;
+  ev_->add(Event::barn_lock);
   const int32_t full = n.barn_full.back();
   n.barn_full.pop_back();
   n.barn_empty.push_back(empty);
@@ -78,8 +83,8 @@ int32_t Slub::barn_replace_empty_sheaf(Node& n, int32_t empty) {
 
 // mirrors barn_get_empty_sheaf(), 7.x.
 int32_t Slub::barn_get_empty_sheaf(Node& n) {
-  ev_->add(Event::barn_lock);
   if (n.barn_empty.empty()) return -1;
+  ev_->add(Event::barn_lock);
   const int32_t empty = n.barn_empty.back();
   n.barn_empty.pop_back();
   return empty;
@@ -88,9 +93,9 @@ int32_t Slub::barn_get_empty_sheaf(Node& n) {
 // mirrors barn_replace_full_sheaf(), 7.x: an empty barn sheaf for `full`;
 // -E2BIG when the barn holds MAX_FULL_SHEAVES, -ENOMEM with no empty one.
 int32_t Slub::barn_replace_full_sheaf(Node& n, int32_t full) {
-  ev_->add(Event::barn_lock);
   if (n.barn_full.size() >= MAX_FULL_SHEAVES) return kBarnE2BIG;
   if (n.barn_empty.empty()) return kBarnENOMEM;
+  ev_->add(Event::barn_lock);
   const int32_t empty = n.barn_empty.back();
   n.barn_empty.pop_back();
   n.barn_full.push_back(full);
