@@ -80,6 +80,13 @@ struct kit_point {
 };
 
 int kit_host_init(struct kit_host* h, int want_cpu);
+/* Moves this process into the memory cgroup `memcg` ("/": the root, where
+ * the kernel charges no kernel memory), writing its pid to that cgroup's
+ * cgroup.procs under the memory controller's mount (cgroup v1 or v2).
+ * 0, or an errno with the file it tried in `path` (n bytes). */
+int kit_enter_memcg(const char* memcg, char* path, size_t n);
+/* Reads this process's memory cgroup into h->memcg and h->child_memcg. */
+void kit_host_memcg(struct kit_host* h);
 /* "host: 2 CPUs, task on CPU 1, kworker CPU 0, child memcg" */
 void kit_host_shape(const struct kit_host* h, char* out, size_t n);
 /* Hashes /sys/devices/system/cpu/vulnerabilities into `digest` when set
@@ -145,9 +152,12 @@ typedef int (*kit_program)(int argc, char** argv, const struct kit_opts* o,
                            const struct kit_host* h);
 
 /* --anchor (kit_pair.c): runs `anchor` in a child, round by round beside
- * `row`, and prints the anchor's rows (id `anchor_id`) before the row's. */
+ * `row`, and prints the anchor's rows (id `anchor_id`) before the row's.
+ * `anchor_memcg`: the memory cgroup the child moves back into first (the
+ * one the row left for --root-memcg), or NULL. */
 int kit_pair_run(struct kit_opts* o, const struct kit_host* h, kit_program row, int argc,
-                 char** argv, kit_program anchor, int aargc, char** aargv, const char* anchor_id);
+                 char** argv, kit_program anchor, int aargc, char** aargv, const char* anchor_id,
+                 const char* anchor_memcg);
 int kit_pair_active(void);
 /* At the end of a measured round of a deciding point: hands the token to
  * the other program and returns whether the repeat is over (the row's

@@ -10,8 +10,10 @@
 #include <string.h>
 #include <sys/personality.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "measure/kit.h"
 
@@ -80,7 +82,7 @@ static const char* closest_profile(const char* release) {
   return p[best].name;
 }
 
-static void read_memcg(struct kit_host* h) {
+void kit_host_memcg(struct kit_host* h) {
   FILE* f = fopen("/proc/self/cgroup", "r");
   char line[512];
   snprintf(h->memcg, sizeof h->memcg, "/");
@@ -94,6 +96,29 @@ static void read_memcg(struct kit_host* h) {
   }
   fclose(f);
   h->child_memcg = strcmp(h->memcg, "/") != 0;
+}
+
+int kit_enter_memcg(const char* memcg, char* path, size_t n) {
+  /* cgroup v1 mounts the memory controller's hierarchy on its own; v2
+   * has one hierarchy, whose root lists the controllers it has. */
+  struct stat st;
+  char controllers[512] = "";
+  const char* top;
+  if (stat("/sys/fs/cgroup/memory/cgroup.procs", &st) == 0)
+    top = "/sys/fs/cgroup/memory";
+  else if (!read_line("/sys/fs/cgroup/cgroup.controllers", controllers, sizeof controllers) &&
+           strstr(controllers, "memory"))
+    top = "/sys/fs/cgroup";
+  else
+    return snprintf(path, n, "/sys/fs/cgroup/memory"), ENOENT;
+  snprintf(path, n, "%s%s%scgroup.procs", top, memcg,
+           memcg[0] && memcg[strlen(memcg) - 1] == '/' ? "" : "/");
+  FILE* f = fopen(path, "w");
+  if (!f) return errno;
+  const int bad = fprintf(f, "%d\n", (int)getpid()) < 0;
+  const int err = bad ? errno : 0;
+  if (fclose(f) && !bad) return errno ? errno : EIO;
+  return bad ? (err ? err : EIO) : 0;
 }
 
 int kit_host_init(struct kit_host* h, int want_cpu) {
@@ -144,7 +169,7 @@ int kit_host_init(struct kit_host* h, int want_cpu) {
                 sizeof h->meltdown) || !h->meltdown[0])
     snprintf(h->meltdown, sizeof h->meltdown, "n/a");
   kit_cpu_vulns(h->vulns, sizeof h->vulns, NULL);
-  read_memcg(h);
+  kit_host_memcg(h);
   /* io_uring caps a fixed-file table at RLIMIT_NOFILE: allow the hard limit */
   struct rlimit nofile;
   if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < nofile.rlim_max) {

@@ -166,7 +166,8 @@ void kit_pair_before_rows(void) {
 }
 
 int kit_pair_run(struct kit_opts* o, const struct kit_host* h, kit_program row, int argc,
-                 char** argv, kit_program anchor, int aargc, char** aargv, const char* anchor_id) {
+                 char** argv, kit_program anchor, int aargc, char** aargv, const char* anchor_id,
+                 const char* anchor_memcg) {
   int to_anchor[2], to_row[2];
   if (pipe(to_anchor) || pipe(to_row)) kit_die("--anchor: pipe", errno);
   pair.anchor_out = tmpfile();
@@ -184,7 +185,18 @@ int kit_pair_run(struct kit_opts* o, const struct kit_host* h, kit_program row, 
     pair.rd = to_anchor[0], pair.wr = to_row[1];
     if (dup2(fileno(pair.anchor_out), STDOUT_FILENO) < 0) _exit(1);
     o->id = anchor_id;
-    const int status = anchor(aargc, aargv, o, h);
+    struct kit_host ah = *h;
+    if (anchor_memcg) { /* the reference runs where the rows of the suite run */
+      char where[512];
+      const int err = kit_enter_memcg(anchor_memcg, where, sizeof where);
+      if (err) {
+        fprintf(stderr, "simcache-measure: --anchor: cannot return to memory cgroup %s: %s: %s\n",
+                anchor_memcg, where, strerror(err));
+        _exit(1);
+      }
+      kit_host_memcg(&ah);
+    }
+    const int status = anchor(aargc, aargv, o, &ah);
     fflush(stdout);
     _exit(status);
   }

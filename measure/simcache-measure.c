@@ -16,7 +16,7 @@
 
 static const char kUsage[] =
     "usage: simcache-measure [--warmup N] [--rounds N] [--repeats N] [--cpu C] [--id ID]\n"
-    "                        [--max-cv PCT] [--max-drift PCT] [--header] [--aslr]\n"
+    "                        [--max-cv PCT] [--max-drift PCT] [--header] [--aslr] [--root-memcg]\n"
     "                        [--target-se PCT] [--budget SECONDS] [--max-rounds N]\n"
     "                        [--trace DIR [--trace-buffer-kb KB]]\n"
     "                        [--anchor 'PROGRAM [flags]' [--anchor-id ID]] PROGRAM [flags]\n"
@@ -42,6 +42,9 @@ static const char kUsage[] =
     "at a time, their rounds alternating) and print its rows first, as --anchor-id (default\n"
     "ID-anchor); the row's note gives its ratio to the anchor round by round, by which\n"
     "calibrate and validate scale it (docs/measure.md, \"The reference\")\n"
+    "--root-memcg: run in the root memory cgroup, where no kernel memory is charged (root;\n"
+    "exit 77 where it cannot): beside the same row in a child memcg it measures what charging\n"
+    "costs (docs/measure.md, \"Charged and uncharged\")\n"
     "--aslr: keep the address layout randomised; by default the kit runs with a fixed one\n"
     "(ADDR_NO_RANDOMIZE), the same for every row (docs/measure.md, \"A new ring's first use\")\n";
 
@@ -67,7 +70,7 @@ static const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit
 
 int main(int argc, char** argv) {
   struct kit_opts o = {3, 15, 2, 0.02, 0.02, "HOST", 0.01, 2, 1000};
-  int cpu = -1, header = 0, aslr = 0, i = 1, trace_kb = 16384;
+  int cpu = -1, header = 0, aslr = 0, root_memcg = 0, i = 1, trace_kb = 16384;
   const char* trace_dir = NULL;
   const char* anchor = NULL;
   const char* anchor_id = NULL;
@@ -86,6 +89,7 @@ int main(int argc, char** argv) {
     if (!strcmp(a, "help")) return fputs(kUsage, stdout), 0;
     if (!strcmp(a, "header")) { header = 1; continue; }
     if (!strcmp(a, "aslr")) { aslr = 1; continue; }
+    if (!strcmp(a, "root-memcg")) { root_memcg = 1; continue; }
     size_t f = 0;
     while (f < sizeof flags / sizeof flags[0] && strcmp(a, flags[f].name)) ++f;
     if (strcmp(a, "id") && strcmp(a, "trace") && strcmp(a, "anchor") && strcmp(a, "anchor-id") &&
@@ -135,6 +139,21 @@ int main(int argc, char** argv) {
   if (!aslr) fixed_layout(argv);
   struct kit_host h;
   kit_host_init(&h, cpu);
+  /* --root-memcg: the row's process leaves its memory cgroup before any
+   * fork; an anchor returns to it (kit_pair_run()), so that a suite's
+   * reference runs in one place. */
+  static char left_memcg[sizeof h.memcg];
+  if (root_memcg) {
+    snprintf(left_memcg, sizeof left_memcg, "%s", h.memcg);
+    char where[512];
+    const int err = kit_enter_memcg("/", where, sizeof where);
+    if (err) {
+      fprintf(stderr, "simcache-measure: --root-memcg: cannot enter the root memory cgroup: %s: %s\n",
+              where, strerror(err));
+      return 77;
+    }
+    kit_host_memcg(&h);
+  }
   const char* prog = argv[i];
   const int pargc = argc - i - 1;
   char** pargv = argv + i + 1;
@@ -234,7 +253,7 @@ int main(int argc, char** argv) {
           }
         }
       return kit_pair_run(&o, &h, cmds[k].fn, pargc, pargv, cmds[a].fn, aargc - 1, aargv + 1,
-                          anchor_id);
+                          anchor_id, root_memcg ? left_memcg : NULL);
     }
   fprintf(stderr, "simcache-measure: unknown program '%s'\n%s", prog, kUsage);
   return 2;

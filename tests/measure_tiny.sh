@@ -26,7 +26,28 @@ expect_flag_error "simcache-measure: --max-rounds: '1' is not a whole number in 
 "$kit" probe || exit $?
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-"$top/scripts/measure" --suite tiny --out "$dir/t.tsv"
+# --root-memcg: the root memory cgroup, or exit 77 with one line naming
+# the file it could not write; the suite's root row is measured or
+# skipped accordingly.
+rc=0
+"$kit" --root-memcg host >"$dir/root.txt" 2>"$dir/root.err" || rc=$?
+case $rc in
+  0) grep -qx "memcg /" "$dir/root.txt" && grep -q ", root memcg$" "$dir/root.txt" \
+       || { echo "--root-memcg host: $(cat "$dir/root.txt")"; exit 1; }
+     roots=1 ;;
+  77) [[ "$(cat "$dir/root.err")" =~ ^simcache-measure:\ --root-memcg:\ cannot\ enter\ the\ root\ memory\ cgroup:\ /sys/fs/cgroup/[^:]*:\ .+$ ]] \
+        && [ "$(wc -l <"$dir/root.err")" = 1 ] || { echo "--root-memcg refused: $(cat "$dir/root.err")"; exit 1; }
+      roots=0 ;;
+  *) echo "--root-memcg host: rc $rc, $(cat "$dir/root.err")"; exit 1 ;;
+esac
+"$top/scripts/measure" --suite tiny --out "$dir/t.tsv" 2>"$dir/suite.err"
+if ((roots)); then
+  grep -qE $'^T-POLL-root\tpoll-refill\t.*; host: [0-9]+ CPUs, task on CPU [0-9]+, kworker CPU [0-9]+, root memcg\t' "$dir/t.tsv" \
+    || { echo "no root row: $(cut -f1,3 "$dir/t.tsv")"; exit 1; }
+else
+  grep -qx "scripts/measure: T-POLL-root: skipped" "$dir/suite.err" || { cat "$dir/suite.err"; exit 1; }
+fi
+rows=$((10 + roots))
 head -1 "$dir/t.tsv" | grep -qx $'id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote' \
   || { echo "bad header"; exit 1; }
 # What the host says of Meltdown, as the kit must record it.
@@ -35,7 +56,7 @@ meltdown=$(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null || t
 # The digest of every CPU vulnerability file, as the host record gives it.
 vulns=$("$kit" host | sed -n 's/^cpu vulnerabilities //p')
 [[ "$vulns" =~ ^([0-9a-f]{16}|n/a)$ ]] || { echo "host: bad vulnerability digest '$vulns'"; exit 1; }
-awk -F'\t' -v rel="kernel $(uname -r);" -v melt="; meltdown $meltdown; cpu vulnerabilities $vulns;" 'NR == 1 { next }
+awk -F'\t' -v want="$rows" -v rel="kernel $(uname -r);" -v melt="; meltdown $meltdown; cpu vulnerabilities $vulns;" 'NR == 1 { next }
   NF != 10 { printf "line %d: %d columns\n", NR, NF; bad = 1 }
   seen[$1]++ { printf "line %d: id %s twice\n", NR, $1; bad = 1 }
   $8 != "timing" { printf "line %d: kind %s\n", NR, $8; bad = 1 }
@@ -48,7 +69,7 @@ awk -F'\t' -v rel="kernel $(uname -r);" -v melt="; meltdown $meltdown; cpu vulne
   $3 !~ /; host: [0-9]+ CPUs, task on CPU [0-9]+, kworker CPU [0-9]+, (root|child) memcg$/ {
     printf "line %d: shape lacks the host\n", NR; bad = 1 }
   $1 !~ /\.ref$/ { rows++ }
-  END { if (rows < 10) { printf "only %d rows beside the references\n", rows; bad = 1 } exit bad }' "$dir/t.tsv"
+  END { if (rows < want) { printf "only %d rows beside the references\n", rows; bad = 1 } exit bad }' "$dir/t.tsv"
 # The reference: each program's rows follow its anchor's, ID.ref, the
 # scalar control, and name it with their ratio round by round.
 awk -F'\t' 'NR == 1 { next }
@@ -65,7 +86,7 @@ awk -F'\t' 'NR == 1 { next }
 rc=0
 "$sim" calibrate --measurements "$dir/t.tsv" --out "$dir/host.toml" --force >"$dir/fit.txt" \
   2>"$dir/fit.err" || rc=$?
-grep -q "^the reference: 10 rows measured round by round beside wait-wake .* (8 readings from " \
+grep -q "^the reference: $rows rows measured round by round beside wait-wake .* ($((8 + roots)) readings from " \
   "$dir/fit.txt" || { echo "no reference line: $(head -3 "$dir/fit.txt")"; exit 1; }
 case $rc in
   0) grep -q "^the fit is credible" "$dir/fit.txt" || { cat "$dir/fit.txt"; exit 1; } ;;
@@ -73,8 +94,8 @@ case $rc in
   *) cat "$dir/fit.err"; exit 1 ;;
 esac
 "$sim" validate --profile "$dir/host.toml" --measurements "$dir/t.tsv" >"$dir/val.txt"
-grep -q "^summary: 10 rows" "$dir/val.txt" || { cat "$dir/val.txt"; exit 1; }
-echo "measure_tiny_suite: 10 rows well formed; calibrate and validate took them"
+grep -q "^summary: $rows rows" "$dir/val.txt" || { cat "$dir/val.txt"; exit 1; }
+echo "measure_tiny_suite: $rows rows well formed; calibrate and validate took them"
 # Adaptive rounds: from 10 rounds on, a repeat stops once its standard
 # error is under --target-se (or at --budget / --max-rounds); the note
 # gives the rounds, median, fastest, standard error and why it stopped,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <fmt/format.h>
 
 #include "sim/calibrate/calibrate.h"
@@ -1757,6 +1758,71 @@ TEST_CASE("an Intel Xeon VM: few installs or waits a system call", "[refits][cal
   CHECK(failed == 230);
 }
 
+TEST_CASE("a third Xeon sitting: rows in the root memory cgroup beside the child",
+          "[refits][calib][cli]") {
+  // docs/validation.md, "Charged and uncharged": the kit's --root-memcg
+  // rows beside the same shapes in the task's child memcg. The model
+  // charges nothing of an F0 fill or an armed wait (each pair predicted
+  // alike) and POLL_ADD's requests (the root predicted faster).
+  const simcache::testing::InSourceDir cwd("rootmemcg");
+  const std::string cal = "data/measurements/vm-2cpu-xeon-third-calibration.tsv",
+                    val = "data/measurements/vm-2cpu-xeon-third-validation.tsv";
+  const auto pct = [](double a, double b) { return fmt::format("{:+.2f}", 100 * (a / b - 1)); };
+  const auto pct1 = [](double a, double b) { return fmt::format("{:+.1f}", 100 * (a / b - 1)); };
+  std::map<std::string, std::string> figures;  // "statistic what" -> figure
+  for (const char* statistic : {"median", "mean", "fastest"}) {
+    INFO(statistic);
+    const std::string st(statistic);
+    const CliOutcome v =
+        run_cli({"validate", "--statistic", statistic, "--measurements", val, "--fit-on", cal});
+    REQUIRE(v.status == 0);
+    figures[st + " inside"] = std::to_string(covered(v.out));
+    if (st == "fastest") continue;
+    for (const char* id : {"V-F0-4096-1024", "V-E0-0", "V-POLL-1024"}) {
+      INFO(id);
+      const RowFigures child = row_figures(v.out, id),
+                       root = row_figures(v.out, std::string(id) + "-root");
+      REQUIRE(child.measured == child.measured);
+      REQUIRE(root.measured == root.measured);
+      figures[st + " " + id + " measured"] = pct(root.measured, child.measured);
+      figures[st + " " + id + " predicted"] = pct1(root.predicted, child.predicted);
+      if (std::string(id) == "V-POLL-1024")
+        CHECK_FALSE((root.lo <= root.measured && root.measured <= root.hi));
+    }
+    const CliOutcome c = run_cli({"calibrate", "--statistic", statistic, "--measurements", cal});
+    REQUIRE(c.status == 0);
+    const RowFigures child = row_figures(c.out, "C-POLL-4096"),
+                     root = row_figures(c.out, "C-POLL-4096-root");
+    figures[st + " C-POLL-4096 measured"] = pct1(root.measured, child.measured);
+    figures[st + " C-POLL-4096 fitted"] = pct1(root.predicted, child.predicted);
+    figures[st + " C-POLL-4096-root residual"] = pct1(root.predicted, root.measured);
+  }
+  std::string got;
+  for (const auto& [k, f] : figures) got += k + " " + f + "\n";
+  CHECK(got ==
+        "fastest inside 15\n"
+        "mean C-POLL-4096 fitted -11.0\n"
+        "mean C-POLL-4096 measured -3.8\n"
+        "mean C-POLL-4096-root residual -5.4\n"
+        "mean V-E0-0 measured -0.85\n"
+        "mean V-E0-0 predicted +0.0\n"
+        "mean V-F0-4096-1024 measured +0.01\n"
+        "mean V-F0-4096-1024 predicted +0.0\n"
+        "mean V-POLL-1024 measured +2.25\n"
+        "mean V-POLL-1024 predicted -15.1\n"
+        "mean inside 27\n"
+        "median C-POLL-4096 fitted -10.9\n"
+        "median C-POLL-4096 measured -6.2\n"
+        "median C-POLL-4096-root residual -3.8\n"
+        "median V-E0-0 measured +1.26\n"
+        "median V-E0-0 predicted +0.0\n"
+        "median V-F0-4096-1024 measured +0.66\n"
+        "median V-F0-4096-1024 predicted +0.0\n"
+        "median V-POLL-1024 measured +0.09\n"
+        "median V-POLL-1024 predicted -15.7\n"
+        "median inside 20\n");
+}
+
 TEST_CASE("the calibration suite's small reuse and nearly one armed wait a cycle",
           "[refits][calib][cli]") {
   // docs/measure.md, section 1's suites: C-LR-16-16 (against 4,096 slots,
@@ -2001,7 +2067,7 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
   int outside_now = 0, outside_old = 0;  // sittings outside the 85-97 % goal
   for (const char* sitting :
        {"idle", "quiet", "fresh", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
-        "tenth", "eleventh", "twelfth", "xeon", "xeon-second"}) {
+        "tenth", "eleventh", "twelfth", "xeon", "xeon-second", "xeon-third"}) {
     const std::string cal = fmt::format("data/measurements/vm-2cpu-{}-calibration.tsv", sitting);
     const std::string val = fmt::format("data/measurements/vm-2cpu-{}-validation.tsv", sitting);
     const std::filesystem::path cwd = std::filesystem::current_path();
@@ -2017,8 +2083,9 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
     // The prose beneath the block: on the first five the older fitter's
     // mean absolute error a little lower, by under two points on four of
     // them and 3.8 on the fifth; on the sixth to the twelfth and the
-    // two Xeon sittings today's lower, but for the eighth, where the two
-    // are within a hundredth of a point.
+    // first two Xeon sittings today's lower, but for the eighth, where the
+    // two are within a hundredth of a point; on the third Xeon sitting the
+    // older one's, by 0.3 points.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
     const std::string s(sitting);
@@ -2030,6 +2097,8 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
         CHECK(now - old < 2);
     } else if (s == "eighth") {
       CHECK(std::abs(now - old) < 0.015);
+    } else if (s == "xeon-third") {
+      CHECK(fmt::format("{:.1f}", now - old) == "0.3");
     } else {
       CHECK(now < old);
     }
