@@ -36,6 +36,7 @@ struct kit_host {
   int kworker_cpu;    /* another CPU (where ring teardown may run) */
   int child_memcg;    /* 1: the process is in a non-root memory cgroup */
   char memcg[256];    /* its memory cgroup path */
+  int memcg_truncated; /* 1: that path was longer than memcg[] holds */
   char governor[64];  /* cpufreq governor of `cpu`, or "n/a" */
   /* /sys/devices/system/cpu/vulnerabilities/meltdown ("Mitigation: PTI",
    * "Not affected"; an AMD CPU always reads "Not affected"), or "n/a" */
@@ -82,9 +83,10 @@ struct kit_point {
 int kit_host_init(struct kit_host* h, int want_cpu);
 /* Moves this process into the memory cgroup `memcg` ("/": the root, where
  * the kernel charges no kernel memory), writing its pid to that cgroup's
- * cgroup.procs under the memory controller's mount (cgroup v1 or v2).
+ * cgroup.procs under the memory controller's mount (cgroup v1 or v2), and
+ * pins it to `cpu` again (a cgroup v2 move may reset its affinity).
  * 0, or an errno with the file it tried in `path` (n bytes). */
-int kit_enter_memcg(const char* memcg, char* path, size_t n);
+int kit_enter_memcg(const char* memcg, int cpu, char* path, size_t n);
 /* Reads this process's memory cgroup into h->memcg and h->child_memcg. */
 void kit_host_memcg(struct kit_host* h);
 /* "host: 2 CPUs, task on CPU 1, kworker CPU 0, child memcg" */

@@ -82,23 +82,48 @@ static const char* closest_profile(const char* release) {
   return p[best].name;
 }
 
-void kit_host_memcg(struct kit_host* h) {
-  FILE* f = fopen("/proc/self/cgroup", "r");
-  char line[512];
-  snprintf(h->memcg, sizeof h->memcg, "/");
-  if (!f) return;
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = 0;
-    char* path = strrchr(line, ':');
-    /* cgroup v1 "N:memory:/path" wins over the v2 "0::/path" line */
-    if (strstr(line, ":memory:") || (!strncmp(line, "0::", 3) && !strcmp(h->memcg, "/")))
-      if (path) snprintf(h->memcg, sizeof h->memcg, "%s", path + 1);
+/* 1 if the comma-separated controller list `list` names `want`. */
+static int has_controller(const char* list, const char* want) {
+  const size_t n = strlen(want);
+  for (const char* p = list; *p;) {
+    const char* end = strchr(p, ',');
+    const size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && !strncmp(p, want, n)) return 1;
+    if (!end) break;
+    p = end + 1;
   }
-  fclose(f);
+  return 0;
+}
+
+void kit_host_memcg(struct kit_host* h) {
+  /* Lines "ID:CONTROLLERS:PATH": a cgroup v1 hierarchy lists its
+   * controllers (memory alone, or co-mounted with others); v2's line is
+   * "0::PATH". A v1 memory line wins wherever it comes, root or not. */
+  static char line[4096], v1[4096], v2[4096];
+  int has_v1 = 0;
+  v1[0] = v2[0] = 0;
+  FILE* f = fopen("/proc/self/cgroup", "r");
+  while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    char* c1 = strchr(line, ':');
+    char* c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2) continue;
+    *c2 = 0;
+    if (has_controller(c1 + 1, "memory")) {
+      has_v1 = 1;
+      snprintf(v1, sizeof v1, "%s", c2 + 1);
+    } else if (c1 == line + 1 && line[0] == '0' && c1[1] == 0) {
+      snprintf(v2, sizeof v2, "%s", c2 + 1);
+    }
+  }
+  if (f) fclose(f);
+  const char* path = has_v1 ? v1 : v2[0] ? v2 : "/";
+  h->memcg_truncated = strlen(path) >= sizeof h->memcg;
+  snprintf(h->memcg, sizeof h->memcg, "%s", path);
   h->child_memcg = strcmp(h->memcg, "/") != 0;
 }
 
-int kit_enter_memcg(const char* memcg, char* path, size_t n) {
+int kit_enter_memcg(const char* memcg, int cpu, char* path, size_t n) {
   /* cgroup v1 mounts the memory controller's hierarchy on its own; v2
    * has one hierarchy, whose root lists the controllers it has. */
   struct stat st;
@@ -111,14 +136,22 @@ int kit_enter_memcg(const char* memcg, char* path, size_t n) {
     top = "/sys/fs/cgroup";
   else
     return snprintf(path, n, "/sys/fs/cgroup/memory"), ENOENT;
-  snprintf(path, n, "%s%s%scgroup.procs", top, memcg,
-           memcg[0] && memcg[strlen(memcg) - 1] == '/' ? "" : "/");
+  const int len = snprintf(path, n, "%s%s%scgroup.procs", top, memcg,
+                           memcg[0] && memcg[strlen(memcg) - 1] == '/' ? "" : "/");
+  if (len < 0 || (size_t)len >= n) return ENAMETOOLONG;
   FILE* f = fopen(path, "w");
   if (!f) return errno;
   const int bad = fprintf(f, "%d\n", (int)getpid()) < 0;
   const int err = bad ? errno : 0;
   if (fclose(f) && !bad) return errno ? errno : EIO;
-  return bad ? (err ? err : EIO) : 0;
+  if (bad) return err ? err : EIO;
+  if (cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set)) return errno;
+  }
+  return 0;
 }
 
 int kit_host_init(struct kit_host* h, int want_cpu) {

@@ -188,7 +188,7 @@ int kit_pair_run(struct kit_opts* o, const struct kit_host* h, kit_program row, 
     struct kit_host ah = *h;
     if (anchor_memcg) { /* the reference runs where the rows of the suite run */
       char where[512];
-      const int err = kit_enter_memcg(anchor_memcg, where, sizeof where);
+      const int err = kit_enter_memcg(anchor_memcg, h->cpu, where, sizeof where);
       if (err) {
         fprintf(stderr, "simcache-measure: --anchor: cannot return to memory cgroup %s: %s: %s\n",
                 anchor_memcg, where, strerror(err));

@@ -6,6 +6,7 @@
  * docs/measure.md has every program, its flags and the suites that
  * scripts/measure runs. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,29 @@ static void fixed_layout(char** argv) {
   if (personality((unsigned long)p | ADDR_NO_RANDOMIZE) == -1) return;
   if (setenv("SIMCACHE_MEASURE_REEXEC", "1", 1) == 0) execv("/proc/self/exe", argv);
   personality((unsigned long)p); /* exec failed: as it was */
+}
+
+/* --root-memcg: this process leaves its memory cgroup (kept in `left`
+ * for an anchor, which returns to it in kit_pair_run(), so that a suite's
+ * reference runs in one place) for the root's, pinned again to its CPU.
+ * 0; 77 where the kit may not move (no right to, or no memory
+ * controller: the row cannot be measured here); 1 for anything else. */
+static int enter_root_memcg(struct kit_host* h, char* left, size_t n) {
+  if (h->memcg_truncated) {
+    fprintf(stderr, "simcache-measure: --root-memcg: this process's memory cgroup path is "
+            "longer than %zu characters\n", sizeof h->memcg - 1);
+    return 1;
+  }
+  snprintf(left, n, "%s", h->memcg);
+  char where[512];
+  const int err = kit_enter_memcg("/", h->cpu, where, sizeof where);
+  if (err) {
+    fprintf(stderr, "simcache-measure: --root-memcg: cannot enter the root memory cgroup: %s: %s\n",
+            where, strerror(err));
+    return err == EACCES || err == EPERM || err == EROFS || err == ENOENT ? 77 : 1;
+  }
+  kit_host_memcg(h);
+  return 0;
 }
 
 static const char kHeader[] = "id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote\n";
@@ -139,21 +163,7 @@ int main(int argc, char** argv) {
   if (!aslr) fixed_layout(argv);
   struct kit_host h;
   kit_host_init(&h, cpu);
-  /* --root-memcg: the row's process leaves its memory cgroup before any
-   * fork; an anchor returns to it (kit_pair_run()), so that a suite's
-   * reference runs in one place. */
   static char left_memcg[sizeof h.memcg];
-  if (root_memcg) {
-    snprintf(left_memcg, sizeof left_memcg, "%s", h.memcg);
-    char where[512];
-    const int err = kit_enter_memcg("/", where, sizeof where);
-    if (err) {
-      fprintf(stderr, "simcache-measure: --root-memcg: cannot enter the root memory cgroup: %s: %s\n",
-              where, strerror(err));
-      return 77;
-    }
-    kit_host_memcg(&h);
-  }
   const char* prog = argv[i];
   const int pargc = argc - i - 1;
   char** pargv = argv + i + 1;
@@ -183,6 +193,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!strcmp(prog, "host")) {
+    if (root_memcg) {
+      const int status = enter_root_memcg(&h, left_memcg, sizeof left_memcg);
+      if (status) return status;
+    }
     char s[160];
     kit_host_shape(&h, s, sizeof s);
     printf("kernel %s\ncpu %s\n%s\nmemcg %s\ngovernor %s\nmeltdown %s\ncpu vulnerabilities %s\n"
@@ -200,6 +214,10 @@ int main(int argc, char** argv) {
         fprintf(stderr, "simcache-measure: --anchor: %s\n",
                 trace_dir ? "not with --trace" : "only beside a measured program, not llc or slabcount");
         return 2;
+      }
+      if (root_memcg) { /* every common flag and the anchor checked: now, before any fork */
+        const int status = enter_root_memcg(&h, left_memcg, sizeof left_memcg);
+        if (status) return status;
       }
       if (header && strcmp(prog, "slabcount") && strcmp(prog, "llc")) fputs(kHeader, stdout);
       if (trace_dir) return kit_trace_program(trace_dir, trace_kb, &o, &h, cmds[k].fn, pargc, pargv);

@@ -40,14 +40,32 @@ case $rc in
       roots=0 ;;
   *) echo "--root-memcg host: rc $rc, $(cat "$dir/root.err")"; exit 1 ;;
 esac
-"$top/scripts/measure" --suite tiny --out "$dir/t.tsv" 2>"$dir/suite.err"
+"$top/scripts/measure" --suite tiny --out "$dir/t.tsv" 2>"$dir/suite.err" || { cat "$dir/suite.err"; exit 1; }
 if ((roots)); then
+  # ... and its reference back in the memcg the suite's others ran in.
+  [ "$(grep $'^T-POLL.ref\t' "$dir/t.tsv" | sed 's/.*, \([a-z]*\) memcg\t.*/\1/')" = \
+    "$(grep $'^T-POLL-root.ref\t' "$dir/t.tsv" | sed 's/.*, \([a-z]*\) memcg\t.*/\1/')" ] \
+    || { echo "the root row's reference ran elsewhere: $(grep '^T-POLL' "$dir/t.tsv" | cut -f1,3)"; exit 1; }
   grep -qE $'^T-POLL-root\tpoll-refill\t.*; host: [0-9]+ CPUs, task on CPU [0-9]+, kworker CPU [0-9]+, root memcg\t' "$dir/t.tsv" \
     || { echo "no root row: $(cut -f1,3 "$dir/t.tsv")"; exit 1; }
 else
   grep -qx "scripts/measure: T-POLL-root: skipped" "$dir/suite.err" || { cat "$dir/suite.err"; exit 1; }
 fi
 rows=$((10 + roots))
+# docs/measure.md's paired command, as it is shown (fewer rounds): the
+# anchor in this memcg first, then the row in the root's, its note the
+# ratio of the two round by round.
+if ((roots)); then
+  cmd=$(awk '/^simcache-measure --root-memcg --anchor/ { sub(/ \\$/, ""); line = $0; getline; sub(/^ +/, " "); print line $0; exit }' \
+        "$top/docs/measure.md")
+  [ -n "$cmd" ] || { echo "docs/measure.md: no paired --root-memcg command"; exit 1; }
+  eval "\"\$kit\" --rounds 2 --warmup 0 --repeats 1 --target-se 0 --id D ${cmd#simcache-measure }" \
+    >"$dir/docpair.tsv" 2>/dev/null || { echo "docs/measure.md's command failed: $cmd"; exit 1; }
+  [ "$(cut -f1 "$dir/docpair.tsv" | tr '\n' ' ')" = "D-anchor D " ] \
+    && grep -q "^D-anchor"$'\tpoll-refill\t'".*, $("$kit" host | sed -n 's/^host: .*, \([a-z]*\) memcg$/\1/p') memcg"$'\t' "$dir/docpair.tsv" \
+    && grep -q $'^D\tpoll-refill\t.*, root memcg\t.*paired round by round with anchor D-anchor; ratio to anchor ns round by round: mean ' "$dir/docpair.tsv" \
+    || { echo "docs/measure.md's command: $(cut -f1,3 "$dir/docpair.tsv")"; exit 1; }
+fi
 head -1 "$dir/t.tsv" | grep -qx $'id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote' \
   || { echo "bad header"; exit 1; }
 # What the host says of Meltdown, as the kit must record it.

@@ -1797,6 +1797,35 @@ TEST_CASE("a third Xeon sitting: rows in the root memory cgroup beside the child
     figures[st + " C-POLL-4096 fitted"] = pct1(root.predicted, child.predicted);
     figures[st + " C-POLL-4096-root residual"] = pct1(root.predicted, root.measured);
   }
+  // The same shapes measured round by round, each root row beside the
+  // same program in the child memcg as its anchor: the note's ratio, by
+  // median rounds, is the charge alone.
+  {
+    std::istringstream in(simcache::testing::read_text(
+        repo_file("data/measurements/vm-2cpu-xeon-third-memcg-pairs.tsv")));
+    std::string line, pairs;
+    std::getline(in, line);
+    int rows = 0;
+    while (std::getline(in, line)) {
+      ++rows;
+      const std::string id = line.substr(0, line.find('\t'));
+      if (id.find("-root-") == std::string::npos) {
+        CHECK(line.find(", child memcg\t") != std::string::npos);
+        continue;
+      }
+      CHECK(line.find(", root memcg\t") != std::string::npos);
+      const std::string mark = "ratio to anchor ns round by round: mean ";
+      const size_t at = line.find(", median ", line.find(mark));
+      REQUIRE(at != std::string::npos);
+      pairs += fmt::format("{} {:+.1f}\n", id, 100 * (std::stod(line.substr(at + 9)) - 1));
+    }
+    CHECK(rows == 8);
+    CHECK(pairs ==
+          "M-POLL-4096-root-a -6.6\n"
+          "M-POLL-1024-root-a -6.3\n"
+          "M-POLL-4096-root-b -6.2\n"
+          "M-POLL-1024-root-b -9.1\n");
+  }
   std::string got;
   for (const auto& [k, f] : figures) got += k + " " + f + "\n";
   CHECK(got ==
