@@ -1786,8 +1786,8 @@ TEST_CASE("a third Xeon sitting: rows in the root memory cgroup beside the child
       REQUIRE(root.measured == root.measured);
       figures[st + " " + id + " measured"] = pct(root.measured, child.measured);
       figures[st + " " + id + " predicted"] = pct1(root.predicted, child.predicted);
-      if (std::string(id) == "V-POLL-1024")
-        CHECK_FALSE((root.lo <= root.measured && root.measured <= root.hi));
+      if (std::string(id) == "V-POLL-1024")  // outside by median rounds, inside by mean
+        CHECK((root.lo <= root.measured && root.measured <= root.hi) == (st == "mean"));
     }
     const CliOutcome c = run_cli({"calibrate", "--statistic", statistic, "--measurements", cal});
     REQUIRE(c.status == 0);
@@ -1830,25 +1830,25 @@ TEST_CASE("a third Xeon sitting: rows in the root memory cgroup beside the child
   for (const auto& [k, f] : figures) got += k + " " + f + "\n";
   CHECK(got ==
         "fastest inside 15\n"
-        "mean C-POLL-4096 fitted -11.0\n"
+        "mean C-POLL-4096 fitted -10.3\n"
         "mean C-POLL-4096 measured -3.8\n"
-        "mean C-POLL-4096-root residual -5.4\n"
+        "mean C-POLL-4096-root residual -5.0\n"
         "mean V-E0-0 measured -0.85\n"
         "mean V-E0-0 predicted +0.0\n"
         "mean V-F0-4096-1024 measured +0.01\n"
         "mean V-F0-4096-1024 predicted +0.0\n"
         "mean V-POLL-1024 measured +2.25\n"
-        "mean V-POLL-1024 predicted -15.1\n"
-        "mean inside 27\n"
-        "median C-POLL-4096 fitted -10.9\n"
+        "mean V-POLL-1024 predicted -13.8\n"
+        "mean inside 28\n"
+        "median C-POLL-4096 fitted -10.3\n"
         "median C-POLL-4096 measured -6.2\n"
-        "median C-POLL-4096-root residual -3.8\n"
+        "median C-POLL-4096-root residual -3.3\n"
         "median V-E0-0 measured +1.26\n"
         "median V-E0-0 predicted +0.0\n"
         "median V-F0-4096-1024 measured +0.66\n"
         "median V-F0-4096-1024 predicted +0.0\n"
         "median V-POLL-1024 measured +0.09\n"
-        "median V-POLL-1024 predicted -15.7\n"
+        "median V-POLL-1024 predicted -14.4\n"
         "median inside 20\n");
 }
 

@@ -380,6 +380,35 @@ TEST_CASE("poll-refill: a ring's polls beyond the cache share are cancelled cold
   CHECK(cold("2048", "2") == 0);
 }
 
+TEST_CASE("poll-refill in the root memcg: the memcg hooks are called and find no objcg",
+          "[scenario][io_uring][memcg]") {
+  // 65,536 requests in 8,192 bulk refills of 8, and two more accounted
+  // objects for each of the 16 rings' set-up: 65,568 objects. In a child
+  // memcg each is charged and uncharged. In the root memcg (kmem
+  // accounting online) the slabs still carry obj_exts vectors, so
+  // __memcg_slab_free_hook() still runs for each object and finds no
+  // objcg, and __memcg_slab_post_alloc_hook() runs once a call (a bulk
+  // refill is one) and returns.
+  const auto timed = [](const char* cgroup) {
+    return col(run_ok("poll-refill", {"unpatched"},
+                      {{"recycle", "2"}, {"total", "65536"}, {"cgroup", cgroup}}),
+               0)
+        .timed;
+  };
+  const Counters child = timed("1"), root = timed("0");
+  CHECK(child[Event::ring_create] == 16);
+  CHECK(child[Event::memcg_post_alloc_hook] == 65568);
+  CHECK(child[Event::memcg_free_hook] == 65568);
+  CHECK(child[Event::memcg_free_hook_empty] == 0);
+  CHECK(child[Event::memcg_post_alloc_hook_empty] == 0);
+  CHECK(root[Event::memcg_post_alloc_hook] == 0);
+  CHECK(root[Event::memcg_free_hook] == 0);
+  CHECK(root[Event::obj_stock_hit] + root[Event::obj_stock_miss] == 0);
+  CHECK(root[Event::memcg_free_hook_empty] == 65568);
+  CHECK(root[Event::kmem_cache_alloc_bulk] == 8192);
+  CHECK(root[Event::memcg_post_alloc_hook_empty] == 8192 + 32);
+}
+
 TEST_CASE("poll-refill: each new ring maps its two regions' pages",
           "[scenario][io_uring]") {
   // A ring of 4,096 SQ entries: the rings region is 37 pages (8,192 CQEs

@@ -119,8 +119,11 @@ bool Slub::post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
     ev_->add(Event::zero_bytes, uint64_t(n) * c0.g.object_size);
     ev_->add(Event::zero_call, static_cast<uint64_t>(n));
   }
-  if (!backend_->kmem_online() || t.memcg == kRootMemcg) return true;
+  if (!backend_->kmem_online()) return true;
   if (!(gfp & __GFP_ACCOUNT) && !(c0.flags & SLAB_ACCOUNT)) return true;
+  // __memcg_slab_post_alloc_hook(): current_obj_cgroup() is NULL in the
+  // root memcg and for a kernel thread, and the call returns.
+  if (t.memcg == kRootMemcg) return ev_->add(Event::memcg_post_alloc_hook_empty), true;
   if (gfp & __GFP_NO_OBJ_EXT) return true;
   const uint32_t full = c0.obj_full_size;
   int i = 0;
@@ -171,7 +174,7 @@ void Slub::free_hook_batched(CacheId s, int32_t id, uint32_t idx, const Task& t,
   Slab& sl = slabs_[id];
   if (sl.obj_exts == kNull) return;
   const MemcgId m = sl.objcg[idx];
-  if (m == kRootMemcg) return;
+  if (m == kRootMemcg) return ev_->add(Event::memcg_free_hook_empty);
   sl.objcg[idx] = kRootMemcg;
   ev_->add(Event::memcg_free_hook);
   if (run->objects &&
@@ -191,12 +194,15 @@ void Slub::flush_free_run(CacheId s, const Task& t, FreeRun* run) {
   run->objects = 0;
 }
 
-// mirrors memcg_slab_free_hook(): uncharge if the object was charged.
+// mirrors memcg_slab_free_hook(): uncharge if the object was charged. A
+// slab with a vector is on the out-of-line path for every object, charged
+// or not (an object of the root memcg or a kernel thread: the loop's
+// continue).
 void Slub::free_hook(CacheId s, int32_t id, uint32_t idx, const Task& t) {
   Slab& sl = slabs_[id];
   if (sl.obj_exts == kNull) return;
   const MemcgId m = sl.objcg[idx];
-  if (m == kRootMemcg) return;
+  if (m == kRootMemcg) return ev_->add(Event::memcg_free_hook_empty);
   sl.objcg[idx] = kRootMemcg;
   backend_->uncharge_obj(t.cpu, m, sl.node, caches_[s].obj_full_size,
                        sl.objcg_node[idx]);
