@@ -409,6 +409,30 @@ TEST_CASE("poll-refill in the root memcg: the memcg hooks are called and find no
   CHECK(root[Event::memcg_post_alloc_hook_empty] == 8192 + 32);
 }
 
+TEST_CASE("memcg-single in the root memcg: every free of an accounted object runs the hook",
+          "[scenario][memcg]") {
+  // 100,000 timed kmem_cache_alloc() + kmem_cache_free() (or kmalloc +
+  // kfree of __GFP_ACCOUNT, kmalloc-cg) on one CPU: each free is a fast
+  // one (the CPU slab, or room in the main sheaf), but the object's slab
+  // carries an obj_exts vector, so memcg_slab_free_hook() goes out of line
+  // and passes it; each allocation calls the post-alloc hook, which
+  // returns. On both generations, and on 7.x's poll-refill too.
+  for (const char* kernel : {"v6.18", "v7.1"})
+    for (const char* km : {"0", "1"}) {
+      INFO(kernel << " kmalloc=" << km);
+      const Counters t =
+          col(run_ok("memcg-single", {"unpatched"}, {{"kmalloc", km}, {"cgroup", "0"}}, kernel), 0)
+              .timed;
+      CHECK(t[Event::memcg_free_hook_empty] == 100000);
+      CHECK(t[Event::memcg_post_alloc_hook_empty] == 100000);
+      CHECK(t[Event::memcg_free_hook] + t[Event::memcg_post_alloc_hook] == 0);
+    }
+  CHECK(col(run_ok("poll-refill", {"unpatched"},
+                   {{"recycle", "2"}, {"total", "65536"}, {"cgroup", "0"}}, "v7.1"),
+            0)
+            .timed[Event::memcg_free_hook_empty] == 65568);
+}
+
 TEST_CASE("poll-refill: each new ring maps its two regions' pages",
           "[scenario][io_uring]") {
   // A ring of 4,096 SQ entries: the rings region is 37 pages (8,192 CQEs

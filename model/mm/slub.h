@@ -684,10 +684,12 @@ template <bool kNoteCpu>
   if (!free_valid<kNoteCpu>(s, p, t)) free_slow<kNoteCpu>(s, p, t);
 }
 
-// The fast path inline: an object whose free hook has nothing to
-// uncharge, when do_slab_free() (6.18: an object of this CPU's slab) or
-// free_to_pcs() (7.x: a local object, room in the main sheaf) takes the
-// lockless path. Any other valid free goes on in free_valid_slow().
+// The fast path inline: an object of a slab without an obj_exts vector
+// (so memcg_slab_free_hook() returns at once), when do_slab_free() (6.18:
+// an object of this CPU's slab) or free_to_pcs() (7.x: a local object,
+// room in the main sheaf) takes the lockless path. Any other valid free
+// goes on in free_valid_slow(), whose hook runs for every object of a
+// slab with a vector, charged or not.
 template <bool kNoteCpu>
 [[gnu::always_inline]] inline bool Slub::free_valid(CacheId s, Ptr p, const Task& t,
                                                    Event entry) {
@@ -703,7 +705,7 @@ template <bool kNoteCpu>
     free_valid_slow(id, idx, t);
     return true;
   };
-  if (sl.obj_exts != kNull && sl.objcg[idx] != kRootMemcg) return slow();
+  if (sl.obj_exts != kNull) return slow();
   KmemCache& c = caches_[sl.cache];
   KmemCache::Cpu& pc = c.cpu[t.cpu];
   // The common bookkeeping, in the order free_slow() counts it.
