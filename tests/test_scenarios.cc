@@ -407,6 +407,11 @@ TEST_CASE("poll-refill in the root memcg: the memcg hooks are called and find no
   CHECK(root[Event::memcg_free_hook_empty] == 65568);
   CHECK(root[Event::kmem_cache_alloc_bulk] == 8192);
   CHECK(root[Event::memcg_post_alloc_hook_empty] == 8192 + 32);
+  // The page-based charge: each ring's two regions (a compound block
+  // each) and its cancel table (256 cache-line buckets, 16 KiB: a large
+  // kmalloc), all __GFP_ACCOUNT; __memcg_kmem_charge_page() finds no objcg.
+  CHECK(root[Event::memcg_charge_page_empty] == 16 * 3);
+  CHECK(child[Event::memcg_charge_page_empty] == 0);
 }
 
 TEST_CASE("memcg-single in the root memcg: every free of an accounted object runs the hook",

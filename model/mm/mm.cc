@@ -276,6 +276,12 @@ void Mm::pages_cleared(gfp_t gfp, uint64_t pages, bool cold) {
 // __GFP_ACCOUNT (its failure gives the pages back) and a slot in large_.
 // Returns the slot, or UINT32_MAX on a failed charge.
 uint32_t Mm::commit_large(Large& l, gfp_t gfp, const Task& t) {
+  // In the root memcg (or a kernel thread) __memcg_kmem_charge_page() is
+  // still called, once for a large kmalloc's compound and once for each
+  // page of a vmalloc area (the bulk allocator takes one at a time with
+  // __GFP_ACCOUNT), and finds no objcg.
+  if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg == kRootMemcg)
+    events_.add(Event::memcg_charge_page_empty, l.vmalloc ? l.nr_pages : 1);
   if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg) {
     if (faults_.should_fail(FaultPoint::memcg_charge) ||
         !backend_->charge_pages(t.cpu, t.memcg, l.nr_pages, gfp)) {
@@ -341,6 +347,8 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
     const uint32_t pg = backend_->alloc_pages(order, node, g, t.cpu, &cold);
     if (!pg) return 0;
     pages_cleared(gfp, uint64_t{1} << order, cold);
+    if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg == kRootMemcg)
+      events_.add(Event::memcg_charge_page_empty);  // no objcg: the call returns
     if (account && (faults_.should_fail(FaultPoint::memcg_charge) ||
                     !backend_->charge_pages(t.cpu, t.memcg, 1u << order, gfp))) {
       backend_->free_pages(pg, order, t.cpu);
