@@ -1818,6 +1818,11 @@ TEST_CASE("a third Xeon sitting: rows in the root memory cgroup beside the child
       const size_t at = line.find(", median ", line.find(mark));
       REQUIRE(at != std::string::npos);
       pairs += fmt::format("{} {:+.1f}\n", id, 100 * (std::stod(line.substr(at + 9)) - 1));
+      // docs/validation.md: the ratio's standard error about 1 %.
+      const size_t se = line.find(", se ", at);
+      REQUIRE(se != std::string::npos);
+      CHECK(std::stod(line.substr(se + 5)) > 0.5);
+      CHECK(std::stod(line.substr(se + 5)) < 1.5);
     }
     CHECK(rows == 8);
     CHECK(pairs ==

@@ -280,9 +280,10 @@ uint32_t Mm::commit_large(Large& l, gfp_t gfp, const Task& t) {
   // still called, once for a large kmalloc's compound and once for each
   // page of a vmalloc area (the bulk allocator takes one at a time with
   // __GFP_ACCOUNT), and finds no objcg.
-  if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg == kRootMemcg)
+  const bool charge_call = (gfp & __GFP_ACCOUNT) && backend_->kmem_online();
+  if (charge_call && t.memcg == kRootMemcg)
     events_.add(Event::memcg_charge_page_empty, l.vmalloc ? l.nr_pages : 1);
-  if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg) {
+  if (charge_call && t.memcg != kRootMemcg) {
     if (faults_.should_fail(FaultPoint::memcg_charge) ||
         !backend_->charge_pages(t.cpu, t.memcg, l.nr_pages, gfp)) {
       give_back_pages(l, t.cpu);
@@ -338,7 +339,10 @@ void Mm::give_back_pages(Large& l, CpuId cpu) {
 // modelled.
 Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
   const NodeId node = static_cast<NodeId>(uint32_t(t.cpu) * cfg_.nr_nodes / cfg_.nr_cpus);
-  const bool account = (gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg != kRootMemcg;
+  // __GFP_ACCOUNT with kmem accounting online: __memcg_kmem_charge_page()
+  // is called, and charges unless the task is in the root memcg.
+  const bool charge_call = (gfp & __GFP_ACCOUNT) && backend_->kmem_online();
+  const bool account = charge_call && t.memcg != kRootMemcg;
   // One allocation from the page allocator as __alloc_pages() makes it:
   // zeroed (pages_cleared()), then charged; 0 if refused (a refused
   // charge frees it).
@@ -347,8 +351,7 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
     const uint32_t pg = backend_->alloc_pages(order, node, g, t.cpu, &cold);
     if (!pg) return 0;
     pages_cleared(gfp, uint64_t{1} << order, cold);
-    if ((gfp & __GFP_ACCOUNT) && backend_->kmem_online() && t.memcg == kRootMemcg)
-      events_.add(Event::memcg_charge_page_empty);  // no objcg: the call returns
+    if (charge_call && !account) events_.add(Event::memcg_charge_page_empty);  // no objcg
     if (account && (faults_.should_fail(FaultPoint::memcg_charge) ||
                     !backend_->charge_pages(t.cpu, t.memcg, 1u << order, gfp))) {
       backend_->free_pages(pg, order, t.cpu);
@@ -371,7 +374,7 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
   if (l.page) {
     l.order = order;
     l.nr_pages = 1u << order;
-  } else if (nr_pages == 1 || ((gfp & __GFP_ACCOUNT) && backend_->kmem_online())) {
+  } else if (nr_pages == 1 || charge_call) {
     // The bulk allocator's one page (alloc_pages_bulk_noprof()'s
     // "failed:" path): enough only for a one-page region.
     const uint32_t pg = take(0, gfp);
