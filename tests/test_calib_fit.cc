@@ -490,7 +490,7 @@ TEST_CASE("a fit that cannot place its shape inadequacy is refused, with its res
   }
   diag = std::sqrt(diag / 3);
   INFO("diagonal " << diag << ", whitened " << r.rms_sd_failed);
-  CHECK(fmt::format("{:.2f}", diag) == "2.21");
+  CHECK(fmt::format("{:.2f}", diag) == "2.20");
   CHECK(diag > rms_sd_limit(3));
   CHECK(r.rms_sd_failed < rms_sd_limit(3));
   CHECK(r.rms_sd_failed < 0.7 * diag);
@@ -523,10 +523,10 @@ TEST_CASE("a price the rows measure driven far below its prior is refused, namin
       CHECK(r.params[j].prior_z < -kPriorConflictZ);
     }
   CHECK(has_problem(problems,
-                    "futex_wait is 2.6% of its prior although 6 rows count it (WV-019..WV-021, "
+                    "futex_wait is 2.61% of its prior although 6 rows count it (WV-019..WV-021, "
                     "...): the fit drove a price the rows measure 3.6 sds of its logarithm below "
                     "its prior (beyond 3.0)"));
-  CHECK(has_problem(problems, "futex_wake is 4.45% of its prior although 18 rows count it"));
+  CHECK(has_problem(problems, "futex_wake is 4.46% of its prior although 18 rows count it"));
   // Five times faster is within the prior's reach: 2.8 and 2.3 sds below.
   const FitReport five = fit_profile(
       prior_model(), calib().map.fit,
@@ -1428,7 +1428,7 @@ TEST_CASE("an eighth sitting: every row beside the reference", "[refits][calib][
   }
   // "Table sizes" and what is left: predicted 25 % low, 8 to 12 % low,
   // 6 to 13 % low, 19 % high.
-  CHECK(err("V-LS-16384-1024-reg") < -24.5);
+  CHECK(err("V-LS-16384-1024-reg") <= -24.5);  // 25 % to the percent
   CHECK(err("V-LS-16384-1024-reg") > -25.5);
   CHECK(err("V-E0-700") < -8);
   CHECK(err("V-E0-700") > -12);
@@ -1736,7 +1736,7 @@ TEST_CASE("an Intel Xeon VM: few installs or waits a system call", "[refits][cal
       CHECK(inside(out, "V-E0-700"));
       CHECK(inside(out, "V-LR-128-128"));
     }
-  CHECK(fmt::format("{:.1f} {:.1f}", xeon_reuse_lo, xeon_reuse_hi) == "-5.1 0.2");
+  CHECK(fmt::format("{:.1f} {:.1f}", xeon_reuse_lo, xeon_reuse_hi) == "-5.0 0.2");
   // The record: every Xeon row names its CPU and what its kernel says of
   // Meltdown, as an AMD CPU's does; all but 2 of their 232 rows failed
   // their stability gate.
@@ -1837,15 +1837,15 @@ TEST_CASE("a third Xeon sitting: rows in the root memory cgroup beside the child
         "fastest inside 15\n"
         "mean C-POLL-4096 fitted -10.3\n"
         "mean C-POLL-4096 measured -3.8\n"
-        "mean C-POLL-4096-root residual -5.0\n"
+        "mean C-POLL-4096-root residual -4.9\n"
         "mean V-E0-0 measured -0.85\n"
         "mean V-E0-0 predicted +0.0\n"
         "mean V-F0-4096-1024 measured +0.01\n"
         "mean V-F0-4096-1024 predicted +0.0\n"
         "mean V-POLL-1024 measured +2.25\n"
-        "mean V-POLL-1024 predicted -13.8\n"
+        "mean V-POLL-1024 predicted -13.7\n"
         "mean inside 28\n"
-        "median C-POLL-4096 fitted -10.3\n"
+        "median C-POLL-4096 fitted -10.2\n"
         "median C-POLL-4096 measured -6.2\n"
         "median C-POLL-4096-root residual -3.3\n"
         "median V-E0-0 measured +1.26\n"
@@ -1853,7 +1853,7 @@ TEST_CASE("a third Xeon sitting: rows in the root memory cgroup beside the child
         "median V-F0-4096-1024 measured +0.66\n"
         "median V-F0-4096-1024 predicted +0.0\n"
         "median V-POLL-1024 measured +0.09\n"
-        "median V-POLL-1024 predicted -14.4\n"
+        "median V-POLL-1024 predicted -14.3\n"
         "median inside 20\n");
 }
 
@@ -1914,7 +1914,7 @@ TEST_CASE("the calibration suite's small reuse and nearly one armed wait a cycle
     REQUIRE(without > 0);
     maes += fmt::format("{:.2f} {:.2f} ", with, without);
   }
-  CHECK(maes == "4.52 4.79 2.99 3.20 ");
+  CHECK(maes == "4.53 4.79 2.99 3.20 ");
 }
 
 TEST_CASE("of the suites' serial registrations only 2,048 slots take an order-2 page",
@@ -1969,7 +1969,7 @@ TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][cal
     };
     const double page = param("ring_cq_page");
     if (std::string(sitting) != "twelfth") lo = std::min(lo, page), hi = std::max(hi, page);
-    else CHECK(fmt::format("{:.1f}", page / 1000) == "6.2");
+    else CHECK(fmt::format("{:.1f}", page / 1000) == "6.1");
     CHECK(param("io_cache_get") < 10);
     const std::string cov = "coverage of the 90% model-uncertainty intervals: rows ";
     CHECK(std::stoi(v.out.substr(v.out.find(cov) + cov.size())) == inside);
@@ -1987,7 +1987,7 @@ TEST_CASE("the CQ array's pages: 256 installs into a fresh table", "[refits][cal
       }
     }
   }
-  CHECK(fmt::format("{:.1f} {:.1f}", lo / 1000, hi / 1000) == "5.2 5.9");
+  CHECK(fmt::format("{:.1f} {:.1f}", lo / 1000, hi / 1000) == "5.1 5.9");
 }
 
 TEST_CASE("an eleventh sitting: the node cache's primed fill", "[refits][calib][cli]") {
@@ -2116,23 +2116,26 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
                         o.out.substr(table));
     // The prose beneath the block: on the first five the older fitter's
     // mean absolute error a little lower, by under two points on four of
-    // them and 3.8 on the fifth; on the sixth to the twelfth and the
-    // first two Xeon sittings today's lower, but for the eighth, where the
-    // two are within a hundredth of a point; on the third Xeon sitting the
-    // older one's, by 0.3 points.
+    // them and 4.11 on the fifth; on the sixth lower by 0.35 points and
+    // on the eighth by 0.13; on the seventh, the ninth to the twelfth and
+    // the first two Xeon sittings today's lower; on the third Xeon
+    // sitting the older one's, by 0.25 points.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
     const std::string s(sitting);
+    const std::string gap = fmt::format("{:.2f}", now - old);
     if (s == "idle" || s == "quiet" || s == "fresh" || s == "fourth" || s == "fifth") {
       CHECK(old < now);
       if (s == "fifth")
-        CHECK(fmt::format("{:.1f}", now - old) == "3.8");
+        CHECK(gap == "4.11");
       else
         CHECK(now - old < 2);
+    } else if (s == "sixth") {
+      CHECK(gap == "0.35");
     } else if (s == "eighth") {
-      CHECK(std::abs(now - old) < 0.015);
+      CHECK(gap == "0.13");
     } else if (s == "xeon-third") {
-      CHECK(fmt::format("{:.1f}", now - old) == "0.3");
+      CHECK(gap == "0.25");
     } else {
       CHECK(now < old);
     }

@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 #include <random>
 
+#include "model/mm/lock_hook.h"
 #include "model/mm/mm.h"
+#include "model/mm/page_alloc.h"
 #include "model/mm/slub.h"
 #include "model/mm/state_sig.h"
 
@@ -414,4 +416,89 @@ TEST_CASE("a slab slot reused 70000 times keeps handing out slab pointers",
     CHECK(mm.kasan_reports().empty());
     CHECK(mm.check_leaks() == 0);
   }
+}
+
+TEST_CASE("page allocator: zone->lock only around the buddy work (refill, drain, high orders)",
+          "[mm][pages]") {
+  // A lock hook that counts zone->lock acquisitions and what was priced
+  // while it was held: the blocks moved, and calls' own prices.
+  struct Hook : LockHook {
+    EventSink* sink = nullptr;
+    uint64_t taken = 0, held = 0, blocks_inside = 0, calls_inside = 0, at = 0, calls_at = 0;
+    uint64_t blocks() const {
+      return (*sink)[Event::page_pcp_refill_blocks] + (*sink)[Event::page_pcp_drain_blocks];
+    }
+    uint64_t calls() const {
+      uint64_t n = (*sink)[Event::page_free];
+      for (Event e : {Event::page_alloc_order0, Event::page_alloc_order1,
+                      Event::page_alloc_order2, Event::page_alloc_order3})
+        n += (*sink)[e];
+      return n;
+    }
+    void acquire(LockClass c, uint32_t) override {
+      REQUIRE(c == LockClass::zone_lock);
+      REQUIRE(held == 0);
+      ++taken, held = 1;
+      at = blocks(), calls_at = calls();
+    }
+    void release(LockClass, uint32_t) override {
+      REQUIRE(held == 1);
+      held = 0;
+      blocks_inside += blocks() - at;
+      calls_inside += calls() - calls_at;
+    }
+  };
+  EventSink sink;
+  FaultInjector faults;
+  Hook hook;
+  hook.sink = &sink;
+  sink.locks = &hook;
+  PageAllocator pa(&sink, &faults);
+  // The first order-0 page refills CPU 0's list: 63 blocks, one lock.
+  std::vector<uint32_t> pages;
+  pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
+  CHECK(hook.taken == 1);
+  CHECK(sink[Event::page_pcp_refill_blocks] == 63);
+  // The next 62 come from the list: no lock.
+  for (int i = 0; i < 62; ++i) pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
+  CHECK(hook.taken == 1);
+  CHECK(sink[Event::page_alloc_order0] == 63);
+  // The 64th refills again.
+  pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
+  CHECK(hook.taken == 2);
+  CHECK(sink[Event::page_pcp_refill] == 2);
+  // An order-3 block: a refill of 63 >> 3 = 7 blocks.
+  const uint32_t big3 = pa.alloc_pages(3, 0, GFP_KERNEL, 0);
+  CHECK(hook.taken == 3);
+  CHECK(sink[Event::page_pcp_refill_blocks] == 63 + 63 + 7);
+  // Above PAGE_ALLOC_COSTLY_ORDER: straight from the free blocks, locked,
+  // no refill; its free too.
+  const uint32_t big4 = pa.alloc_pages(4, 0, GFP_KERNEL, 0);
+  CHECK(hook.taken == 4);
+  CHECK(sink[Event::page_pcp_refill] == 3);
+  pa.free_pages(big4, 4, 0);
+  CHECK(hook.taken == 5);
+  // 136 more order-0 pages: the 62 left on the list, then two refills.
+  for (int i = 0; i < 136; ++i) pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
+  CHECK(hook.taken == 7);
+  CHECK(sink[Event::page_pcp_refill] == 5);
+  // Frees to the CPU's list take no lock until it reaches its high mark
+  // of 252 pages. The list holds 52 order-0 and 6 order-3 blocks (100
+  // pages); the order-3 block makes 108, and the 144th order-0 free 252:
+  // a batch of 63 order-0 pages given back, oldest first, in one lock.
+  pa.free_pages(big3, 3, 0);
+  CHECK(hook.taken == 7);
+  size_t freed = 0;
+  while (hook.taken == 7 && freed < pages.size()) pa.free_pages(pages[freed++], 0, 0);
+  CHECK(freed == 144);
+  CHECK(hook.taken == 8);
+  CHECK(sink[Event::page_pcp_drain] == 1);
+  CHECK(sink[Event::page_pcp_drain_blocks] == 63);
+  // Every block moved was moved under the lock, and the only calls
+  // priced inside it are the two above order 3 (their hold): a refill's
+  // allocation prepares its block after the lock.
+  CHECK(hook.blocks_inside == 4 * 63 + 7 + 63);
+  CHECK(hook.calls_inside == 2);
+  CHECK(sink[Event::page_free] == 2 + 144);
+  CHECK(hook.held == 0);
 }

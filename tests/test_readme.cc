@@ -120,6 +120,36 @@ TEST_CASE("docs: quoted output is what the command prints now", "[docs][readme]"
   CHECK(quotes >= 3);
 }
 
+// The prose under the grow-only quote restates two of its figures:
+// prefill's change on the 4096-slot registration that installs 64 (to
+// the percent) and the idle nodes prefill leaves.
+TEST_CASE("README: the grow-only paragraph's figures are the quote's", "[docs][readme]") {
+  const std::string readme = read_text(repo_file("README.md"));
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
+  const sim::CliOutcome o = sim::run_cli(
+      {"--scenario", "sparse4096", "--policy", "unpatched,node-slab+prefill,prefill-grow"});
+  std::filesystem::current_path(cwd);
+  REQUIRE(o.status == 0);
+  const size_t block = o.out.find("register 4096 / install 64");
+  REQUIRE(block != std::string::npos);
+  const size_t vs = o.out.find("  vs A", block);
+  REQUIRE(vs != std::string::npos);
+  // "  vs A   +305.1% [+287,+323]   +2.2% [...]": B's change is the first.
+  const double b = std::stod(o.out.substr(o.out.find('+', vs)));
+  CHECK(readme.find(fmt::format("without prefill's +{:.0f} % on a 4096-slot", b)) !=
+        std::string::npos);
+  const size_t mem = o.out.find("  memory", vs);
+  REQUIRE(mem != std::string::npos);
+  // "  memory   1280B/0/45.0K   158K/4032/202K   ...": B's idle nodes.
+  std::istringstream line(o.out.substr(mem, o.out.find('\n', mem) - mem));
+  std::string word, a_mem, b_mem;
+  line >> word >> a_mem >> b_mem;
+  const std::string idle = b_mem.substr(b_mem.find('/') + 1, b_mem.rfind('/') - b_mem.find('/') - 1);
+  CHECK(idle == "4032");
+  CHECK(readme.find("where prefill (B)\nleaves " + idle + " (the memory line") != std::string::npos);
+}
+
 namespace {
 
 // Words of a shell line: whitespace-separated, single quotes kept together

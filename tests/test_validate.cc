@@ -549,12 +549,19 @@ TEST_CASE("calibrate refuses a fit that is not credible: exit 3, one line per ca
   // docs/calibration.md quotes these two lines. Under log-normal priors
   // no price of work is driven to 0, and none far below its prior.
   CHECK(r.err.find(" of its prior although ") == std::string::npos);
-  CHECK(r.err.find("simcache: calibrate: rows that disagree most: SF-264 -69.70% (2.3 sd), ") !=
+  CHECK(r.err.find("simcache: calibrate: rows that disagree most: SF-264 -69.69% (2.3 sd), ") !=
         std::string::npos);
+  // The doc's second line is the fit's second cause, as printed.
+  const std::string settle =
+      "simcache: calibrate: not credible: the error model did not settle: its last "
+      "relinearisation moved a speed factor or an error term by 1.11% (more than 1%), and the "
+      "prices are that round's\n";
+  CHECK(r.err.find(settle) != std::string::npos);
   const std::string doc = simcache::testing::read_text(repo_file("docs/calibration.md"));
   CHECK(doc.find("    simcache: calibrate: not credible: the model inadequacy per workload shape "
                  "sits at its cap (30%): the search could not place it\n") != std::string::npos);
-  CHECK(doc.find("rows that disagree most: SF-264 -69.70% (2.3 sd), ...") != std::string::npos);
+  CHECK(doc.find("rows that disagree most: SF-264 -69.69% (2.3 sd), ...") != std::string::npos);
+  CHECK(doc.find("    " + settle) != std::string::npos);
   CHECK(r.err.find("no profile written to " + out + " (--force writes it)") != std::string::npos);
   CHECK(r.out.find("NOT CREDIBLE: ") != std::string::npos);
   // Every stderr line is one cause or one of the two closing lines.

@@ -26,8 +26,10 @@ uint32_t PageAllocator::take_free() { return take_id<uint32_t>(live_, free_ids_)
 // free_pcppages_bulk(): at the high mark the CPU gives back a batch of
 // pages (nr_pcp_free()'s least), oldest first, from the list the block
 // was freed to, then the next order's, and so on round the orders.
-void PageAllocator::drain(Pcp& p, uint32_t order) {
+// Returns the blocks given back.
+uint32_t PageAllocator::drain(Pcp& p, uint32_t order) {
   int64_t count = PCP_BATCH;
+  uint32_t blocks = 0;
   while (count > 0 && p.pages > 0) {
     auto& l = p.list[order];
     while (count > 0 && !l.empty()) {
@@ -35,9 +37,11 @@ void PageAllocator::drain(Pcp& p, uint32_t order) {
       l.pop_front();
       p.pages -= 1u << order;
       count -= int64_t{1} << order;
+      ++blocks;
     }
     order = (order + 1) % (PCP_MAX_ORDER + 1);
   }
+  return blocks;
 }
 
 // mirrors __alloc_pages(): counts the order, honours injected failures;
@@ -51,21 +55,24 @@ uint32_t PageAllocator::alloc_pages(uint32_t order, NodeId node, gfp_t gfp, CpuI
   static constexpr Event kByOrder[] = {
       Event::page_alloc_order0, Event::page_alloc_order1,
       Event::page_alloc_order2, Event::page_alloc_order3};
-  // zone->lock around the buddy work (the model takes it for every
-  // allocation; its hold is the priced event).
-  if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
-  ev_->add(kByOrder[order < 3 ? order : 3]);
-  if (ev_->locks) ev_->locks->release(LockClass::zone_lock, node);
   uint32_t id;
   if (order <= PCP_MAX_ORDER) {
+    // rmqueue_pcplist(): the CPU's own list under its pcp lock, which
+    // nothing else contends; zone->lock only for a refill's buddy work,
+    // which comes before the block's own preparation (priced by
+    // page_alloc_order*, below).
     Pcp& p = pcp(cpu, node);
     auto& l = p.list[order];
     if (l.empty()) {  // rmqueue_bulk(): a batch of blocks not in this CPU's caches
       const uint32_t batch = std::max<uint32_t>(PCP_BATCH >> order, 2);
+      if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
       for (uint32_t i = 0; i < batch; ++i) l.push_front({take_free(), false});
-      p.pages += batch << order;
       ev_->add(Event::page_pcp_refill);
+      ev_->add(Event::page_pcp_refill_blocks, batch);
+      if (ev_->locks) ev_->locks->release(LockClass::zone_lock, node);
+      p.pages += batch << order;
     }
+    ev_->add(kByOrder[order]);
     const Block b = l.back();  // LIFO: the last freed, or the refill's
     l.pop_back();
     p.pages -= 1u << order;
@@ -75,6 +82,10 @@ uint32_t PageAllocator::alloc_pages(uint32_t order, NodeId node, gfp_t gfp, CpuI
       if (cold) *cold = true;
     }
   } else {
+    // rmqueue_buddy(): straight from the free blocks, under zone->lock.
+    if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
+    ev_->add(Event::page_alloc_order3);
+    if (ev_->locks) ev_->locks->release(LockClass::zone_lock, node);
     id = take_free();
   }
   live_[id] = static_cast<uint8_t>(node + 1);  // 0 = free, else node + 1
@@ -93,19 +104,23 @@ void PageAllocator::free_pages(uint32_t page, uint32_t order, CpuId cpu) {
   live_[page] = 0;
   --allocated_;
   if (order <= PCP_MAX_ORDER) {
+    ev_->add(Event::page_free);  // free_pages_prepare(), before the list
     Pcp& p = pcp(cpu, node);
     p.list[order].push_back({page, true});
     p.pages += 1u << order;
-    if (p.pages >= PCP_HIGH) {
-      drain(p, order);
+    if (p.pages >= PCP_HIGH) {  // free_pcppages_bulk(), under zone->lock
+      if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
+      const uint32_t blocks = drain(p, order);
       ev_->add(Event::page_pcp_drain);
+      ev_->add(Event::page_pcp_drain_blocks, blocks);
+      if (ev_->locks) ev_->locks->release(LockClass::zone_lock, node);
     }
-  } else {
+  } else {  // free_one_page() straight to the free blocks, under zone->lock
+    if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
+    ev_->add(Event::page_free);  // the hold: the call's own price
     free_ids_.push_back(page);
+    if (ev_->locks) ev_->locks->release(LockClass::zone_lock, node);
   }
-  if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
-  ev_->add(Event::page_free);
-  if (ev_->locks) ev_->locks->release(LockClass::zone_lock, node);
 }
 
 void PageAllocator::signature(StateSig* s) const {

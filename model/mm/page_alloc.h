@@ -15,9 +15,18 @@
 // cache-hot: a block this CPU freed counts as hot, one a refill brought
 // as cold (last written by another CPU or long ago). Clearing a cold
 // block is dearer (zero_bytes_cold, model/mm/mm.cc). Higher orders come
-// straight from the node's free blocks and count as hot. zone->lock is
-// still taken around every allocation and free (the model prices one
-// event per call, page_alloc_order* and page_free).
+// straight from the node's free blocks and count as hot.
+//
+// zone->lock is taken where the kernel takes it on these paths: around
+// a refill's and a drain's buddy work (held for the blocks moved, priced
+// by page_buddy_block) and around an allocation or free above
+// PCP_MAX_ORDER (held for the call's own price, page_alloc_order3 or
+// page_free). An allocation or free the CPU's list serves takes only that
+// list's pcp->lock, which nothing contends in the model, so it is not
+// taken. Not modelled: the kernel's fallback to zone->lock for a single
+// block when the pcp lock is busy (an interrupt on the same CPU, a remote
+// drain_all_pages(), an RT preemption of the holder), the vmstat
+// worker's timed drains, and THP's PMD-order list.
 //
 // Simplified against 6.18: the high mark is its floor (the kernel's is
 // at least that, from the zone's low watermark and its CPUs, and tuned
@@ -79,7 +88,7 @@ class PageAllocator {
   };
   Pcp& pcp(CpuId cpu, NodeId node);
   uint32_t take_free();
-  void drain(Pcp& p, uint32_t order);
+  uint32_t drain(Pcp& p, uint32_t order);
 
   EventSink* ev_;
   FaultInjector* faults_;
