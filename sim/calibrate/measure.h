@@ -81,6 +81,12 @@ struct FitSettings {
   // The machine's state a row recorded (the kit's cache share): the
   // simulation takes it, but it does not make another configuration.
   std::vector<std::string> condition_params;
+  // What a row and the anchor it was measured beside may differ in for
+  // the pair to be twins (the same program in another condition, such as
+  // the root and a child memcg): the row is then read as an effect
+  // against its anchor, the ratio measured round by round, and neither
+  // is scaled by a reference (sim/calibrate/reference.h).
+  std::vector<std::string> twin_params;
 };
 
 struct ShapeRule {
@@ -138,6 +144,10 @@ struct MappedRow {
   std::string against_text;
   int variant_line = 0;
   std::vector<size_t> bases;  // indices into map_rows()'s output
+  // A row measured round by round beside its twin (FitSettings::
+  // twin_params; its one base): the ratio of the two, round by round (the
+  // statistic validate reads), and its standard error; 0 for any other row.
+  double twin_ratio = 0, twin_se = 0;
   double value_ns = 0;    // the measurement in ns per op
   std::string time_unit;  // unit of the value ("ns", "us")
   double unit_ns = 1;     // ns per unit of the value column (1, 1e3, 1e6)

@@ -151,7 +151,8 @@ bool read_fit(const MapReader& r, const toml::node* n, FitSettings* f) {
   if (!n) return true;
   const toml::table* t = n->as_table();
   if (!t) return r.fail(n, "fit", "expected a table");
-  if (!r.keys(*t, {"noise_cv", "pin_threshold", "repeat_params", "condition_params"}, "fit."))
+  if (!r.keys(*t, {"noise_cv", "pin_threshold", "repeat_params", "condition_params", "twin_params"},
+              "fit."))
     return false;
   for (auto [key, out] :
        {std::pair{"noise_cv", &f->noise_cv}, std::pair{"pin_threshold", &f->pin_threshold}}) {
@@ -163,7 +164,8 @@ bool read_fit(const MapReader& r, const toml::node* n, FitSettings* f) {
     }
   }
   for (auto [key, out] : {std::pair{"repeat_params", &f->repeat_params},
-                         std::pair{"condition_params", &f->condition_params}}) {
+                         std::pair{"condition_params", &f->condition_params},
+                         std::pair{"twin_params", &f->twin_params}}) {
     const toml::node* v = t->get(key);
     if (!v) continue;
     const toml::array* arr = v->as_array();

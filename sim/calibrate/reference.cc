@@ -131,7 +131,46 @@ std::string program_of(const MappedRow& r, const FitSettings& fit) {
   return s + " on " + r.kernel;
 }
 
+// The twin parameters and the condition parameters, which twins may
+// also differ in, as one list.
+std::vector<std::string> twin_free(const FitSettings& fit) {
+  std::vector<std::string> k = fit.twin_params;
+  k.insert(k.end(), fit.condition_params.begin(), fit.condition_params.end());
+  return k;
+}
+
+std::string twin_names(const FitSettings& fit) {
+  std::string s;
+  for (const std::string& k : fit.twin_params) s += (s.empty() ? "" : ", ") + k;
+  return s;
+}
+
+// One program apart from the twin parameters, and different in one of
+// them: a row and its twin (an anchor of the same configuration is a
+// reference, whatever its program).
+bool is_twin(const MappedRow& a, const MappedRow& b, const FitSettings& fit) {
+  if (fit.twin_params.empty() || a.scenario != b.scenario || a.kernel != b.kernel ||
+      a.policy != b.policy || a.row.metric != b.row.metric)
+    return false;
+  Params pa = shape_params(a, fit), pb = shape_params(b, fit);
+  bool differ = false;
+  for (const std::string& k : fit.twin_params) {
+    const auto x = pa.find(k), y = pb.find(k);
+    differ |= (x == pa.end()) != (y == pb.end()) || (x != pa.end() && x->second != y->second);
+  }
+  for (const std::string& k : twin_free(fit)) pa.erase(k), pb.erase(k);
+  return differ && pa == pb;
+}
+
 }  // namespace
+
+std::string ReferenceScaling::twin_line() const {
+  if (twins == 0) return "";
+  return fmt::format(
+      "the twins: {} row{} measured round by round beside the same program in another {}, each "
+      "read as an effect against it, neither scaled (docs/measure.md, \"Charged and uncharged\")\n",
+      twins, twins == 1 ? "" : "s", twin_params);
+}
 
 std::string ReferenceScaling::line(const std::string& from_what) const {
   if (references == 0) return "";
@@ -206,9 +245,16 @@ bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowSt
     if (!skipped) return *error = why, false;
     skipped->push_back(why + ": left out");
   }
+  // Twins: a row and its anchor one program apart from the twin
+  // parameters, in which they differ (FitSettings::twin_params). The row
+  // becomes an effect against its anchor; neither is scaled.
+  std::vector<bool> twin(n), twin_anchor(n);
+  for (size_t i = 0; i < n; ++i)
+    if (anchor_of[i] < n && is_twin((*rows)[i], (*rows)[anchor_of[i]], fit))
+      twin[i] = true, twin_anchor[anchor_of[i]] = true, out->twin_params = twin_names(fit);
   std::vector<size_t> readers;  // the anchors rows are scaled by
   for (size_t j : refs)
-    if (used[j]) readers.push_back(j);
+    if (used[j] && !twin_anchor[j]) readers.push_back(j);
   if (!readers.empty()) {
     // One reference program for every row, the one a profile or the
     // fitted rows were scaled by where given.
@@ -249,6 +295,20 @@ bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowSt
     Ratio ratio;
     const int has = read_ratio(m, &ratio, error);
     if (has < 0) return false;
+    if (twin[i]) {
+      // The ratio round by round, or the two figures' (the fastest
+      // rounds, or a note without the ratio) with their errors added.
+      if (has && statistic != RowStatistic::fastest) {
+        m.twin_ratio = statistic == RowStatistic::median ? ratio.median : ratio.mean;
+        m.twin_se = ratio.se;
+      } else {
+        m.twin_ratio = m.value_ns / r.value_ns;
+        m.twin_se = std::hypot(measurement_spread(m.row.note, measured_rounds(m)),
+                               measurement_spread(r.row.note, measured_rounds(r)));
+      }
+      ++out->twins;
+      continue;
+    }
     if (has && statistic != RowStatistic::fastest) {
       // Round by round: each of the row's rounds over the anchor's before
       // it, so that a spell starting between two rounds moves both; the
@@ -274,12 +334,20 @@ bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowSt
       return *error = why, false;
     ++out->scaled;
   }
-  // The anchors and the rows left out go; effects keep their bases.
+  // The anchors (but twins) and the rows left out go; effects keep their
+  // bases, and a twin's one base is its anchor.
   std::vector<size_t> new_index(n, SIZE_MAX);
   std::vector<MappedRow> kept;
   for (size_t i = 0; i < n; ++i)
-    if (!ref[i] && !drop[i]) new_index[i] = kept.size(), kept.push_back(std::move((*rows)[i]));
+    if ((!ref[i] || twin_anchor[i]) && !drop[i])
+      new_index[i] = kept.size(), kept.push_back(std::move((*rows)[i]));
   remap_bases(&kept, new_index);
+  for (size_t i = 0; i < n; ++i)
+    if (twin[i] && new_index[i] != SIZE_MAX) {
+      MappedRow& m = kept[new_index[i]];
+      m.base = false;
+      m.bases = {new_index[anchor_of[i]]};
+    }
   *rows = std::move(kept);
   return true;
 }

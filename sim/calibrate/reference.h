@@ -22,8 +22,12 @@ struct ReferenceScaling {
   double lo_ns = 0, hi_ns = 0;  // the references' readings
   std::string program;    // the reference's workload and configuration, as its row maps
   bool given = false;     // typical_ns came from another set of rows (validate --fit-on)
+  size_t twins = 0;       // rows read as effects against their twin anchors
+  std::string twin_params;  // what twins differ in (FitSettings::twin_params)
   // One line for a report ("" when no row had a reference).
   std::string line(const std::string& from_what) const;
+  // One line on the twins ("" when there are none).
+  std::string twin_line() const;
 };
 
 // Scales the rows paired with a reference (the kit's note "paired round by
@@ -42,6 +46,11 @@ struct ReferenceScaling {
 // One program: the same scenario, kernel, metric and shape parameters
 // (shape_params(): rounds and warm-up may differ); `expected_program`,
 // when given, is the one the profile or the fitted rows were scaled by.
+// Twins (FitSettings::twin_params: a row whose anchor is its own program
+// in another condition, such as the root and a child memcg) are not
+// scaled, and their anchors stay: the row's one base becomes its anchor
+// and its twin_ratio the ratio read as `statistic` (the fastest rounds:
+// the two figures' ratio, their errors added).
 // Effects keep their bases (remap_bases). With `skipped` (--skip-unmapped:
 // a row or its anchor may have been skipped), a paired row without its
 // anchor, or an anchor without its row, is left out with a line there

@@ -81,7 +81,9 @@ Effect make_effect(const CostModel& m, const std::vector<MappedRow>& rows, const
   }
   bm /= static_cast<double>(bases.size());
   bp /= static_cast<double>(bases.size());
-  e.measured = rows[i].value_ns / bm - 1;
+  // A twin's effect is the ratio measured round by round beside its
+  // anchor, its noise that ratio's standard error (reference.h).
+  e.measured = rows[i].twin_ratio > 0 ? rows[i].twin_ratio - 1 : rows[i].value_ns / bm - 1;
   e.model = v.predicted[i] / bp - 1;
   // The least related of its bases decides the inadequacy it carries.
   EffectRelation rel = EffectRelation::same_config;
@@ -90,7 +92,7 @@ Effect make_effect(const CostModel& m, const std::vector<MappedRow>& rows, const
   e.lo = iv.lo;
   e.hi = iv.hi;
   e.prior_based = iv.prior_based;
-  e.noise = row_noise(m, rows[i]);
+  e.noise = rows[i].twin_ratio > 0 ? rows[i].twin_se : row_noise(m, rows[i]);
   e.covered = e.measured >= e.lo && e.measured <= e.hi;
   const double half = (e.hi - e.lo) / 2;
   e.covered_noise = std::fabs(e.measured - e.model) <=
@@ -404,6 +406,15 @@ std::vector<Repeat> split_repeats(std::vector<MappedRow>* rows, std::vector<PerO
   std::vector<size_t> new_index(rows->size(), SIZE_MAX);
   std::vector<MappedRow> kept_rows;
   std::vector<PerOpCounts> kept_counts;
+  // Twins and their anchors stay whatever they repeat: their effect is
+  // the pair's, measured round by round (reference.h), and neither was
+  // scaled to the fitted rows' reading.
+  std::vector<bool> twin(rows->size());
+  for (size_t i = 0; i < rows->size(); ++i)
+    if ((*rows)[i].twin_ratio > 0) {
+      twin[i] = true;
+      for (size_t b : (*rows)[i].bases) twin[b] = true;
+    }
   for (size_t i = 0; i < rows->size(); ++i) {
     const MappedRow& v = (*rows)[i];
     Repeat r;
@@ -412,7 +423,7 @@ std::vector<Repeat> split_repeats(std::vector<MappedRow>* rows, std::vector<PerO
     // conditions (a cache share read differently is a change the model
     // prices, not drift), metric and unit.
     for (const MappedRow& f : fitted)
-      if (row_relation(v, f, fit) == EffectRelation::same_config &&
+      if (!twin[i] && row_relation(v, f, fit) == EffectRelation::same_config &&
           shape_params(v, fit) == shape_params(f, fit) && v.row.metric == f.row.metric &&
           v.row.unit == f.row.unit) {
         r.of.push_back(f.row.id), sum += f.value_ns;

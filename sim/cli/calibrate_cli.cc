@@ -183,7 +183,7 @@ CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args&) {
   if (in.statistic != RowStatistic::mean) rep.model.statistic = row_statistic_name(in.statistic);
   if (in.reference.references)
     rep.model.reference = in.reference.program, rep.model.reference_ns = in.reference.typical_ns;
-  std::string text = in.statistic_line() + in.reference.line("") +
+  std::string text = in.statistic_line() + in.reference.line("") + in.reference.twin_line() +
                      format_fit(rep, in.rows, in.measurements, in.map) +
                      format_row_failures(in.rows, in.failed, in.map.fit);
   // A fit that is not credible (docs/calibration.md, "A fit that refuses
@@ -255,7 +255,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   const std::string ref_from =
       fit_on ? "the median reading of --fit-on's references"
              : fmt::format("the reading profile {} was fitted at", m.name);
-  std::string ref_lines = in.reference.line(ref_from);
+  std::string ref_lines = in.reference.line(ref_from) + in.reference.twin_line();
   if (fit_on && cal.reference.references) ref_lines = "--fit-on " + cal.reference.line("") + ref_lines;
   if (leave) {
     const LeaveOut l = leave_out(prior_model(), in.map.fit, in.rows, in.per_op, by_shape, in.jobs);
