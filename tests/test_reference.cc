@@ -563,7 +563,7 @@ TEST_CASE("the reference: a root row beside its child twin is an effect against 
     CHECK(m.ref.scaled == 0);
     CHECK(m.ref.twins == 4);
     CHECK(m.ref.line("") == "");
-    CHECK(m.ref.twin_line() ==
+    CHECK(m.ref.twin_line(true) ==
           "the twins: 4 rows measured round by round beside the same program in another cgroup, "
           "each read as an effect against it, neither scaled (docs/measure.md, \"Charged and "
           "uncharged\")\n");
@@ -665,6 +665,118 @@ TEST_CASE("validate: twins' effects are judged against the model's interval of t
                  "QD 1,024") != std::string::npos);
   CHECK(doc.find("predicted 13 to 25 % below\ntheir measurements") != std::string::npos);
   CHECK(read_text(repo_file("docs/validation.md"))
-            .find("prices a POLL_ADD's charge 1.6 to 2.3 times what it costs") !=
+            .find("POLL_ADD's charge 1.6 to 2.3 times what it costs") !=
         std::string::npos);
+}
+
+TEST_CASE("the reference: a twin in another unit, a lifecycle twin's phase rows, a fit of both kinds",
+          "[reference]") {
+  const std::string pairs =
+      read_text(repo_file("data/measurements/vm-2cpu-xeon-third-memcg-pairs.tsv"));
+  std::string child, root;
+  for (const std::string& l : split(pairs, '\n')) {
+    if (l.rfind("M-POLL-4096-a\t", 0) == 0) child = l;
+    if (l.rfind("M-POLL-4096-root-a\t", 0) == 0) root = l;
+  }
+  REQUIRE((!child.empty() && !root.empty()));
+  const Scaled ns = scale_rows(header() + child + "\n" + root + "\n", RowStatistic::median);
+  REQUIRE(ns.ok);
+  REQUIRE(ns.rows.size() == 2);
+  const double in_ns = ns.rows[1].twin_ratio;
+  CHECK(in_ns > 0.9);
+  CHECK(in_ns < 1);
+  // The root row written in us, as the kit writes a lifecycle's: its
+  // ratio to the anchor's ns is a thousand times smaller; the effect is
+  // the same.
+  std::vector<std::string> us = split(root, '\t');
+  us[5] = fmt::format("{:.9f}", std::stod(us[5]) / 1000);
+  us[6] = "us/sqe";
+  std::string note = us[9];
+  for (const char* f : {"; median ", "; fastest "}) {
+    const size_t at = note.find(f) + std::string(f).size();
+    const size_t end = note.find(';', at);
+    note.replace(at, end - at, fmt::format("{:.9f}", std::stod(note.substr(at, end - at)) / 1000));
+  }
+  for (const char* f : {"round by round: mean ", ", median "}) {
+    const size_t at = note.find(f, note.find("ratio to anchor")) + std::string(f).size();
+    const size_t end = note.find(',', at);
+    note.replace(at, end - at, fmt::format("{:.12g}", std::stod(note.substr(at, end - at)) / 1000));
+  }
+  us[9] = note;
+  const Scaled u = scale_rows(header() + child + "\n" + join(us, '\t') + "\n", RowStatistic::median);
+  INFO(u.error);
+  REQUIRE(u.ok);
+  REQUIRE(u.rows.size() == 2);
+  CHECK(u.rows[1].unit_ns == 1000);
+  CHECK(u.rows[1].twin_ratio == Approx(in_ns).epsilon(1e-9));
+  // A lifecycle twin: the anchor's three rows and the row's three, each
+  // of the row's naming the whole anchor. The whole row is the twin; its
+  // phase rows are left out with the anchor's, and counted.
+  std::string life;
+  const std::string cal =
+      read_text(repo_file("data/measurements/vm-2cpu-xeon-third-calibration.tsv"));
+  for (const char* who : {"A", "R"})
+    for (const char* phase : {"", "-reg", "-fill"}) {
+      std::vector<std::string> c;
+      for (const std::string& l : split(cal, '\n'))
+        if (l.rfind(std::string("C-LP-4096-64") + phase + "\t", 0) == 0) c = split(l, '\t');
+      REQUIRE(c.size() == 10);
+      c[0] = std::string(who) + phase;
+      const std::string base = c[9].substr(0, c[9].find("; paired round by round"));
+      if (std::string(who) == "A") {
+        c[9] = base + "; anchor of R, round by round";
+      } else {
+        c[2].replace(c[2].find("child memcg"), 11, "root memcg");
+        c[9] = base +
+               "; paired round by round with anchor A; ratio to anchor ns round by round: mean "
+               "0.00095, median 0.00095, se 1.0000%, max group CV 5.000000%, max role drift "
+               "1.000000%";
+      }
+      life += join(c, '\t') + "\n";
+    }
+  const Scaled l = scale_rows(header() + life, RowStatistic::median);
+  INFO(l.error);
+  REQUIRE(l.ok);
+  REQUIRE(l.rows.size() == 2);
+  CHECK(l.rows[1].row.id == "R");
+  CHECK(l.rows[1].twin_ratio == Approx(0.95).epsilon(1e-12));  // us over ns, in ns over ns
+  CHECK(l.ref.twins == 1);
+  CHECK(l.ref.twin_phases == 2);
+  CHECK(l.ref.twin_line(true).find("; 2 phase rows of twins left out (their ratio is to the "
+                                   "whole program)") != std::string::npos);
+  // calibrate fits rows on one scale: twins beside rows a reference
+  // scaled are refused, naming the first twin; twins alone are fitted as
+  // measured, and it says so.
+  const TempFile mixed("twins_mixed.tsv", cal + split(pairs, '\n')[1] + "\n" +
+                                              split(pairs, '\n')[2] + "\n");
+  const CliOutcome refused =
+      run_cli({"calibrate", "--statistic", "median", "--measurements", mixed.path()});
+  CHECK(refused.status == 2);
+  CHECK(refused.err.find("twins_mixed.tsv:") != std::string::npos);
+  CHECK(refused.err.find(": twins beside rows scaled by a reference: a fit takes the twins as "
+                         "measured") != std::string::npos);
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
+  const CliOutcome alone = run_cli({"calibrate", "--statistic", "median", "--measurements",
+                                    "data/measurements/vm-2cpu-xeon-third-memcg-pairs.tsv"});
+  std::filesystem::current_path(cwd);
+  CHECK(alone.out.find("the twins: 4 rows measured round by round beside the same program in "
+                       "another cgroup, fitted as measured beside it, neither scaled") !=
+        std::string::npos);
+  // Twins must differ in a twin parameter and in nothing else: the child
+  // beside a root row of another queue depth is no twin.
+  std::string other;
+  for (const std::string& ln : split(pairs, '\n'))
+    if (ln.rfind("M-POLL-1024-root-a\t", 0) == 0) other = ln;
+  REQUIRE(!other.empty());
+  std::vector<std::string> o = split(other, '\t');
+  o[9].replace(o[9].find("anchor M-POLL-1024-a"), 20, "anchor M-POLL-4096-a");
+  std::vector<std::string> a = split(child, '\t');
+  a[9].replace(a[9].find("anchor of M-POLL-4096-root-a"), 28, "anchor of M-POLL-1024-root-a");
+  const Scaled apart = scale_rows(header() + join(a, '\t') + "\n" + join(o, '\t') + "\n",
+                                  RowStatistic::median);
+  INFO(apart.error);
+  REQUIRE(apart.ok);
+  CHECK(apart.ref.twins == 0);
+  CHECK(apart.ref.references == 1);
 }

@@ -164,12 +164,17 @@ bool is_twin(const MappedRow& a, const MappedRow& b, const FitSettings& fit) {
 
 }  // namespace
 
-std::string ReferenceScaling::twin_line() const {
+std::string ReferenceScaling::twin_line(bool effects) const {
   if (twins == 0) return "";
   return fmt::format(
-      "the twins: {} row{} measured round by round beside the same program in another {}, each "
-      "read as an effect against it, neither scaled (docs/measure.md, \"Charged and uncharged\")\n",
-      twins, twins == 1 ? "" : "s", twin_params);
+      "the twins: {} row{} measured round by round beside the same program in another {}, {}, "
+      "neither scaled{} (docs/measure.md, \"Charged and uncharged\")\n",
+      twins, twins == 1 ? "" : "s", twin_params,
+      effects ? "each read as an effect against it" : "fitted as measured beside it",
+      twin_phases ? fmt::format("; {} phase row{} of twins left out (their ratio is to the "
+                                "whole program)",
+                                twin_phases, twin_phases == 1 ? "" : "s")
+                  : "");
 }
 
 std::string ReferenceScaling::line(const std::string& from_what) const {
@@ -299,7 +304,9 @@ bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowSt
       // The ratio round by round, or the two figures' (the fastest
       // rounds, or a note without the ratio) with their errors added.
       if (has && statistic != RowStatistic::fastest) {
-        m.twin_ratio = statistic == RowStatistic::median ? ratio.median : ratio.mean;
+        // The kit's ratio is the row in its unit over the anchor in ns.
+        m.twin_ratio =
+            (statistic == RowStatistic::median ? ratio.median : ratio.mean) * m.unit_ns;
         m.twin_se = ratio.se;
       } else {
         m.twin_ratio = m.value_ns / r.value_ns;
@@ -307,6 +314,15 @@ bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowSt
                                measurement_spread(r.row.note, measured_rounds(r)));
       }
       ++out->twins;
+      if (out->twin_where.empty()) out->twin_where = m.row.where("note");
+      continue;
+    }
+    if (twin_anchor[anchor_of[i]]) {
+      // A phase row of a twin pair (a lifecycle's registration or fill,
+      // whose ratio is to the whole anchor program's round): left out,
+      // as the anchor's own phase rows are.
+      drop[i] = true;
+      ++out->twin_phases;
       continue;
     }
     if (has && statistic != RowStatistic::fastest) {

@@ -23,11 +23,14 @@ struct ReferenceScaling {
   std::string program;    // the reference's workload and configuration, as its row maps
   bool given = false;     // typical_ns came from another set of rows (validate --fit-on)
   size_t twins = 0;       // rows read as effects against their twin anchors
+  size_t twin_phases = 0;   // phase rows of twins left out (their ratio is to the whole)
   std::string twin_params;  // what twins differ in (FitSettings::twin_params)
+  std::string twin_where;   // the first twin row's file:line: note
   // One line for a report ("" when no row had a reference).
   std::string line(const std::string& from_what) const;
-  // One line on the twins ("" when there are none).
-  std::string twin_line() const;
+  // One line on the twins ("" when there are none): read as effects
+  // (validate) or fitted as measured (calibrate, which reads no effect).
+  std::string twin_line(bool effects) const;
 };
 
 // Scales the rows paired with a reference (the kit's note "paired round by
@@ -49,8 +52,10 @@ struct ReferenceScaling {
 // Twins (FitSettings::twin_params: a row whose anchor is its own program
 // in another condition, such as the root and a child memcg) are not
 // scaled, and their anchors stay: the row's one base becomes its anchor
-// and its twin_ratio the ratio read as `statistic` (the fastest rounds:
-// the two figures' ratio, their errors added).
+// and its twin_ratio the ratio read as `statistic`, in ns over ns (the
+// fastest rounds: the two figures' ratio, their errors added). Other
+// rows paired with a twin anchor (a lifecycle's phase rows, whose ratio
+// is to the whole program's round) are left out, counted in twin_phases.
 // Effects keep their bases (remap_bases). With `skipped` (--skip-unmapped:
 // a row or its anchor may have been skipped), a paired row without its
 // anchor, or an anchor without its row, is left out with a line there

@@ -191,6 +191,10 @@ std::string format_validation(const Validation& v, const CostModel& m,
         "the midpoint of the parents); error in percentage points. Direction: up,\n"
         "down, or n.s. when the effect is within the noise of the profile's [noise]\n"
         "model (noise column); it agrees when model and measurement say the same\n";
+    if (std::any_of(v.effects.begin(), v.effects.end(),
+                    [&](const Effect& e) { return rows[e.row].twin_ratio > 0; }))
+      out += "(a twin: against its anchor, the ratio measured round by round, its noise that\n"
+             "ratio's standard error)\n";
     out += fmt::format("{:<8} {:<15} {:>9} {:>28} {:>8} {:>6}  {}\n", "row", "base", "measured",
                        "model [90% model interval]", "error", "noise", "direction (measured/model)");
     for (const Effect& e : v.effects)
@@ -409,12 +413,18 @@ std::vector<Repeat> split_repeats(std::vector<MappedRow>* rows, std::vector<PerO
   // Twins and their anchors stay whatever they repeat: their effect is
   // the pair's, measured round by round (reference.h), and neither was
   // scaled to the fitted rows' reading.
-  std::vector<bool> twin(rows->size());
-  for (size_t i = 0; i < rows->size(); ++i)
-    if ((*rows)[i].twin_ratio > 0) {
-      twin[i] = true;
-      for (size_t b : (*rows)[i].bases) twin[b] = true;
-    }
+  // Nor is a row a repeat of a fitted twin (unscaled, where the row is
+  // scaled to the fitted rows' reading).
+  const auto twins_of = [](const std::vector<MappedRow>& v) {
+    std::vector<bool> t(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i].twin_ratio > 0) {
+        t[i] = true;
+        for (size_t b : v[i].bases) t[b] = true;
+      }
+    return t;
+  };
+  const std::vector<bool> twin = twins_of(*rows), fitted_twin = twins_of(fitted);
   for (size_t i = 0; i < rows->size(); ++i) {
     const MappedRow& v = (*rows)[i];
     Repeat r;
@@ -422,8 +432,9 @@ std::vector<Repeat> split_repeats(std::vector<MappedRow>* rows, std::vector<PerO
     // The same configuration measured the same way: the same recorded
     // conditions (a cache share read differently is a change the model
     // prices, not drift), metric and unit.
-    for (const MappedRow& f : fitted)
-      if (!twin[i] && row_relation(v, f, fit) == EffectRelation::same_config &&
+    for (size_t k = 0; k < fitted.size(); ++k)
+      if (const MappedRow& f = fitted[k];
+          !twin[i] && !fitted_twin[k] && row_relation(v, f, fit) == EffectRelation::same_config &&
           shape_params(v, fit) == shape_params(f, fit) && v.row.metric == f.row.metric &&
           v.row.unit == f.row.unit) {
         r.of.push_back(f.row.id), sum += f.value_ns;

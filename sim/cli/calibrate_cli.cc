@@ -138,6 +138,16 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, 
       !apply_reference(&in->rows, in->map.fit, in->statistic, reference_ns, reference_program,
                        skip_unmapped ? &in->skipped : nullptr, &in->reference, error))
     return false;
+  // Rows to fit are on one scale: twins are fitted as measured, so not
+  // beside rows scaled by a reference.
+  if ((std::string(command) == "calibrate" || flag == "fit-on") && in->reference.twins &&
+      in->reference.scaled)
+    return *error = fmt::format(
+               "{}: twins beside rows scaled by a reference: a fit takes the twins as measured "
+               "and the others scaled to their reference's reading; fit them apart, or validate "
+               "the twins against a fit (docs/measure.md, \"Charged and uncharged\")",
+               in->reference.twin_where),
+           false;
   return simulate_rows(in->rows, in->jobs, &in->per_op, error, &in->failed, o);
 }
 
@@ -183,7 +193,7 @@ CliOutcome run_calibrate_cli(const ParsedFlags& f, const Args&) {
   if (in.statistic != RowStatistic::mean) rep.model.statistic = row_statistic_name(in.statistic);
   if (in.reference.references)
     rep.model.reference = in.reference.program, rep.model.reference_ns = in.reference.typical_ns;
-  std::string text = in.statistic_line() + in.reference.line("") + in.reference.twin_line() +
+  std::string text = in.statistic_line() + in.reference.line("") + in.reference.twin_line(false) +
                      format_fit(rep, in.rows, in.measurements, in.map) +
                      format_row_failures(in.rows, in.failed, in.map.fit);
   // A fit that is not credible (docs/calibration.md, "A fit that refuses
@@ -255,7 +265,7 @@ CliOutcome run_validate_cli(const ParsedFlags& f, const Args&) {
   const std::string ref_from =
       fit_on ? "the median reading of --fit-on's references"
              : fmt::format("the reading profile {} was fitted at", m.name);
-  std::string ref_lines = in.reference.line(ref_from) + in.reference.twin_line();
+  std::string ref_lines = in.reference.line(ref_from) + in.reference.twin_line(true);
   if (fit_on && cal.reference.references) ref_lines = "--fit-on " + cal.reference.line("") + ref_lines;
   if (leave) {
     const LeaveOut l = leave_out(prior_model(), in.map.fit, in.rows, in.per_op, by_shape, in.jobs);
