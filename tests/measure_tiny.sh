@@ -114,6 +114,31 @@ esac
 "$sim" validate --profile "$dir/host.toml" --measurements "$dir/t.tsv" >"$dir/val.txt"
 grep -q "^summary: $rows rows" "$dir/val.txt" || { cat "$dir/val.txt"; exit 1; }
 echo "measure_tiny_suite: $rows rows well formed; calibrate and validate took them"
+# The pairs suite (fewer rounds): each shape's child run as the anchor of
+# its root run, and validate reads each pair as one effect; without the
+# right to enter the root memcg every row is skipped.
+"$top/scripts/measure" --suite pairs --out "$dir/p.tsv" --rounds 2 --warmup 0 --repeats 1 \
+  --target-se 0 2>"$dir/pairs.err" || { cat "$dir/pairs.err"; exit 1; }
+if ((roots)); then
+  [ "$(cut -f1 "$dir/p.tsv" | tail -n +2 | tr '\n' ' ')" = \
+    "P-POLL-4096 P-POLL-4096-root P-POLL-1024 P-POLL-1024-root P-F0-4096-1024 P-F0-4096-1024-root P-E0-0 P-E0-0-root " ] \
+    || { echo "pairs: $(cut -f1 "$dir/p.tsv" | tr '\n' ' ')"; exit 1; }
+  awk -F'\t' 'NR == 1 { next }
+    $1 !~ /-root$/ { if ($3 !~ /, child memcg$/ || $10 !~ "; anchor of " $1 "-root, round by round$") {
+                       printf "pairs line %d: %s is not the child twin\n", NR, $1; bad = 1 }
+                     child = $1; next }
+    $1 != child "-root" || $3 !~ /, root memcg$/ ||
+      index($10, "; paired round by round with anchor " child "; ratio to anchor ns round by round: mean ") == 0 {
+      printf "pairs line %d: %s is not its root twin\n", NR, $1; bad = 1 }
+    END { exit bad }' "$dir/p.tsv"
+  "$sim" validate --profile "$dir/host.toml" --measurements "$dir/p.tsv" >"$dir/pval.txt"
+  grep -q "^the twins: 4 rows measured round by round beside the same program in another cgroup, each read as an effect against it" "$dir/pval.txt" \
+    && grep -q "^summary: 8 rows, .*; 4 effects, " "$dir/pval.txt" \
+    && [ "$(grep -cE '^P-[A-Z0-9-]+-root P-[A-Z0-9-]+ +[-+][0-9.]+% ' "$dir/pval.txt")" = 4 ] \
+    || { cat "$dir/pval.txt"; exit 1; }
+else
+  [ "$(grep -c '^scripts/measure: P-.*-root: skipped$' "$dir/pairs.err")" = 4 ] || { cat "$dir/pairs.err"; exit 1; }
+fi
 # Adaptive rounds: from 10 rounds on, a repeat stops once its standard
 # error is under --target-se (or at --budget / --max-rounds); the note
 # gives the rounds, median, fastest, standard error and why it stopped,
