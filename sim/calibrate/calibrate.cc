@@ -696,23 +696,16 @@ std::string format_row_failures(const std::vector<MappedRow>& rows,
 
 EffectRelation row_relation(const MappedRow& a, const MappedRow& b, const FitSettings& fit) {
   // A condition the row recorded (fit.condition_params) is the machine's,
-  // not the workload's: two readings of it leave one configuration. A twin
-  // parameter (fit.twin_params: the root or a child memcg) runs the same
-  // program in another condition the model prices: one workload shape,
-  // whose mechanisms the model may lack alike in both, and two
-  // configurations.
-  const auto identity = [&fit](const MappedRow& r, bool twins_too) {
+  // not the workload's: two readings of it leave one configuration.
+  const auto identity = [&fit](const MappedRow& r) {
     Params p = shape_params(r, fit);
     for (const std::string& k : fit.condition_params) p.erase(k);
-    if (twins_too)
-      for (const std::string& k : fit.twin_params) p.erase(k);
     return p;
   };
-  if (a.scenario != b.scenario || a.phase != b.phase || identity(a, true) != identity(b, true))
+  if (a.scenario != b.scenario || a.phase != b.phase || identity(a) != identity(b))
     return EffectRelation::cross_shape;
-  return a.kernel == b.kernel && a.policy == b.policy && identity(a, false) == identity(b, false)
-             ? EffectRelation::same_config
-             : EffectRelation::same_shape;
+  return a.kernel == b.kernel && a.policy == b.policy ? EffectRelation::same_config
+                                                      : EffectRelation::same_shape;
 }
 
 // The speed factors scale every prior but a definition's and a hardware

@@ -101,11 +101,10 @@ bool is_penalty(const CostParam& p);
 // How two rows are related for the fit's error model and an effect's
 // interval: the same configuration (scenario, shape parameters, phase,
 // kernel and policy: a repeat on another boot), two configurations of
-// one workload shape (scenario, shape parameters and phase; a twin
-// parameter, FitSettings::twin_params, makes another configuration of
-// the shape, not another shape), or two shapes. Identical counts do not
-// make one configuration: two kernels or policies the model prices alike
-// may still differ by a mechanism it lacks.
+// one workload shape (scenario, shape parameters and phase), or two
+// shapes. Identical counts do not make one configuration: two kernels
+// or policies the model prices alike may still differ by a mechanism it
+// lacks.
 EffectRelation row_relation(const MappedRow& a, const MappedRow& b, const FitSettings& fit);
 
 // ns per op that `m` predicts from per-op counts.
