@@ -780,3 +780,47 @@ TEST_CASE("the reference: a twin in another unit, a lifecycle twin's phase rows,
   CHECK(apart.ref.twins == 0);
   CHECK(apart.ref.references == 1);
 }
+
+TEST_CASE("validate: the pairs suite's first run, as docs/validation.md quotes it",
+          "[reference][validate]") {
+  // data/measurements/vm-2cpu-xeon-pairs-suite.tsv (scripts/measure
+  // --suite pairs) against a fit of the third Xeon sitting's calibration
+  // suite: each twin's measured and predicted effect, and whether it lies
+  // inside its interval.
+  const auto effects = [](const char* statistic) {
+    const std::filesystem::path cwd = std::filesystem::current_path();
+    std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
+    const CliOutcome o = run_cli({"validate", "--statistic", statistic, "--measurements",
+                                  "data/measurements/vm-2cpu-xeon-pairs-suite.tsv", "--fit-on",
+                                  "data/measurements/vm-2cpu-xeon-third-calibration.tsv"});
+    std::filesystem::current_path(cwd);
+    INFO(o.err);
+    REQUIRE(o.status == 0);
+    CHECK(o.out.find("the twins: 4 rows measured round by round") != std::string::npos);
+    std::string got;
+    std::istringstream in(o.out);
+    for (std::string l; std::getline(in, l);) {
+      std::istringstream w(l);
+      std::string id, base, measured, model;
+      w >> id >> base >> measured >> model;
+      if (id.rfind("P-", 0) != 0 || base.rfind("P-", 0) != 0) continue;
+      got += id + " " + measured + " " + model +
+             (l.find(" outside") == std::string::npos ? " inside" : " outside") + "\n";
+    }
+    return got;
+  };
+  CHECK(effects("median") ==
+        "P-POLL-4096-root -8.51% -10.24% inside\n"
+        "P-POLL-1024-root -9.36% -14.29% inside\n"
+        "P-F0-4096-1024-root -0.29% +0.00% inside\n"
+        "P-E0-0-root -0.23% +0.00% inside\n");
+  const std::string mean = effects("mean");
+  CHECK(mean.find("P-POLL-1024-root -0.26% -13.69% outside\n") != std::string::npos);
+  const std::string doc = read_text(repo_file("docs/validation.md"));
+  for (const char* quoted :
+       {"rounds: POLL_ADD -8.51 % at QD 4,096 and -9.36 % at QD 1,024 against\nthe model's "
+        "-10.24 and -14.29 %, an F0 fill -0.29 % and an armed wait\n-0.23 % against the "
+        "model's 0: all four inside their intervals. By\nmean rounds the QD 1,024 pair reads "
+        "-0.26 %, outside"})
+    CHECK(doc.find(quoted) != std::string::npos);
+}
