@@ -619,7 +619,7 @@ TEST_CASE("the reference: a root row beside its child twin is an effect against 
 }
 
 TEST_CASE("validate: twins' effects are judged against the model's interval of the difference",
-          "[reference][validate]") {
+          "[reference][validate][refits]") {
   const std::filesystem::path cwd = std::filesystem::current_path();
   std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
   const CliOutcome o = run_cli({"validate", "--statistic", "median", "--measurements",
@@ -782,7 +782,7 @@ TEST_CASE("the reference: a twin in another unit, a lifecycle twin's phase rows,
 }
 
 TEST_CASE("validate: the pairs suite's first run, as docs/validation.md quotes it",
-          "[reference][validate]") {
+          "[reference][validate][refits]") {
   // data/measurements/vm-2cpu-xeon-pairs-suite.tsv (scripts/measure
   // --suite pairs) against a fit of the third Xeon sitting's calibration
   // suite: each twin's measured and predicted effect, and whether it lies
