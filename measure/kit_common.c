@@ -119,7 +119,8 @@ void kit_host_memcg(struct kit_host* h) {
   if (f) fclose(f);
   const char* path = has_v1 ? v1 : v2[0] ? v2 : "/";
   h->memcg_truncated = strlen(path) >= sizeof h->memcg;
-  snprintf(h->memcg, sizeof h->memcg, "%s", path);
+  /* At most the record's room (the flag above says when a path was cut). */
+  snprintf(h->memcg, sizeof h->memcg, "%.*s", (int)(sizeof h->memcg - 1), path);
   h->child_memcg = strcmp(h->memcg, "/") != 0;
 }
 

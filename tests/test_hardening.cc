@@ -195,6 +195,26 @@ TEST_CASE("non-string captures in a mapping are an error", "[hardening]") {
   CHECK(lines(err) == 0);
 }
 
+TEST_CASE("a mapping's twin parameters are names: anything else is one line naming it",
+          "[hardening]") {
+  std::string mapping = read_text(repo_file("data/profiles/mapping.toml"));
+  Mapping good;
+  std::string err;
+  REQUIRE(parse_mapping(mapping, "mapping.toml", &good, &err));
+  CHECK(good.fit.twin_params == std::vector<std::string>{"cgroup"});
+  const size_t at = mapping.find("twin_params = [\"cgroup\"]");
+  REQUIRE(at != std::string::npos);
+  const size_t line = static_cast<size_t>(std::count(mapping.begin(), mapping.begin() + at, '\n')) + 1;
+  mapping.replace(at, std::string("twin_params = [\"cgroup\"]").size(),
+                  "twin_params = [\"cgroup\", 7]");
+  const TempFile m("twins.toml", mapping);
+  Mapping out;
+  CHECK_FALSE(parse_mapping(read_text(m.path()), m.path(), &out, &err));
+  CHECK(err.find(fmt::format("twins.toml:{}:", line)) != std::string::npos);
+  CHECK(err.find("fit.twin_params: expected a parameter name") != std::string::npos);
+  CHECK(lines(err) == 0);
+}
+
 TEST_CASE("a profile missing parameters loads with a warning naming them", "[hardening]") {
   // The table of record's parameters, the first only in the profile.
   const auto specs = default_param_specs();
