@@ -225,6 +225,7 @@ TEST_CASE("the fit separates model inadequacy from row noise and covers true eff
     d_sum += r.inadequacy;
     CostModel params_only = r.model;
     params_only.inadequacy = 0;
+    params_only.row_noise = 0;
     for (size_t i = 0; i + 1 < config.size(); ++i) {
       const size_t k = i + 1;  // neighbouring rows: mostly one program's variants
       if (config[i] == config[k]) continue;
@@ -302,6 +303,7 @@ TEST_CASE("the shipped default profile is a fresh fit of the calibration rows", 
   CHECK(r.drift < 0.2 * r.inadequacy);
   CHECK(shipped.drift == Approx(r.drift).epsilon(1e-5));
   CHECK(shipped.inadequacy == Approx(r.inadequacy).epsilon(1e-5));
+  CHECK(shipped.row_noise == Approx(r.model.row_noise).epsilon(1e-5));
   INFO(
       "stale data/profiles/i7-12700KF.toml? regenerate: simcache calibrate "
       "--measurements data/measurements/calibration.tsv --out data/profiles/i7-12700KF.toml");

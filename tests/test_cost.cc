@@ -11,6 +11,8 @@
 
 using namespace simcache;
 using namespace simcache::sim;
+using simcache::testing::read_text;
+using simcache::testing::repo_file;
 using simcache::testing::TempFile;
 
 namespace {
@@ -171,6 +173,55 @@ TEST_CASE("model_drift widens a time's interval, not an effect's", "[cost][profi
   CHECK(with.effect == Approx(0.1));
   CHECK(with.lo == without.lo);
   CHECK(with.hi == without.hi);
+  // ... also where the row noise stands in for an inadequacy below it.
+  m.inadequacy = 0, m.row_noise = 0.02, m.drift = 0.05;
+  const EffectInterval floor_drift = effect_interval(m, b, v, EffectRelation::same_shape);
+  m.drift = 0;
+  const EffectInterval floor_only = effect_interval(m, b, v, EffectRelation::same_shape);
+  CHECK(floor_drift.lo == floor_only.lo);
+  CHECK(floor_drift.hi == floor_only.hi);
+}
+
+TEST_CASE("model_row_noise: the least inadequacy an effect between configurations carries",
+          "[cost][profile]") {
+  CostModel m = simcache::testing::default_profile();
+  std::vector<double> b(m.params.size(), 0.0);
+  b[0] = 10;
+  // Two configurations the model counts alike, a fit whose sv came out 0.
+  m.inadequacy = 0, m.inadequacy_shape = 0, m.row_noise = 0;
+  const EffectInterval none = effect_interval(m, b, b, EffectRelation::same_shape);
+  CHECK(none.lo == 0);
+  CHECK(none.hi == 0);
+  m.row_noise = 0.01;
+  const EffectInterval floor = effect_interval(m, b, b, EffectRelation::same_shape);
+  CHECK(floor.hi == Approx(kIntervalZ * std::sqrt(2.0) * 0.01));
+  CHECK(floor.lo == Approx(-floor.hi));
+  // The same configuration measured twice carries none.
+  const EffectInterval same = effect_interval(m, b, b, EffectRelation::same_config);
+  CHECK(same.hi == 0);
+  // An sv above the noise is the one carried.
+  m.inadequacy = 0.03;
+  CHECK(effect_interval(m, b, b, EffectRelation::same_shape).hi ==
+        Approx(kIntervalZ * std::sqrt(2.0) * 0.03));
+  // Written and read back with the profile.
+  const CostModel back = [&] {
+    CostModel out;
+    std::string err;
+    REQUIRE(parse_profile(profile_toml(m, "t"), "t.toml", &out, &err));
+    return out;
+  }();
+  CHECK(back.row_noise == Approx(0.01).epsilon(1e-9));
+  // The shipped profile's sv is above its row noise: none of its
+  // intervals moves (docs/calibration.md says so with both figures).
+  CostModel shipped;
+  std::string err;
+  REQUIRE(load_profile(repo_file("data/profiles/i7-12700KF.toml"), &shipped, &err));
+  CHECK(shipped.row_noise > 0);
+  CHECK(shipped.inadequacy > shipped.row_noise);
+  CHECK(read_text(repo_file("docs/calibration.md"))
+            .find(fmt::format("The shipped profile's sv\n({:.2f} %) is above its s ({:.2f} %)",
+                              100 * shipped.inadequacy, 100 * shipped.row_noise)) !=
+        std::string::npos);
 }
 
 TEST_CASE("the noise model picks the most specific entry", "[cost]") {
@@ -210,6 +261,8 @@ TEST_CASE("malformed profiles are one-line errors naming file, line and field", 
        ":2: model_drift: expected a fraction in [0, 1)"},
       {"name = \"x\"\nmodel_drift = \"a\"\n" + good_param,
        ":2: model_drift: expected a fraction in [0, 1)"},
+      {"name = \"x\"\nmodel_row_noise = 1.5\n" + good_param,
+       ":2: model_row_noise: expected a fraction in [0, 1)"},
   };
   for (const Case& c : cases) {
     const TempFile f("bad_profile.toml", c.text);

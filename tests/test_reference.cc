@@ -816,6 +816,35 @@ TEST_CASE("validate: the pairs suite's first run, as docs/validation.md quotes i
         "P-E0-0-root -0.23% +0.00% inside\n");
   const std::string mean = effects("mean");
   CHECK(mean.find("P-POLL-1024-root -0.26% -13.69% outside\n") != std::string::npos);
+  // By the fastest rounds the fit's inadequacies are 0: the twins the
+  // model counts alike carry its row noise instead of a zero-width
+  // interval (docs/calibration.md, "model_row_noise").
+  {
+    const std::filesystem::path cwd = std::filesystem::current_path();
+    std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
+    const CliOutcome c = run_cli({"calibrate", "--statistic", "fastest", "--measurements",
+                                  "data/measurements/vm-2cpu-xeon-third-calibration.tsv"});
+    const CliOutcome v = run_cli({"validate", "--statistic", "fastest", "--measurements",
+                                  "data/measurements/vm-2cpu-xeon-pairs-suite.tsv", "--fit-on",
+                                  "data/measurements/vm-2cpu-xeon-third-calibration.tsv"});
+    std::filesystem::current_path(cwd);
+    REQUIRE(c.status == 0);
+    REQUIRE(v.status == 0);
+    CHECK(c.out.find("measurement noise of a row 0.77%") != std::string::npos);
+    CHECK(c.out.find("model inadequacy 0.00% per configuration (40 configurations) and 0.00% per "
+                     "workload shape") != std::string::npos);
+    for (const char* id : {"\nP-F0-4096-1024-root P-F0-4096-1024 ", "\nP-E0-0-root P-E0-0 "}) {
+      INFO(id);
+      const size_t at = v.out.find(id);
+      REQUIRE(at != std::string::npos);
+      const std::string line = v.out.substr(at + 1, v.out.find('\n', at + 1) - at - 1);
+      CHECK(line.find("+0.00% [-1.79, +1.79]") != std::string::npos);
+      CHECK(line.find(" outside") == std::string::npos);
+    }
+    CHECK(read_text(repo_file("docs/calibration.md"))
+              .find("the third Xeon sitting's fastest rounds, sv = su = 0 and s = 0.77 %: the\n"
+                    "pairs suite's F0 and e0 twins get +-1.79 %") != std::string::npos);
+  }
   const std::string doc = read_text(repo_file("docs/validation.md"));
   for (const char* quoted :
        {"rounds: POLL_ADD -8.51 % at QD 4,096 and -9.36 % at QD 1,024 against\nthe model's "

@@ -71,6 +71,8 @@ void check_same_model(const CostModel& a, const CostModel& b) {
   CHECK(a.statistic == b.statistic);
   CHECK(same(a.inadequacy, b.inadequacy));
   CHECK(same(a.inadequacy_shape, b.inadequacy_shape));
+  CHECK(same(a.drift, b.drift));
+  CHECK(same(a.row_noise, b.row_noise));
   CHECK(a.inadequacy_source == b.inadequacy_source);
   REQUIRE(a.params.size() == b.params.size());
   for (size_t i = 0; i < a.params.size(); ++i) {

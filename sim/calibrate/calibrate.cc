@@ -967,6 +967,9 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.model.noise = derive_noise(rows, fit);
   rep.model.inadequacy = bf.sv;
   rep.model.drift = rep.drift;
+  // The noise within a sitting: s without the drift between sittings
+  // (model_drift), which an effect between two columns never carries.
+  rep.model.row_noise = std::sqrt(std::max(bf.s * bf.s - rep.drift * rep.drift, 0.0));
   rep.model.inadequacy_shape = bf.su;
   // Every row the fit used, named (the report marks a measurement the
   // profile was fitted to as in-sample from this list).
@@ -976,7 +979,8 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
       "fit: type-II maximum likelihood over {} rows in {} configurations and {} workload "
       "shapes, beside a measurement noise of {:.3g}% per row and speed factors of {:.4g} "
       "(CPU work) and {:.4g} (streaming memory work) on the priors; model_drift is the row "
-      "noise beyond the rows' own standard errors; fitted to {}",
+      "noise beyond the rows' own standard errors, model_row_noise the row noise without it (the "
+      "least inadequacy an effect between two configurations carries); fitted to {}",
       rows.size(), nconf, nshape, 100 * bf.s, bf.speed, bf.speed_memory, by_file(ids));
   std::string err;
   rep.model.validate(&err);

@@ -20,7 +20,7 @@ int sign(double v) { return v > 1e-9 ? 1 : v < -1e-9 ? -1 : 0; }
 
 // Relative noise of a measured delta between two boots of this row's
 // workload: sqrt(2 cv^2 / rounds + drift^2) from the profile's noise model.
-double row_noise(const CostModel& m, const MappedRow& r) {
+double measured_delta_noise(const CostModel& m, const MappedRow& r) {
   if (!m.noise) return 0;
   const NoiseEntry& e = m.noise->lookup(r.scenario, r.params);
   return std::sqrt(2 * e.round_cv * e.round_cv / measured_rounds(r) + e.drift * e.drift);
@@ -92,7 +92,7 @@ Effect make_effect(const CostModel& m, const std::vector<MappedRow>& rows, const
   e.lo = iv.lo;
   e.hi = iv.hi;
   e.prior_based = iv.prior_based;
-  e.noise = rows[i].twin_ratio > 0 ? rows[i].twin_se : row_noise(m, rows[i]);
+  e.noise = rows[i].twin_ratio > 0 ? rows[i].twin_se : measured_delta_noise(m, rows[i]);
   e.covered = e.measured >= e.lo && e.measured <= e.hi;
   const double half = (e.hi - e.lo) / 2;
   e.covered_noise = std::fabs(e.measured - e.model) <=

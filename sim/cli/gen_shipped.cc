@@ -144,11 +144,12 @@ bool generate(const std::string& dir, std::string* out, std::string* error) {
   s += array("ShippedNoise", "kNoise", noise, &noise_ref) + "\n";
   s += array("ShippedKeyValue", "kNoiseParams", noise_params, &noise_params_ref) + "\n";
   s += fmt::format(
-      "const ShippedProfile kProfiles[] = {{{{\n    {}, {}, {}, {},\n    {},\n    {}, {}, {},\n"
+      "const ShippedProfile kProfiles[] = {{{{\n    {}, {}, {}, {},\n    {},\n    {}, {}, {}, {},\n"
       "    {}, {}, {}, {}, {}, {}, {}}}}};\n\n",
       lit(profile_rel), lit(m.name), lit(m.description), lit(m.statistic),
       lit(m.inadequacy_source),
-      num(m.inadequacy), num(m.inadequacy_shape), num(m.drift), params_ref, events_ref,
+      num(m.inadequacy), num(m.inadequacy_shape), num(m.drift), num(m.row_noise), params_ref,
+      events_ref,
       has_corr ? "true" : "false", corr_ref, m.noise ? "true" : "false", noise_ref,
       noise_params_ref);
 

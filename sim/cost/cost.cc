@@ -1,5 +1,6 @@
 #include "sim/cost/cost.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -213,7 +214,10 @@ EffectInterval effect_interval(const CostModel& m, const std::vector<double>& bc
   for (size_t i = 0; i < g.size(); ++i) g[i] = (vc[i] - ratio * bc[i]) / tb;
   double var = m.variance(g);
   const double f2 = (1 + r.effect) * (1 + r.effect);
-  if (rel != EffectRelation::same_config) var += 2 * m.inadequacy * m.inadequacy * f2;
+  if (rel != EffectRelation::same_config) {
+    const double sv = std::max(m.inadequacy, m.row_noise);
+    var += 2 * sv * sv * f2;
+  }
   if (rel == EffectRelation::cross_shape)
     var += 2 * m.inadequacy_shape * m.inadequacy_shape * f2;
   const double sd = std::sqrt(var);

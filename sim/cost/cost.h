@@ -111,6 +111,14 @@ class CostModel {
   // time's interval carries it, since a new sitting's measurement moves
   // so; an effect's does not (the noise model carries a delta's noise).
   double drift = 0;
+  // The relative measurement noise of one row within a sitting that the
+  // fit estimated (model_row_noise: its row noise without model_drift):
+  // the finest model inadequacy its rows can resolve.
+  // An effect between two configurations carries at least it as the
+  // inadequacy it cannot rule out (effect_interval()), so a fit whose
+  // inadequacy came out 0 gives no zero-width interval to two
+  // configurations the model counts alike. 0: not recorded.
+  double row_noise = 0;
   std::string inadequacy_source;
 
   // Rejects duplicate names, an event priced twice and negative or
@@ -200,7 +208,9 @@ enum class EffectRelation { same_config, same_shape, cross_shape };
 // difference of the two count vectors), plus (1 + effect)^2 times the
 // inadequacy of `rel`. Two distinct configurations get the inadequacy
 // even when their counts are identical: a mechanism the model lacks can
-// tell them apart where no priced count does. `prior_based` when the
+// tell them apart where no priced count does. Their per-configuration
+// inadequacy is at least the fit's row noise (row_noise): below it the
+// rows cannot tell a configuration's error from none. `prior_based` when the
 // priors contribute most of the parameters' variance.
 struct EffectInterval {
   double effect = 0, lo = 0, hi = 0;

@@ -181,7 +181,7 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
   if (!r.keys(tbl,
               {"name", "description", "statistic", "reference", "reference_ns", "generated_by",
                "param", "noise", "correlation",
-               "model_inadequacy", "model_inadequacy_shape", "model_drift",
+               "model_inadequacy", "model_inadequacy_shape", "model_drift", "model_row_noise",
                "model_inadequacy_source"},
               ""))
     return false;
@@ -203,7 +203,8 @@ bool parse_profile(std::string_view text, const std::string& path, CostModel* ou
   // The top-level error-model fractions, each optional, in [0, 1).
   for (const auto& [key, field] : {std::pair{"model_inadequacy", &m.inadequacy},
                                    std::pair{"model_inadequacy_shape", &m.inadequacy_shape},
-                                   std::pair{"model_drift", &m.drift}}) {
+                                   std::pair{"model_drift", &m.drift},
+                                   std::pair{"model_row_noise", &m.row_noise}}) {
     const toml::node* in = tbl.get(key);
     if (!in) continue;
     const std::optional<double> v = in->value<double>();
@@ -299,10 +300,11 @@ std::string profile_toml(const CostModel& m, const std::string& header) {
   if (!m.reference.empty())
     out += fmt::format("reference = {}\nreference_ns = {:.9g}\n", quote(m.reference),
                        m.reference_ns);
-  if (m.inadequacy > 0 || m.inadequacy_shape > 0 || m.drift > 0) {
+  if (m.inadequacy > 0 || m.inadequacy_shape > 0 || m.drift > 0 || m.row_noise > 0) {
     out += fmt::format("model_inadequacy = {:.9g}\nmodel_inadequacy_shape = {:.9g}\n",
                        m.inadequacy, m.inadequacy_shape);
     if (m.drift > 0) out += fmt::format("model_drift = {:.9g}\n", m.drift);
+    if (m.row_noise > 0) out += fmt::format("model_row_noise = {:.9g}\n", m.row_noise);
     if (!m.inadequacy_source.empty())
       out += fmt::format("model_inadequacy_source = {}\n", quote(m.inadequacy_source));
   }

@@ -34,6 +34,7 @@ bool shipped_profile(std::string_view rel, CostModel* out) {
     m.inadequacy = p.inadequacy;
     m.inadequacy_shape = p.inadequacy_shape;
     m.drift = p.drift;
+    m.row_noise = p.row_noise;
     m.inadequacy_source = std::string(p.inadequacy_source);
     m.params.reserve(p.params.size());
     for (const ShippedParam& s : p.params) {

@@ -64,7 +64,7 @@ struct ShippedNoise {
 struct ShippedProfile {
   std::string_view rel;  // its ShippedFile
   std::string_view name, description, statistic, inadequacy_source;
-  double inadequacy, inadequacy_shape, drift;
+  double inadequacy, inadequacy_shape, drift, row_noise;
   std::span<const ShippedParam> params;
   std::span<const Event> events;
   bool has_corr;  // a [correlation] table (corr is then params x params)
