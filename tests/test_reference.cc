@@ -19,6 +19,13 @@ using simcache::testing::TempFile;
 
 namespace {
 
+// A command run from the top directory, as a user's finds data/ (the
+// directory put back however the test ends).
+CliOutcome run_from_top(const std::vector<std::string>& args) {
+  const simcache::testing::InSourceDir top("reference");
+  return run_cli(args);
+}
+
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   size_t at = 0;
@@ -620,12 +627,10 @@ TEST_CASE("the reference: a root row beside its child twin is an effect against 
 
 TEST_CASE("validate: twins' effects are judged against the model's interval of the difference",
           "[reference][validate][refits]") {
-  const std::filesystem::path cwd = std::filesystem::current_path();
-  std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
-  const CliOutcome o = run_cli({"validate", "--statistic", "median", "--measurements",
-                                "data/measurements/vm-2cpu-xeon-third-memcg-pairs.tsv", "--fit-on",
-                                "data/measurements/vm-2cpu-xeon-third-calibration.tsv"});
-  std::filesystem::current_path(cwd);
+  const CliOutcome o =
+      run_from_top({"validate", "--statistic", "median", "--measurements",
+                    "data/measurements/vm-2cpu-xeon-third-memcg-pairs.tsv", "--fit-on",
+                    "data/measurements/vm-2cpu-xeon-third-calibration.tsv"});
   INFO(o.err);
   REQUIRE(o.status == 0);
   // Four effects, root against child, even where the pair repeats a
@@ -755,11 +760,8 @@ TEST_CASE("the reference: a twin in another unit, a lifecycle twin's phase rows,
   CHECK(refused.err.find("twins_mixed.tsv:") != std::string::npos);
   CHECK(refused.err.find(": twins beside rows scaled by a reference: a fit takes the twins as "
                          "measured") != std::string::npos);
-  const std::filesystem::path cwd = std::filesystem::current_path();
-  std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
-  const CliOutcome alone = run_cli({"calibrate", "--statistic", "median", "--measurements",
-                                    "data/measurements/vm-2cpu-xeon-third-memcg-pairs.tsv"});
-  std::filesystem::current_path(cwd);
+  const CliOutcome alone = run_from_top({"calibrate", "--statistic", "median", "--measurements",
+                                         "data/measurements/vm-2cpu-xeon-third-memcg-pairs.tsv"});
   CHECK(alone.out.find("the twins: 4 rows measured round by round beside the same program in "
                        "another cgroup, fitted as measured beside it, neither scaled") !=
         std::string::npos);
@@ -788,12 +790,9 @@ TEST_CASE("validate: the pairs suite's first run, as docs/validation.md quotes i
   // suite: each twin's measured and predicted effect, and whether it lies
   // inside its interval.
   const auto effects = [](const char* statistic) {
-    const std::filesystem::path cwd = std::filesystem::current_path();
-    std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
-    const CliOutcome o = run_cli({"validate", "--statistic", statistic, "--measurements",
-                                  "data/measurements/vm-2cpu-xeon-pairs-suite.tsv", "--fit-on",
-                                  "data/measurements/vm-2cpu-xeon-third-calibration.tsv"});
-    std::filesystem::current_path(cwd);
+    const CliOutcome o = run_from_top({"validate", "--statistic", statistic, "--measurements",
+                                       "data/measurements/vm-2cpu-xeon-pairs-suite.tsv", "--fit-on",
+                                       "data/measurements/vm-2cpu-xeon-third-calibration.tsv"});
     INFO(o.err);
     REQUIRE(o.status == 0);
     CHECK(o.out.find("the twins: 4 rows measured round by round") != std::string::npos);
@@ -820,14 +819,11 @@ TEST_CASE("validate: the pairs suite's first run, as docs/validation.md quotes i
   // model counts alike carry its row noise instead of a zero-width
   // interval (docs/calibration.md, "model_row_noise").
   {
-    const std::filesystem::path cwd = std::filesystem::current_path();
-    std::filesystem::current_path(SIMCACHE_SOURCE_DIR);
-    const CliOutcome c = run_cli({"calibrate", "--statistic", "fastest", "--measurements",
-                                  "data/measurements/vm-2cpu-xeon-third-calibration.tsv"});
-    const CliOutcome v = run_cli({"validate", "--statistic", "fastest", "--measurements",
-                                  "data/measurements/vm-2cpu-xeon-pairs-suite.tsv", "--fit-on",
-                                  "data/measurements/vm-2cpu-xeon-third-calibration.tsv"});
-    std::filesystem::current_path(cwd);
+    const CliOutcome c = run_from_top({"calibrate", "--statistic", "fastest", "--measurements",
+                                       "data/measurements/vm-2cpu-xeon-third-calibration.tsv"});
+    const CliOutcome v = run_from_top({"validate", "--statistic", "fastest", "--measurements",
+                                       "data/measurements/vm-2cpu-xeon-pairs-suite.tsv", "--fit-on",
+                                       "data/measurements/vm-2cpu-xeon-third-calibration.tsv"});
     REQUIRE(c.status == 0);
     REQUIRE(v.status == 0);
     CHECK(c.out.find("measurement noise of a row 0.77%") != std::string::npos);
