@@ -86,6 +86,12 @@ struct BayesFit {
   Matrix cov_log;
 };
 
+constexpr size_t kNoPair = SIZE_MAX;
+// The log-sd of a twin pair's level where it is left free (fit_profile()):
+// against row errors of a few per cent, no level at all (the pair is
+// placed at the model's own level each round: place_free_levels()).
+constexpr double kFreeLevelSd = 100.0;
+
 // Index of each row's class among rows with equal keys.
 template <class Eq>
 std::vector<size_t> classes(size_t n, Eq same, size_t* count) {
@@ -107,8 +113,25 @@ struct ErrorModel {
   // A row's own relative spread beyond the common noise s: set for rows
   // that failed their stability gate (row_spread()), 0 for the others.
   const std::vector<double>& spread;
+  // Twin pairs (fit_profile()): each row's pair, named by its anchor's
+  // index (kNoPair: none), and a twin's own variance, its measured
+  // ratio's (an anchor's is 0). The rows of a pair share one level term,
+  // `level` (a fixed variance), or where it is negative the row noise s
+  // with the anchor's spread, instead of a noise each: their difference
+  // varies by the ratio's error alone, and a level left free (a large
+  // `level`) makes a pair say nothing but its ratio.
+  const std::vector<size_t>& pair;
+  const std::vector<double>& own;
+  double level = -1;
   double at(size_t i, size_t k, double s, double sv, double su) const {
-    return (i == k ? s * s + spread[i] * spread[i] : 0) + (config[i] == config[k] ? sv * sv : 0) +
+    double own_term = 0;  // the rows' own noise, or a pair's level and a twin's ratio
+    if (pair[i] != kNoPair && pair[i] == pair[k]) {
+      const double sa = spread[pair[i]];
+      own_term = (level >= 0 ? level : s * s + sa * sa) + (i == k ? own[i] : 0);
+    } else if (i == k) {
+      own_term = s * s + spread[i] * spread[i];
+    }
+    return own_term + (config[i] == config[k] ? sv * sv : 0) +
            (shape[i] == shape[k] ? su * su : 0);
   }
   Matrix sigma(double s, double sv, double su) const {
@@ -628,14 +651,37 @@ void solve_params_log(const Matrix& a, const std::vector<double>& y, const std::
 // shape z^ = x / K (the memory work's held at the previous round's
 // factor: neg_log_marginal()), until (k, km, s, sv, su) move by less
 // than kStill or after 8 rounds.
-BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vector<double>& mu,
+// Twin pairs whose level is left free (fit_profile()): per row, its
+// pair's anchor (kNoPair: none) and its figure over the anchor's (1 for
+// the anchor itself).
+struct FreeLevels {
+  std::vector<size_t> anchor;
+  std::vector<double> ratio;
+};
+
+// Places each free pair at the level the prices x (ns) predict for its
+// anchor, its twin at that times the measured ratio: the rows' relative
+// residuals are taken against the model's own level, so the measured
+// level (another sitting's, unscaled) enters nowhere and a twin's
+// difference from its anchor is its ratio's error at full weight.
+void place_free_levels(const Matrix& a, const FreeLevels& fl, const std::vector<double>& x,
+                       std::vector<double>* y) {
+  for (size_t i = 0; i < fl.anchor.size(); ++i) {
+    if (fl.anchor[i] == kNoPair) continue;
+    double p = 0;
+    for (size_t j = 0; j < a.cols; ++j) p += a(fl.anchor[i], j) * x[j];
+    if (p > 0) (*y)[i] = p * fl.ratio[i];
+  }
+}
+
+BayesFit bayes_fit(const Matrix& a, std::vector<double>* y_io, const std::vector<double>& mu,
                    const std::vector<double>& tau, const std::vector<SpeedClass>& cls,
-                   const std::vector<bool>& penalty, const std::vector<size_t>& config,
-                   const std::vector<size_t>& shape, const std::vector<double>& spread,
-                   double s_min, double s_prior, FitMethod method) {
+                   const std::vector<bool>& penalty, const ErrorModel& em,
+                   const FreeLevels& free_levels, double s_min, double s_prior, FitMethod method) {
   const size_t np = a.cols;
   BayesFit f;
-  const ErrorModel em{config, shape, spread};
+  std::vector<double>& y = *y_io;
+  place_free_levels(a, free_levels, mu, &y);
   if (method == FitMethod::unscaled) {  // linear in the prices: no relinearisation
     fit_error_model_unscaled(PriorPredictive(a, y, mu, tau, cls, mu), em, s_min, &f);
     solve_params(a, y, mu, tau, cls, em, &f);
@@ -646,6 +692,9 @@ BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vec
     const BayesFit prev = f;
     fit_error_model(PriorPredictive(a, y, mu, tau, cls, zhat), em, s_min, s_prior, &f,
                     round > 0 ? prev.speed_memory : 0);
+    std::vector<double> x(np);
+    for (size_t j = 0; j < np; ++j) x[j] = f.factor(cls[j]) * zhat[j];
+    place_free_levels(a, free_levels, x, &y);
     solve_params_log(a, y, mu, tau, cls, penalty, em, &f);
     // The largest move this round: a speed factor's relative to itself,
     // an error term's relative to the largest of them (one that appears
@@ -676,6 +725,7 @@ BayesFit bayes_fit(const Matrix& a, const std::vector<double>& y, const std::vec
       break;
     }
     zhat = next;
+    place_free_levels(a, free_levels, f.x, &y);
   }
   return f;
 }
@@ -771,9 +821,34 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
       &nshape);
   // Rows that failed their stability gate count with their own spread:
   // weighted by it, never fitted as if they were as good as the others.
+  // Twins (FitSettings::twin_params; apply_reference()): a row measured
+  // round by round beside its anchor, the same program in another
+  // condition. Its measurement is the ratio: the twin is fitted at its
+  // anchor's figure times it, and the two share one level term, so that
+  // their difference varies by the ratio's standard error alone (at least
+  // noise_cv). Beside rows scaled by a reference, a pair's level (its own
+  // sitting's, unscaled) is left free and the pair fits its ratio only.
+  std::vector<size_t>& pair = rep.pair;
+  pair.assign(rows.size(), kNoPair);
+  std::vector<double> own(rows.size(), 0.0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const MappedRow& r = rows[i];
+    if (!(r.twin_ratio > 0) || r.bases.size() != 1 || r.bases[0] >= rows.size() ||
+        rows[r.bases[0]].twin_ratio > 0)
+      continue;  // a twin whose anchor a leave-out unit took is a row as measured
+    pair[i] = pair[r.bases[0]] = r.bases[0];
+    own[i] = std::pow(std::max(r.twin_se, fit.noise_cv), 2);
+    y[i] = y[r.bases[0]] * r.twin_ratio;
+    ++rep.twins;
+  }
+  rep.levels_free =
+      rep.twins > 0 && std::any_of(rows.begin(), rows.end(),
+                                   [](const MappedRow& r) { return r.reference_scaled; });
   std::vector<double>& spread = rep.spread;
   spread.assign(rows.size(), 0.0);
   for (size_t i = 0; i < rows.size() && !unscaled; ++i) {
+    // A twin's own term is its ratio's error; a free level, none.
+    if (pair[i] != kNoPair && (pair[i] != i || rep.levels_free)) continue;
     spread[i] = row_spread(rows[i].row.note);
     if (spread[i] > 0) rep.gate_failed.push_back({rows[i].row.id, spread[i]});
   }
@@ -784,7 +859,7 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   double se2 = 0;
   size_t nse = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (spread[i] > 0) continue;
+    if (spread[i] > 0 || (pair[i] != kNoPair && (pair[i] != i || rep.levels_free))) continue;
     const double se = measurement_spread(rows[i].row.note, measured_rounds(rows[i]));
     if (se > 0) se2 += se * se, ++nse;
   }
@@ -793,7 +868,15 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.noise_prior_rows = nse;
   std::vector<bool> penalty;
   for (const CostParam& p : structure.params) penalty.push_back(is_penalty(p));
-  const BayesFit bf = bayes_fit(a, y, mu, tau, cls, penalty, config, shape, spread, fit.noise_cv,
+  const ErrorModel em{config, shape, spread, pair, own,
+                      rep.levels_free ? kFreeLevelSd * kFreeLevelSd : -1.0};
+  FreeLevels free_levels{std::vector<size_t>(rows.size(), kNoPair),
+                         std::vector<double>(rows.size(), 1.0)};
+  for (size_t i = 0; i < rows.size() && rep.levels_free; ++i)
+    if (pair[i] != kNoPair)
+      free_levels.anchor[i] = pair[i],
+      free_levels.ratio[i] = pair[i] == i ? 1.0 : rows[i].twin_ratio;
+  const BayesFit bf = bayes_fit(a, &y, mu, tau, cls, penalty, em, free_levels, fit.noise_cv,
                                 unscaled ? 0.0 : rep.noise_prior, method);
   // The priors on this machine: the priors' machine's, times its speed.
   for (size_t j = 0; j < np; ++j) mu[j] *= bf.factor(cls[j]), tau[j] *= bf.factor(cls[j]);
@@ -913,30 +996,54 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
           j == k ? 1.0 : (sd > 0 && sk > 0 ? bf.cov(j, k) / (sd * sk) : 0.0);
     }
   }
+  for (size_t i = 0; i < rows.size(); ++i)
+    rep.predicted.push_back(predict_ns(rep.model, per_op[i]));
+  // Each row's residual: against its measurement, a twin's against its
+  // anchor's figure times its ratio, or where the pair's level was left
+  // free, its ratio's against the measured one (its anchor's level then
+  // counts in no rms).
+  const Matrix sigma = em.sigma(bf.s, bf.sv, bf.su);
+  rep.fitted_ns = y;
+  rep.resid.assign(rows.size(), 0.0);
+  rep.resid_sd.assign(rows.size(), 0.0);
+  rep.counted.assign(rows.size(), true);
+  size_t counted = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const double pred = predict_ns(rep.model, per_op[i]);
-    rep.predicted.push_back(pred);
-    const double rel = pred / rows[i].value_ns - 1;
+    const size_t a = pair[i];
+    const bool twin = a != kNoPair && a != i;
+    rep.resid[i] = rep.levels_free && twin
+                       ? rep.predicted[i] / rep.predicted[a] / rows[i].twin_ratio - 1
+                       : rep.predicted[i] / y[i] - 1;
+    rep.resid_sd[i] =
+        twin ? std::sqrt(std::max(sigma(i, i) + (rep.levels_free
+                                                     ? sigma(a, a) - 2 * sigma(i, a)
+                                                     : 0.0),
+                                  0.0))
+             : row_sd(rep, i);
+    if (rep.levels_free && a == i) rep.counted[i] = false;
+    if (!rep.counted[i]) continue;
+    ++counted;
+    const double rel = rep.resid[i];
     rep.rms_rel += rel * rel;
     if (std::fabs(rel) > rep.max_rel) rep.max_rel = std::fabs(rel), rep.max_row = i;
   }
-  rep.rms_rel = rows.empty() ? 0 : std::sqrt(rep.rms_rel / static_cast<double>(rows.size()));
+  rep.rms_rel = counted ? std::sqrt(rep.rms_rel / static_cast<double>(counted)) : 0;
   // The two halves' residuals, each whitened by its own block of the
   // rows' covariance (a row's relative residual against the fitted
   // error model; the Laplace covariance of the prices is left out, as
-  // fitting only shrinks the residuals).
-  const ErrorModel em{config, shape, spread};
-  const Matrix sigma = em.sigma(bf.s, bf.sv, bf.su);
+  // fitting only shrinks the residuals). A pair whose level was left
+  // free counts as one row, its ratio.
   const auto whitened = [&](bool failed_half, size_t* count) {
     std::vector<size_t> idx;
     for (size_t i = 0; i < rows.size(); ++i)
       if ((spread[i] > 0) == failed_half) idx.push_back(i);
     *count = idx.size();
+    for (size_t i : idx) *count -= !rep.counted[i];
     if (idx.empty()) return 0.0;
     Matrix m(idx.size(), idx.size()), l;
     std::vector<double> z(idx.size());
     for (size_t a = 0; a < idx.size(); ++a) {
-      z[a] = rep.predicted[idx[a]] / rows[idx[a]].value_ns - 1;
+      z[a] = rep.predicted[idx[a]] / y[idx[a]] - 1;
       for (size_t c = 0; c < idx.size(); ++c) m(a, c) = sigma(idx[a], idx[c]);
     }
     double q = 0;
@@ -953,16 +1060,14 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     }
     forward_solve(l, &z);
     for (double v : z) q += v * v;
-    return std::sqrt(q / static_cast<double>(idx.size()));
+    return *count ? std::sqrt(q / static_cast<double>(*count)) : 0.0;
   };
   size_t failed = 0;
   rep.white_passed = whitened(false, &rep.passed);
   rep.rms_sd_failed = whitened(true, &failed);
   double sum_passed = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const double rel = rep.predicted[i] / rows[i].value_ns - 1;
-    if (spread[i] <= 0) sum_passed += rel * rel;
-  }
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (spread[i] <= 0 && rep.counted[i]) sum_passed += rep.resid[i] * rep.resid[i];
   rep.rms_passed = rep.passed ? std::sqrt(sum_passed / static_cast<double>(rep.passed)) : 0;
   rep.model.noise = derive_noise(rows, fit);
   rep.model.inadequacy = bf.sv;
@@ -1096,13 +1201,15 @@ std::vector<std::string> fit_problems(const FitReport& r) {
 }
 
 std::string worst_rows(const FitReport& r, const std::vector<MappedRow>& rows, size_t n) {
-  std::vector<size_t> idx(rows.size());
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  const auto rel = [&](size_t i) { return r.predicted[i] / rows[i].value_ns - 1; };
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (r.counted[i]) idx.push_back(i);  // not an anchor whose level was left free
+  const auto rel = [&](size_t i) { return r.resid[i]; };
   // Largest against what the fit expects of the row (a gate-failed row
-  // with its own spread), then largest residual.
+  // with its own spread, a twin's ratio its own error), then largest
+  // residual.
   const auto z = [&](size_t i) {
-    const double sd = row_sd(r, i);
+    const double sd = r.resid_sd[i];
     return sd > 0 ? std::fabs(rel(i)) / sd : 0.0;
   };
   std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
@@ -1113,7 +1220,7 @@ std::string worst_rows(const FitReport& r, const std::vector<MappedRow>& rows, s
   for (size_t k = 0; k < std::min(n, idx.size()); ++k) {
     const size_t i = idx[k];
     out += fmt::format("{}{} {:+.2f}%", k ? ", " : "", rows[i].row.id, 100 * rel(i));
-    if (row_sd(r, i) > 0) out += fmt::format(" ({:.1f} sd)", z(i));
+    if (r.resid_sd[i] > 0) out += fmt::format(" ({:.1f} sd)", z(i));
   }
   return out;
 }

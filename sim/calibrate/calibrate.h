@@ -233,6 +233,20 @@ struct FitReport {
   // rows that passed, for the report.
   size_t passed = 0;
   double rms_passed = 0, white_passed = 0, rms_sd_failed = 0;
+  // Twin pairs (FitSettings::twin_params): per row, its pair's anchor
+  // (SIZE_MAX: none; an anchor names itself), and how many twins the fit
+  // read as ratios to their anchors. levels_free: beside rows scaled by a
+  // reference, each pair's level was left free and it fitted its ratio only.
+  std::vector<size_t> pair;
+  size_t twins = 0;
+  bool levels_free = false;
+  // Per row: the figure the fit used (a twin's is its anchor's times the
+  // ratio), the row's relative residual against it (with levels_free, a
+  // twin's is its ratio's against the measured ratio), what the fitted
+  // error model expects of that residual, and whether it counts in the
+  // rms (not an anchor whose level was left free).
+  std::vector<double> fitted_ns, resid, resid_sd;
+  std::vector<bool> counted;
 };
 
 // What the fit expects of row i's relative residual: expected_rms(), with

@@ -165,17 +165,39 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
       m.fit.pin_relative * 100);
   out += fmt::format("{:<8} {:>12} {:>12} {:>7}  {}\n", "row", "measured", "model", "resid",
                      "simulation");
+  // A twin's figure is its anchor's times the ratio measured round by
+  // round (FitReport::fitted_ns); where the pairs' levels were left free
+  // they are listed apart, by their ratios.
+  const auto in_pair = [&](size_t i) { return i < r.pair.size() && r.pair[i] != SIZE_MAX; };
   for (size_t i = 0; i < rows.size(); ++i) {
+    if (r.levels_free && in_pair(i)) continue;
     const MappedRow& row = rows[i];
     const double s = row.time_unit == "us" ? 1e3 : row.time_unit == "ms" ? 1e6 : 1;
     out += fmt::format("{:<8} {:>9.3f} {:<2} {:>9.3f} {:<2} {:>+6.2f}%  {}\n", row.row.id,
-                       row.value_ns / s, row.time_unit, r.predicted[i] / s, row.time_unit,
-                       (r.predicted[i] / row.value_ns - 1) * 100, describe_sim(row, m.fit));
+                       r.fitted_ns[i] / s, row.time_unit, r.predicted[i] / s, row.time_unit,
+                       r.resid[i] * 100, describe_sim(row, m.fit));
   }
+  if (r.levels_free) {
+    out += "twins, each fitted as its ratio to its anchor (the pair's level left free: its own "
+           "sitting's, not scaled by a reference)\n";
+    out += fmt::format("{:<8} {:<8} {:>9} {:>9} {:>7}  {}\n", "row", "anchor", "measured", "model",
+                       "resid", "simulation");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (!in_pair(i) || r.pair[i] == i) continue;
+      const size_t a = r.pair[i];
+      out += fmt::format("{:<8} {:<8} {:>+8.2f}% {:>+8.2f}% {:>+6.2f}%  {}\n", rows[i].row.id,
+                         rows[a].row.id, (rows[i].twin_ratio - 1) * 100,
+                         (r.predicted[i] / r.predicted[a] - 1) * 100, r.resid[i] * 100,
+                         describe_sim(rows[i], m.fit));
+    }
+  }
+  size_t counted = 0;
+  for (size_t i = 0; i < rows.size(); ++i) counted += r.counted[i];
   out += fmt::format(
-      "rms relative residual {:.2f}%, largest {:+.2f}% ({})\n", r.rms_rel * 100,
-      rows.empty() ? 0.0 : (r.predicted[r.max_row] / rows[r.max_row].value_ns - 1) * 100,
-      rows.empty() ? "" : rows[r.max_row].row.id);
+      "rms relative residual {:.2f}%{}, largest {:+.2f}% ({})\n", r.rms_rel * 100,
+      r.levels_free ? fmt::format(" over {} rows and twins' ratios (no anchor's level)", counted)
+                    : std::string(),
+      rows.empty() ? 0.0 : r.resid[r.max_row] * 100, rows.empty() ? "" : rows[r.max_row].row.id);
   out += fmt::format(
       "speed factor {:.4f} x the priors' machine for CPU work, {:.4f} for streaming memory work "
       "(zeroing, a table's slots), by type-II maximum likelihood\n",

@@ -148,6 +148,9 @@ struct MappedRow {
   // twin_params; its one base): the ratio of the two, round by round (the
   // statistic validate reads), and its standard error; 0 for any other row.
   double twin_ratio = 0, twin_se = 0;
+  // Scaled by a reference's reading (apply_reference()): on the scale of
+  // the set's typical reading, not as measured.
+  bool reference_scaled = false;
   double value_ns = 0;    // the measurement in ns per op
   std::string time_unit;  // unit of the value ("ns", "us")
   double unit_ns = 1;     // ns per unit of the value column (1, 1e3, 1e6)

@@ -170,7 +170,11 @@ std::string ReferenceScaling::twin_line(bool effects) const {
       "the twins: {} row{} measured round by round beside the same program in another {}, {}, "
       "neither scaled{} (docs/measure.md, \"Charged and uncharged\")\n",
       twins, twins == 1 ? "" : "s", twin_params,
-      effects ? "each read as an effect against it" : "fitted as measured beside it",
+      effects ? "each read as an effect against it"
+      : scaled
+          ? "each fitted as its ratio to its anchor (the pair's level left free beside rows "
+            "scaled by a reference)"
+          : "each fitted at its anchor's figure times that ratio, the pair sharing one level",
       twin_phases ? fmt::format("; {} phase row{} of twins left out (their ratio is to the "
                                 "whole program)",
                                 twin_phases, twin_phases == 1 ? "" : "s")
@@ -348,6 +352,7 @@ bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowSt
     }
     if (const std::string why = out_of_range(m.row, "note", m.row.value, m.unit_ns); !why.empty())
       return *error = why, false;
+    m.reference_scaled = true;
     ++out->scaled;
   }
   // The anchors (but twins) and the rows left out go; effects keep their

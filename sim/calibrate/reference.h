@@ -29,7 +29,8 @@ struct ReferenceScaling {
   // One line for a report ("" when no row had a reference).
   std::string line(const std::string& from_what) const;
   // One line on the twins ("" when there are none): read as effects
-  // (validate) or fitted as measured (calibrate, which reads no effect).
+  // (validate), or fitted as ratios to their anchors (calibrate: beside
+  // rows a reference scaled, the ratio alone).
   std::string twin_line(bool effects) const;
 };
 

@@ -138,16 +138,6 @@ bool read_inputs(const ParsedFlags& f, bool skip_unmapped, const char* command, 
       !apply_reference(&in->rows, in->map.fit, in->statistic, reference_ns, reference_program,
                        skip_unmapped ? &in->skipped : nullptr, &in->reference, error))
     return false;
-  // Rows to fit are on one scale: twins are fitted as measured, so not
-  // beside rows scaled by a reference.
-  if ((std::string(command) == "calibrate" || flag == "fit-on") && in->reference.twins &&
-      in->reference.scaled)
-    return *error = fmt::format(
-               "{}: twins beside rows scaled by a reference: a fit takes the twins as measured "
-               "and the others scaled to their reference's reading; fit them apart, or validate "
-               "the twins against a fit (docs/measure.md, \"Charged and uncharged\")",
-               in->reference.twin_where),
-           false;
   return simulate_rows(in->rows, in->jobs, &in->per_op, error, &in->failed, o);
 }
 
