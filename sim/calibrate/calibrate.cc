@@ -123,11 +123,16 @@ struct ErrorModel {
   const std::vector<size_t>& pair;
   const std::vector<double>& own;
   double level = -1;
+  // The rows' own standard errors' rms, squared (FitReport::noise_prior):
+  // a twin's ratio also moves by what the row noise s has beyond it (the
+  // drift between runs that no standard error shows).
+  double se2 = 0;
   double at(size_t i, size_t k, double s, double sv, double su) const {
     double own_term = 0;  // the rows' own noise, or a pair's level and a twin's ratio
     if (pair[i] != kNoPair && pair[i] == pair[k]) {
       const double sa = spread[pair[i]];
-      own_term = (level >= 0 ? level : s * s + sa * sa) + (i == k ? own[i] : 0);
+      own_term = (level >= 0 ? level : s * s + sa * sa) +
+                 (i == k && own[i] > 0 ? own[i] + std::max(s * s - se2, 0.0) : 0);
     } else if (i == k) {
       own_term = s * s + spread[i] * spread[i];
     }
@@ -290,6 +295,9 @@ void fit_error_model(const PriorPredictive& pp, const ErrorModel& em, double s_m
   double lk0 = 0;
   size_t used = 0;
   for (size_t i = 0; i < n; ++i) {
+    // A pair placed at the model's own level (a free level) tells nothing
+    // of the machine's.
+    if (em.level >= 0 && em.pair[i] != kNoPair) continue;
     const double scaled = pp.p[1][i] + pp.p[2][i];
     if (scaled > 0 && std::exp(pp.ly[i]) > pp.p[0][i])
       lk0 += std::log((std::exp(pp.ly[i]) - pp.p[0][i]) / scaled), ++used;
@@ -685,6 +693,13 @@ BayesFit bayes_fit(const Matrix& a, std::vector<double>* y_io, const std::vector
   if (method == FitMethod::unscaled) {  // linear in the prices: no relinearisation
     fit_error_model_unscaled(PriorPredictive(a, y, mu, tau, cls, mu), em, s_min, &f);
     solve_params(a, y, mu, tau, cls, em, &f);
+    if (std::none_of(free_levels.anchor.begin(), free_levels.anchor.end(),
+                     [](size_t k) { return k != kNoPair; }))
+      return f;
+    // Free pairs: once more at the level those prices predict.
+    place_free_levels(a, free_levels, f.x, &y);
+    fit_error_model_unscaled(PriorPredictive(a, y, mu, tau, cls, mu), em, s_min, &f);
+    solve_params(a, y, mu, tau, cls, em, &f);
     return f;
   }
   std::vector<double> zhat = mu;
@@ -841,9 +856,15 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     y[i] = y[r.bases[0]] * r.twin_ratio;
     ++rep.twins;
   }
+  // A twin or an anchor whose partner is not among the rows (a leave-out
+  // unit took it) is one alone: beside rows scaled by a reference its
+  // level is free too, and it tells the fit nothing.
+  const auto twin_member = [](const MappedRow& r) { return r.twin_ratio > 0 || r.twin_anchor; };
   rep.levels_free =
-      rep.twins > 0 && std::any_of(rows.begin(), rows.end(),
-                                   [](const MappedRow& r) { return r.reference_scaled; });
+      std::any_of(rows.begin(), rows.end(), twin_member) &&
+      std::any_of(rows.begin(), rows.end(), [](const MappedRow& r) { return r.reference_scaled; });
+  for (size_t i = 0; i < rows.size() && rep.levels_free; ++i)
+    if (pair[i] == kNoPair && twin_member(rows[i])) pair[i] = i;
   std::vector<double>& spread = rep.spread;
   spread.assign(rows.size(), 0.0);
   for (size_t i = 0; i < rows.size() && !unscaled; ++i) {
@@ -868,8 +889,13 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.noise_prior_rows = nse;
   std::vector<bool> penalty;
   for (const CostParam& p : structure.params) penalty.push_back(is_penalty(p));
-  const ErrorModel em{config, shape, spread, pair, own,
-                      rep.levels_free ? kFreeLevelSd * kFreeLevelSd : -1.0};
+  const ErrorModel em{config,
+                      shape,
+                      spread,
+                      pair,
+                      own,
+                      rep.levels_free ? kFreeLevelSd * kFreeLevelSd : -1.0,
+                      rep.noise_prior * rep.noise_prior};
   FreeLevels free_levels{std::vector<size_t>(rows.size(), kNoPair),
                          std::vector<double>(rows.size(), 1.0)};
   for (size_t i = 0; i < rows.size() && rep.levels_free; ++i)
@@ -1028,15 +1054,18 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     if (std::fabs(rel) > rep.max_rel) rep.max_rel = std::fabs(rel), rep.max_row = i;
   }
   rep.rms_rel = counted ? std::sqrt(rep.rms_rel / static_cast<double>(counted)) : 0;
+  rep.rms_rows = counted;
   // The two halves' residuals, each whitened by its own block of the
   // rows' covariance (a row's relative residual against the fitted
   // error model; the Laplace covariance of the prices is left out, as
   // fitting only shrinks the residuals). A pair whose level was left
   // free counts as one row, its ratio.
+  // A pair goes whole to its anchor's half.
+  const auto failed_row = [&](size_t i) { return spread[pair[i] != kNoPair ? pair[i] : i] > 0; };
   const auto whitened = [&](bool failed_half, size_t* count) {
     std::vector<size_t> idx;
     for (size_t i = 0; i < rows.size(); ++i)
-      if ((spread[i] > 0) == failed_half) idx.push_back(i);
+      if (failed_row(i) == failed_half) idx.push_back(i);
     *count = idx.size();
     for (size_t i : idx) *count -= !rep.counted[i];
     if (idx.empty()) return 0.0;
@@ -1055,19 +1084,21 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
         for (size_t c = 0; c < idx.size(); ++c) m(a, c) = diag(idx[a], idx[c]);
       if (!cholesky(m, &l)) {  // no error model at all: any residual is infinitely off
         for (double v : z) q += v != 0 ? HUGE_VAL : 0.0;
-        return std::sqrt(q / static_cast<double>(idx.size()));
+        return *count ? std::sqrt(q / static_cast<double>(*count)) : 0.0;
       }
     }
     forward_solve(l, &z);
     for (double v : z) q += v * v;
     return *count ? std::sqrt(q / static_cast<double>(*count)) : 0.0;
   };
-  size_t failed = 0;
   rep.white_passed = whitened(false, &rep.passed);
-  rep.rms_sd_failed = whitened(true, &failed);
+  rep.rms_sd_failed = whitened(true, &rep.failed_rows);
   double sum_passed = 0;
   for (size_t i = 0; i < rows.size(); ++i)
-    if (spread[i] <= 0 && rep.counted[i]) sum_passed += rep.resid[i] * rep.resid[i];
+    if (!failed_row(i) && rep.counted[i]) {
+      sum_passed += rep.resid[i] * rep.resid[i];
+      rep.passed_twins += pair[i] != kNoPair && pair[i] != i;
+    }
   rep.rms_passed = rep.passed ? std::sqrt(sum_passed / static_cast<double>(rep.passed)) : 0;
   rep.model.noise = derive_noise(rows, fit);
   rep.model.inadequacy = bf.sv;
@@ -1116,6 +1147,11 @@ double rms_sd_limit(size_t n) {
   return std::sqrt(c * c * c);
 }
 
+std::string passed_twins_note(const FitReport& r) {
+  return r.passed_twins ? fmt::format(" ({} of them twins' ratios)", r.passed_twins)
+                        : std::string();
+}
+
 std::vector<std::string> fit_problems(const FitReport& r) {
   std::vector<std::string> out;
   const double e = expected_rms(r);
@@ -1137,16 +1173,17 @@ std::vector<std::string> fit_problems(const FitReport& r) {
         "noise-plus-inadequacy estimate {:.2f}% {}, with the inadequacies that rows of one "
         "configuration or shape share whitened (plain rms {:.2f}%): beyond the {:.2f} that {} "
         "such rows exceed 1% of the time",
-        r.passed, r.gate_failed.empty() ? "" : " that passed their stability gate",
+        r.passed,
+        (r.gate_failed.empty() ? std::string() : std::string(" that passed their stability gate")) +
+            passed_twins_note(r),
         r.white_passed, 100 * e, terms, 100 * r.rms_passed, rms_sd_limit(r.passed), r.passed));
-  if (!r.gate_failed.empty() && r.rms_sd_failed > rms_sd_limit(r.gate_failed.size()))
+  if (!r.gate_failed.empty() && r.rms_sd_failed > rms_sd_limit(r.failed_rows))
     out.push_back(fmt::format(
         "the {} gate-failed rows' residuals are {:.2f} sd in rms against the fit's own "
         "noise-plus-inadequacy estimate {:.2f}% with each row's own spread added and the "
         "shared inadequacies whitened: beyond the {:.2f} that {} such rows exceed 1% of the "
         "time",
-        r.gate_failed.size(), r.rms_sd_failed, 100 * e,
-        rms_sd_limit(r.gate_failed.size()), r.gate_failed.size()));
+        r.failed_rows, r.rms_sd_failed, 100 * e, rms_sd_limit(r.failed_rows), r.failed_rows));
   const auto cap = [&](bool at, const char* what, double v) {
     if (at)
       out.push_back(fmt::format("the {} sits at its cap ({:.0f}%): the search could not place it",

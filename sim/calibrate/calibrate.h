@@ -247,7 +247,14 @@ struct FitReport {
   // rms (not an anchor whose level was left free).
   std::vector<double> fitted_ns, resid, resid_sd;
   std::vector<bool> counted;
+  // The credibility test's halves in residuals: a pair goes whole to its
+  // anchor's half (passed counts a free anchor not at all), passed_twins
+  // of the passed half are twins; rms_rows residuals make rms_rel.
+  size_t failed_rows = 0, passed_twins = 0, rms_rows = 0;
 };
+
+// " (N of them twins' ratios)" for the passed half, or "".
+std::string passed_twins_note(const FitReport& r);
 
 // What the fit expects of row i's relative residual: expected_rms(), with
 // a gate-failed row's own spread added in quadrature.

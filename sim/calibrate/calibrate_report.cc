@@ -177,6 +177,9 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                        r.fitted_ns[i] / s, row.time_unit, r.predicted[i] / s, row.time_unit,
                        r.resid[i] * 100, describe_sim(row, m.fit));
   }
+  if (r.twins > 0 && !r.levels_free)
+    out += "(a twin's measured figure above is its anchor's times the ratio measured round by "
+           "round, the figure the fit takes, not the twin's own)\n";
   if (r.levels_free) {
     out += "twins, each fitted as its ratio to its anchor (the pair's level left free: its own "
            "sitting's, not scaled by a reference)\n";
@@ -246,22 +249,23 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
         "the fit is credible: {}, no error-model term at a cap, {}{}{}{}\n",
         r.gate_failed.empty()
             ? fmt::format("rms {:.2f}% against its noise-plus-inadequacy estimate {:.2f}%, "
-                          "{:.2f} sd in rms whitened (limit {:.2f} for {} rows)",
+                          "{:.2f} sd in rms whitened (limit {:.2f} for {} rows{})",
                           r.rms_rel * 100, expected_rms(r) * 100, r.white_passed,
-                          rms_sd_limit(r.passed), r.passed)
+                          rms_sd_limit(r.passed), r.passed, passed_twins_note(r))
             : fmt::format("{}{:.2f} sd in rms over the {} gate-failed rows against {} "
                           "noise-plus-inadequacy estimate {:.2f}% with each one's own spread "
                           "added, whitened (limit {:.2f}; rms relative residual of all {:.2f}%)",
                           r.passed == 0
                               ? std::string("no row passed its stability gate; ")
                               : fmt::format("rms {:.2f}% over the {} rows that passed their "
-                                            "stability gate against its noise-plus-inadequacy "
+                                            "stability gate{} against its noise-plus-inadequacy "
                                             "estimate {:.2f}%, {:.2f} sd in rms whitened "
                                             "(limit {:.2f}), and ",
-                                            r.rms_passed * 100, r.passed, expected_rms(r) * 100,
-                                            r.white_passed, rms_sd_limit(r.passed)),
-                          r.rms_sd_failed, r.gate_failed.size(), r.passed == 0 ? "its" : "that",
-                          expected_rms(r) * 100, rms_sd_limit(r.gate_failed.size()),
+                                            r.rms_passed * 100, r.passed, passed_twins_note(r),
+                                            expected_rms(r) * 100, r.white_passed,
+                                            rms_sd_limit(r.passed)),
+                          r.rms_sd_failed, r.failed_rows, r.passed == 0 ? "its" : "that",
+                          expected_rms(r) * 100, rms_sd_limit(r.failed_rows),
                           r.rms_rel * 100),
         allowed.empty()
             ? fmt::format("no measured work price more than {:.1f} sds of its logarithm below "

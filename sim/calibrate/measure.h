@@ -151,6 +151,8 @@ struct MappedRow {
   // Scaled by a reference's reading (apply_reference()): on the scale of
   // the set's typical reading, not as measured.
   bool reference_scaled = false;
+  // The anchor a twin was measured beside (apply_reference()): unscaled.
+  bool twin_anchor = false;
   double value_ns = 0;    // the measurement in ns per op
   std::string time_unit;  // unit of the value ("ns", "us")
   double unit_ns = 1;     // ns per unit of the value column (1, 1e3, 1e6)

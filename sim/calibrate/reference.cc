@@ -368,6 +368,7 @@ bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowSt
       MappedRow& m = kept[new_index[i]];
       m.base = false;
       m.bases = {new_index[anchor_of[i]]};
+      if (new_index[anchor_of[i]] != SIZE_MAX) kept[new_index[anchor_of[i]]].twin_anchor = true;
     }
   *rows = std::move(kept);
   return true;

@@ -259,21 +259,25 @@ LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
     LeaveOutUnit& u = l.units[k];
     std::vector<MappedRow> rest, out;
     std::vector<PerOpCounts> rest_op, out_op;
-    std::vector<size_t> at(rows.size(), SIZE_MAX);
+    std::vector<size_t> at(rows.size(), SIZE_MAX), rest_at(rows.size(), SIZE_MAX);
     for (size_t i = 0; i < rows.size(); ++i) {
       if (std::find(u.rows.begin(), u.rows.end(), i) != u.rows.end()) {
         at[i] = out.size();
         out.push_back(rows[i]);
         out_op.push_back(per_op[i]);
       } else {
+        rest_at[i] = rest.size();
         rest.push_back(rows[i]);
         rest_op.push_back(per_op[i]);
       }
     }
     // Bases come from the row's own group, which a unit holds whole
     // (a group is one program and shape); should one fall outside, the
-    // effect is not compared.
+    // effect is not compared. The fitted rest's too: a twin's base is its
+    // anchor (fit_profile() fits the pair by its ratio), and a twin whose
+    // anchor the unit took is fitted alone.
     remap_bases(&out, at);
+    remap_bases(&rest, rest_at);
     const FitReport f = fit_profile(structure, fit, rest, rest_op, "leave-out", method);
     u.refused = !fit_problems(f).empty();
     u.v = validate_rows(f.model, out, out_op, fit);

@@ -159,9 +159,13 @@ std::string profile_header(const FitReport& r, const Inputs& in, const ParsedFla
       "simcache cost profile '{}': fitted by simcache calibrate. Do not edit by hand;\n"
       "regenerate with\n"
       "  {}\n"
-      "({} rows, rms relative residual {:.2f}%; method and every parameter:\n"
+      "({} rows, rms relative residual {:.2f}%{}; method and every parameter:\n"
       "docs/calibration.md). Values are ns per event unit.{}",
-      r.model.name, shell_command(args), in.rows.size(), r.rms_rel * 100, bad);
+      r.model.name, shell_command(args), in.rows.size(), r.rms_rel * 100,
+      r.rms_rows != in.rows.size()
+          ? fmt::format(" over {} rows and twins' ratios", r.rms_rows)
+          : std::string(),
+      bad);
 }
 
 }  // namespace
