@@ -144,6 +144,17 @@ elif ((roots)); then
     && grep -q "^summary: 8 rows, .*; 4 effects, " "$dir/pval.txt" \
     && [ "$(grep -cE '^P-[A-Z0-9-]+-root P-[A-Z0-9-]+ +[-+][0-9.]+% ' "$dir/pval.txt")" = 4 ] \
     || { cat "$dir/pval.txt"; exit 1; }
+  # docs/measure.md: the suite's rows and the pairs in one fit, each twin
+  # by its ratio to its anchor, the pairs' levels left free (credible or
+  # not, as above: --force).
+  rc=0
+  "$sim" calibrate --measurements "$dir/t.tsv,$dir/p.tsv" --out "$dir/both.toml" --force \
+    >"$dir/both.txt" 2>"$dir/both.err" || rc=$?
+  { [ "$rc" = 0 ] || [ "$rc" = 3 ]; } \
+    && grep -q "^the twins: 4 rows measured round by round beside the same program in another cgroup, each fitted as its ratio to its anchor (the pair's level left free beside rows scaled by a reference)" "$dir/both.txt" \
+    && [ "$(grep -cE '^P-[A-Z0-9-]+-root +P-[A-Z0-9-]+ +[-+][0-9.]+% +[-+][0-9.]+% +[-+][0-9.]+%  ' "$dir/both.txt")" = 4 ] \
+    && grep -q "^rms relative residual [0-9.]*% over $((rows + 4)) rows and twins' ratios (no anchor's level)" "$dir/both.txt" \
+    || { echo "calibrate with the pairs: rc $rc"; cat "$dir/both.txt" "$dir/both.err"; exit 1; }
 else
   [ "$(grep -c '^scripts/measure: P-.*-root: skipped$' "$dir/pairs.err")" = 4 ] \
     && [ "$(wc -l <"$dir/p.tsv")" = 1 ] || { cat "$dir/pairs.err"; exit 1; }
