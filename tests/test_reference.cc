@@ -768,7 +768,15 @@ TEST_CASE("the reference: a twin in another unit, a lifecycle twin's phase rows,
   // Every anchor failed its stability gate: each pair is judged whole in
   // the gate-failed half (its twin's residual is mostly its anchor's level).
   CHECK(alone.out.find("no row passed its stability gate; 0.78 sd in rms over the 8 gate-failed "
-                       "rows") != std::string::npos);
+                       "rows (4 of them twins, each judged with its anchor)") != std::string::npos);
+  // By the fastest rounds a twin's ratio is its figure over its anchor's:
+  // the fit takes the twin's own figure, and no line says otherwise.
+  const CliOutcome fastest = run_from_top(
+      {"calibrate", "--statistic", "fastest", "--measurements",
+       "data/measurements/vm-2cpu-xeon-third-memcg-pairs.tsv"});
+  CHECK(fastest.status == 0);
+  CHECK(fastest.out.find("the twins: 4 rows") != std::string::npos);
+  CHECK(fastest.out.find("(a twin's measured figure above") == std::string::npos);
   // Twins must differ in a twin parameter and in nothing else: the child
   // beside a root row of another queue depth is no twin.
   std::string other;
@@ -884,8 +892,8 @@ TEST_CASE("calibrate: twins beside rows a reference scaled fit their ratios, the
   CHECK(twin_line("P-POLL-1024-root")
             .rfind("P-POLL-1024-root P-POLL-1024    -9.36%   -10.66%  -1.44%", 0) == 0);
   // The passed half of the credibility test holds the four twins' ratios.
-  CHECK(c.out.find("the fit is credible: rms 0.69% over the 5 rows that passed their stability "
-                   "gate (4 of them twins' ratios)") != std::string::npos);
+  CHECK(c.out.find("the fit is credible: rms 0.69% over the 1 rows that passed their stability "
+                   "gate and 4 twins' ratios against") != std::string::npos);
   // The anchors' levels are no rows of the main table.
   CHECK(c.out.find("\nP-POLL-4096 ") == std::string::npos);
 
@@ -911,7 +919,11 @@ TEST_CASE("calibrate: twins beside rows a reference scaled fit their ratios, the
         run_from_top({"calibrate", "--statistic", "median", "--measurements",
                       cal + "," + (k ? slower.path() : same.path()), "--out", out});
     REQUIRE(f.status == 0);
-    fitted[k] = params_of(read_text(out));
+    const std::string text = read_text(out);
+    // The header's rms is over the rows and the twins' ratios.
+    CHECK(text.find("\n# (49 rows, rms relative residual 2.33% over 45 rows and twins' ratios; ") !=
+          std::string::npos);
+    fitted[k] = params_of(text);
     std::filesystem::remove(out);
   }
   REQUIRE(!fitted[0].empty());
@@ -939,7 +951,10 @@ TEST_CASE("calibrate: twins beside rows a reference scaled fit their ratios, the
       const size_t l = v.out.find(id);
       REQUIRE(l != std::string::npos);
       const size_t b = v.out.find('[', l);
-      intervals += v.out.substr(b, v.out.find(']', b) - b + 1) + " ";
+      // The model's figure before its interval, then the interval.
+      const size_t m = v.out.rfind(' ', v.out.find_last_not_of(' ', b - 1));
+      intervals += v.out.substr(m + 1, b - m - 2) + " " +
+                   v.out.substr(b, v.out.find(']', b) - b + 1) + " ";
     }
     // The two QD 1,024 runs' measured ratios and their standard errors.
     for (const char* run : {"\nM-POLL-1024-root-a M-POLL-1024-a      -6.27% ",
@@ -971,7 +986,8 @@ TEST_CASE("calibrate: twins beside rows a reference scaled fit their ratios, the
         "fastest effects 3/4 (with measurement noise added: 4/4)\n"
         "fastest effects 3/4 (with measurement noise added: 4/4)\n");
   CHECK(intervals ==
-        "[-16.50, -3.97] [-23.46, -5.12] [-10.10, -6.16] [-13.32, -7.99] ");
+        "-10.24% [-16.50, -3.97] -14.29% [-23.46, -5.12] -8.13% [-10.10, -6.16] "
+        "-10.66% [-13.32, -7.99] ");
   // The QD 1,024 runs by median rounds: both inside without the pairs;
   // with them, the first (-6.27 %) outside.
   CHECK(outside == "inside inside outside inside ");
@@ -995,14 +1011,16 @@ TEST_CASE("calibrate: twins beside rows a reference scaled fit their ratios, the
     CHECK(val_doc.find(quoted) != std::string::npos);
 }
 
-TEST_CASE("validate --leave-out: each fit of the rest pairs its twins with their own anchors",
+TEST_CASE("validate --leave-out: the twins stay in every fit, and a lone twin or anchor tells nothing",
           "[reference][validate][refits]") {
   // A few of the third Xeon sitting's calibration rows (each beside its
-  // reference) with two of the pairs suite's twins: every unit left out
-  // in turn is predicted by the fit calibrate would make of the rest, a
-  // twin fitted by its ratio to its own anchor, and a twin or anchor whose
-  // partner the unit took is fitted alone, its level free (it says
-  // nothing: the rest's fit is the same without it).
+  // reference) with two of the pairs suite's twins. Beside rows scaled by
+  // a reference a pair is fitted by its ratio, its level free, so
+  // --leave-out keeps the twins and anchors in every fit and leaves out
+  // the other rows' units in turn: each unit is predicted by the fit
+  // calibrate would make of the rest, every twin paired with its own
+  // anchor. A twin or an anchor without its partner is fitted alone and
+  // tells the fit nothing.
   const auto lines = [](const std::string& file, const std::vector<std::string>& ids) {
     std::string out;
     for (const std::string& l : split(read_text(repo_file(file)), '\n'))
@@ -1027,60 +1045,60 @@ TEST_CASE("validate --leave-out: each fit of the rest pairs its twins with their
   REQUIRE(simulate_rows(rows, 1, &per_op, &err));
   Mapping map;
   REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &map, &err));
-  const auto index_of = [&](const std::string& id) {
-    for (size_t i = 0; i < rows.size(); ++i)
-      if (rows[i].row.id == id) return i;
+  const auto index_of = [&](const std::vector<MappedRow>& v, const std::string& id) {
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i].row.id == id) return i;
     FAIL("no row " << id);
-    return rows.size();
+    return v.size();
   };
-  // All rows: each twin's pair is its own anchor.
+  // The rows but those named, their bases remapped as validate does.
+  const auto without = [&](const std::vector<std::string>& ids, std::vector<MappedRow>* kept,
+                           std::vector<PerOpCounts>* kept_op) {
+    std::vector<size_t> at(rows.size(), SIZE_MAX);
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (std::find(ids.begin(), ids.end(), rows[i].row.id) == ids.end())
+        at[i] = kept->size(), kept->push_back(rows[i]), kept_op->push_back(per_op[i]);
+    remap_bases(kept, at);
+  };
   const FitReport all = fit_profile(prior_model(), map.fit, rows, per_op, "all");
   CHECK(all.levels_free);
   CHECK(all.twins == 2);
-  CHECK(all.pair[index_of("P-POLL-4096-root")] == index_of("P-POLL-4096"));
-  CHECK(all.pair[index_of("P-E0-0-root")] == index_of("P-E0-0"));
+  CHECK(all.pair[index_of(rows, "P-POLL-4096-root")] == index_of(rows, "P-POLL-4096"));
+  CHECK(all.pair[index_of(rows, "P-E0-0-root")] == index_of(rows, "P-E0-0"));
   const LeaveOut l = leave_out(prior_model(), map.fit, rows, per_op, false, 1);
-  REQUIRE(l.units.size() == 7);
-  size_t alone = 0;
+  REQUIRE(l.units.size() == 3);  // the three calibration rows; the pairs stay
+  CHECK(l.rows_all == 3);
   for (const LeaveOutUnit& u : l.units) {
+    REQUIRE(u.rows.size() == 1);
+    const std::string id = rows[u.rows[0]].row.id;
+    INFO(id);
+    CHECK(id.rfind("C-", 0) == 0);
     std::vector<MappedRow> rest;
     std::vector<PerOpCounts> rest_op;
-    std::vector<size_t> at(rows.size(), SIZE_MAX);
-    for (size_t i = 0; i < rows.size(); ++i)
-      if (std::find(u.rows.begin(), u.rows.end(), i) == u.rows.end())
-        at[i] = rest.size(), rest.push_back(rows[i]), rest_op.push_back(per_op[i]);
-    remap_bases(&rest, at);
+    without({id}, &rest, &rest_op);
     const FitReport f = fit_profile(prior_model(), map.fit, rest, rest_op, "leave-out");
-    for (size_t i = 0; i < rest.size(); ++i) {
-      if (!(rest[i].twin_ratio > 0)) continue;
-      INFO(rest[i].row.id);
-      // A twin's pair is the row it was measured beside, or itself.
-      const std::string anchor = rest[i].row.id.substr(0, rest[i].row.id.size() - 5);
-      if (f.pair[i] == i) {
-        ++alone;
-        CHECK(std::find(u.rows.begin(), u.rows.end(), index_of(anchor)) != u.rows.end());
-        // Alone, it tells the fit nothing: without it the unit's
-        // predictions are the same.
-        std::vector<MappedRow> fewer;
-        std::vector<PerOpCounts> fewer_op;
-        std::vector<size_t> at2(rest.size(), SIZE_MAX);
-        for (size_t k = 0; k < rest.size(); ++k)
-          if (k != i) at2[k] = fewer.size(), fewer.push_back(rest[k]), fewer_op.push_back(rest_op[k]);
-        remap_bases(&fewer, at2);
-        const FitReport g = fit_profile(prior_model(), map.fit, fewer, fewer_op, "fewer");
-        for (size_t r : u.rows)
-          CHECK(predict_ns(g.model, per_op[r]) ==
-                Approx(predict_ns(f.model, per_op[r])).epsilon(1e-6));
-      } else {
-        REQUIRE(f.pair[i] < rest.size());
-        CHECK(rest[f.pair[i]].row.id == anchor);
-      }
-    }
-    REQUIRE(u.v.predicted.size() == u.rows.size());
-    for (size_t k = 0; k < u.rows.size(); ++k) {
-      INFO(rows[u.rows[k]].row.id);
-      CHECK(u.v.predicted[k] == predict_ns(f.model, per_op[u.rows[k]]));
-    }
+    CHECK(rest[f.pair[index_of(rest, "P-POLL-4096-root")]].row.id == "P-POLL-4096");
+    CHECK(rest[f.pair[index_of(rest, "P-E0-0-root")]].row.id == "P-E0-0");
+    REQUIRE(u.v.predicted.size() == 1);
+    CHECK(u.v.predicted[0] == predict_ns(f.model, per_op[u.rows[0]]));
   }
-  CHECK(alone == 2);  // each twin once, when its anchor is left out
+  // Alone: a twin without its anchor, an anchor without its twin. Either
+  // fit predicts what the fit without the pair predicts.
+  for (const auto& [gone, lone] : {std::pair<std::string, std::string>{"P-POLL-4096", "P-POLL-4096-root"},
+                                   {"P-E0-0-root", "P-E0-0"}}) {
+    INFO(lone);
+    std::vector<MappedRow> one, none;
+    std::vector<PerOpCounts> one_op, none_op;
+    without({gone}, &one, &one_op);
+    without({gone, lone}, &none, &none_op);
+    const FitReport f = fit_profile(prior_model(), map.fit, one, one_op, "alone"),
+                    g = fit_profile(prior_model(), map.fit, none, none_op, "without");
+    CHECK(f.levels_free);
+    CHECK(f.twins == 1);
+    CHECK(f.pair[index_of(one, lone)] == index_of(one, lone));
+    CHECK_FALSE(f.counted[index_of(one, lone)]);
+    for (const char* id : {"C-E0-1000", "C-POLL-4096", "C-S0-32"})
+      CHECK(predict_ns(f.model, per_op[index_of(rows, id)]) ==
+            Approx(predict_ns(g.model, per_op[index_of(rows, id)])).epsilon(1e-6));
+  }
 }

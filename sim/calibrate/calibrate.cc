@@ -855,6 +855,7 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     own[i] = std::pow(std::max(r.twin_se, fit.noise_cv), 2);
     y[i] = y[r.bases[0]] * r.twin_ratio;
     ++rep.twins;
+    rep.ratio_round_by_round |= r.twin_round_by_round;
   }
   // A twin or an anchor whose partner is not among the rows (a leave-out
   // unit took it) is one alone: beside rows scaled by a reference its
@@ -895,7 +896,8 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
                       pair,
                       own,
                       rep.levels_free ? kFreeLevelSd * kFreeLevelSd : -1.0,
-                      rep.noise_prior * rep.noise_prior};
+                      // the older fitter reports no drift: none in a ratio either
+                      unscaled ? HUGE_VAL : rep.noise_prior * rep.noise_prior};
   FreeLevels free_levels{std::vector<size_t>(rows.size(), kNoPair),
                          std::vector<double>(rows.size(), 1.0)};
   for (size_t i = 0; i < rows.size() && rep.levels_free; ++i)
@@ -1099,6 +1101,8 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
       sum_passed += rep.resid[i] * rep.resid[i];
       rep.passed_twins += pair[i] != kNoPair && pair[i] != i;
     }
+  for (size_t i = 0; i < rows.size(); ++i)
+    rep.failed_twins += failed_row(i) && rep.counted[i] && pair[i] != kNoPair && pair[i] != i;
   rep.rms_passed = rep.passed ? std::sqrt(sum_passed / static_cast<double>(rep.passed)) : 0;
   rep.model.noise = derive_noise(rows, fit);
   rep.model.inadequacy = bf.sv;
@@ -1147,9 +1151,16 @@ double rms_sd_limit(size_t n) {
   return std::sqrt(c * c * c);
 }
 
-std::string passed_twins_note(const FitReport& r) {
-  return r.passed_twins ? fmt::format(" ({} of them twins' ratios)", r.passed_twins)
-                        : std::string();
+std::string half_rows(const FitReport& r, bool failed, const std::string& what) {
+  const size_t twins = failed ? r.failed_twins : r.passed_twins;
+  // Free pairs (levels_free) are all in the passed half, each one
+  // residual: its twin's ratio, which no stability gate judged.
+  const size_t ratios = r.levels_free && !failed ? twins : 0;
+  const size_t n = (failed ? r.failed_rows : r.passed) - ratios;
+  std::string s = fmt::format("{} {}rows{}", n, failed ? "gate-failed " : "", what);
+  if (ratios) return s + fmt::format(" and {} twins' ratios", ratios);
+  if (twins) s += fmt::format(" ({} of them twins, each judged with its anchor)", twins);
+  return s;
 }
 
 std::vector<std::string> fit_problems(const FitReport& r) {
@@ -1169,21 +1180,20 @@ std::vector<std::string> fit_problems(const FitReport& r) {
       100 * r.row_noise, 100 * r.inadequacy, 100 * r.inadequacy_shape);
   if (r.passed > 0 && r.white_passed > rms_sd_limit(r.passed))
     out.push_back(fmt::format(
-        "the residuals of the {} rows{} are {:.2f} sd in rms against the fit's own "
+        "the residuals of the {} are {:.2f} sd in rms against the fit's own "
         "noise-plus-inadequacy estimate {:.2f}% {}, with the inadequacies that rows of one "
         "configuration or shape share whitened (plain rms {:.2f}%): beyond the {:.2f} that {} "
         "such rows exceed 1% of the time",
-        r.passed,
-        (r.gate_failed.empty() ? std::string() : std::string(" that passed their stability gate")) +
-            passed_twins_note(r),
+        half_rows(r, false, r.gate_failed.empty() ? "" : " that passed their stability gate"),
         r.white_passed, 100 * e, terms, 100 * r.rms_passed, rms_sd_limit(r.passed), r.passed));
   if (!r.gate_failed.empty() && r.rms_sd_failed > rms_sd_limit(r.failed_rows))
     out.push_back(fmt::format(
-        "the {} gate-failed rows' residuals are {:.2f} sd in rms against the fit's own "
+        "the {}' residuals are {:.2f} sd in rms against the fit's own "
         "noise-plus-inadequacy estimate {:.2f}% with each row's own spread added and the "
         "shared inadequacies whitened: beyond the {:.2f} that {} such rows exceed 1% of the "
         "time",
-        r.failed_rows, r.rms_sd_failed, 100 * e, rms_sd_limit(r.failed_rows), r.failed_rows));
+        half_rows(r, true, ""), r.rms_sd_failed, 100 * e, rms_sd_limit(r.failed_rows),
+        r.failed_rows));
   const auto cap = [&](bool at, const char* what, double v) {
     if (at)
       out.push_back(fmt::format("the {} sits at its cap ({:.0f}%): the search could not place it",

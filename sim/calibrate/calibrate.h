@@ -250,11 +250,17 @@ struct FitReport {
   // The credibility test's halves in residuals: a pair goes whole to its
   // anchor's half (passed counts a free anchor not at all), passed_twins
   // of the passed half are twins; rms_rows residuals make rms_rel.
-  size_t failed_rows = 0, passed_twins = 0, rms_rows = 0;
+  size_t failed_rows = 0, passed_twins = 0, failed_twins = 0, rms_rows = 0;
+  // Some twin's ratio was measured round by round (not two figures over
+  // each other): its fitted figure is not its own measurement.
+  bool ratio_round_by_round = false;
 };
 
-// " (N of them twins' ratios)" for the passed half, or "".
-std::string passed_twins_note(const FitReport& r);
+// One half of the credibility test in words: "N rows" + `what` (the
+// passed half) or "N gate-failed rows", with the twins in it: "and K
+// twins' ratios" (free pairs) or "(K of them twins, each judged with its
+// anchor)".
+std::string half_rows(const FitReport& r, bool failed, const std::string& what);
 
 // What the fit expects of row i's relative residual: expected_rms(), with
 // a gate-failed row's own spread added in quadrature.

@@ -177,7 +177,7 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                        r.fitted_ns[i] / s, row.time_unit, r.predicted[i] / s, row.time_unit,
                        r.resid[i] * 100, describe_sim(row, m.fit));
   }
-  if (r.twins > 0 && !r.levels_free)
+  if (r.twins > 0 && !r.levels_free && r.ratio_round_by_round)
     out += "(a twin's measured figure above is its anchor's times the ratio measured round by "
            "round, the figure the fit takes, not the twin's own)\n";
   if (r.levels_free) {
@@ -249,22 +249,22 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
         "the fit is credible: {}, no error-model term at a cap, {}{}{}{}\n",
         r.gate_failed.empty()
             ? fmt::format("rms {:.2f}% against its noise-plus-inadequacy estimate {:.2f}%, "
-                          "{:.2f} sd in rms whitened (limit {:.2f} for {} rows{})",
+                          "{:.2f} sd in rms whitened (limit {:.2f} for {})",
                           r.rms_rel * 100, expected_rms(r) * 100, r.white_passed,
-                          rms_sd_limit(r.passed), r.passed, passed_twins_note(r))
-            : fmt::format("{}{:.2f} sd in rms over the {} gate-failed rows against {} "
+                          rms_sd_limit(r.passed), half_rows(r, false, ""))
+            : fmt::format("{}{:.2f} sd in rms over the {} against {} "
                           "noise-plus-inadequacy estimate {:.2f}% with each one's own spread "
                           "added, whitened (limit {:.2f}; rms relative residual of all {:.2f}%)",
                           r.passed == 0
                               ? std::string("no row passed its stability gate; ")
-                              : fmt::format("rms {:.2f}% over the {} rows that passed their "
-                                            "stability gate{} against its noise-plus-inadequacy "
-                                            "estimate {:.2f}%, {:.2f} sd in rms whitened "
-                                            "(limit {:.2f}), and ",
-                                            r.rms_passed * 100, r.passed, passed_twins_note(r),
+                              : fmt::format("rms {:.2f}% over the {} against its "
+                                            "noise-plus-inadequacy estimate {:.2f}%, {:.2f} sd "
+                                            "in rms whitened (limit {:.2f}), and ",
+                                            r.rms_passed * 100,
+                                            half_rows(r, false, " that passed their stability gate"),
                                             expected_rms(r) * 100, r.white_passed,
                                             rms_sd_limit(r.passed)),
-                          r.rms_sd_failed, r.failed_rows, r.passed == 0 ? "its" : "that",
+                          r.rms_sd_failed, half_rows(r, true, ""), r.passed == 0 ? "its" : "that",
                           expected_rms(r) * 100, rms_sd_limit(r.failed_rows),
                           r.rms_rel * 100),
         allowed.empty()

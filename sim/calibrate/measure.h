@@ -148,6 +148,7 @@ struct MappedRow {
   // twin_params; its one base): the ratio of the two, round by round (the
   // statistic validate reads), and its standard error; 0 for any other row.
   double twin_ratio = 0, twin_se = 0;
+  bool twin_round_by_round = false;  // the ratio is the kit's, round by round
   // Scaled by a reference's reading (apply_reference()): on the scale of
   // the set's typical reading, not as measured.
   bool reference_scaled = false;

@@ -312,6 +312,7 @@ bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowSt
         m.twin_ratio =
             (statistic == RowStatistic::median ? ratio.median : ratio.mean) * m.unit_ns;
         m.twin_se = ratio.se;
+        m.twin_round_by_round = true;
       } else {
         m.twin_ratio = m.value_ns / r.value_ns;
         m.twin_se = std::hypot(measurement_spread(m.row.note, measured_rounds(m)),

@@ -233,18 +233,29 @@ LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
                    bool by_shape, int jobs, FitMethod method) {
   LeaveOut l;
   l.by_shape = by_shape;
-  // The unit of each row: its group, or the first row of its shape.
+  // Beside rows scaled by a reference, twins and their anchors stay in
+  // every fit: a fit takes a pair by its ratio, its level free
+  // (fit_profile()), so a pair left out would be judged by a level no fit
+  // predicts. Each other row's unit: its group, or the first row of its
+  // shape.
+  const auto twin_member = [](const MappedRow& r) { return r.twin_ratio > 0 || r.twin_anchor; };
+  const bool pairs_stay =
+      std::any_of(rows.begin(), rows.end(), twin_member) &&
+      std::any_of(rows.begin(), rows.end(), [](const MappedRow& r) { return r.reference_scaled; });
+  constexpr size_t kStays = SIZE_MAX;
   std::vector<size_t> unit_of(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    unit_of[i] = i;
-    for (size_t k = 0; k < i; ++k)
-      if (by_shape ? row_relation(rows[k], rows[i], fit) != EffectRelation::cross_shape
-                   : rows[k].group == rows[i].group) {
+    unit_of[i] = pairs_stay && twin_member(rows[i]) ? kStays : i;
+    for (size_t k = 0; k < i && unit_of[i] != kStays; ++k)
+      if (unit_of[k] != kStays &&
+          (by_shape ? row_relation(rows[k], rows[i], fit) != EffectRelation::cross_shape
+                    : rows[k].group == rows[i].group)) {
         unit_of[i] = unit_of[k];
         break;
       }
   }
   for (size_t i = 0; i < rows.size(); ++i) {
+    if (unit_of[i] == kStays) continue;
     if (unit_of[i] == i) l.units.emplace_back();
     for (LeaveOutUnit& u : l.units)
       if (unit_of[u.rows.empty() ? i : u.rows[0]] == unit_of[i]) {
