@@ -1005,7 +1005,7 @@ TEST_CASE("calibrate: twins beside rows a reference scaled fit their ratios, the
         "by median rounds to [-10.10, -6.16] and [-13.32, -7.99] from\n[-16.50, -3.97] and "
         "[-23.46, -5.12]: 3 of the 4 measured charges lie\ninside by median rounds (3 with the "
         "measurement noise added), 4 by mean\nrounds, 3 by fastest (4 with the noise).",
-        "the two QD 1,024 runs read -6.27 and\n-9.09 % an hour apart, with standard errors of "
+        "the two QD 1,024 runs read -6.27 and\n-9.09 % within the hour, with standard errors of "
         "1.12 and 1.29 %",
         "(0.76 % in this fit), and the one charge outside is the first of these"})
     CHECK(val_doc.find(quoted) != std::string::npos);
