@@ -834,8 +834,6 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
         return row_relation(rows[i], rows[k], fit) != EffectRelation::cross_shape;
       },
       &nshape);
-  // Rows that failed their stability gate count with their own spread:
-  // weighted by it, never fitted as if they were as good as the others.
   // Twins (FitSettings::twin_params; apply_reference()): a row measured
   // round by round beside its anchor, the same program in another
   // condition. Its measurement is the ratio: the twin is fitted at its
@@ -857,20 +855,23 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
     ++rep.twins;
     rep.ratio_round_by_round |= r.twin_round_by_round;
   }
-  // A twin or an anchor whose partner is not among the rows (a leave-out
-  // unit took it) is one alone: beside rows scaled by a reference its
-  // level is free too, and it tells the fit nothing.
-  const auto twin_member = [](const MappedRow& r) { return r.twin_ratio > 0 || r.twin_anchor; };
-  rep.levels_free =
-      std::any_of(rows.begin(), rows.end(), twin_member) &&
-      std::any_of(rows.begin(), rows.end(), [](const MappedRow& r) { return r.reference_scaled; });
+  // A twin or an anchor whose partner is not among the rows is one
+  // alone: beside rows scaled by a reference its level is free too, and it
+  // tells the fit nothing.
+  rep.levels_free = twin_levels_free(rows);
   for (size_t i = 0; i < rows.size() && rep.levels_free; ++i)
     if (pair[i] == kNoPair && twin_member(rows[i])) pair[i] = i;
+  // Whether a row's noise is its pair's terms instead of its own: a
+  // twin's is its ratio's error, a free level has none.
+  const auto pair_noise = [&](size_t i) {
+    return pair[i] != kNoPair && (pair[i] != i || rep.levels_free);
+  };
+  // Rows that failed their stability gate count with their own spread:
+  // weighted by it, never fitted as if they were as good as the others.
   std::vector<double>& spread = rep.spread;
   spread.assign(rows.size(), 0.0);
   for (size_t i = 0; i < rows.size() && !unscaled; ++i) {
-    // A twin's own term is its ratio's error; a free level, none.
-    if (pair[i] != kNoPair && (pair[i] != i || rep.levels_free)) continue;
+    if (pair_noise(i)) continue;
     spread[i] = row_spread(rows[i].row.note);
     if (spread[i] > 0) rep.gate_failed.push_back({rows[i].row.id, spread[i]});
   }
@@ -881,7 +882,7 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   double se2 = 0;
   size_t nse = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (spread[i] > 0 || (pair[i] != kNoPair && (pair[i] != i || rep.levels_free))) continue;
+    if (spread[i] > 0 || pair_noise(i)) continue;
     const double se = measurement_spread(rows[i].row.note, measured_rounds(rows[i]));
     if (se > 0) se2 += se * se, ++nse;
   }
@@ -1096,13 +1097,16 @@ FitReport fit_profile(const CostModel& structure, const FitSettings& fit,
   rep.white_passed = whitened(false, &rep.passed);
   rep.rms_sd_failed = whitened(true, &rep.failed_rows);
   double sum_passed = 0;
-  for (size_t i = 0; i < rows.size(); ++i)
-    if (!failed_row(i) && rep.counted[i]) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!rep.counted[i]) continue;
+    const bool twin = pair[i] != kNoPair && pair[i] != i;
+    if (failed_row(i)) {
+      rep.failed_twins += twin;
+    } else {
       sum_passed += rep.resid[i] * rep.resid[i];
-      rep.passed_twins += pair[i] != kNoPair && pair[i] != i;
+      rep.passed_twins += twin;
     }
-  for (size_t i = 0; i < rows.size(); ++i)
-    rep.failed_twins += failed_row(i) && rep.counted[i] && pair[i] != kNoPair && pair[i] != i;
+  }
   rep.rms_passed = rep.passed ? std::sqrt(sum_passed / static_cast<double>(rep.passed)) : 0;
   rep.model.noise = derive_noise(rows, fit);
   rep.model.inadequacy = bf.sv;
@@ -1149,6 +1153,14 @@ double rms_sd_limit(size_t n) {
   const double v = 2.0 / (9.0 * static_cast<double>(n)), z = 2.3263478740408408;
   const double c = 1 - v + z * std::sqrt(v);
   return std::sqrt(c * c * c);
+}
+
+bool twin_member(const MappedRow& r) { return r.twin_ratio > 0 || r.twin_anchor; }
+
+bool twin_levels_free(const std::vector<MappedRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(), twin_member) &&
+         std::any_of(rows.begin(), rows.end(),
+                     [](const MappedRow& r) { return r.reference_scaled; });
 }
 
 std::string half_rows(const FitReport& r, bool failed, const std::string& what) {

@@ -256,6 +256,14 @@ struct FitReport {
   bool ratio_round_by_round = false;
 };
 
+// A row of a twin pair: a twin (its ratio to its anchor) or the anchor
+// it was measured beside.
+bool twin_member(const MappedRow& r);
+// Twins beside rows scaled by a reference: a fit leaves each pair's
+// level free and takes its ratio alone (fit_profile()), and validate
+// --leave-out keeps the pairs in every fit.
+bool twin_levels_free(const std::vector<MappedRow>& rows);
+
 // One half of the credibility test in words: "N rows" + `what` (the
 // passed half) or "N gate-failed rows", with the twins in it: "and K
 // twins' ratios" (free pairs) or "(K of them twins, each judged with its

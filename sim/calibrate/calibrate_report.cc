@@ -194,11 +194,9 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                          describe_sim(rows[i], m.fit));
     }
   }
-  size_t counted = 0;
-  for (size_t i = 0; i < rows.size(); ++i) counted += r.counted[i];
   out += fmt::format(
       "rms relative residual {:.2f}%{}, largest {:+.2f}% ({})\n", r.rms_rel * 100,
-      r.levels_free ? fmt::format(" over {} rows and twins' ratios (no anchor's level)", counted)
+      r.levels_free ? fmt::format(" over {} rows and twins' ratios (no anchor's level)", r.rms_rows)
                     : std::string(),
       rows.empty() ? 0.0 : r.resid[r.max_row] * 100, rows.empty() ? "" : rows[r.max_row].row.id);
   out += fmt::format(
@@ -261,7 +259,8 @@ std::string format_fit(const FitReport& r, const std::vector<MappedRow>& rows,
                                             "noise-plus-inadequacy estimate {:.2f}%, {:.2f} sd "
                                             "in rms whitened (limit {:.2f}), and ",
                                             r.rms_passed * 100,
-                                            half_rows(r, false, " that passed their stability gate"),
+                                            half_rows(r, false,
+                                                      " that passed their stability gate"),
                                             expected_rms(r) * 100, r.white_passed,
                                             rms_sd_limit(r.passed)),
                           r.rms_sd_failed, half_rows(r, true, ""), r.passed == 0 ? "its" : "that",

@@ -319,7 +319,6 @@ bool apply_reference(std::vector<MappedRow>* rows, const FitSettings& fit, RowSt
                                measurement_spread(r.row.note, measured_rounds(r)));
       }
       ++out->twins;
-      if (out->twin_where.empty()) out->twin_where = m.row.where("note");
       continue;
     }
     if (twin_anchor[anchor_of[i]]) {

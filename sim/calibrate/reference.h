@@ -25,7 +25,6 @@ struct ReferenceScaling {
   size_t twins = 0;       // rows read as effects against their twin anchors
   size_t twin_phases = 0;   // phase rows of twins left out (their ratio is to the whole)
   std::string twin_params;  // what twins differ in (FitSettings::twin_params)
-  std::string twin_where;   // the first twin row's file:line: note
   // One line for a report ("" when no row had a reference).
   std::string line(const std::string& from_what) const;
   // One line on the twins ("" when there are none): read as effects

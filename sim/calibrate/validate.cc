@@ -238,10 +238,7 @@ LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
   // (fit_profile()), so a pair left out would be judged by a level no fit
   // predicts. Each other row's unit: its group, or the first row of its
   // shape.
-  const auto twin_member = [](const MappedRow& r) { return r.twin_ratio > 0 || r.twin_anchor; };
-  const bool pairs_stay =
-      std::any_of(rows.begin(), rows.end(), twin_member) &&
-      std::any_of(rows.begin(), rows.end(), [](const MappedRow& r) { return r.reference_scaled; });
+  const bool pairs_stay = twin_levels_free(rows);
   constexpr size_t kStays = SIZE_MAX;
   std::vector<size_t> unit_of(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -286,7 +283,7 @@ LeaveOut leave_out(const CostModel& structure, const FitSettings& fit,
     // (a group is one program and shape); should one fall outside, the
     // effect is not compared. The fitted rest's too: a twin's base is its
     // anchor (fit_profile() fits the pair by its ratio), and a twin whose
-    // anchor the unit took is fitted alone.
+    // anchor the unit took (among twins alone) is fitted as a plain row.
     remap_bases(&out, at);
     remap_bases(&rest, rest_at);
     const FitReport f = fit_profile(structure, fit, rest, rest_op, "leave-out", method);
