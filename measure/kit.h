@@ -35,6 +35,9 @@ struct kit_host {
   int cpu;            /* the CPU this process pinned itself to */
   int kworker_cpu;    /* another CPU (where ring teardown may run) */
   int child_memcg;    /* 1: the process is in a non-root memory cgroup */
+  /* The per-CPU page lists' high mark of `cpu` in the Normal zone of
+   * node 0 (/proc/zoneinfo high_min and high_max; 0 when unread). */
+  long pcp_high_min, pcp_high_max;
   char memcg[256];    /* its memory cgroup path */
   int memcg_truncated; /* 1: that path was longer than memcg[] holds */
   char governor[64];  /* cpufreq governor of `cpu`, or "n/a" */
@@ -89,7 +92,8 @@ int kit_host_init(struct kit_host* h, int want_cpu);
 int kit_enter_memcg(const char* memcg, int cpu, char* path, size_t n);
 /* Reads this process's memory cgroup into h->memcg and h->child_memcg. */
 void kit_host_memcg(struct kit_host* h);
-/* "host: 2 CPUs, task on CPU 1, kworker CPU 0, child memcg" */
+/* "host: 2 CPUs, task on CPU 1, kworker CPU 0, child memcg", then
+ * ", pcp high 6367..73728" where /proc/zoneinfo gave the marks */
 void kit_host_shape(const struct kit_host* h, char* out, size_t n);
 /* Hashes /sys/devices/system/cpu/vulnerabilities into `digest` when set
  * (at least 17 bytes; "n/a" when the directory is absent or empty) and,

@@ -31,6 +31,37 @@ static int read_line(const char* path, char* out, size_t n) {
   return 0;
 }
 
+/* The high marks of `cpu`'s per-CPU page lists in node 0's Normal zone
+ * (/proc/zoneinfo: "Node 0, zone   Normal", then "cpu: N" and its
+ * "high_min:" and "high_max:" lines, 6.7 and later). Left at 0 where
+ * the file or the lines are missing. */
+static void kit_pcp_high(struct kit_host* h) {
+  FILE* f = fopen("/proc/zoneinfo", "r");
+  if (!f) return;
+  char line[256];
+  int in_zone = 0, in_cpu = 0;
+  long lo = 0, hi = 0;
+  while (fgets(line, sizeof line, f)) {
+    int node, cpu;
+    char zone[32];
+    long v;
+    if (sscanf(line, "Node %d, zone %31s", &node, zone) == 2) {
+      if (in_zone) break; /* past node 0's Normal zone */
+      in_zone = node == 0 && !strcmp(zone, "Normal");
+      in_cpu = 0;
+    } else if (in_zone && sscanf(line, " cpu: %d", &cpu) == 1) {
+      if (in_cpu) break;
+      in_cpu = cpu == h->cpu;
+    } else if (in_cpu && sscanf(line, " high_min: %ld", &v) == 1) {
+      lo = v;
+    } else if (in_cpu && sscanf(line, " high_max: %ld", &v) == 1) {
+      hi = v;
+    }
+  }
+  fclose(f);
+  if (lo >= 252 && hi >= lo) h->pcp_high_min = lo, h->pcp_high_max = hi;
+}
+
 void kit_cpu_vulns(char* digest, size_t n, FILE* print) {
   const char* dir = "/sys/devices/system/cpu/vulnerabilities";
   struct dirent** names = NULL;
@@ -204,6 +235,7 @@ int kit_host_init(struct kit_host* h, int want_cpu) {
     snprintf(h->meltdown, sizeof h->meltdown, "n/a");
   kit_cpu_vulns(h->vulns, sizeof h->vulns, NULL);
   kit_host_memcg(h);
+  kit_pcp_high(h);
   /* io_uring caps a fixed-file table at RLIMIT_NOFILE: allow the hard limit */
   struct rlimit nofile;
   if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < nofile.rlim_max) {
@@ -215,8 +247,10 @@ int kit_host_init(struct kit_host* h, int want_cpu) {
 }
 
 void kit_host_shape(const struct kit_host* h, char* out, size_t n) {
-  snprintf(out, n, "host: %d CPUs, task on CPU %d, kworker CPU %d, %s memcg", h->cpus, h->cpu,
-           h->kworker_cpu, h->child_memcg ? "child" : "root");
+  const int len = snprintf(out, n, "host: %d CPUs, task on CPU %d, kworker CPU %d, %s memcg",
+                           h->cpus, h->cpu, h->kworker_cpu, h->child_memcg ? "child" : "root");
+  if (h->pcp_high_min > 0 && len > 0 && (size_t)len < n)
+    snprintf(out + len, n - (size_t)len, ", pcp high %ld..%ld", h->pcp_high_min, h->pcp_high_max);
 }
 
 double kit_now_ns(void) {

@@ -32,7 +32,7 @@ trap 'rm -rf "$dir"' EXIT
 rc=0
 "$kit" --root-memcg host >"$dir/root.txt" 2>"$dir/root.err" || rc=$?
 case $rc in
-  0) grep -qx "memcg /" "$dir/root.txt" && grep -q ", root memcg$" "$dir/root.txt" \
+  0) grep -qx "memcg /" "$dir/root.txt" && grep -qE ", root memcg(, pcp high [0-9]+\.\.[0-9]+)?$" "$dir/root.txt" \
        || { echo "--root-memcg host: $(cat "$dir/root.txt")"; exit 1; }
      roots=1 ;;
   77) [[ "$(cat "$dir/root.err")" =~ ^simcache-measure:\ --root-memcg:\ cannot\ enter\ the\ root\ memory\ cgroup:\ /sys/fs/cgroup/[^:]*:\ .+$ ]] \
@@ -43,10 +43,10 @@ esac
 "$top/scripts/measure" --suite tiny --out "$dir/t.tsv" 2>"$dir/suite.err" || { cat "$dir/suite.err"; exit 1; }
 if ((roots)); then
   # ... and its reference back in the memcg the suite's others ran in.
-  [ "$(grep $'^T-POLL.ref\t' "$dir/t.tsv" | sed 's/.*, \([a-z]*\) memcg\t.*/\1/')" = \
-    "$(grep $'^T-POLL-root.ref\t' "$dir/t.tsv" | sed 's/.*, \([a-z]*\) memcg\t.*/\1/')" ] \
+  [ "$(grep $'^T-POLL.ref\t' "$dir/t.tsv" | sed -E 's/.*, ([a-z]*) memcg(, pcp high [0-9.]+)?\t.*/\1/')" = \
+    "$(grep $'^T-POLL-root.ref\t' "$dir/t.tsv" | sed -E 's/.*, ([a-z]*) memcg(, pcp high [0-9.]+)?\t.*/\1/')" ] \
     || { echo "the root row's reference ran elsewhere: $(grep '^T-POLL' "$dir/t.tsv" | cut -f1,3)"; exit 1; }
-  grep -qE $'^T-POLL-root\tpoll-refill\t.*; host: [0-9]+ CPUs, task on CPU [0-9]+, kworker CPU [0-9]+, root memcg\t' "$dir/t.tsv" \
+  grep -qE $'^T-POLL-root\tpoll-refill\t.*; host: [0-9]+ CPUs, task on CPU [0-9]+, kworker CPU [0-9]+, root memcg(, pcp high [0-9.]+)?\t' "$dir/t.tsv" \
     || { echo "no root row: $(cut -f1,3 "$dir/t.tsv")"; exit 1; }
 else
   grep -qx "scripts/measure: T-POLL-root: skipped" "$dir/suite.err" || { cat "$dir/suite.err"; exit 1; }
@@ -62,8 +62,8 @@ if ((roots)); then
   eval "\"\$kit\" --rounds 2 --warmup 0 --repeats 1 --target-se 0 --id D ${cmd#simcache-measure }" \
     >"$dir/docpair.tsv" 2>/dev/null || { echo "docs/measure.md's command failed: $cmd"; exit 1; }
   [ "$(cut -f1 "$dir/docpair.tsv" | tr '\n' ' ')" = "D-anchor D " ] \
-    && grep -q "^D-anchor"$'\tpoll-refill\t'".*, $("$kit" host | sed -n 's/^host: .*, \([a-z]*\) memcg$/\1/p') memcg"$'\t' "$dir/docpair.tsv" \
-    && grep -q $'^D\tpoll-refill\t.*, root memcg\t.*paired round by round with anchor D-anchor; ratio to anchor ns round by round: mean ' "$dir/docpair.tsv" \
+    && grep -qE "^D-anchor"$'\tpoll-refill\t'".*, $("$kit" host | sed -En 's/^host: .*, ([a-z]*) memcg(, pcp high .*)?$/\1/p') memcg(, pcp high [0-9.]+)?"$'\t' "$dir/docpair.tsv" \
+    && grep -qE $'^D\tpoll-refill\t.*, root memcg(, pcp high [0-9.]+)?\t.*paired round by round with anchor D-anchor; ratio to anchor ns round by round: mean ' "$dir/docpair.tsv" \
     || { echo "docs/measure.md's command: $(cut -f1,3 "$dir/docpair.tsv")"; exit 1; }
 fi
 head -1 "$dir/t.tsv" | grep -qx $'id\tworkload\tshape\tvariant\tmetric\tvalue\tunit\tkind\tsource\tnote' \
@@ -84,7 +84,7 @@ awk -F'\t' -v want="$rows" -v rel="kernel $(uname -r);" -v melt="; meltdown $mel
   $9 !~ /; address layout fixed$/ { printf "line %d: source lacks the fixed layout\n", NR; bad = 1 }
   index($9, melt) == 0 { printf "line %d: source lacks %s\n", NR, melt; bad = 1 }
   $10 !~ /stability=(pass|gate-fail); max group CV/ { printf "line %d: note %s\n", NR, $10; bad = 1 }
-  $3 !~ /; host: [0-9]+ CPUs, task on CPU [0-9]+, kworker CPU [0-9]+, (root|child) memcg$/ {
+  $3 !~ /; host: [0-9]+ CPUs, task on CPU [0-9]+, kworker CPU [0-9]+, (root|child) memcg(, pcp high [0-9]+\.\.[0-9]+)?$/ {
     printf "line %d: shape lacks the host\n", NR; bad = 1 }
   $1 !~ /\.ref$/ { rows++ }
   END { if (rows < want) { printf "only %d rows beside the references\n", rows; bad = 1 } exit bad }' "$dir/t.tsv"
@@ -121,7 +121,7 @@ echo "measure_tiny_suite: $rows rows well formed; calibrate and validate took th
 rc=0
 "$top/scripts/measure" --suite pairs --out "$dir/p.tsv" --rounds 2 --warmup 0 --repeats 1 \
   --target-se 0 2>"$dir/pairs.err" || rc=$?
-if [ "$("$kit" host | sed -n 's/^host: .*, \([a-z]*\) memcg$/\1/p')" = root ]; then
+if [ "$("$kit" host | sed -En 's/^host: .*, ([a-z]*) memcg(, pcp high .*)?$/\1/p')" = root ]; then
   [ "$rc" = 2 ] && [ ! -e "$dir/p.tsv" ] \
     && grep -qx "scripts/measure: --suite pairs: this task runs in the root memory cgroup: no child memcg to pair its rows with" "$dir/pairs.err" \
     || { echo "pairs in the root memcg: rc $rc"; cat "$dir/pairs.err"; exit 1; }
@@ -132,10 +132,10 @@ elif ((roots)); then
     "P-POLL-4096 P-POLL-4096-root P-POLL-1024 P-POLL-1024-root P-F0-4096-1024 P-F0-4096-1024-root P-E0-0 P-E0-0-root " ] \
     || { echo "pairs: $(cut -f1 "$dir/p.tsv" | tr '\n' ' ')"; exit 1; }
   awk -F'\t' 'NR == 1 { next }
-    $1 !~ /-root$/ { if ($3 !~ /, child memcg$/ || $10 !~ "; anchor of " $1 "-root, round by round$") {
+    $1 !~ /-root$/ { if ($3 !~ /, child memcg(, pcp high [0-9]+\.\.[0-9]+)?$/ || $10 !~ "; anchor of " $1 "-root, round by round$") {
                        printf "pairs line %d: %s is not the child twin\n", NR, $1; bad = 1 }
                      child = $1; next }
-    $1 != child "-root" || $3 !~ /, root memcg$/ ||
+    $1 != child "-root" || $3 !~ /, root memcg(, pcp high [0-9]+\.\.[0-9]+)?$/ ||
       index($10, "; paired round by round with anchor " child "; ratio to anchor ns round by round: mean ") == 0 {
       printf "pairs line %d: %s is not its root twin\n", NR, $1; bad = 1 }
     END { exit bad }' "$dir/p.tsv"

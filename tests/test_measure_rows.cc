@@ -147,6 +147,58 @@ TEST_CASE("a poll row's pointer-chase cache share becomes the machine's llc_kib"
   CHECK(without.params.count("llc_kib") == 0);
 }
 
+TEST_CASE("a kit row's per-CPU page lists' high marks become the machine's", "[measure]") {
+  // The kit reads them from /proc/zoneinfo (the task CPU's high_min and
+  // high_max in node 0's Normal zone) and appends them to the host; a
+  // row from before keeps the default machine's; marks the kernel could
+  // not have are one line naming the row and field, as any bad row.
+  Mapping m;
+  std::string err;
+  REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &m, &err));
+  for (const Expect& e : kRows) {
+    INFO(e.shape);
+    for (const char* marks : {", pcp high 6367..73728", "", ", pcp high 400..300", ", pcp high 6367..200"}) {
+      std::string row = kit_row("H-0", e.workload, e.shape, e.value, e.unit);
+      const size_t at = row.find(kHost);
+      REQUIRE(at != std::string::npos);
+      row.insert(at + sizeof kHost - 1, marks);
+      std::vector<MeasuredRow> rows;
+      REQUIRE(parse_measurements(std::string(kHeader) + row, "kit.tsv", &rows, &err));
+      MappedRow mr;
+      if (std::string(marks).find("..300") != std::string::npos) {
+        CHECK_FALSE(map_row(m, rows[0], &mr, &err));
+        INFO(err);
+        CHECK(err.find("kit.tsv:2:") == 0);
+        CHECK(err.find(": shape: rule 'host: ") != std::string::npos);
+        CHECK(err.find("parameter 'pcp_high_max' = 300 is below pcp_high_min = 400") !=
+              std::string::npos);
+        continue;
+      }
+      if (std::string(marks).find("..200") != std::string::npos) {  // below the floor
+        CHECK_FALSE(map_row(m, rows[0], &mr, &err));
+        INFO(err);
+        CHECK(err.find("kit.tsv:2:") == 0);
+        CHECK(err.find("parameter 'pcp_high_max' of scenario ") != std::string::npos);
+        CHECK(err.find(": 200 is out of range [252, 16777216]") != std::string::npos);
+        continue;
+      }
+      REQUIRE(map_row(m, rows[0], &mr, &err));
+      if (*marks) {
+        CHECK(mr.params.at("pcp_high_min") == 6367);
+        CHECK(mr.params.at("pcp_high_max") == 73728);
+      } else {
+        CHECK(mr.params.count("pcp_high_min") == 0);
+        CHECK(mr.params.count("pcp_high_max") == 0);
+      }
+    }
+  }
+  // Two rows that differ only in the marks are one configuration measured
+  // twice (condition_params): the machine's state, not a shape.
+  for (const char* k : {"pcp_high_min", "pcp_high_max"})
+    CHECK(std::find(m.fit.condition_params.begin(), m.fit.condition_params.end(), k) !=
+          m.fit.condition_params.end());
+}
+
 TEST_CASE("a kit row without the host suffix is not taken for a host row", "[measure]") {
   Mapping m;
   std::string err;

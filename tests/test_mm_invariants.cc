@@ -177,6 +177,7 @@ TEST_CASE("per-CPU page lists: a CPU gets back the block it freed hot, a refill'
           "[mm][pages]") {
   MmConfig cfg;
   cfg.nr_cpus = 2;
+  cfg.pcp_high_min = cfg.pcp_high_max = PCP_HIGH_FLOOR;  // 252 pages, untuned
   Mm mm(cfg);
   const Task cpu0{0, kRootMemcg, 0}, cpu1{1, kRootMemcg, 0};
   const auto ev = [&](Event e) { return mm.events()[e]; };
@@ -231,18 +232,24 @@ TEST_CASE("per-CPU page lists: a CPU gets back the block it freed hot, a refill'
   // CPU 0 now holds 17 order-2 blocks (68 pages: `b` and the 16
   // regions), under its high mark of 252 pages: nothing drained.
   CHECK(ev(Event::page_pcp_drain) == 0);
-  // 300 order-0 pages freed there: at 68 + 184 = 252 pages the CPU gives
-  // back a batch of 63, oldest first, from the order-0 list the page went
-  // to (189 left); again at the 247th; 242 pages at the end.
+  // 300 order-0 pages freed there. CPU 0's run of frees (free_count) is
+  // 70 pages before them: `a` (4), halved by `b`'s allocation (2), then
+  // `b` and the 16 regions (68). At 68 + 184 = 252 pages it reaches its
+  // mark with a run of 254 and gives back the run, at most the mark less
+  // a batch: 189 pages, oldest first, from the order-0 list the page went
+  // to (184 blocks), then round the orders: the two oldest order-2
+  // blocks (8 pages). 60 pages are left, and the 116 frees after reach
+  // 176: no second drain.
   std::vector<Ptr> small;
   for (int i = 0; i < 300; ++i) small.push_back(mm.alloc_page_region(1, z, cpu1));
   for (Ptr p : small) mm.free_page_region(p, cpu0);
-  CHECK(ev(Event::page_pcp_drain) == 2);
-  // The order-2 blocks were not touched: 17 come back hot, the 18th is a
+  CHECK(ev(Event::page_pcp_drain) == 1);
+  CHECK(ev(Event::page_pcp_drain_blocks) == 184 + 2);
+  // 15 order-2 blocks are left: they come back hot, the 16th is a
   // refill's.
   const uint64_t cold1 = ev(Event::page_alloc_cold);
   std::vector<Ptr> regions;
-  for (int i = 0; i < 17; ++i) regions.push_back(mm.alloc_page_region(4, z, cpu0));
+  for (int i = 0; i < 15; ++i) regions.push_back(mm.alloc_page_region(4, z, cpu0));
   CHECK(ev(Event::page_alloc_cold) == cold1);
   regions.push_back(mm.alloc_page_region(4, z, cpu0));
   CHECK(ev(Event::page_alloc_cold) == cold1 + 1);
@@ -453,7 +460,7 @@ TEST_CASE("page allocator: zone->lock only around the buddy work (refill, drain,
   Hook hook;
   hook.sink = &sink;
   sink.locks = &hook;
-  PageAllocator pa(&sink, &faults);
+  PageAllocator pa(&sink, &faults, PCP_HIGH_FLOOR, PCP_HIGH_FLOOR);  // 252 pages, untuned
   // The first order-0 page refills CPU 0's list: 63 blocks, one lock.
   std::vector<uint32_t> pages;
   pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
@@ -485,7 +492,9 @@ TEST_CASE("page allocator: zone->lock only around the buddy work (refill, drain,
   // Frees to the CPU's list take no lock until it reaches its high mark
   // of 252 pages. The list holds 52 order-0 and 6 order-3 blocks (100
   // pages); the order-3 block makes 108, and the 144th order-0 free 252:
-  // a batch of 63 order-0 pages given back, oldest first, in one lock.
+  // the run of frees since the last allocation (8 + 144 pages, between a
+  // batch and the mark less a batch) given back, oldest first, in one
+  // lock: the 152 oldest order-0 blocks.
   pa.free_pages(big3, 3, 0);
   CHECK(hook.taken == 7);
   size_t freed = 0;
@@ -493,12 +502,72 @@ TEST_CASE("page allocator: zone->lock only around the buddy work (refill, drain,
   CHECK(freed == 144);
   CHECK(hook.taken == 8);
   CHECK(sink[Event::page_pcp_drain] == 1);
-  CHECK(sink[Event::page_pcp_drain_blocks] == 63);
+  CHECK(sink[Event::page_pcp_drain_blocks] == 152);
   // Every block moved was moved under the lock, and the only calls
   // priced inside it are the two above order 3 (their hold): a refill's
   // allocation prepares its block after the lock.
-  CHECK(hook.blocks_inside == 4 * 63 + 7 + 63);
+  CHECK(hook.blocks_inside == 4 * 63 + 7 + 152);
   CHECK(hook.calls_inside == 2);
   CHECK(sink[Event::page_free] == 2 + 144);
   CHECK(hook.held == 0);
+}
+
+TEST_CASE("page allocator: the high mark starts at the machine's least and is tuned up to its most",
+          "[mm][pages]") {
+  // nr_pcp_alloc(), nr_pcp_high() and nr_pcp_free() of 6.18, on a zone
+  // above its high watermark: high_min 300, high_max 700 pages.
+  EventSink sink;
+  FaultInjector faults;
+  PageAllocator pa(&sink, &faults, 300, 700);
+  // CPU 1 only frees (a kworker's teardown): the pages come from CPU 0.
+  std::vector<uint32_t> pages;
+  for (int i = 0; i < 1200; ++i) pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
+  CHECK(sink[Event::page_pcp_refill] == 20);  // 1,200 / 63, rounded up
+  size_t next = 0;
+  const auto free_until_drain = [&] {
+    const uint64_t d = sink[Event::page_pcp_drain];
+    size_t n = 0;
+    while (sink[Event::page_pcp_drain] == d && next < pages.size()) pa.free_pages(pages[next++], 0, 1), ++n;
+    return n;
+  };
+  // CPU 1's mark is its least, 300: the 300th free reaches it with a run
+  // of 300 pages, so it gives back at most the mark less a batch (237)
+  // and raises its mark to hold the run and a batch (363).
+  CHECK(free_until_drain() == 300);
+  CHECK(sink[Event::page_pcp_drain_blocks] == 237);
+  // 63 pages left: 300 more frees reach 363 with a run of 600; it gives
+  // back 363 - 63 = 300 and the mark goes to 663.
+  CHECK(free_until_drain() == 300);
+  CHECK(sink[Event::page_pcp_drain_blocks] == 237 + 300);
+  // 63 left: the next drain is at 663 (600 frees), the run 1,200; the
+  // mark stops at the most, 700.
+  CHECK(free_until_drain() == 600);
+  CHECK(sink[Event::page_pcp_drain_blocks] == 237 + 300 + 600);
+  // Frees after an allocation: the allocation halves the run, so a drain
+  // gives back less. CPU 1 holds 63 pages, its mark 700; one allocation
+  // there halves the run of 1,200 to 600 (and takes a page: 62 left).
+  pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 1));
+  std::vector<uint32_t> more;
+  for (int i = 0; i < 700; ++i) more.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
+  for (size_t i = 0; i < 637; ++i) pa.free_pages(more[i], 0, 1);
+  CHECK(sink[Event::page_pcp_drain] == 3);  // 62 + 637 = 699 pages: under the mark
+  pa.free_pages(more[637], 0, 1);           // 700: the run 600 + 638 = 1,238
+  CHECK(sink[Event::page_pcp_drain] == 4);
+  CHECK(sink[Event::page_pcp_drain_blocks] == 237 + 300 + 600 + 637);  // the mark less a batch
+  for (size_t i = 638; i < more.size(); ++i) pa.free_pages(more[i], 0, 1);
+  for (size_t i = next; i < pages.size(); ++i) pa.free_pages(pages[i], 0, 1);
+  CHECK(sink[Event::page_pcp_drain] == 4);
+  // A refill raises the allocating CPU's mark by a batch: 315 pages
+  // taken in 5 refills put it at 300 + 5 x 63 = 615, so all 315 freed
+  // back on that CPU stay there (at the least, 300, the 300th would
+  // drain); a machine whose least and most are equal never tunes it.
+  for (const uint32_t most : {700u, 300u}) {
+    EventSink s2;
+    PageAllocator pb(&s2, &faults, 300, most);
+    std::vector<uint32_t> own;
+    for (int i = 0; i < 315; ++i) own.push_back(pb.alloc_pages(0, 0, GFP_KERNEL, 0));
+    CHECK(s2[Event::page_pcp_refill] == 5);
+    for (uint32_t pg : own) pb.free_pages(pg, 0, 0);
+    CHECK(s2[Event::page_pcp_drain] == (most == 300 ? 1 : 0));
+  }
 }

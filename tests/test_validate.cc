@@ -815,7 +815,8 @@ TEST_CASE("a recorded condition leaves one configuration but a reading of anothe
   Mapping m;
   std::string err;
   REQUIRE(load_mapping(repo_file("data/profiles/mapping.toml"), &m, &err));
-  REQUIRE(m.fit.condition_params == std::vector<std::string>{"llc_kib"});
+  REQUIRE(m.fit.condition_params ==
+          std::vector<std::string>{"llc_kib", "pcp_high_min", "pcp_high_max"});
   MappedRow a;
   a.scenario = "poll-refill";
   a.kernel = "v6.18";

@@ -18,12 +18,14 @@ Mm::Mm(const MmConfig& cfg) : Mm(cfg, nullptr) {}
 
 Mm::Mm(const MmConfig& cfg, SlabBackend* backend)
     : cfg_(cfg), kmalloc_(cfg.random_kmalloc_caches, cfg.random_kmalloc_seed) {
-  if (cfg_.nr_cpus == 0 || cfg_.nr_nodes == 0 || cfg_.nr_nodes > cfg_.nr_cpus) {
-    std::fprintf(stderr, "simcache: invalid mm config: %u cpus, %u nodes\n",
-                 cfg_.nr_cpus, cfg_.nr_nodes);
+  if (cfg_.nr_cpus == 0 || cfg_.nr_nodes == 0 || cfg_.nr_nodes > cfg_.nr_cpus ||
+      cfg_.pcp_high_min < PCP_HIGH_FLOOR || cfg_.pcp_high_max < cfg_.pcp_high_min) {
+    std::fprintf(stderr, "simcache: invalid mm config: %u cpus, %u nodes, pcp high %u..%u\n",
+                 cfg_.nr_cpus, cfg_.nr_nodes, cfg_.pcp_high_min, cfg_.pcp_high_max);
     std::exit(2);
   }
-  pages_ = std::make_unique<PageAllocator>(&events_, &faults_);
+  pages_ = std::make_unique<PageAllocator>(&events_, &faults_, cfg_.pcp_high_min,
+                                           cfg_.pcp_high_max);
   memcg_ = std::make_unique<Memcg>(cfg_.memcg, &events_, cfg_.nr_cpus, cfg_.nr_nodes);
   if (!backend) {
     own_backend_ = std::make_unique<KernelBackend>(pages_.get(), memcg_.get());

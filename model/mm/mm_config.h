@@ -19,6 +19,11 @@ struct MmConfig {
   // i7-12700KF has 8 P-cores with SMT + 4 E-cores = 20 CPUs.
   uint16_t nr_cpus = 20;
   uint8_t nr_nodes = 1;
+  // The per-CPU page lists' high mark (pages; model/kernel/machine.def
+  // pcp_high_min and pcp_high_max): it starts at the least and is tuned
+  // up to the most. The defaults are the i7-12700KF's.
+  uint32_t pcp_high_min = 1128;
+  uint32_t pcp_high_max = 46188;
   bool random_kmalloc_caches = false;  // CONFIG_RANDOM_KMALLOC_CACHES
   uint64_t random_kmalloc_seed = 0;    // random_kmalloc_seed (per boot)
   bool slab_nomerge = false;           // boot parameter

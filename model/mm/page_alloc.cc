@@ -8,8 +8,9 @@
 
 namespace simcache {
 
-PageAllocator::PageAllocator(EventSink* events, FaultInjector* faults)
-    : ev_(events), faults_(faults) {
+PageAllocator::PageAllocator(EventSink* events, FaultInjector* faults, uint32_t high_min,
+                             uint32_t high_max)
+    : ev_(events), faults_(faults), high_min_(high_min), high_max_(high_max) {
   live_.push_back(0);  // page id 0 is "no page"
 }
 
@@ -17,18 +18,18 @@ PageAllocator::Pcp& PageAllocator::pcp(CpuId cpu, NodeId node) {
   const uint32_t key = uint32_t{cpu} << 8 | node;
   for (Pcp& p : pcp_)
     if (p.key == key) return p;
-  return pcp_.emplace_back(Pcp{key, {}, 0});
+  return pcp_.emplace_back(Pcp{key, {}, 0, high_min_, 0});
 }
 
 // A block from the node's free blocks (the buddy lists).
 uint32_t PageAllocator::take_free() { return take_id<uint32_t>(live_, free_ids_); }
 
-// free_pcppages_bulk(): at the high mark the CPU gives back a batch of
-// pages (nr_pcp_free()'s least), oldest first, from the list the block
-// was freed to, then the next order's, and so on round the orders.
-// Returns the blocks given back.
-uint32_t PageAllocator::drain(Pcp& p, uint32_t order) {
-  int64_t count = PCP_BATCH;
+// free_pcppages_bulk(): at the high mark the CPU gives back `count`
+// pages (nr_pcp_free()), oldest first, from the list the block was freed
+// to, then the next order's, and so on round the orders; a list it
+// starts on is emptied before the count is checked. Returns the blocks
+// given back.
+uint32_t PageAllocator::drain(Pcp& p, uint32_t order, int64_t count) {
   uint32_t blocks = 0;
   while (count > 0 && p.pages > 0) {
     auto& l = p.list[order];
@@ -62,8 +63,11 @@ uint32_t PageAllocator::alloc_pages(uint32_t order, NodeId node, gfp_t gfp, CpuI
     // which comes before the block's own preparation (priced by
     // page_alloc_order*, below).
     Pcp& p = pcp(cpu, node);
+    p.free_count >>= 1;  // an allocation halves the run of frees
     auto& l = p.list[order];
     if (l.empty()) {  // rmqueue_bulk(): a batch of blocks not in this CPU's caches
+      // nr_pcp_alloc(): a refill raises the mark by a batch.
+      p.high = std::min(p.high + PCP_BATCH, high_max_);
       const uint32_t batch = std::max<uint32_t>(PCP_BATCH >> order, 2);
       if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
       for (uint32_t i = 0; i < batch; ++i) l.push_front({take_free(), false});
@@ -108,9 +112,17 @@ void PageAllocator::free_pages(uint32_t page, uint32_t order, CpuId cpu) {
     Pcp& p = pcp(cpu, node);
     p.list[order].push_back({page, true});
     p.pages += 1u << order;
-    if (p.pages >= PCP_HIGH) {  // free_pcppages_bulk(), under zone->lock
+    if (p.free_count < PCP_FREE_COUNT_MAX) p.free_count += 1u << order;
+    // nr_pcp_high(): the mark this free is judged by; at it, the mark is
+    // raised (for the frees after) to hold the run and a batch.
+    const uint32_t high = p.high;
+    if (p.pages >= high) {  // free_pcppages_bulk(), under zone->lock
+      p.high = std::max(p.high, std::min(p.free_count + PCP_BATCH, high_max_));
+      // nr_pcp_free(): the run of frees, at least a batch, at most the
+      // mark less a batch.
+      const int64_t count = std::clamp<int64_t>(p.free_count, PCP_BATCH, high - PCP_BATCH);
       if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
-      const uint32_t blocks = drain(p, order);
+      const uint32_t blocks = drain(p, order, count);
       ev_->add(Event::page_pcp_drain);
       ev_->add(Event::page_pcp_drain_blocks, blocks);
       if (ev_->locks) ev_->locks->release(LockClass::zone_lock, node);
@@ -126,11 +138,12 @@ void PageAllocator::free_pages(uint32_t page, uint32_t order, CpuId cpu) {
 void PageAllocator::signature(StateSig* s) const {
   s->add(allocated_);
   uint64_t lists = 0;  // the CPUs' lists that hold blocks: where this part ends
-  for (const Pcp& p : pcp_) lists += p.pages != 0;
+  for (const Pcp& p : pcp_) lists += p.pages != 0 || p.high != high_min_ || p.free_count != 0;
   s->add(lists);
   for (const Pcp& p : pcp_) {
-    if (p.pages == 0) continue;
+    if (p.pages == 0 && p.high == high_min_ && p.free_count == 0) continue;
     s->add(p.key);
+    s->add(uint64_t{p.high} << 32 | p.free_count);
     for (const auto& l : p.list) {
       s->add(l.size());
       uint64_t word = 0;

@@ -9,13 +9,25 @@
 // free pushes onto the freeing CPU's list, an allocation pops the
 // allocating CPU's newest block, and an empty list is refilled from the
 // node's free blocks, max(PCP_BATCH >> order, 2) at a time
-// (rmqueue_bulk()). A CPU whose lists reach PCP_HIGH pages gives back a
-// batch, oldest first (free_pcppages_bulk()). What the lists decide is
+// (rmqueue_bulk()). A CPU whose lists reach their high mark gives back
+// pages, oldest first (free_pcppages_bulk()). What the lists decide is
 // which block an allocation gets, and so whether its memory is
 // cache-hot: a block this CPU freed counts as hot, one a refill brought
 // as cold (last written by another CPU or long ago). Clearing a cold
 // block is dearer (zero_bytes_cold, model/mm/mm.cc). Higher orders come
 // straight from the node's free blocks and count as hot.
+//
+// The high mark is the machine's (machine.def pcp_high_min and
+// pcp_high_max, zone_highsize()): each CPU's starts at the least and is
+// tuned as 6.18 tunes pcp->high while the zone is above its high
+// watermark (nr_pcp_alloc(), nr_pcp_high()): up by a batch at every
+// refill, and, when a free finds the lists at the mark, up to the run of
+// pages freed since the last allocations (pcp->free_count) plus a batch,
+// never past the most. A drain gives back that run, at least a batch
+// and at most the mark less a batch (nr_pcp_free()). free_count grows
+// by each freed block's pages, to at most 32 batches
+// (CONFIG_PCP_BATCH_SCALE_MAX = 5), and halves at each allocation from
+// the lists.
 //
 // zone->lock is taken where the kernel takes it on these paths: around
 // a refill's and a drain's buddy work (held for the blocks moved, priced
@@ -26,13 +38,13 @@
 // taken. Not modelled: the kernel's fallback to zone->lock for a single
 // block when the pcp lock is busy (an interrupt on the same CPU, a remote
 // drain_all_pages(), an RT preemption of the holder), the vmstat
-// worker's timed drains, and THP's PMD-order list.
+// worker's timed drains and its decay of the high mark back toward the
+// least (decay_pcp_high(), once a second), and THP's PMD-order list.
 //
-// Simplified against 6.18: the high mark is its floor (the kernel's is
-// at least that, from the zone's low watermark and its CPUs, and tuned
-// upwards by a batch per refill); order-0 refills are one batch (the
-// kernel scales them by pcp->alloc_factor); no free_high fast drain of
-// the order-1 to 3 lists after a run of high-order frees; one list per
+// Simplified against 6.18: order-0 refills are one batch (the kernel
+// scales them by pcp->alloc_factor); no free_high fast drain of the
+// order-1 to 3 lists after a run of high-order frees; no zone below its
+// high watermark or reclaiming (which hold the mark down); one list per
 // order, not per migratetype, and no THP list. None of these changes
 // which blocks are cold on a CPU that frees fewer blocks than it takes,
 // which is what zero_bytes_cold counts.
@@ -54,14 +66,18 @@ namespace simcache {
 // PAGE_ALLOC_COSTLY_ORDER: the highest order the per-CPU lists hold.
 inline constexpr uint32_t PCP_MAX_ORDER = 3;
 // pcp->batch of a zone of a few GiB and more (zone_batchsize(): 64
-// rounded to 2^n - 1), and the lists' high mark at its floor
-// (zone_highsize() never goes below 4 batches).
+// rounded to 2^n - 1); the lists' high mark is never below 4 batches
+// (zone_highsize()); a run of frees counts to at most 32 batches
+// (CONFIG_PCP_BATCH_SCALE_MAX = 5).
 inline constexpr uint32_t PCP_BATCH = 63;
-inline constexpr uint32_t PCP_HIGH = 4 * PCP_BATCH;
+inline constexpr uint32_t PCP_HIGH_FLOOR = 4 * PCP_BATCH;
+inline constexpr uint32_t PCP_FREE_COUNT_MAX = PCP_BATCH << 5;
 
 class PageAllocator {
  public:
-  PageAllocator(EventSink* events, FaultInjector* faults);
+  // high_min <= high_max, both at least PCP_HIGH_FLOOR (MmConfig).
+  PageAllocator(EventSink* events, FaultInjector* faults, uint32_t high_min = 1128,
+                uint32_t high_max = 46188);
 
   // Allocates 2^order pages on `node` for a task on `cpu`. Returns a
   // page id (> 0) or 0 on failure (injected). *cold, when given, says
@@ -72,8 +88,9 @@ class PageAllocator {
   // PCP_MAX_ORDER).
   void free_pages(uint32_t page, uint32_t order, CpuId cpu);
   // The pages allocated and, per CPU list, its blocks' temperatures in
-  // list order (model/mm/state_sig.h). A page id is a label: which one a
-  // slab gets decides nothing else, so the ids are left out.
+  // list order, its high mark and its run of frees (model/mm/state_sig.h).
+  // A page id is a label: which one a slab gets decides nothing else, so
+  // the ids are left out.
   void signature(StateSig* s) const;
 
  private:
@@ -85,13 +102,16 @@ class PageAllocator {
     uint32_t key;  // cpu << 8 | node
     std::array<std::deque<Block>, PCP_MAX_ORDER + 1> list;  // front: oldest
     uint32_t pages = 0;
+    uint32_t high = 0;        // pcp->high
+    uint32_t free_count = 0;  // pcp->free_count: pages freed since the allocations
   };
   Pcp& pcp(CpuId cpu, NodeId node);
   uint32_t take_free();
-  uint32_t drain(Pcp& p, uint32_t order);
+  uint32_t drain(Pcp& p, uint32_t order, int64_t count);
 
   EventSink* ev_;
   FaultInjector* faults_;
+  uint32_t high_min_, high_max_;
   std::vector<uint32_t> free_ids_;
   std::vector<uint8_t> live_;  // indexed by page id: node + 1 while allocated
   std::vector<Pcp> pcp_;  // one per (cpu, node), made on first use

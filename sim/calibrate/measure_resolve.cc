@@ -249,7 +249,7 @@ bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string
   std::string err;
   ScenarioInfo info = *ScenarioRegistry::get().find(s->scenario);
   for (const ParamSpec& p : machine_params()) info.params.push_back(p);  // cpus=2, ...
-  if (!resolve_params(info, {}, sets, &resolved, &err)) {
+  if (!resolve_params(info, {}, sets, &resolved, &err) || !check_machine(resolved, &err)) {
     *error = fmt::format("{}: shape: rule '{}': {}", r.where("shape"), s->name, err);
     return false;
   }

@@ -111,6 +111,8 @@ void run_job(Job& j, const RunConfig& cfg, bool steady) {
   MmConfig mc = j.col->mc;  // the profile's and the column's
   mc.nr_cpus = jm.cpus;
   mc.nr_nodes = jm.nodes;
+  mc.pcp_high_min = jm.pcp_high_min;
+  mc.pcp_high_max = jm.pcp_high_max;
   iou::PolicySet ps = j.col->ps;
   if (cfg.debug_bug != iou::DebugBug::none) ps.debug_bug = cfg.debug_bug;
   mc.random_kmalloc_seed = seed * 0x9e3779b97f4a7c15ull + 1;

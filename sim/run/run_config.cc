@@ -33,7 +33,29 @@ JobMachine job_machine(const Params& p, const iou::MachineInfo& m) {
   j.idle = m.idle_table.empty() ? nullptr : iou::idle_table(m.idle_table);
   j.cpufreq_iowait_boost = p.at("cpufreq_iowait_boost") != 0;
   j.llc_kib = static_cast<uint32_t>(p.at("llc_kib"));
+  j.pcp_high_min = static_cast<uint32_t>(p.at("pcp_high_min"));
+  j.pcp_high_max = static_cast<uint32_t>(p.at("pcp_high_max"));
   return j;
+}
+
+bool check_machine(const Params& p, std::string* error) {
+  const int64_t cpus = p.at("cpus");
+  for (const char* k : {"cpu", "kworker_cpu"}) {
+    if (p.at(k) >= cpus) {
+      *error = fmt::format("parameter '{}' = {} must be below cpus = {}", k, p.at(k), cpus);
+      return false;
+    }
+  }
+  if (p.at("nodes") > cpus) {
+    *error = fmt::format("parameter 'nodes' = {} exceeds cpus = {}", p.at("nodes"), cpus);
+    return false;
+  }
+  if (p.at("pcp_high_max") < p.at("pcp_high_min")) {
+    *error = fmt::format("parameter 'pcp_high_max' = {} is below pcp_high_min = {}",
+                         p.at("pcp_high_max"), p.at("pcp_high_min"));
+    return false;
+  }
+  return true;
 }
 
 std::vector<std::string> default_columns(std::string_view scenario) {
@@ -114,20 +136,6 @@ bool with_background_trace(ScenarioInfo* s, std::string_view asked, std::string*
   return false;
 }
 
-bool check_machine(const Params& p, std::string* error) {
-  const int64_t cpus = p.at("cpus");
-  for (const char* k : {"cpu", "kworker_cpu"}) {
-    if (p.at(k) >= cpus) {
-      *error = fmt::format("parameter '{}' = {} must be below cpus = {}", k, p.at(k), cpus);
-      return false;
-    }
-  }
-  if (p.at("nodes") > cpus) {
-    *error = fmt::format("parameter 'nodes' = {} exceeds cpus = {}", p.at("nodes"), cpus);
-    return false;
-  }
-  return true;
-}
 
 // The request's scalars, carried over as they are.
 void copy_scalars(const RunRequest& req, RunConfig* out) {

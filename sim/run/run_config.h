@@ -119,6 +119,7 @@ struct JobMachine {
   const iou::IdleTable* idle = nullptr;
   bool cpufreq_iowait_boost = false;  // machine.def cpufreq_iowait_boost
   uint32_t llc_kib = 0;               // machine.def llc_kib
+  uint32_t pcp_high_min = 0, pcp_high_max = 0;  // machine.def: the per-CPU page lists' high mark
 };
 
 // One row group: a driver, its resolved parameters and its columns.
@@ -204,6 +205,10 @@ std::vector<ParamSpec> machine_params(const iou::MachineInfo& m);
 
 // The machine of a workload from its resolved parameters.
 JobMachine job_machine(const Params& p, const iou::MachineInfo& m);
+// The machine parameters' checks across fields: the CPUs named exist,
+// no more nodes than CPUs, the per-CPU page lists' high mark's most not
+// below its least. false with one line in *error.
+bool check_machine(const Params& p, std::string* error);
 
 // A preset's or scenario's default columns (empty: "unpatched"), as
 // resolve_run() picks them when the request names none.
