@@ -31,35 +31,60 @@ static int read_line(const char* path, char* out, size_t n) {
   return 0;
 }
 
-/* The high marks of `cpu`'s per-CPU page lists in node 0's Normal zone
- * (/proc/zoneinfo: "Node 0, zone   Normal", then "cpu: N" and its
- * "high_min:" and "high_max:" lines, 6.7 and later). Left at 0 where
- * the file or the lines are missing. */
+/* The NUMA node of `cpu` (its /sys/devices/system/cpu/cpuN/nodeM link), 0
+ * where none is shown. */
+static int kit_cpu_node(int cpu) {
+  char dir[96];
+  snprintf(dir, sizeof dir, "/sys/devices/system/cpu/cpu%d", cpu);
+  DIR* d = opendir(dir);
+  int node = 0;
+  for (struct dirent* e; d && (e = readdir(d));)
+    if (!strncmp(e->d_name, "node", 4) && e->d_name[4] >= '0' && e->d_name[4] <= '9') {
+      node = atoi(e->d_name + 4);
+      break;
+    }
+  if (d) closedir(d);
+  return node;
+}
+
+/* The high marks of `cpu`'s per-CPU page lists in its node's Normal zone,
+ * or DMA32 where the node has no Normal zone (a guest of a few GiB), from
+ * /proc/zoneinfo: "Node N, zone Z", then "cpu: C" and its "high_min:" and
+ * "high_max:" lines (6.7 and later) or, before 6.7, its fixed "high:"
+ * (least and most alike). Left at 0 where the file or the lines are
+ * missing; marks below the model's floor (4 batches of 63: a zone too
+ * small for the model's batch) are left out too. */
 static void kit_pcp_high(struct kit_host* h) {
   FILE* f = fopen("/proc/zoneinfo", "r");
   if (!f) return;
+  const int want = kit_cpu_node(h->cpu);
   char line[256];
-  int in_zone = 0, in_cpu = 0;
-  long lo = 0, hi = 0;
+  int zone_kind = 0, in_cpu = 0; /* zone_kind: 1 DMA32, 2 Normal, of node `want` */
+  long lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, fixed[3] = {0, 0, 0};
   while (fgets(line, sizeof line, f)) {
     int node, cpu;
     char zone[32];
     long v;
     if (sscanf(line, "Node %d, zone %31s", &node, zone) == 2) {
-      if (in_zone) break; /* past node 0's Normal zone */
-      in_zone = node == 0 && !strcmp(zone, "Normal");
+      zone_kind = node != want ? 0 : !strcmp(zone, "Normal") ? 2 : !strcmp(zone, "DMA32") ? 1 : 0;
       in_cpu = 0;
-    } else if (in_zone && sscanf(line, " cpu: %d", &cpu) == 1) {
-      if (in_cpu) break;
+    } else if (zone_kind && sscanf(line, " cpu: %d", &cpu) == 1) {
       in_cpu = cpu == h->cpu;
     } else if (in_cpu && sscanf(line, " high_min: %ld", &v) == 1) {
-      lo = v;
+      lo[zone_kind] = v;
     } else if (in_cpu && sscanf(line, " high_max: %ld", &v) == 1) {
-      hi = v;
+      hi[zone_kind] = v;
+    } else if (in_cpu && sscanf(line, " high: %ld", &v) == 1) {
+      fixed[zone_kind] = v;
     }
   }
   fclose(f);
-  if (lo >= 252 && hi >= lo) h->pcp_high_min = lo, h->pcp_high_max = hi;
+  for (int z = 2; z >= 1; --z) {
+    const long a = lo[z] ? lo[z] : fixed[z], b = hi[z] ? hi[z] : fixed[z];
+    if (!a) continue; /* no such zone on the node, or no pageset lines */
+    if (a >= 252 && b >= a) h->pcp_high_min = a, h->pcp_high_max = b;
+    return;
+  }
 }
 
 void kit_cpu_vulns(char* digest, size_t n, FILE* print) {

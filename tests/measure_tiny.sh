@@ -24,6 +24,19 @@ expect_flag_error "simcache-measure: no program given" --rounds 3
 expect_flag_error "simcache-measure: --target-se: 'x' is not a number in [0, 100]" --target-se x f0
 expect_flag_error "simcache-measure: --max-rounds: '1' is not a whole number in [2, 100000]" --max-rounds 1 f0
 "$kit" probe || exit $?
+# The host line carries the task CPU's per-CPU page lists' marks where
+# /proc/zoneinfo shows them (6.7 and later): node 0's Normal zone here.
+host=$("$kit" host | sed -n 's/^host: //p')
+if grep -q "high_min:" /proc/zoneinfo && grep -q "^Node 0, zone *Normal" /proc/zoneinfo; then
+  [[ $host =~ ,\ pcp\ high\ ([0-9]+)\.\.([0-9]+)$ ]] || { echo "host lacks the pcp marks: $host"; exit 1; }
+  got="${BASH_REMATCH[1]}..${BASH_REMATCH[2]}"
+  tcpu=$(echo "$host" | sed -E 's/.*task on CPU ([0-9]+),.*/\1/')
+  want=$(awk -v c="$tcpu" '/^Node 0, zone +Normal/ { z = 1; next } /^Node/ { z = 0 }
+    z && $1 == "cpu:" { mine = ($2 == c); next }
+    z && mine && $1 == "high_min:" { lo = $2 }
+    z && mine && $1 == "high_max:" { print lo ".." $2; exit }' /proc/zoneinfo)
+  [ "$got" = "$want" ] || { echo "host's pcp marks $got, /proc/zoneinfo $want"; exit 1; }
+fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # --root-memcg: the root memory cgroup, or exit 77 with one line naming

@@ -1220,7 +1220,7 @@ TEST_CASE("a sixth sitting: polls armed beyond the cache share are priced cold",
   const CliOutcome fit = run_cli({"calibrate", "--statistic", "median", "--measurements", cal});
   INFO(fit.out << fit.err);
   REQUIRE(fit.status == 0);
-  CHECK(fit.out.find("llc_kib=8192 qd=4096 recycle=32 total=131072") != std::string::npos);
+  CHECK(fit.out.find("llc_kib=8192 pcp_high_max=73728 pcp_high_min=6367 qd=4096 recycle=32 total=131072") != std::string::npos);
   const std::string cold = fit.out.substr(fit.out.find("\nreq_cold "));
   CHECK(cold.substr(0, cold.find('\n', 1)).find("pinned") != std::string::npos);
   CHECK(std::abs(error_of(fit.out, "C-POLL")) < 0.01);
@@ -1252,7 +1252,7 @@ TEST_CASE("a sixth sitting: polls armed beyond the cache share are priced cold",
     CHECK(std::fabs(d.measured / d.lo - 1) < 0.01);
   }
   CHECK(std::abs(error_of(v.out, "V-POLL-1024")) < 0.05);
-  CHECK(v.out.find("llc_kib=4096 qd=4096 recycle=16") != std::string::npos);
+  CHECK(v.out.find("llc_kib=4096 pcp_high_max=73728 pcp_high_min=6367 qd=4096 recycle=16") != std::string::npos);
   CHECK(error_of(v.out, "V-POLL-32768") > 0.10);
   const testing::TempFile val8192 =
       reshare(val, "sixth_val8192.tsv", "; LLC share 8192 KiB (pointer chase)");
@@ -1551,8 +1551,8 @@ TEST_CASE("a ninth and a tenth sitting: a fourth table size for registration",
     CHECK(err("V-LR-128-128") < -6);
     CHECK(err("V-LR-128-128") > -13);
     if (ninth) {
-      CHECK(err("V-POLL-1024") > 52);
-      CHECK(err("V-POLL-1024") < 54);
+      CHECK(err("V-POLL-1024") > 53);
+      CHECK(err("V-POLL-1024") < 55);
       CHECK(line(d.out, "  V-R-POLL-4096 ").find("against C-POLL-4096 997.627 ns: -30.47%") !=
             std::string::npos);
     } else {
@@ -1721,12 +1721,13 @@ TEST_CASE("an Intel Xeon VM: few installs or waits a system call", "[refits][cal
       INFO(sitting << " " << statistic);
       const std::string out = judge(sitting, statistic);
       if (std::string(sitting) == "xeon") {
-        CHECK(covered(out) == 21);  // of 24
-        // Its misses: POLL_ADD at QD 1,024 about 11 % high (outside its
-        // interval by median rounds), and by mean rounds the paced
-        // lifecycle about 11 % low (outside).
-        CHECK(std::fabs(error(out, "V-POLL-1024") - 11) < 1);
-        if (std::string(statistic) == "median") CHECK_FALSE(inside(out, "V-POLL-1024"));
+        // 21 of 24 by median rounds, 20 by mean. Its misses: POLL_ADD at
+        // QD 1,024 about 12 % high (outside its interval by either, by
+        // mean rounds under 0.1 % below its lower end), and by mean
+        // rounds the paced lifecycle about 11 % low (outside).
+        CHECK(covered(out) == (std::string(statistic) == "median" ? 21 : 20));
+        CHECK(std::fabs(error(out, "V-POLL-1024") - 12) < 1);
+        CHECK_FALSE(inside(out, "V-POLL-1024"));
         if (std::string(statistic) == "mean") {
           CHECK(std::fabs(error(out, "V-LP-1024-256") + 11) < 1);
           CHECK_FALSE(inside(out, "V-LP-1024-256"));
@@ -1738,7 +1739,7 @@ TEST_CASE("an Intel Xeon VM: few installs or waits a system call", "[refits][cal
       CHECK(inside(out, "V-E0-700"));
       CHECK(inside(out, "V-LR-128-128"));
     }
-  CHECK(fmt::format("{:.1f} {:.1f}", xeon_reuse_lo, xeon_reuse_hi) == "-5.0 0.2");
+  CHECK(fmt::format("{:.1f} {:.1f}", xeon_reuse_lo, xeon_reuse_hi) == "-5.1 0.2");
   // The record: every Xeon row names its CPU and what its kernel says of
   // Meltdown, as an AMD CPU's does; all but 2 of their 232 rows failed
   // their stability gate.
@@ -1855,7 +1856,7 @@ TEST_CASE("a third Xeon sitting: rows in the root memory cgroup beside the child
         "median V-F0-4096-1024 measured +0.66\n"
         "median V-F0-4096-1024 predicted +0.0\n"
         "median V-POLL-1024 measured +0.09\n"
-        "median V-POLL-1024 predicted -14.4\n"
+        "median V-POLL-1024 predicted -14.3\n"
         "median inside 20\n");
 }
 
@@ -1868,8 +1869,8 @@ TEST_CASE("the calibration suite's small reuse and nearly one armed wait a cycle
   // wait costs). The second Xeon sitting has them (docs/validation.md,
   // "An Intel Xeon VM"): its fit meets both within 2 %, does not pin
   // io_uring_enter with them, and predicts its validation suite with a
-  // mean absolute error of 4.51 % against 4.77 % without them by median
-  // rounds, 2.98 % against 3.18 % by mean rounds.
+  // mean absolute error of 4.54 % against 4.80 % without them by median
+  // rounds, 3.00 % against 3.21 % by mean rounds.
   {
     // The kit's error diffusion at 969 per mille, 32 waits a cycle.
     long long seq = 0;
@@ -1916,10 +1917,10 @@ TEST_CASE("the calibration suite's small reuse and nearly one armed wait a cycle
     REQUIRE(without > 0);
     maes += fmt::format("{:.2f} {:.2f} ", with, without);
   }
-  CHECK(maes == "4.51 4.77 2.98 3.18 ");
+  CHECK(maes == "4.54 4.80 3.00 3.21 ");
   CHECK(simcache::testing::read_text(repo_file("docs/validation.md"))
-            .find("absolute error a little: 4.51 % against 4.77 % without them by median\n"
-                  "rounds, 2.98 % against 3.18 % by mean rounds.") != std::string::npos);
+            .find("absolute error a little: 4.54 % against 4.80 % without them by median\n"
+                  "rounds, 3.00 % against 3.21 % by mean rounds.") != std::string::npos);
 }
 
 TEST_CASE("of the suites' serial registrations only 2,048 slots take an order-2 page",
@@ -2121,8 +2122,8 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
                         o.out.substr(table));
     // The prose beneath the block: on the first five the older fitter's
     // mean absolute error a little lower, by under two points on four of
-    // them and 4.06 on the fifth; on the sixth lower by 0.37 points and
-    // on the eighth by 0.12; on the seventh, the ninth to the twelfth and
+    // them and 4.13 on the fifth; on the sixth lower by 0.35 points and
+    // on the eighth by 0.15; on the seventh, the ninth to the twelfth and
     // the first two Xeon sittings today's lower; on the third Xeon
     // sitting the older one's, by 0.25 points.
     const double now = last_cell_pct(o.out, "| today's |"),
@@ -2132,13 +2133,13 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
     if (s == "idle" || s == "quiet" || s == "fresh" || s == "fourth" || s == "fifth") {
       CHECK(old < now);
       if (s == "fifth")
-        CHECK(gap == "4.06");
+        CHECK(gap == "4.13");
       else
         CHECK(now - old < 2);
     } else if (s == "sixth") {
-      CHECK(gap == "0.37");
+      CHECK(gap == "0.35");
     } else if (s == "eighth") {
-      CHECK(gap == "0.12");
+      CHECK(gap == "0.15");
     } else if (s == "xeon-third") {
       CHECK(gap == "0.25");
     } else {
@@ -2474,14 +2475,14 @@ TEST_CASE("docs/measure.md's fourth worked example: a third sitting, two prices 
   // Its own sitting's validation rows: at least 85 % inside their
   // intervals with each row's own measurement error added (the row
   // noise's prior puts what the fit cannot explain into the inadequacy the
-  // intervals carry); 20 of 23 without it, the three it misses each
+  // intervals carry); 19 of 23 without it, the four it misses each
   // within 1.5 % of its interval's nearer end (docs/measure.md says so).
   CHECK(covered_with_error(own.out) * 100 >= 85 * 23);
-  CHECK(covered(own.out) == 20);
+  CHECK(covered(own.out) == 19);
   CHECK(simcache::testing::read_text(repo_file("docs/measure.md"))
-            .find("Its intervals cover 20 of its own sitting's\n23 validation rows") !=
+            .find("Its intervals cover 19 of its own sitting's\n23 validation rows") !=
         std::string::npos);
-  for (const char* id : {"V-F0-16384-16384", "V-E0-0", "V-WV-8x4"}) {
+  for (const char* id : {"V-F0-16384-16384", "V-E0-0", "V-WV-8x4", "V-POLL-1024"}) {
     const RowFigures f = row_figures(own.out, id);
     INFO(id << " " << f.measured << " [" << f.lo << ", " << f.hi << "]");
     CHECK((f.measured < f.lo || f.measured > f.hi));

@@ -461,7 +461,8 @@ TEST_CASE("page allocator: zone->lock only around the buddy work (refill, drain,
   hook.sink = &sink;
   sink.locks = &hook;
   PageAllocator pa(&sink, &faults, PCP_HIGH_FLOOR, PCP_HIGH_FLOOR);  // 252 pages, untuned
-  // The first order-0 page refills CPU 0's list: 63 blocks, one lock.
+  // The first order-0 page refills CPU 0's list: 63 blocks, one lock
+  // (a mark of 252 leaves room for 252 - 63 = 189 pages).
   std::vector<uint32_t> pages;
   pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
   CHECK(hook.taken == 1);
@@ -470,14 +471,16 @@ TEST_CASE("page allocator: zone->lock only around the buddy work (refill, drain,
   for (int i = 0; i < 62; ++i) pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
   CHECK(hook.taken == 1);
   CHECK(sink[Event::page_alloc_order0] == 63);
-  // The 64th refills again.
+  // The 64th refills again, a batch doubled (no free since the first:
+  // pcp->alloc_factor).
   pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
   CHECK(hook.taken == 2);
   CHECK(sink[Event::page_pcp_refill] == 2);
+  CHECK(sink[Event::page_pcp_refill_blocks] == 63 + 126);
   // An order-3 block: a refill of 63 >> 3 = 7 blocks.
   const uint32_t big3 = pa.alloc_pages(3, 0, GFP_KERNEL, 0);
   CHECK(hook.taken == 3);
-  CHECK(sink[Event::page_pcp_refill_blocks] == 63 + 63 + 7);
+  CHECK(sink[Event::page_pcp_refill_blocks] == 63 + 126 + 7);
   // Above PAGE_ALLOC_COSTLY_ORDER: straight from the free blocks, locked,
   // no refill; its free too.
   const uint32_t big4 = pa.alloc_pages(4, 0, GFP_KERNEL, 0);
@@ -485,30 +488,33 @@ TEST_CASE("page allocator: zone->lock only around the buddy work (refill, drain,
   CHECK(sink[Event::page_pcp_refill] == 3);
   pa.free_pages(big4, 4, 0);
   CHECK(hook.taken == 5);
-  // 136 more order-0 pages: the 62 left on the list, then two refills.
+  // 136 more order-0 pages: the 125 left on the list, then one refill.
+  // Doubled again it would be 252 blocks, but the room below the mark is
+  // 252 less the 6 order-3 blocks held (48 pages) less a batch: 141.
   for (int i = 0; i < 136; ++i) pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
-  CHECK(hook.taken == 7);
-  CHECK(sink[Event::page_pcp_refill] == 5);
+  CHECK(hook.taken == 6);
+  CHECK(sink[Event::page_pcp_refill] == 4);
+  CHECK(sink[Event::page_pcp_refill_blocks] == 63 + 126 + 7 + 141);
   // Frees to the CPU's list take no lock until it reaches its high mark
-  // of 252 pages. The list holds 52 order-0 and 6 order-3 blocks (100
-  // pages); the order-3 block makes 108, and the 144th order-0 free 252:
-  // the run of frees since the last allocation (8 + 144 pages, between a
+  // of 252 pages. The list holds 130 order-0 and 6 order-3 blocks (178
+  // pages); the order-3 block makes 186, and the 66th order-0 free 252:
+  // the run of frees since the last allocation (8 + 66 pages, between a
   // batch and the mark less a batch) given back, oldest first, in one
-  // lock: the 152 oldest order-0 blocks.
+  // lock: the 74 oldest order-0 blocks.
   pa.free_pages(big3, 3, 0);
-  CHECK(hook.taken == 7);
+  CHECK(hook.taken == 6);
   size_t freed = 0;
-  while (hook.taken == 7 && freed < pages.size()) pa.free_pages(pages[freed++], 0, 0);
-  CHECK(freed == 144);
-  CHECK(hook.taken == 8);
+  while (hook.taken == 6 && freed < pages.size()) pa.free_pages(pages[freed++], 0, 0);
+  CHECK(freed == 66);
+  CHECK(hook.taken == 7);
   CHECK(sink[Event::page_pcp_drain] == 1);
-  CHECK(sink[Event::page_pcp_drain_blocks] == 152);
+  CHECK(sink[Event::page_pcp_drain_blocks] == 74);
   // Every block moved was moved under the lock, and the only calls
   // priced inside it are the two above order 3 (their hold): a refill's
   // allocation prepares its block after the lock.
-  CHECK(hook.blocks_inside == 4 * 63 + 7 + 152);
+  CHECK(hook.blocks_inside == 63 + 126 + 7 + 141 + 74);
   CHECK(hook.calls_inside == 2);
-  CHECK(sink[Event::page_free] == 2 + 144);
+  CHECK(sink[Event::page_free] == 2 + 66);
   CHECK(hook.held == 0);
 }
 
@@ -519,10 +525,14 @@ TEST_CASE("page allocator: the high mark starts at the machine's least and is tu
   EventSink sink;
   FaultInjector faults;
   PageAllocator pa(&sink, &faults, 300, 700);
-  // CPU 1 only frees (a kworker's teardown): the pages come from CPU 0.
+  // CPU 1 only frees (a kworker's teardown): the pages come from CPU 0,
+  // in refills that double while no page is freed there (63, 126, 252,
+  // 504), each raising CPU 0's mark by its batch (to the most, 700),
+  // until the room below the mark less a batch caps the fifth (637).
   std::vector<uint32_t> pages;
   for (int i = 0; i < 1200; ++i) pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
-  CHECK(sink[Event::page_pcp_refill] == 20);  // 1,200 / 63, rounded up
+  CHECK(sink[Event::page_pcp_refill] == 5);
+  CHECK(sink[Event::page_pcp_refill_blocks] == 63 + 126 + 252 + 504 + 637);
   size_t next = 0;
   const auto free_until_drain = [&] {
     const uint64_t d = sink[Event::page_pcp_drain];
@@ -557,17 +567,37 @@ TEST_CASE("page allocator: the high mark starts at the machine's least and is tu
   for (size_t i = 638; i < more.size(); ++i) pa.free_pages(more[i], 0, 1);
   for (size_t i = next; i < pages.size(); ++i) pa.free_pages(pages[i], 0, 1);
   CHECK(sink[Event::page_pcp_drain] == 4);
-  // A refill raises the allocating CPU's mark by a batch: 315 pages
-  // taken in 5 refills put it at 300 + 5 x 63 = 615, so all 315 freed
-  // back on that CPU stay there (at the least, 300, the 300th would
-  // drain); a machine whose least and most are equal never tunes it.
+  // A refill raises the allocating CPU's mark by its batch: 315 pages
+  // taken in refills of 63, 126 and 252 put it at 300 + 441, held to the
+  // most (700), so all 315 freed back on that CPU stay there (441 pages).
+  // A machine whose least and most are equal never tunes it: its third
+  // refill fits the room below 300 (237), and the 189th free back drains.
   for (const uint32_t most : {700u, 300u}) {
     EventSink s2;
     PageAllocator pb(&s2, &faults, 300, most);
     std::vector<uint32_t> own;
     for (int i = 0; i < 315; ++i) own.push_back(pb.alloc_pages(0, 0, GFP_KERNEL, 0));
-    CHECK(s2[Event::page_pcp_refill] == 5);
-    for (uint32_t pg : own) pb.free_pages(pg, 0, 0);
+    CHECK(s2[Event::page_pcp_refill] == 3);
+    CHECK(s2[Event::page_pcp_refill_blocks] == (most == 300 ? 63 + 126 + 237 : 63 + 126 + 252));
+    size_t n = 0;
+    while (n < own.size() && s2[Event::page_pcp_drain] == 0) pb.free_pages(own[n++], 0, 0);
+    CHECK(n == (most == 300 ? 189 : own.size()));
     CHECK(s2[Event::page_pcp_drain] == (most == 300 ? 1 : 0));
+    for (; n < own.size(); ++n) pb.free_pages(own[n], 0, 0);
+  }
+  // The state signature tells two allocators apart by a CPU's mark alone
+  // (steady rounds are folded only when it repeats): the same refill of
+  // 63 blocks, the mark raised to 363 on one and held at 300 on the other.
+  {
+    EventSink s3;
+    PageAllocator a(&s3, &faults, 300, 700), b(&s3, &faults, 300, 700), c(&s3, &faults, 300, 300);
+    for (PageAllocator* x : {&a, &b, &c}) CHECK(x->alloc_pages(0, 0, GFP_KERNEL, 0) != 0);
+    const auto sig = [](const PageAllocator& x) {
+      StateSig s;
+      x.signature(&s);
+      return s;
+    };
+    CHECK(sig(a) == sig(b));
+    CHECK_FALSE(sig(a) == sig(c));
   }
 }

@@ -101,13 +101,14 @@ TEST_CASE("run config: what does not resolve is one error before anything runs",
   req.sets = {{"pcp_high_min", "4000"}};
   REQUIRE(resolve_run(req, &cfg, &error));
   CHECK(cfg.workloads.at(0).machine.pcp_high_min == 4000);
-  CHECK(cfg.workloads.at(0).machine.pcp_high_max == 46188);
+  CHECK(cfg.workloads.at(0).machine.pcp_high_max == 46187);
   req.sets = {{"pcp_high_min", "50000"}};
   CHECK_FALSE(resolve_run(req, &cfg, &error));
-  CHECK(error == "parameter 'pcp_high_max' = 46188 is below pcp_high_min = 50000");
+  CHECK(error == "parameter 'pcp_high_max' = 46187 is below pcp_high_min = 50000");
   req.sets = {{"pcp_high_max", "251"}};
   CHECK_FALSE(resolve_run(req, &cfg, &error));
-  CHECK_THAT(error, Contains("pcp_high_max"));
+  CHECK_THAT(error, Contains("'pcp_high_max'"));
+  CHECK_THAT(error, Contains("251 is out of range [252, 2147483647]"));
   req.sets = {{"slots", "4096"}, {"installs", "4096"}};
   req.max_work = 10;
   CHECK_FALSE(resolve_run(req, &cfg, &error));

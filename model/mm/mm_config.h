@@ -23,7 +23,7 @@ struct MmConfig {
   // pcp_high_min and pcp_high_max): it starts at the least and is tuned
   // up to the most. The defaults are the i7-12700KF's.
   uint32_t pcp_high_min = 1128;
-  uint32_t pcp_high_max = 46188;
+  uint32_t pcp_high_max = 46187;
   bool random_kmalloc_caches = false;  // CONFIG_RANDOM_KMALLOC_CACHES
   uint64_t random_kmalloc_seed = 0;    // random_kmalloc_seed (per boot)
   bool slab_nomerge = false;           // boot parameter

@@ -11,6 +11,11 @@ namespace simcache {
 PageAllocator::PageAllocator(EventSink* events, FaultInjector* faults, uint32_t high_min,
                              uint32_t high_max)
     : ev_(events), faults_(faults), high_min_(high_min), high_max_(high_max) {
+  if (high_min < PCP_HIGH_FLOOR || high_max < high_min) {
+    std::fprintf(stderr, "simcache: internal error: per-CPU page lists' high mark %u..%u\n",
+                 high_min, high_max);
+    std::abort();
+  }
   live_.push_back(0);  // page id 0 is "no page"
 }
 
@@ -18,7 +23,7 @@ PageAllocator::Pcp& PageAllocator::pcp(CpuId cpu, NodeId node) {
   const uint32_t key = uint32_t{cpu} << 8 | node;
   for (Pcp& p : pcp_)
     if (p.key == key) return p;
-  return pcp_.emplace_back(Pcp{key, {}, 0, high_min_, 0});
+  return pcp_.emplace_back(Pcp{key, {}, 0, high_min_, 0, 0});
 }
 
 // A block from the node's free blocks (the buddy lists).
@@ -26,9 +31,9 @@ uint32_t PageAllocator::take_free() { return take_id<uint32_t>(live_, free_ids_)
 
 // free_pcppages_bulk(): at the high mark the CPU gives back `count`
 // pages (nr_pcp_free()), oldest first, from the list the block was freed
-// to, then the next order's, and so on round the orders; a list it
-// starts on is emptied before the count is checked. Returns the blocks
-// given back.
+// to, then the next order's, and so on round the orders, the count
+// checked after each block (so it may end below 0 by less than a
+// block). Returns the blocks given back.
 uint32_t PageAllocator::drain(Pcp& p, uint32_t order, int64_t count) {
   uint32_t blocks = 0;
   while (count > 0 && p.pages > 0) {
@@ -66,9 +71,19 @@ uint32_t PageAllocator::alloc_pages(uint32_t order, NodeId node, gfp_t gfp, CpuI
     p.free_count >>= 1;  // an allocation halves the run of frees
     auto& l = p.list[order];
     if (l.empty()) {  // rmqueue_bulk(): a batch of blocks not in this CPU's caches
-      // nr_pcp_alloc(): a refill raises the mark by a batch.
-      p.high = std::min(p.high + PCP_BATCH, high_max_);
-      const uint32_t batch = std::max<uint32_t>(PCP_BATCH >> order, 2);
+      // nr_pcp_alloc(): the refill's batch raises the mark; an order-0
+      // batch doubles with each refill since the last free, within the
+      // room below the mark.
+      uint32_t batch = order == 0 ? PCP_BATCH << p.alloc_factor : PCP_BATCH;
+      p.high = std::min(p.high + batch, high_max_);
+      if (order == 0) {
+        const auto room = static_cast<uint32_t>(
+            std::max<int64_t>(int64_t{p.high} - p.pages - PCP_BATCH, PCP_BATCH));
+        if (batch <= room && p.alloc_factor < PCP_BATCH_SCALE_MAX) ++p.alloc_factor;
+        batch = std::min(batch, room);
+      } else {
+        batch = std::max<uint32_t>(batch >> order, 2);
+      }
       if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
       for (uint32_t i = 0; i < batch; ++i) l.push_front({take_free(), false});
       ev_->add(Event::page_pcp_refill);
@@ -112,6 +127,7 @@ void PageAllocator::free_pages(uint32_t page, uint32_t order, CpuId cpu) {
     Pcp& p = pcp(cpu, node);
     p.list[order].push_back({page, true});
     p.pages += 1u << order;
+    p.alloc_factor >>= 1;  // a free halves the order-0 refills' growth
     if (p.free_count < PCP_FREE_COUNT_MAX) p.free_count += 1u << order;
     // nr_pcp_high(): the mark this free is judged by; at it, the mark is
     // raised (for the frees after) to hold the run and a batch.
@@ -119,8 +135,9 @@ void PageAllocator::free_pages(uint32_t page, uint32_t order, CpuId cpu) {
     if (p.pages >= high) {  // free_pcppages_bulk(), under zone->lock
       p.high = std::max(p.high, std::min(p.free_count + PCP_BATCH, high_max_));
       // nr_pcp_free(): the run of frees, at least a batch, at most the
-      // mark less a batch.
-      const int64_t count = std::clamp<int64_t>(p.free_count, PCP_BATCH, high - PCP_BATCH);
+      // mark less a batch (clamp_t(): the most wins).
+      const int64_t count = std::min<int64_t>(std::max<int64_t>(p.free_count, PCP_BATCH),
+                                              int64_t{high} - PCP_BATCH);
       if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);
       const uint32_t blocks = drain(p, order, count);
       ev_->add(Event::page_pcp_drain);
@@ -138,12 +155,16 @@ void PageAllocator::free_pages(uint32_t page, uint32_t order, CpuId cpu) {
 void PageAllocator::signature(StateSig* s) const {
   s->add(allocated_);
   uint64_t lists = 0;  // the CPUs' lists that hold blocks: where this part ends
-  for (const Pcp& p : pcp_) lists += p.pages != 0 || p.high != high_min_ || p.free_count != 0;
+  const auto blank = [&](const Pcp& p) {
+    return p.pages == 0 && p.high == high_min_ && p.free_count == 0 && p.alloc_factor == 0;
+  };
+  for (const Pcp& p : pcp_) lists += !blank(p);
   s->add(lists);
   for (const Pcp& p : pcp_) {
-    if (p.pages == 0 && p.high == high_min_ && p.free_count == 0) continue;
+    if (blank(p)) continue;
     s->add(p.key);
     s->add(uint64_t{p.high} << 32 | p.free_count);
+    s->add(p.alloc_factor);
     for (const auto& l : p.list) {
       s->add(l.size());
       uint64_t word = 0;

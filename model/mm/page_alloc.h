@@ -20,14 +20,17 @@
 // The high mark is the machine's (machine.def pcp_high_min and
 // pcp_high_max, zone_highsize()): each CPU's starts at the least and is
 // tuned as 6.18 tunes pcp->high while the zone is above its high
-// watermark (nr_pcp_alloc(), nr_pcp_high()): up by a batch at every
-// refill, and, when a free finds the lists at the mark, up to the run of
-// pages freed since the last allocations (pcp->free_count) plus a batch,
-// never past the most. A drain gives back that run, at least a batch
-// and at most the mark less a batch (nr_pcp_free()). free_count grows
-// by each freed block's pages, to at most 32 batches
+// watermark (nr_pcp_alloc(), nr_pcp_high()): up by the refill's batch at
+// every refill, and, when a free finds the lists at the mark, up to the
+// run of pages freed since the last allocations (pcp->free_count) plus a
+// batch, never past the most. A drain gives back that run, at least a
+// batch and at most the mark less a batch (nr_pcp_free()). free_count
+// grows by each freed block's pages, to at most 32 batches
 // (CONFIG_PCP_BATCH_SCALE_MAX = 5), and halves at each allocation from
-// the lists.
+// the lists. An order-0 refill is a batch doubled for each order-0
+// refill since the CPU last freed a page (pcp->alloc_factor, up to 32
+// batches; a free halves it), at most the mark less the pages held and a
+// batch; a higher order's is max(63 >> order, 2) blocks.
 //
 // zone->lock is taken where the kernel takes it on these paths: around
 // a refill's and a drain's buddy work (held for the blocks moved, priced
@@ -41,13 +44,16 @@
 // worker's timed drains and its decay of the high mark back toward the
 // least (decay_pcp_high(), once a second), and THP's PMD-order list.
 //
-// Simplified against 6.18: order-0 refills are one batch (the kernel
-// scales them by pcp->alloc_factor); no free_high fast drain of the
-// order-1 to 3 lists after a run of high-order frees; no zone below its
-// high watermark or reclaiming (which hold the mark down); one list per
-// order, not per migratetype, and no THP list. None of these changes
-// which blocks are cold on a CPU that frees fewer blocks than it takes,
-// which is what zero_bytes_cold counts.
+// Simplified against 6.18: no free_high fast drain of the order-1 to 3
+// lists after a run of high-order frees; no zone below its high
+// watermark or reclaiming (which hold the mark down); one list per
+// order, not per migratetype, and no THP list; the lists start empty and
+// each CPU's mark at its least, where a running kernel's lists hold
+// pages and its marks sit where the last second's traffic tuned them.
+// Every kernel profile tunes as 6.18 does (before 6.7 the mark was fixed
+// and a drain's size doubled with each drain in a row). None of these
+// changes which blocks are cold on a CPU that frees fewer blocks than it
+// takes, which is what zero_bytes_cold counts.
 #pragma once
 
 #include <array>
@@ -71,13 +77,14 @@ inline constexpr uint32_t PCP_MAX_ORDER = 3;
 // (CONFIG_PCP_BATCH_SCALE_MAX = 5).
 inline constexpr uint32_t PCP_BATCH = 63;
 inline constexpr uint32_t PCP_HIGH_FLOOR = 4 * PCP_BATCH;
-inline constexpr uint32_t PCP_FREE_COUNT_MAX = PCP_BATCH << 5;
+inline constexpr uint32_t PCP_BATCH_SCALE_MAX = 5;
+inline constexpr uint32_t PCP_FREE_COUNT_MAX = PCP_BATCH << PCP_BATCH_SCALE_MAX;
 
 class PageAllocator {
  public:
-  // high_min <= high_max, both at least PCP_HIGH_FLOOR (MmConfig).
-  PageAllocator(EventSink* events, FaultInjector* faults, uint32_t high_min = 1128,
-                uint32_t high_max = 46188);
+  // PCP_HIGH_FLOOR <= high_min <= high_max (MmConfig, machine.def);
+  // other marks are an internal error (abort).
+  PageAllocator(EventSink* events, FaultInjector* faults, uint32_t high_min, uint32_t high_max);
 
   // Allocates 2^order pages on `node` for a task on `cpu`. Returns a
   // page id (> 0) or 0 on failure (injected). *cold, when given, says
@@ -102,8 +109,9 @@ class PageAllocator {
     uint32_t key;  // cpu << 8 | node
     std::array<std::deque<Block>, PCP_MAX_ORDER + 1> list;  // front: oldest
     uint32_t pages = 0;
-    uint32_t high = 0;        // pcp->high
-    uint32_t free_count = 0;  // pcp->free_count: pages freed since the allocations
+    uint32_t high = 0;          // pcp->high
+    uint32_t free_count = 0;    // pcp->free_count: pages freed since the allocations
+    uint32_t alloc_factor = 0;  // pcp->alloc_factor: order-0 refills since a free
   };
   Pcp& pcp(CpuId cpu, NodeId node);
   uint32_t take_free();

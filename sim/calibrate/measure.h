@@ -103,6 +103,9 @@ struct ShapeRule {
   std::map<std::string, std::map<std::string, int64_t>> values;  // word -> int
   std::string scenario;
   Params set;
+  // Values a row's captures may override (a machine parameter older rows
+  // did not record): applied first, then the captures, then `set`.
+  Params defaults;
   std::string kind = "timing";
   std::string op;  // expected "/op" of the unit column ("" any)
 };

@@ -61,12 +61,13 @@ bool check_params(const MapReader& r, const toml::node* n, const ShapeRule& s,
   std::vector<std::string> names(s.shape.captures);
   for (const auto& e : s.extra) names.insert(names.end(), e.captures.begin(), e.captures.end());
   for (const auto& [k, v] : s.set) names.push_back(k);
+  for (const auto& [k, v] : s.defaults) names.push_back(k);
   for (const std::string& name : names) {
     bool ok = name.empty();
     for (const ParamSpec& p : info->params) ok |= p.name == name;
     for (const ParamSpec& p : machine_params()) ok |= p.name == name;
     if (!ok)
-      return r.fail(n, where + "captures/set",
+      return r.fail(n, where + "captures/set/defaults",
                     fmt::format("scenario {} has no parameter '{}'", s.scenario, name));
   }
   return true;
@@ -77,7 +78,7 @@ bool read_shape(const MapReader& r, const toml::table& t, size_t i, ShapeRule* s
   s->line = static_cast<int>(t.source().begin.line);
   if (!r.keys(t,
               {"name", "workload", "shape", "captures", "extra", "values", "scenario", "set",
-               "kind", "op"},
+               "defaults", "kind", "op"},
               where))
     return false;
   if (!r.str(t, "name", where, true, &s->name)) return false;
@@ -97,13 +98,15 @@ bool read_shape(const MapReader& r, const toml::table& t, size_t i, ShapeRule* s
       s->extra.push_back(std::move(p));
     }
   }
-  if (const toml::node* n = t.get("set")) {
+  for (const auto& [key, out] : {std::pair{"set", &s->set}, std::pair{"defaults", &s->defaults}}) {
+    const toml::node* n = t.get(key);
+    if (!n) continue;
     const toml::table* st = n->as_table();
-    if (!st) return r.fail(n, where + "set", "expected a table of integers");
+    if (!st) return r.fail(n, where + key, "expected a table of integers");
     for (const auto& [k, v] : *st) {
       if (!v.is_integer())
-        return r.fail(&v, where + "set." + std::string(k.str()), "expected an integer");
-      s->set[std::string(k.str())] = v.value<int64_t>().value_or(0);
+        return r.fail(&v, where + key + "." + std::string(k.str()), "expected an integer");
+      (*out)[std::string(k.str())] = v.value<int64_t>().value_or(0);
     }
   }
   if (const toml::node* n = t.get("values")) {

@@ -218,11 +218,25 @@ bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string
   MappedRow mr;
   mr.row = r;
   mr.scenario = s->scenario;
+  mr.params = s->defaults;
   if (!apply_pattern(*s, s->shape, sm, r, &mr.params, error)) return false;
+  // The row's group is its shape less what it recorded of the machine's
+  // state (an extra pattern whose captures are all condition_params): two
+  // readings of that state are one configuration measured twice.
+  std::string group_shape = r.shape;
   for (const ShapeRule::Pattern& p : s->extra) {
     Groups em;
-    if (regex_search(p.re, r.shape, &em) && !apply_pattern(*s, p, em, r, &mr.params, error))
-      return false;
+    if (!regex_search(p.re, r.shape, &em)) continue;
+    if (!apply_pattern(*s, p, em, r, &mr.params, error)) return false;
+    const bool condition =
+        !p.captures.empty() &&
+        std::all_of(p.captures.begin(), p.captures.end(), [&](const std::string& c) {
+          return std::find(m.fit.condition_params.begin(), m.fit.condition_params.end(), c) !=
+                 m.fit.condition_params.end();
+        });
+    if (condition && em[0] && !em[0]->empty())
+      if (const size_t at = group_shape.find(*em[0]); at != std::string::npos)
+        group_shape.erase(at, em[0]->size());
   }
   for (const auto& [k, v] : s->set) mr.params[k] = v;
   double scale = 1;
@@ -254,7 +268,7 @@ bool map_row(const Mapping& m, const MeasuredRow& r, MappedRow* out, std::string
     return false;
   }
   if (!resolve_variant(m, r, &mr, error)) return false;
-  mr.group = r.workload + '\x1f' + r.shape + '\x1f' + r.metric + '\x1f' + r.unit;
+  mr.group = r.workload + '\x1f' + group_shape + '\x1f' + r.metric + '\x1f' + r.unit;
   mr.phase = metric_phase(mr.scenario, r.metric);
   *out = std::move(mr);
   return true;
