@@ -35,8 +35,9 @@ struct kit_host {
   int cpu;            /* the CPU this process pinned itself to */
   int kworker_cpu;    /* another CPU (where ring teardown may run) */
   int child_memcg;    /* 1: the process is in a non-root memory cgroup */
-  /* The per-CPU page lists' high mark of `cpu` in the Normal zone of
-   * node 0 (/proc/zoneinfo high_min and high_max; 0 when unread). */
+  /* The per-CPU page lists' high marks of `cpu` in its node's Normal
+   * zone, else DMA32 (/proc/zoneinfo high_min and high_max, or a pre-6.7
+   * kernel's fixed high as both; 0 when unread). */
   long pcp_high_min, pcp_high_max;
   char memcg[256];    /* its memory cgroup path */
   int memcg_truncated; /* 1: that path was longer than memcg[] holds */

@@ -25,18 +25,45 @@ expect_flag_error "simcache-measure: --target-se: 'x' is not a number in [0, 100
 expect_flag_error "simcache-measure: --max-rounds: '1' is not a whole number in [2, 100000]" --max-rounds 1 f0
 "$kit" probe || exit $?
 # The host line carries the task CPU's per-CPU page lists' marks where
-# /proc/zoneinfo shows them (6.7 and later): node 0's Normal zone here.
+# /proc/zoneinfo shows them (6.7 and later: high_min, high_max).
 host=$("$kit" host | sed -n 's/^host: //p')
-if grep -q "high_min:" /proc/zoneinfo && grep -q "^Node 0, zone *Normal" /proc/zoneinfo; then
-  [[ $host =~ ,\ pcp\ high\ ([0-9]+)\.\.([0-9]+)$ ]] || { echo "host lacks the pcp marks: $host"; exit 1; }
-  got="${BASH_REMATCH[1]}..${BASH_REMATCH[2]}"
-  tcpu=$(echo "$host" | sed -E 's/.*task on CPU ([0-9]+),.*/\1/')
-  want=$(awk -v c="$tcpu" '/^Node 0, zone +Normal/ { z = 1; next } /^Node/ { z = 0 }
-    z && $1 == "cpu:" { mine = ($2 == c); next }
-    z && mine && $1 == "high_min:" { lo = $2 }
-    z && mine && $1 == "high_max:" { print lo ".." $2; exit }' /proc/zoneinfo)
-  [ "$got" = "$want" ] || { echo "host's pcp marks $got, /proc/zoneinfo $want"; exit 1; }
+if grep -q "high_min:" /proc/zoneinfo; then
+  [[ $host =~ ,\ pcp\ high\ [0-9]+\.\.[0-9]+$ ]] || { echo "host lacks the pcp marks: $host"; exit 1; }
 fi
+# How the kit reads them, from files in zoneinfo's format: the task CPU's
+# node, its Normal zone else DMA32, high_min/high_max else a pre-6.7
+# fixed high, no CPU-number prefix match; none where the file shows none.
+tcpu=$(echo "$host" | sed -E 's/.*task on CPU ([0-9]+),.*/\1/')
+node=$(ls -d /sys/devices/system/cpu/cpu"$tcpu"/node[0-9]* 2>/dev/null | head -1 | sed 's/.*node//')
+node=${node:-0}
+zi=$(mktemp)
+pcp_of() {  # the marks the kit reads from the file $zi
+  SIMCACHE_MEASURE_ZONEINFO=$zi "$kit" host | sed -nE 's/^host: .*, pcp high ([0-9.]+)$/\1/p'
+}
+expect_pcp() {
+  local got
+  got=$(pcp_of)
+  [ "$got" = "$1" ] || { echo "zoneinfo fixture $2: pcp marks '$got', want '$1'"; cat "$zi"; exit 1; }
+}
+printf '%s\n' "Node $node, zone    DMA32" "  pagesets" "    cpu: $tcpu" "              count: 0" \
+  "              high:  0" "              batch: 63" "              high_min: 4171" "              high_max: 48303" \
+  "Node $node, zone   Normal" "  pagesets" "    cpu: 1$tcpu" "              high_min: 999" "              high_max: 9999" \
+  "    cpu: $tcpu" "              count: 6052" "              high:  12587" "              batch: 63" \
+  "              high_min: 6367" "              high_max: 73728" "Node $((node + 1)), zone   Normal" "  pagesets" \
+  "    cpu: $tcpu" "              high_min: 1" "              high_max: 2" >"$zi"
+expect_pcp 6367..73728 "6.7+, Normal after DMA32, a CPU 1$tcpu, another node"
+printf '%s\n' "Node $node, zone   Normal" "  pagesets" "    cpu: $tcpu" "              count: 10" \
+  "              high:  378" "              batch: 63" >"$zi"
+expect_pcp 378..378 "before 6.7: the fixed high"
+printf '%s\n' "Node $node, zone    DMA32" "  pagesets" "    cpu: $tcpu" "              high_min: 4171" \
+  "              high_max: 48303" "Node $node, zone   Normal" "  pages free     0" >"$zi"
+expect_pcp 4171..48303 "an empty Normal zone: DMA32's"
+printf '%s\n' "Node $node, zone   Normal" "  pagesets" "    cpu: $tcpu" "              high_min: 100" \
+  "              high_max: 200" >"$zi"
+expect_pcp 100..200 "below simcache's floor: recorded as read"
+: >"$zi"
+expect_pcp "" "no zone shows them"
+rm -f "$zi"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # --root-memcg: the root memory cgroup, or exit 77 with one line naming

@@ -215,6 +215,31 @@ TEST_CASE("a mapping's twin parameters are names: anything else is one line nami
   CHECK(lines(err) == 0);
 }
 
+TEST_CASE("a mapping rule's defaults are integers of the scenario's parameters", "[hardening]") {
+  // `defaults` (values a row's captures override) reads as `set` does: a
+  // table of integers naming parameters the scenario or machine has.
+  const std::string mapping = read_text(repo_file("data/profiles/mapping.toml"));
+  const std::string good = "defaults = { pcp_high_min = 6367, pcp_high_max = 73728 }";
+  const size_t at = mapping.find(good);
+  REQUIRE(at != std::string::npos);
+  const size_t line = static_cast<size_t>(std::count(mapping.begin(), mapping.begin() + at, '\n')) + 1;
+  for (const auto& [bad, want] :
+       {std::pair{"defaults = 5", "defaults: expected a table of integers"},
+        std::pair{"defaults = { pcp_high_min = \"x\" }", "defaults.pcp_high_min: expected an integer"},
+        std::pair{"defaults = { no_such = 1 }", "has no parameter 'no_such'"}}) {
+    INFO(bad);
+    std::string text = mapping;
+    text.replace(at, good.size(), bad);
+    Mapping out;
+    std::string err;
+    CHECK_FALSE(parse_mapping(text, "defaults.toml", &out, &err));
+    CHECK(err.find(want) != std::string::npos);
+    if (std::string(bad) != "defaults = { no_such = 1 }")  // named by its rule
+      CHECK(err.find(fmt::format("defaults.toml:{}:", line)) == 0);
+    CHECK(lines(err) == 0);
+  }
+}
+
 TEST_CASE("a profile missing parameters loads with a warning naming them", "[hardening]") {
   // The table of record's parameters, the first only in the profile.
   const auto specs = default_param_specs();

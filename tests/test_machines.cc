@@ -108,6 +108,45 @@ TEST_CASE("machines: the kit's VM's page lists give back nothing in a serial 2,0
                   "(tests/test_machines.cc)") != std::string::npos);
 }
 
+TEST_CASE("machines: the page lists' marks the docs and the mapping quote are the table's",
+          "[machine][pages]") {
+  // docs/model-mm.md quotes each machine's pcp_high_min and pcp_high_max;
+  // the mapping's host rules default rows that recorded none to vm-2vcpu's.
+  const auto fields = iou::machine_fields();
+  const auto value = [&](const char* machine, const char* field) {
+    const iou::MachineInfo* m = iou::machine_by_name(machine, nullptr);
+    REQUIRE(m != nullptr);
+    for (size_t i = 0; i < fields.size(); ++i)
+      if (fields[i].name == std::string_view(field)) return m->values[i];
+    FAIL("no field " << field);
+    return int64_t{0};
+  };
+  const auto grouped = [](int64_t v) {  // 46187 -> "46,187"
+    std::string d = std::to_string(v);
+    for (int at = static_cast<int>(d.size()) - 3; at > 0; at -= 3) d.insert(static_cast<size_t>(at), ",");
+    return d;
+  };
+  const std::string doc = read_text(repo_file("docs/model-mm.md"));
+  for (const char* m : {"i7-12700KF", "cascadelake-w", "xeon-8358-2s"}) {
+    INFO(m);
+    CHECK(doc.find("(" + grouped(value(m, "pcp_high_min")) + " and " +
+                   grouped(value(m, "pcp_high_max"))) != std::string::npos);
+  }
+  CHECK(doc.find("(high_min " + grouped(value("vm-2vcpu", "pcp_high_min")) + ", high_max\n" +
+                 grouped(value("vm-2vcpu", "pcp_high_max")) + ")") != std::string::npos);
+  const std::string mapping = read_text(repo_file("data/profiles/mapping.toml"));
+  const std::string want = fmt::format("defaults = {{ pcp_high_min = {}, pcp_high_max = {} }}",
+                                       value("vm-2vcpu", "pcp_high_min"),
+                                       value("vm-2vcpu", "pcp_high_max"));
+  size_t rules = 0;
+  for (size_t at = mapping.find("defaults = "); at != std::string::npos;
+       at = mapping.find("defaults = ", at + 1)) {
+    CHECK(mapping.compare(at, want.size(), want) == 0);
+    ++rules;
+  }
+  CHECK(rules == 9);  // every host rule
+}
+
 TEST_CASE("machines: a row gives the parameters' defaults, --set overrides", "[machine]") {
   const auto fields = iou::machine_fields();
   for (const iou::MachineInfo& m : iou::machines()) {

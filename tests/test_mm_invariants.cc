@@ -553,9 +553,10 @@ TEST_CASE("page allocator: the high mark starts at the machine's least and is tu
   // mark stops at the most, 700.
   CHECK(free_until_drain() == 600);
   CHECK(sink[Event::page_pcp_drain_blocks] == 237 + 300 + 600);
-  // Frees after an allocation: the allocation halves the run, so a drain
-  // gives back less. CPU 1 holds 63 pages, its mark 700; one allocation
-  // there halves the run of 1,200 to 600 (and takes a page: 62 left).
+  // Frees after an allocation: CPU 1 holds 63 pages, its mark 700; one
+  // allocation there halves the run of 1,200 to 600 (and takes a page: 62
+  // left); at the mark the run (1,238) is above the mark less a batch,
+  // which the drain gives back.
   pages.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 1));
   std::vector<uint32_t> more;
   for (int i = 0; i < 700; ++i) more.push_back(pa.alloc_pages(0, 0, GFP_KERNEL, 0));
@@ -567,6 +568,40 @@ TEST_CASE("page allocator: the high mark starts at the machine's least and is tu
   for (size_t i = 638; i < more.size(); ++i) pa.free_pages(more[i], 0, 1);
   for (size_t i = next; i < pages.size(); ++i) pa.free_pages(pages[i], 0, 1);
   CHECK(sink[Event::page_pcp_drain] == 4);
+  // An allocation halves the run of frees, and a drain gives back the run
+  // when it is below the mark less a batch: CPU 1 takes 64 pages (refills
+  // of 63 and 126, its mark 489), frees 100 (a run of 100), takes 1 (50),
+  // and its 265th free after reaches 489 pages with a run of 315, which
+  // it gives back (365 without the halving).
+  {
+    EventSink s4;
+    PageAllocator c(&s4, &faults, 300, 700);
+    std::vector<uint32_t> got;
+    for (int i = 0; i < 64; ++i) got.push_back(c.alloc_pages(0, 0, GFP_KERNEL, 1));
+    std::vector<uint32_t> from0;
+    for (int i = 0; i < 400; ++i) from0.push_back(c.alloc_pages(0, 0, GFP_KERNEL, 0));
+    for (int i = 0; i < 100; ++i) c.free_pages(from0[i], 0, 1);
+    got.push_back(c.alloc_pages(0, 0, GFP_KERNEL, 1));
+    int n = 0;
+    while (s4[Event::page_pcp_drain] == 0 && n < 300) c.free_pages(from0[100 + n++], 0, 1);
+    CHECK(n == 265);
+    CHECK(s4[Event::page_pcp_drain_blocks] == 315);
+  }
+  // A free halves the doubling of order-0 refills: CPU 0 takes 1,200
+  // pages (refills of 63 to 637, pcp->alloc_factor 4), frees 2 (4 -> 1),
+  // and its next refill, after the 382 left, is 126 pages (637 without).
+  {
+    EventSink s5;
+    PageAllocator d(&s5, &faults, 300, 700);
+    std::vector<uint32_t> t;
+    for (int i = 0; i < 1200; ++i) t.push_back(d.alloc_pages(0, 0, GFP_KERNEL, 0));
+    d.free_pages(t[0], 0, 0);
+    d.free_pages(t[1], 0, 0);
+    const uint64_t before = s5[Event::page_pcp_refill_blocks];
+    for (int i = 0; i < 385; ++i) d.alloc_pages(0, 0, GFP_KERNEL, 0);
+    CHECK(s5[Event::page_pcp_refill] == 6);
+    CHECK(s5[Event::page_pcp_refill_blocks] - before == 126);
+  }
   // A refill raises the allocating CPU's mark by its batch: 315 pages
   // taken in refills of 63, 126 and 252 put it at 300 + 441, held to the
   // most (700), so all 315 freed back on that CPU stay there (441 pages).

@@ -135,7 +135,8 @@ void PageAllocator::free_pages(uint32_t page, uint32_t order, CpuId cpu) {
     if (p.pages >= high) {  // free_pcppages_bulk(), under zone->lock
       p.high = std::max(p.high, std::min(p.free_count + PCP_BATCH, high_max_));
       // nr_pcp_free(): the run of frees, at least a batch, at most the
-      // mark less a batch (clamp_t(): the most wins).
+      // mark less a batch (the mark is at least 4 batches: the two are
+      // ordered).
       const int64_t count = std::min<int64_t>(std::max<int64_t>(p.free_count, PCP_BATCH),
                                               int64_t{high} - PCP_BATCH);
       if (ev_->locks) ev_->locks->acquire(LockClass::zone_lock, node);

@@ -8,8 +8,7 @@
 // free_frozen_page_commit()): one LIFO list per CPU, node and order; a
 // free pushes onto the freeing CPU's list, an allocation pops the
 // allocating CPU's newest block, and an empty list is refilled from the
-// node's free blocks, max(PCP_BATCH >> order, 2) at a time
-// (rmqueue_bulk()). A CPU whose lists reach their high mark gives back
+// node's free blocks (rmqueue_bulk(); the batch below). A CPU whose lists reach their high mark gives back
 // pages, oldest first (free_pcppages_bulk()). What the lists decide is
 // which block an allocation gets, and so whether its memory is
 // cache-hot: a block this CPU freed counts as hot, one a refill brought
@@ -27,10 +26,11 @@
 // batch and at most the mark less a batch (nr_pcp_free()). free_count
 // grows by each freed block's pages, to at most 32 batches
 // (CONFIG_PCP_BATCH_SCALE_MAX = 5), and halves at each allocation from
-// the lists. An order-0 refill is a batch doubled for each order-0
-// refill since the CPU last freed a page (pcp->alloc_factor, up to 32
-// batches; a free halves it), at most the mark less the pages held and a
-// batch; a higher order's is max(63 >> order, 2) blocks.
+// the lists. An order-0 refill is a batch times 2^pcp->alloc_factor: the
+// factor grows by one at each order-0 refill whose doubled batch fits
+// the room below the mark (the mark less the pages held and a batch, at
+// least a batch), to at most 5, and a free halves it; the refill is held
+// to that room. A higher order's refill is max(63 >> order, 2) blocks.
 //
 // zone->lock is taken where the kernel takes it on these paths: around
 // a refill's and a drain's buddy work (held for the blocks moved, priced

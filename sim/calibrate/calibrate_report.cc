@@ -113,7 +113,10 @@ NoiseModel derive_noise(const std::vector<MappedRow>& rows, const FitSettings& f
     g->note_drift = std::max(g->note_drift, std::min(1.0, note_percent(r.row.note, drift_re)));
     for (size_t k = 0; k < i; ++k) {  // a repeated base point: boot-to-boot drift
       const MappedRow& o = rows[k];
-      if (!r.base || !o.base || o.group != r.group || o.kernel != r.kernel || o.policy != r.policy)
+      // The same simulation too: rows of one group that recorded other
+      // conditions (a cache share) differ by what the model prices.
+      if (!r.base || !o.base || o.group != r.group || o.kernel != r.kernel ||
+          o.policy != r.policy || o.params != r.params)
         continue;
       g->pair_drift =
           std::max(g->pair_drift, std::min(1.0, std::fabs(r.value_ns - o.value_ns) / o.value_ns));

@@ -343,7 +343,8 @@ bool resolve_bases(const Mapping& m, std::vector<MappedRow>* rows, std::string* 
         r.bases.push_back(j);
     if (r.bases.empty()) {
       *error = fmt::format(
-          "{}: variant: no row of the same workload, shape, metric and unit matches its base "
+          "{}: variant: no row of the same workload, shape (less its recorded conditions), "
+          "metric and unit matches its base "
           "'{}' (rule on line {} of {})",
           r.row.where("variant"), escape_line(r.against_text), r.variant_line, m.path);
       return false;
