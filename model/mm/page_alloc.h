@@ -27,10 +27,10 @@
 // grows by each freed block's pages, to at most 32 batches
 // (CONFIG_PCP_BATCH_SCALE_MAX = 5), and halves at each allocation from
 // the lists. An order-0 refill is a batch times 2^pcp->alloc_factor: the
-// factor grows by one at each order-0 refill whose doubled batch fits
-// the room below the mark (the mark less the pages held and a batch, at
-// least a batch), to at most 5, and a free halves it; the refill is held
-// to that room. A higher order's refill is max(63 >> order, 2) blocks.
+// factor grows by one at each order-0 refill whose own batch fits the
+// room below the mark (the mark less the pages held and a batch, at
+// least a batch), so the next is doubled, to at most 5, and a free
+// halves it; the refill is held to that room. A higher order's refill is max(63 >> order, 2) blocks.
 //
 // zone->lock is taken where the kernel takes it on these paths: around
 // a refill's and a drain's buddy work (held for the blocks moved, priced
