@@ -1,5 +1,7 @@
-// libFuzzer target: the measurement kit's --trace matcher
-// (measure/kit_match.c) on arbitrary tracing-instance text. It must not
+// libFuzzer target: the measurement kit's text parsers
+// (measure/kit_match.c) on arbitrary text: the --trace matcher on it as a
+// tracing instance's, and the per-CPU page lists' marks on it as
+// /proc/zoneinfo (below). It must not
 // crash, must give the text back as it found it (it cuts lines in place),
 // and what it counts must hold together: every row counted at least
 // once, frees by freeing site and by allocating site the same number,
@@ -64,5 +66,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (text != input) std::abort();  // every cut line was restored
   const Counts b = match(&text, 4242, nullptr);
   if (!(a == b)) std::abort();
+  // The same text as /proc/zoneinfo (kit_zoneinfo_pcp()): whatever it
+  // reads, for any node and CPU, it reads again the same, and a mark it
+  // returns is one a line gave (non-zero).
+  for (int node = 0; node < 2; ++node)
+    for (int cpu = 0; cpu < 3; ++cpu) {
+      long lo[2] = {-7, -7}, hi[2] = {-7, -7};
+      int found[2];
+      for (int k = 0; k < 2; ++k) {
+        FILE* f = fmemopen(const_cast<char*>(input.data()), input.size(), "r");
+        if (!f) {
+          if (input.empty()) continue;  // glibc refuses a 0-byte buffer
+          std::abort();
+        }
+        found[k] = kit_zoneinfo_pcp(f, node, cpu, &lo[k], &hi[k]);
+        std::fclose(f);
+      }
+      if (input.empty()) continue;
+      if (found[0] != found[1] || lo[0] != lo[1] || hi[0] != hi[1]) std::abort();
+      if (found[0] ? lo[0] == 0 : (lo[0] != -7 || hi[0] != -7)) std::abort();
+    }
   return 0;
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "measure/kit.h"
+#include "measure/kit_match.h"
 
 _Noreturn void kit_die(const char* what, int err) {
   fprintf(stderr, "simcache-measure: %s: %s\n", what, err ? strerror(err < 0 ? -err : err) : "failed");
@@ -47,46 +48,18 @@ static int kit_cpu_node(int cpu) {
   return node;
 }
 
-/* The high marks of `cpu`'s per-CPU page lists in its node's Normal zone,
- * or DMA32 where the node's Normal zone shows no per-CPU lists (a guest
- * of a few GiB), from /proc/zoneinfo: "Node N, zone Z", then "cpu: C" and
- * its "high_min:" and "high_max:" lines (6.7 and later) or, before 6.7,
- * its fixed "high:" (least and most alike). Recorded as read (simcache
- * refuses marks below its floor of 4 batches of 63, naming the row); left
- * at 0 where the file or the lines are missing. SIMCACHE_MEASURE_ZONEINFO
- * names another file to read (the kit's tests). */
+/* The high marks of the task CPU's per-CPU page lists, from
+ * /proc/zoneinfo (kit_zoneinfo_pcp(), measure/kit_match.h), on the CPU's
+ * node. Recorded as read (simcache refuses marks below its floor of 4
+ * batches of 63, naming the row); left at 0 where the file or the lines
+ * are missing. SIMCACHE_MEASURE_ZONEINFO names another file to read (the
+ * kit's tests). */
 static void kit_pcp_high(struct kit_host* h) {
   const char* path = getenv("SIMCACHE_MEASURE_ZONEINFO");
   FILE* f = fopen(path && *path ? path : "/proc/zoneinfo", "r");
   if (!f) return;
-  const int want = kit_cpu_node(h->cpu);
-  char line[256];
-  int zone_kind = 0, in_cpu = 0; /* zone_kind: 1 DMA32, 2 Normal, of node `want` */
-  long lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, fixed[3] = {0, 0, 0};
-  while (fgets(line, sizeof line, f)) {
-    int node, cpu;
-    char zone[32];
-    long v;
-    if (sscanf(line, "Node %d, zone %31s", &node, zone) == 2) {
-      zone_kind = node != want ? 0 : !strcmp(zone, "Normal") ? 2 : !strcmp(zone, "DMA32") ? 1 : 0;
-      in_cpu = 0;
-    } else if (zone_kind && sscanf(line, " cpu: %d", &cpu) == 1) {
-      in_cpu = cpu == h->cpu;
-    } else if (in_cpu && sscanf(line, " high_min: %ld", &v) == 1) {
-      lo[zone_kind] = v;
-    } else if (in_cpu && sscanf(line, " high_max: %ld", &v) == 1) {
-      hi[zone_kind] = v;
-    } else if (in_cpu && sscanf(line, " high: %ld", &v) == 1) {
-      fixed[zone_kind] = v;
-    }
-  }
+  kit_zoneinfo_pcp(f, kit_cpu_node(h->cpu), h->cpu, &h->pcp_high_min, &h->pcp_high_max);
   fclose(f);
-  for (int z = 2; z >= 1; --z) {
-    const long a = lo[z] ? lo[z] : fixed[z], b = hi[z] ? hi[z] : fixed[z];
-    if (!a) continue; /* no such zone on the node, or no pageset lines */
-    h->pcp_high_min = a, h->pcp_high_max = b;
-    return;
-  }
 }
 
 void kit_cpu_vulns(char* digest, size_t n, FILE* print) {

@@ -2,6 +2,7 @@
 #include "measure/kit_match.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,4 +190,34 @@ void kit_matcher_reset(struct kit_matcher* m) {
   free(m->objs);
   m->objs = NULL, m->capobjs = m->nobjs = 0;
   m->live_uring = m->other_task_frees = m->lines_kept = 0;
+}
+
+int kit_zoneinfo_pcp(FILE* f, int want_node, int want_cpu, long* high_min, long* high_max) {
+  char line[256];
+  int zone_kind = 0, in_cpu = 0; /* zone_kind: 1 DMA32, 2 Normal, of `want_node` */
+  long lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, fixed[3] = {0, 0, 0};
+  while (fgets(line, sizeof line, f)) {
+    int node, cpu;
+    char zone[32];
+    long v;
+    if (sscanf(line, "Node %d, zone %31s", &node, zone) == 2) {
+      zone_kind = node != want_node ? 0 : !strcmp(zone, "Normal") ? 2 : !strcmp(zone, "DMA32") ? 1 : 0;
+      in_cpu = 0;
+    } else if (zone_kind && sscanf(line, " cpu: %d", &cpu) == 1) {
+      in_cpu = cpu == want_cpu;
+    } else if (in_cpu && sscanf(line, " high_min: %ld", &v) == 1) {
+      lo[zone_kind] = v;
+    } else if (in_cpu && sscanf(line, " high_max: %ld", &v) == 1) {
+      hi[zone_kind] = v;
+    } else if (in_cpu && sscanf(line, " high: %ld", &v) == 1) {
+      fixed[zone_kind] = v;
+    }
+  }
+  for (int z = 2; z >= 1; --z) {
+    const long a = lo[z] ? lo[z] : fixed[z], b = hi[z] ? hi[z] : fixed[z];
+    if (!a) continue; /* no such zone on the node, or no pageset lines */
+    *high_min = a, *high_max = b;
+    return 1;
+  }
+  return 0;
 }

@@ -41,6 +41,14 @@ struct kit_matcher {
 long kit_match_trace(struct kit_matcher* m, char* text, int child, FILE* keep);
 /* Forgets the rows' counts and the objects (keeps the rows' array). */
 void kit_matcher_reset(struct kit_matcher* m);
+/* /proc/zoneinfo's high marks of `want_cpu`'s per-CPU page lists in
+ * `want_node`'s Normal zone, or DMA32 where the node's Normal zone shows
+ * no per-CPU lists: "Node N, zone Z", then "cpu: C" and its "high_min:"
+ * and "high_max:" lines (6.7 and later) or, before 6.7, its fixed
+ * "high:" (least and most alike). Returns 1 and sets both when found, else
+ * 0 and leaves them. Beside the matcher so that it is fuzzed with it. */
+int kit_zoneinfo_pcp(FILE* f, int want_node, int want_cpu, long* high_min, long* high_max);
+
 /* Out of memory, or another fatal error: the kit's (kit_common.c); the
  * fuzz target has its own. */
 #ifdef __cplusplus

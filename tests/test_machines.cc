@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -134,6 +135,17 @@ TEST_CASE("machines: the page lists' marks the docs and the mapping quote are th
   }
   CHECK(doc.find("(high_min " + grouped(value("vm-2vcpu", "pcp_high_min")) + ", high_max\n" +
                  grouped(value("vm-2vcpu", "pcp_high_max")) + ")") != std::string::npos);
+  // The assumptions the doc states beside them are the table's sources'.
+  for (const auto& [machine, phrase, said] :
+       {std::tuple{"i7-12700KF", "high_min about 627", "without THP high_min would be about 627"},
+        std::tuple{"i7-12700KF", "32 GiB with THP enabled", "32 GiB with THP enabled"},
+        std::tuple{"cascadelake-w", "assumed 64 GiB", "assumed 64 GiB"},
+        std::tuple{"xeon-8358-2s", "assumed 256 GiB, 128 GiB a node", "256 GiB, 128 a node"}}) {
+    INFO(machine << ": " << phrase);
+    CHECK(std::string(iou::machine_by_name(machine, nullptr)->source).find(phrase) !=
+          std::string::npos);
+    CHECK(doc.find(said) != std::string::npos);
+  }
   const std::string mapping = read_text(repo_file("data/profiles/mapping.toml"));
   const std::string want = fmt::format("defaults = {{ pcp_high_min = {}, pcp_high_max = {} }}",
                                        value("vm-2vcpu", "pcp_high_min"),
