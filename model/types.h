@@ -44,6 +44,11 @@ inline constexpr gfp_t GFP_NOWAIT = __GFP_KSWAPD_RECLAIM;
 inline constexpr gfp_t GFP_ATOMIC = __GFP_HIGH | __GFP_KSWAPD_RECLAIM;
 inline constexpr gfp_t GFP_KERNEL = __GFP_DIRECT_RECLAIM | __GFP_KSWAPD_RECLAIM;
 inline constexpr gfp_t GFP_KERNEL_ACCOUNT = GFP_KERNEL | __GFP_ACCOUNT;
+// gfpflags_allow_spinning(): any reclaim bit (GFP_NOWAIT and GFP_ATOMIC
+// too); kmalloc_nolock() has none.
+inline constexpr bool gfp_allow_spinning(gfp_t gfp) {
+  return (gfp & (__GFP_DIRECT_RECLAIM | __GFP_KSWAPD_RECLAIM)) != 0;
+}
 
 // SLAB_* cache creation flags (model values).
 using slab_flags_t = uint32_t;

@@ -61,6 +61,7 @@ class FakeSlabBackend final : public SlabBackend {
   bool charge_pages(CpuId, MemcgId, uint32_t, gfp_t) override { return !refuse_charges; }
   void uncharge_pages(CpuId, MemcgId, uint32_t) override {}
   void uncharge_pages_batch(MemcgId, uint32_t) override {}
+  void mod_large_slab_stat(MemcgId, int64_t) override {}
 
  private:
   uint32_t next_ = 1;

@@ -29,8 +29,8 @@ struct SlubRig {
   FakeSlabBackend fake;
   Mm mm;
   CacheId s;
-  explicit SlubRig(SlubGen gen, uint8_t nodes = 1)
-      : mm(config(gen, nodes), &fake), s(mm.kmem_cache_create("t1k", 1024, 0, 0)) {
+  explicit SlubRig(SlubGen gen, uint8_t nodes = 1, bool rt = false)
+      : mm(config(gen, nodes, rt), &fake), s(mm.kmem_cache_create("t1k", 1024, 0, 0)) {
     const CacheInfo ci = mm.info(s);
     REQUIRE(ci.name == "t1k");
     REQUIRE(ci.order == 2);
@@ -39,11 +39,12 @@ struct SlubRig {
     REQUIRE(ci.cpu_partial_slabs == (gen == SlubGen::v6_18 ? 3u : 0u));
     REQUIRE(ci.sheaf_capacity == (gen == SlubGen::v7 ? 12u : 0u));
   }
-  static MmConfig config(SlubGen gen, uint8_t nodes) {
+  static MmConfig config(SlubGen gen, uint8_t nodes, bool rt) {
     MmConfig c;
     c.gen = gen;
     c.nr_cpus = 2;
     c.nr_nodes = nodes;
+    c.preempt_rt = rt;
     return c;
   }
   std::vector<Ptr> alloc(int n, CpuId cpu, gfp_t gfp = GFP_KERNEL) {

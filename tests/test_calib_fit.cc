@@ -91,7 +91,7 @@ TEST_CASE("calibrate's simulations: computed rounds give the counts of every rou
   REQUIRE(simulate_rows(calib().rows, 2, &steady, &err, nullptr, o));
   // The wait-wake and WAITV programs and the three reuse lifecycles
   // compute rounds (docs/calibration.md, "Rounds a per-op mean needs").
-  CHECK(computed == 172);
+  CHECK(computed == 188);
   uint64_t none = 0;
   SimulateOptions f;
   f.full = true;
@@ -1846,7 +1846,7 @@ TEST_CASE("a third Xeon sitting: rows in the root memory cgroup beside the child
         "mean V-F0-4096-1024 measured +0.01\n"
         "mean V-F0-4096-1024 predicted +0.0\n"
         "mean V-POLL-1024 measured +2.25\n"
-        "mean V-POLL-1024 predicted -13.7\n"
+        "mean V-POLL-1024 predicted -13.6\n"
         "mean inside 28\n"
         "median C-POLL-4096 fitted -10.2\n"
         "median C-POLL-4096 measured -6.2\n"
@@ -1856,7 +1856,7 @@ TEST_CASE("a third Xeon sitting: rows in the root memory cgroup beside the child
         "median V-F0-4096-1024 measured +0.66\n"
         "median V-F0-4096-1024 predicted +0.0\n"
         "median V-POLL-1024 measured +0.09\n"
-        "median V-POLL-1024 predicted -14.3\n"
+        "median V-POLL-1024 predicted -14.2\n"
         "median inside 20\n");
 }
 
@@ -1917,10 +1917,10 @@ TEST_CASE("the calibration suite's small reuse and nearly one armed wait a cycle
     REQUIRE(without > 0);
     maes += fmt::format("{:.2f} {:.2f} ", with, without);
   }
-  CHECK(maes == "4.54 4.80 3.00 3.21 ");
+  CHECK(maes == "4.56 4.82 2.99 3.20 ");
   CHECK(simcache::testing::read_text(repo_file("docs/validation.md"))
-            .find("absolute error a little: 4.54 % against 4.80 % without them by median\n"
-                  "rounds, 3.00 % against 3.21 % by mean rounds.") != std::string::npos);
+            .find("absolute error a little: 4.56 % against 4.82 % without them by median\n"
+                  "rounds, 2.99 % against 3.20 % by mean rounds.") != std::string::npos);
 }
 
 TEST_CASE("of the suites' serial registrations only 2,048 slots take an order-2 page",
@@ -2122,10 +2122,10 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
                         o.out.substr(table));
     // The prose beneath the block: on the first five the older fitter's
     // mean absolute error a little lower, by under two points on four of
-    // them and 4.13 on the fifth; on the sixth lower by 0.35 points and
-    // on the eighth by 0.15; on the seventh, the ninth to the twelfth and
+    // them and 4.14 on the fifth; on the sixth lower by 0.35 points and
+    // on the eighth by 0.13; on the seventh, the ninth to the twelfth and
     // the first two Xeon sittings today's lower; on the third Xeon
-    // sitting the older one's, by 0.25 points.
+    // sitting the older one's, by 0.26 points.
     const double now = last_cell_pct(o.out, "| today's |"),
                  old = last_cell_pct(o.out, "| before the speed factors |");
     const std::string s(sitting);
@@ -2133,15 +2133,15 @@ TEST_CASE("docs/measure.md's sittings: today's fitter beside the one before it",
     if (s == "idle" || s == "quiet" || s == "fresh" || s == "fourth" || s == "fifth") {
       CHECK(old < now);
       if (s == "fifth")
-        CHECK(gap == "4.13");
+        CHECK(gap == "4.14");
       else
         CHECK(now - old < 2);
     } else if (s == "sixth") {
       CHECK(gap == "0.35");
     } else if (s == "eighth") {
-      CHECK(gap == "0.15");
+      CHECK(gap == "0.13");
     } else if (s == "xeon-third") {
-      CHECK(gap == "0.25");
+      CHECK(gap == "0.26");
     } else {
       CHECK(now < old);
     }
@@ -2247,7 +2247,7 @@ TEST_CASE("docs/measure.md's worked example is what calibrate prints on its rows
   // poorly, and since the CQ array's pages are priced the speed factor's
   // search ends high, where the prices it names are refused.
   CHECK(r.status == 3);
-  CHECK(r.out.find("speed factor 24.") != std::string::npos);
+  CHECK(r.out.find("speed factor 25.") != std::string::npos);
   // Its error model does not settle either (docs/calibration.md, "The
   // fit"): a cause of its own.
   CHECK(r.err.find("not credible: the error model did not settle") != std::string::npos);
@@ -2444,7 +2444,9 @@ TEST_CASE("docs/measure.md's fourth worked example: a third sitting, two prices 
   REQUIRE(slot < fresh.params.size());
   REQUIRE(zero < fresh.params.size());
   CHECK(!fresh.params[slot].pinned);
-  CHECK(fresh.corr.at(slot * fresh.params.size() + zero) < -0.7);
+  // -0.67 (below -0.7 until a large kmalloc's memcg slab stat update
+  // joined the registration's counts, session 59).
+  CHECK(fresh.corr.at(slot * fresh.params.size() + zero) < -0.6);
   CHECK(slot_lines.find("weak: ") != std::string::npos);
   // 3 % less on the 4,096-slot registration: file_table_slot moves by
   // under a tenth and stays weak; the fit stays credible.

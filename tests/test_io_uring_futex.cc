@@ -230,3 +230,38 @@ TEST_CASE("futex: allocation failures complete the request with an error",
   CHECK(s.live_after_task_exit() == 0);
   CHECK(s.mm.reports().empty());
 }
+
+TEST_CASE("futex: a wake's completions run as task_work when the enter returns",
+          "[io_uring][futex]") {
+  // io_futex_wake_fn() only queues the woken wait's completion
+  // (io_req_task_work_add()); it runs when the io_uring_enter() returns.
+  // Enter 1 arms 32 waits (futex_cache empty: 32 kmalloc(144)). Enter 2
+  // wakes them and arms 32 more: the new waits find futex_cache still
+  // empty (32 more kmallocs); the 32 woken return to the cache at the
+  // enter's end. The ring's exit cancels the 32 armed: the cache (max 32)
+  // is full, so they are kfree'd, and so are the 32 cached at teardown:
+  // 64 and 64.
+  Sim s("v6.18", "unpatched");
+  const int r = s.io->ring_create(kApp);
+  s.mm.clear_calls();
+  s.io->enter_begin(r);
+  for (int i = 0; i < 32; i++) REQUIRE(s.io->futex_wait(r, true) == 0);
+  s.io->enter_end(r);
+  CHECK(futex_kmallocs(s) == 32);
+  s.io->enter_begin(r);
+  for (int i = 0; i < 32; i++) REQUIRE(s.io->futex_wake(r, 1) == 1);
+  CHECK(s.ev(Event::futex_complete) == 0);  // queued, not run
+  CHECK(s.ev(Event::task_work_run) == 0);
+  for (int i = 0; i < 32; i++) REQUIRE(s.io->futex_wait(r, true) == 0);
+  CHECK(futex_kmallocs(s) == 64);
+  CHECK(s.ev(Event::io_cache_get) == 0);
+  s.io->enter_end(r);
+  CHECK(s.ev(Event::futex_complete) == 32);
+  CHECK(s.ev(Event::task_work_run) == 32);
+  CHECK(s.ev(Event::io_cache_put) == 32);  // the woken waits' data, into the cache
+  CHECK(kfrees_of(s, 144) == 0);
+  s.io->ring_exit(r, kKworker);
+  CHECK(kfrees_of(s, 144) == 64);
+  CHECK(s.live_after_task_exit() == 0);
+  CHECK(s.mm.reports().empty());
+}

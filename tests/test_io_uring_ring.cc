@@ -568,3 +568,42 @@ TEST_CASE("ring: the program's first reads of a fresh ring's CQ array, page by p
     s.io->task_exit_all();
   }
 }
+
+TEST_CASE("ring: while overflowed CQEs wait, every new CQE overflows too, and a MSG_RING "
+          "target's overflows with the profile's atomic gfp",
+          "[io_uring][ring]") {
+  // io_cqe_cache_refill() refuses the ring while IO_CHECK_CQ_OVERFLOW_BIT
+  // is set: CQEs stay in order. 12 SEND_FDs into a 4-entry target (CQ of
+  // 8): 8 in the ring, 4 overflowed. Reaping from userspace empties the
+  // ring but not the list (no syscall): 2 more SEND_FDs overflow as well,
+  // 6 in all; the target's next enter flushes the 6, which are reaped.
+  const bool defer = GENERATE(false, true);
+  INFO("target DEFER_TASKRUN " << defer);
+  Sim s("v6.18");
+  const int src = make_source(s);
+  const int dst = s.io->ring_create(kApp, {4, 0, defer});
+  REQUIRE(dst >= 0);
+  s.io->files_register_sparse(dst, 64);
+  s.io->enter_begin(src);
+  for (int i = 0; i < 12; ++i)
+    REQUIRE(s.io->msg_ring_send_fd(src, dst, 0, IORING_FILE_INDEX_ALLOC) >= 0);
+  s.io->enter_end(src);
+  CHECK(s.mm.events()[Event::cqe_overflow] == 4);
+  CHECK(s.io->reap_cq(dst) == 8);
+  s.io->enter_begin(src);
+  for (int i = 0; i < 2; ++i)
+    REQUIRE(s.io->msg_ring_send_fd(src, dst, 0, IORING_FILE_INDEX_ALLOC) >= 0);
+  s.io->enter_end(src);
+  CHECK(s.mm.events()[Event::cqe_overflow] == 6);
+  CHECK(s.io->reap_cq(dst) == 0);
+  const uint64_t reaped = s.mm.events()[Event::cqe_reap];
+  s.io->enter_begin(dst);
+  s.io->enter_end(dst);
+  CHECK(s.mm.events()[Event::cqe_reap] == reaped + 6);
+  // The target's CQEs are io_post_aux_cqe()'s: under the CQ lock, the
+  // profile's atomic gfp even on a DEFER_TASKRUN (lockless CQ) target.
+  const uint64_t entries = s.mm.count_if([&](const Call& c) {
+    return c.op == Op::kmalloc && c.size == 32 && c.gfp == s.profile.ocqe_gfp;
+  });
+  CHECK(entries == 6);
+}

@@ -636,3 +636,102 @@ TEST_CASE("page allocator: the high mark starts at the machine's least and is tu
     CHECK_FALSE(sig(a) == sig(c));
   }
 }
+
+TEST_CASE("memcg: a vmalloc area is charged a page at a time, a large kmalloc at once with its "
+          "slab stat",
+          "[mm][memcg]") {
+  MmConfig cfg;
+  cfg.nr_cpus = 2;
+  Mm mm(cfg);
+  const MemcgId m = mm.memcg().create(kRootMemcg);
+  const Task t{1, m, 0};
+  const auto ev = [&](Event e) { return mm.events()[e]; };
+  // 40,000 bytes as a large kmalloc: one order-4 compound, one
+  // __memcg_kmem_charge_page() of its 16 pages (a batch of 64 from the
+  // page_counter, 48 to the CPU's stock), and NR_SLAB_UNRECLAIMABLE_B on
+  // its memcg lruvec: one update (memcg_vmstat_flush), 65,536 slab bytes.
+  const Ptr big = mm.kvmalloc(40000, GFP_KERNEL_ACCOUNT, t);
+  REQUIRE(big != kNull);
+  CHECK(ev(Event::memcg_charge) == 1);
+  CHECK(ev(Event::memcg_vmstat_flush) == 1);
+  CHECK(mm.memcg().slab_bytes(m) == 65536);
+  // Freed: the stat back (a second update), then one uncharge of 16.
+  mm.kvfree(big, t);
+  CHECK(ev(Event::memcg_vmstat_flush) == 2);
+  CHECK(ev(Event::memcg_uncharge_pages) == 1);
+  CHECK(mm.memcg().slab_bytes(m) == 0);
+  // The compound refused: the vmalloc fallback's 10 order-0 pages, each
+  // charged as the page allocator hands it out (the bulk allocator
+  // refuses __GFP_ACCOUNT): 10 charges, each served by the CPU stock the
+  // first charge and the free left; no slab stat (vmalloc is no slab).
+  const uint64_t hits = ev(Event::memcg_stock_hit);
+  mm.faults().fail_nth(FaultPoint::page_alloc, 1);
+  const Ptr v = mm.kvmalloc(40000, GFP_KERNEL_ACCOUNT, t);
+  mm.faults().clear();
+  REQUIRE(v != kNull);
+  CHECK(ev(Event::vmalloc_fallback) == 1);
+  CHECK(ev(Event::memcg_charge) == 1 + 10);
+  CHECK(ev(Event::memcg_stock_hit) == hits + 10);
+  CHECK(ev(Event::memcg_vmstat_flush) == 2);
+  // vfree(): one uncharge a page.
+  mm.kvfree(v, t);
+  CHECK(ev(Event::memcg_uncharge_pages) == 1 + 10);
+  // A refused charge is one memcg_charge_fail, whether injected or the
+  // memcg's own (memory.max of 1 page, the stock drained first).
+  mm.faults().fail_nth(FaultPoint::memcg_charge, 1);
+  CHECK(mm.kmalloc(40000, GFP_KERNEL_ACCOUNT, t) == kNull);
+  mm.faults().clear();
+  CHECK(ev(Event::memcg_charge_fail) == 1);
+  const MemcgId tight = mm.memcg().create(kRootMemcg, 1);
+  CHECK(mm.kmalloc(40000, GFP_KERNEL_ACCOUNT, Task{1, tight, 0}) == kNull);
+  CHECK(ev(Event::memcg_charge_fail) == 2);
+  CHECK(mm.check_leaks() == 0);
+}
+
+TEST_CASE("memcg: a refused object charge frees as memcg_alloc_abort_single() or one bulk free",
+          "[mm][memcg]") {
+  const SlubGen gen = GENERATE(SlubGen::v6_18, SlubGen::v7);
+  MmConfig cfg;
+  cfg.nr_cpus = 2;
+  cfg.gen = gen;
+  Mm mm(cfg);
+  const CacheId s = mm.kmem_cache_create("acct", 256, 0, SLAB_ACCOUNT);
+  const MemcgId m = mm.memcg().create(kRootMemcg);
+  const Task t{1, m, 0};
+  const auto ev = [&](Event e) { return mm.events()[e]; };
+  // One object refused: memcg_alloc_abort_single() frees it without the
+  // memcg free hook (it was never charged): no memcg_free_hook_empty;
+  // 6.18's do_slab_free() takes its CPU slab's fast path, 7.x's
+  // __slab_free() goes straight to the slab (no sheaf, and no
+  // FREE_SLOWPATH: that is slab_free()'s stat).
+  mm.faults().fail_nth(FaultPoint::memcg_charge, 1);
+  CHECK(mm.kmem_cache_alloc(s, GFP_KERNEL, t) == kNull);
+  mm.faults().clear();
+  CHECK(ev(Event::memcg_charge_fail) == 1);
+  CHECK(ev(Event::memcg_free_hook) == 0);
+  CHECK(ev(Event::memcg_free_hook_empty) == 0);
+  CHECK(mm.info(s).live_objects == 0);
+  if (gen == SlubGen::v7) {
+    CHECK(mm.stat(s, SlubStat::FREE_FASTPATH) == 0);
+    CHECK(mm.stat(s, SlubStat::FREE_SLOWPATH) == 0);
+  } else {
+    CHECK(mm.stat(s, SlubStat::FREE_FASTPATH) == 1);
+  }
+  // A bulk of 4 whose third charge is refused: one kmem_cache_free_bulk()
+  // of the 4, its hook uncharging the 2 charged and finding the other 2
+  // empty.
+  Ptr p[4];
+  const uint64_t bulk_frees = ev(Event::kmem_cache_free_bulk);
+  mm.faults().fail_nth(FaultPoint::memcg_charge, 3);
+  CHECK(mm.kmem_cache_alloc_bulk(s, GFP_KERNEL, 4, p, t) == 0);
+  mm.faults().clear();
+  CHECK(ev(Event::kmem_cache_free_bulk) == bulk_frees + 1);
+  CHECK(ev(Event::bulk_free_objects) == 4);
+  CHECK(ev(Event::memcg_charge_fail) == 2);
+  CHECK(ev(Event::memcg_free_hook) == 2);
+  CHECK(ev(Event::memcg_free_hook_empty) == 2);
+  CHECK(mm.info(s).live_objects == 0);
+  CHECK(mm.memcg().live_obj_bytes(m) == 0);
+  CHECK(mm.kasan_reports().empty());
+  CHECK(mm.check_leaks() == 0);
+}

@@ -89,11 +89,13 @@ TEST_CASE("7.x: sheaf refills, the spare, barn put and barn full, barn get",
 TEST_CASE("7.x: single-object slow path, remote-node frees, node lists",
           "[slub][v7][direct]") {
   SlubRig r(SlubGen::v7, /*nodes=*/2);  // CPU 0 on node 0, CPU 1 on node 1
-  // GFP_NOWAIT may not refill a sheaf: every allocation misses the barn
-  // (barn_get_fail) and takes one object in ___slab_alloc()
-  // (alloc_slowpath): S1 new (alloc_slab), then 15 from it while it is on
-  // the partial list, and so on: S1..S6 for 96 objects, all full.
-  std::vector<Ptr> v = r.alloc(96, 0, GFP_NOWAIT);
+  // A caller that may not spin (no reclaim bit, as kmalloc_nolock()
+  // passes; GFP_NOWAIT may: it refills) does not refill a sheaf: every
+  // allocation misses the barn (barn_get_fail) and takes one object in
+  // ___slab_alloc() (alloc_slowpath): S1 new (alloc_slab), then 15 from
+  // it while it is on the partial list, and so on: S1..S6 for 96
+  // objects, all full.
+  std::vector<Ptr> v = r.alloc(96, 0, gfp_t{0});
   check_stats(r.mm, r.s, {{S::ALLOC_SLOWPATH, 96}, {S::BARN_GET_FAIL, 96},
                           {S::ALLOC_SLAB, 6}});
   CHECK(r.mm.info(r.s).partial == 0);
@@ -279,3 +281,129 @@ TEST_CASE("7.x: the end-of-run shrink of one-object sheaves frees each sheaf onc
   }
 }
 
+
+TEST_CASE("7.x: GFP_NOWAIT and GFP_ATOMIC refill a sheaf as GFP_KERNEL does, a caller that may "
+          "not spin takes one object",
+          "[slub][v7][direct]") {
+  // __pcs_replace_empty_main() refills when gfpflags_allow_spinning():
+  // any reclaim bit, kswapd's too. The 24 allocations of the first test
+  // case count alike under all three. Without a reclaim bit (what
+  // kmalloc_nolock() passes) every miss of the barn is one object from
+  // ___slab_alloc(): 24 slow paths, no sheaf refilled or allocated.
+  const gfp_t gfp = GENERATE(GFP_KERNEL, GFP_NOWAIT, GFP_ATOMIC);
+  SlubRig r(SlubGen::v7);
+  r.alloc(24, 0, gfp);
+  check_stats(r.mm, r.s, {{S::ALLOC_FASTPATH, 24}, {S::BARN_GET_FAIL, 2},
+                          {S::SHEAF_ALLOC, 1}, {S::SHEAF_REFILL, 24},
+                          {S::ALLOC_SLAB, 2}});
+  SlubRig nolock(SlubGen::v7);
+  nolock.alloc(24, 0, gfp_t{0});
+  check_stats(nolock.mm, nolock.s, {{S::ALLOC_SLOWPATH, 24}, {S::BARN_GET_FAIL, 24},
+                                    {S::ALLOC_SLAB, 2}});
+}
+
+TEST_CASE("7.x on PREEMPT_RT: cpu_sheaves->lock at every sheaf operation and each retake",
+          "[slub][v7][direct][rt]") {
+  // The 24 allocations of the first test case: #1 takes the trylock,
+  // finds Bt empty, drops it to refill a new sheaf X and retakes it (2);
+  // #2-#12 once each; #13 again 2 (the spare Bt refilled), #14-#24 once:
+  // 26 for t1k. X itself is a kzalloc from kmalloc-128, whose first main
+  // sheaf is refilled the same way (2), and that sheaf is a kmalloc-512
+  // object: the trylock, then no sheaf for a __GFP_NO_OBJ_EXT caller and
+  // ___slab_alloc() (1). 29 in all. The 24 frees: F1-F12 into Bt, F13
+  // finds it full and swaps in the empty spare X (no retake), F13-F24:
+  // one each, 24. Without RT the lock only disables preemption: none.
+  SlubRig r(SlubGen::v7, 1, /*rt=*/true);
+  std::vector<Ptr> v = r.alloc(24, 0);
+  CHECK(r.mm.events()[Event::cpu_slab_local_lock] == 29);
+  for (Ptr p : v) r.free(p, 0);
+  CHECK(r.mm.events()[Event::cpu_slab_local_lock] == 53);
+  // The same sequence counts the same SLUB stats as without RT.
+  check_stats(r.mm, r.s, {{S::ALLOC_FASTPATH, 24}, {S::BARN_GET_FAIL, 2},
+                          {S::SHEAF_ALLOC, 1}, {S::SHEAF_REFILL, 24},
+                          {S::ALLOC_SLAB, 2}, {S::FREE_FASTPATH, 24}});
+  SlubRig plain(SlubGen::v7);
+  for (Ptr p : plain.alloc(24, 0)) plain.free(p, 0);
+  CHECK(plain.mm.events()[Event::cpu_slab_local_lock] == 0);
+}
+
+TEST_CASE("7.x: a sheaf is a plain kmalloc object whatever the caller's reclaimable, DMA or "
+          "accounted bits",
+          "[slub][v7][direct]") {
+  // __alloc_empty_sheaf() clears OBJCGS_CLEAR_MASK (__GFP_DMA,
+  // __GFP_RECLAIMABLE, __GFP_ACCOUNT, __GFP_NOFAIL) from the caller's gfp:
+  // the first allocation's sheaf X comes from kmalloc-128, never from
+  // kmalloc-rcl-128 or kmalloc-cg-128.
+  const gfp_t extra =
+      GENERATE(gfp_t{0}, __GFP_DMA, __GFP_RECLAIMABLE, __GFP_ACCOUNT, __GFP_NOFAIL);
+  SlubRig r(SlubGen::v7);
+  r.alloc(1, 0, GFP_KERNEL | extra);
+  CHECK(r.mm.stat(r.s, S::SHEAF_ALLOC) == 1);
+  const CacheId plain = r.mm.find_cache("kmalloc-128");
+  REQUIRE(plain != kNoCache);
+  CHECK(r.mm.info(plain).live_objects == 1);
+  for (const char* other : {"kmalloc-rcl-128", "kmalloc-cg-128", "dma-kmalloc-128"}) {
+    const CacheId c = r.mm.find_cache(other);
+    INFO(other);
+    if (c != kNoCache) CHECK(r.mm.info(c).live_objects == 0);
+  }
+}
+
+TEST_CASE("7.x on PREEMPT_RT: the retakes of a full main's replacement, and a bulk call's "
+          "batches",
+          "[slub][v7][direct][rt]") {
+  // The first test case's 168 allocations and frees with RT on. Allocs:
+  // one trylock each (168), a retake after each of the 14 refills, and
+  // the sheaf X: kmalloc-128's pop and its first refill's retake (2),
+  // kmalloc-512's trylock before ___slab_alloc() (1): 185. Frees: one
+  // trylock each (168); F25..F133 find main and spare full and no empty
+  // barn sheaf, drop the lock to allocate one (GFP_NOWAIT, a kmalloc-128
+  // pop: its own trylock) and retake it to install it: 10 x 2; F145 and
+  // F157 find the barn full (-E2BIG), flush the spare unlocked and retake
+  // it: 2. 185 + 168 + 20 + 2 = 375.
+  SlubRig r(SlubGen::v7, 1, /*rt=*/true);
+  std::vector<Ptr> v = r.alloc(168, 0);
+  CHECK(r.mm.events()[Event::cpu_slab_local_lock] == 185);
+  for (Ptr p : v) r.free(p, 0);
+  CHECK(r.mm.stat(r.s, S::BARN_PUT) == 10);
+  CHECK(r.mm.stat(r.s, S::BARN_PUT_FAIL) == 2);
+  CHECK(r.mm.events()[Event::cpu_slab_local_lock] == 375);
+  // Bulk: the main sheaf (12, the last 12 frees') serves a bulk of 30 in
+  // batches: the main's 12, then a full barn sheaf's 12, then another's
+  // 6 (alloc_from_pcs_bulk()'s trylock a batch: 3). A bulk free of those
+  // 30: the empty main takes 12 (one batch), the spare... each batch of
+  // free_to_pcs_bulk() one trylock.
+  const uint64_t before = r.mm.events()[Event::cpu_slab_local_lock];
+  Ptr b[30];
+  REQUIRE(r.mm.kmem_cache_alloc_bulk(r.s, GFP_KERNEL, 30, b, Task{0, kRootMemcg, 0}) == 30);
+  CHECK(r.mm.events()[Event::cpu_slab_local_lock] - before == 3);
+  const uint64_t mid = r.mm.events()[Event::cpu_slab_local_lock];
+  r.mm.kmem_cache_free_bulk(r.s, 30, b, Task{0, kRootMemcg, 0});
+  CHECK(r.mm.events()[Event::cpu_slab_local_lock] - mid == 3);
+  CHECK(r.mm.slub().check_invariants().empty());
+}
+
+TEST_CASE("7.x on PREEMPT_RT: a cache without sheaves takes the lock before backing off",
+          "[slub][v7][direct][rt]") {
+  // Every cache has cpu_sheaves (one without sheaves its empty bootstrap
+  // sheaf): alloc_from_pcs() takes the trylock before
+  // __pcs_replace_empty_main() backs off, free_to_pcs() before
+  // __pcs_replace_full_main() does (the main is "full", 0 of 0), and
+  // alloc_from_pcs_bulk() runs for every cache; kmem_cache_free_bulk()
+  // checks cache_has_sheaves() first and takes none. Two allocations and
+  // two frees: 4; a bulk of 3 and its free: 1 more.
+  SlubRig r(SlubGen::v7, 1, /*rt=*/true);
+  const CacheId s = r.mm.kmem_cache_create("nosheaf", 1024, 0, SLAB_NOLEAKTRACE);
+  REQUIRE(r.mm.info(s).sheaf_capacity == 0);
+  const Task t{0, kRootMemcg, 0};
+  const uint64_t before = r.mm.events()[Event::cpu_slab_local_lock];
+  Ptr a = r.mm.kmem_cache_alloc(s, GFP_KERNEL, t);
+  Ptr b = r.mm.kmem_cache_alloc(s, GFP_KERNEL, t);
+  r.mm.kmem_cache_free(s, a, t);
+  r.mm.kmem_cache_free(s, b, t);
+  CHECK(r.mm.events()[Event::cpu_slab_local_lock] - before == 4);
+  Ptr p[3];
+  REQUIRE(r.mm.kmem_cache_alloc_bulk(s, GFP_KERNEL, 3, p, t) == 3);
+  r.mm.kmem_cache_free_bulk(s, 3, p, t);
+  CHECK(r.mm.events()[Event::cpu_slab_local_lock] - before == 5);
+}

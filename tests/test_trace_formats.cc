@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <string>
+#include <vector>
 
 #include "sim/cli/cli.h"
 #include "model/gfp.h"
@@ -371,4 +373,47 @@ TEST_CASE("numeric fields: the in-line decimal path reads what the full parser r
   CHECK(x == 4095);
   CHECK_FALSE(parse_field("cpu", "4096", 0, 4095, &x, &why));
   CHECK(why == "field 'cpu': 4096 is outside [0, 4095]");
+}
+
+TEST_CASE("tokens: the word-at-a-time scan finds the blank the plain loop finds",
+          "[replay][traces][text]") {
+  // token_end() compares eight bytes at a time: every offset of the blank
+  // within a word and across a word's end, a tab beside a space, bytes
+  // with the high bit set (UTF-8, 0xff), and on both sides of the blank
+  // the byte one bit from it (0x21 for a space, 0x08 for a tab: XORed
+  // with the blank it is 0x01, which a borrow from the blank's zero turns
+  // into a false hit in the neighbouring byte), no blank at all, and a
+  // start past the first blank.
+  auto plain = [](std::string_view s, size_t i) {
+    while (i < s.size() && s[i] != ' ' && s[i] != '\t') ++i;
+    return i;
+  };
+  std::vector<std::string> lines = {"", " ", "\t", "a", "abcdefgh", "abcdefghi", "ab\tcd ef",
+                                    "\xff\xfe\x80\x81 x", "!!!!!!!!!!!!\n\n\n\n ",
+                                    "call_site=do_sys_openat2+0x9c/0x160 ptr=ffff888000001000"};
+  for (size_t len = 1; len <= 20; ++len)
+    for (size_t at = 0; at < len; ++at)
+      for (char blank : {' ', '\t'}) {
+        std::string s(len, 'x');
+        s[at] = blank;
+        if (at + 1 < len) s[at + 1] = static_cast<char>(blank ^ 1);  // a borrow's false hit
+        if (at > 0) s[at - 1] = static_cast<char>(blank ^ 1);
+        if (at > 1) s[at - 2] = static_cast<char>(0x80 | blank);
+        lines.push_back(s);
+      }
+  uint64_t state = 12345;  // a fixed pseudo-random mix of blanks and others
+  for (int n = 0; n < 200; ++n) {
+    std::string s;
+    for (int k = 0; k < 40; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const unsigned r = static_cast<unsigned>(state >> 59);  // 0..31
+      s += r == 0 ? ' ' : r == 1 ? '\t' : r == 2 ? '!' : r == 3 ? '\b' : static_cast<char>(0x1f + r * 8);
+    }
+    lines.push_back(s);
+  }
+  for (const std::string& s : lines)
+    for (size_t i = 0; i <= s.size(); ++i) {
+      INFO("'" << s << "' from " << i);
+      CHECK(token_end(s, i) == plain(s, i));
+    }
 }

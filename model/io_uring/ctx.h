@@ -113,6 +113,12 @@ struct IoRingCtx {
 
   IoFileTable files;
   std::vector<ArmedFutex> futex_list;
+  // Waits a FUTEX_WAKE woke: the wake callback only queues their
+  // completion as task_work (io_req_task_work_add()), which runs when the
+  // enter returns to user space (finish_enter()), after the enter's own
+  // completions are flushed: a WAIT later in the same enter does not find
+  // their data back in futex_cache.
+  std::vector<ArmedFutex> futex_woken;
   std::vector<Ptr> poll_list;  // armed IORING_OP_POLL_ADD requests
 };
 

@@ -57,13 +57,15 @@ void ring_signature(const IoRingCtx& c, StateSig* s) {
   s->add(f.alloc_end);
   s->ptrs(f.anchors);
   s->ptrs(f.prefilled);
-  s->add(c.futex_list.size());
-  for (const ArmedFutex& a : c.futex_list) {
-    s->ptr(a.req);
-    s->ptr(a.data);
-    s->add(static_cast<uint64_t>(a.kind));
-    s->add(a.nr);
-    s->add(a.cached);
+  for (const std::vector<ArmedFutex>* list : {&c.futex_list, &c.futex_woken}) {
+    s->add(list->size());
+    for (const ArmedFutex& a : *list) {
+      s->ptr(a.req);
+      s->ptr(a.data);
+      s->add(static_cast<uint64_t>(a.kind));
+      s->add(a.nr);
+      s->add(a.cached);
+    }
   }
   s->ptrs(c.poll_list);
 }

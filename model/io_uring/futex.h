@@ -146,8 +146,10 @@ int io_futex_waitv(IoKernel<A>& k, IoRingCtx& ctx, uint32_t nr, bool words_match
 
 // Mirrors io_futex_wake() (IORING_OP_FUTEX_WAKE) and the wake callbacks
 // io_futex_wake_fn()/io_futexv_wake_fn(): wakes up to `n` armed waiters of
-// this ring, oldest first; each completes in task_work on the ring's
-// submitter task. Returns the number woken (the WAKE's CQE result).
+// this ring, oldest first. A callback only unqueues its waiter and queues
+// the completion as task_work (io_req_task_work_add()): the waiters move
+// to ctx.futex_woken and complete when the enter returns
+// (io_futex_run_woken()). Returns the number woken (the WAKE's CQE result).
 template <IoAllocator A>
 int io_futex_wake(IoKernel<A>& k, IoRingCtx& ctx, uint32_t n) {
   const Task& t = ctx.submitter;
@@ -156,19 +158,30 @@ int io_futex_wake(IoKernel<A>& k, IoRingCtx& ctx, uint32_t n) {
   ev(k.mm, Event::sqe_submit);
   ev(k.mm, Event::futex_wake);
   const size_t woken = std::min<size_t>(n, ctx.futex_list.size());
-  for (size_t i = 0; i < woken; i++) {
-    const ArmedFutex& w = ctx.futex_list[i];
+  const auto end = ctx.futex_list.begin() + static_cast<ptrdiff_t>(woken);
+  ctx.futex_woken.insert(ctx.futex_woken.end(), ctx.futex_list.begin(), end);
+  ctx.futex_list.erase(ctx.futex_list.begin(), end);
+  io_post_cqe(k, ctx);
+  io_req_complete_defer(ctx, req);
+  return static_cast<int>(woken);
+}
+
+// The task_work a FUTEX_WAKE queued, run on the ring's submitter task as
+// the enter returns to user space (tctx_task_work(): one item per woken
+// request, in the order they were woken): io_futex_complete() or
+// io_futexv_complete() each. (A DEFER_TASKRUN ring would run them at its
+// next wait for events; the model runs them at the enter's end either way.)
+template <IoAllocator A>
+void io_futex_run_woken(IoKernel<A>& k, IoRingCtx& ctx) {
+  const Task& t = ctx.submitter;
+  for (const ArmedFutex& w : ctx.futex_woken) {
     ev(k.mm, Event::task_work_run);
     if (w.kind == FutexKind::wait)
       io_futex_complete(k, ctx, w, t);
     else
       io_futexv_complete(k, ctx, w, t);
   }
-  ctx.futex_list.erase(ctx.futex_list.begin(),
-                       ctx.futex_list.begin() + static_cast<ptrdiff_t>(woken));
-  io_post_cqe(k, ctx);
-  io_req_complete_defer(ctx, req);
-  return static_cast<int>(woken);
+  ctx.futex_woken.clear();
 }
 
 // Mirrors io_futex_remove_all() at ring exit: every armed wait is

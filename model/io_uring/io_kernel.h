@@ -135,12 +135,16 @@ uint64_t cq_capacity(const Ctx& ctx) {
 // completions allocate the entry GFP_KERNEL instead of the profile's
 // atomic gfp (__io_submit_flush_completions() picks the sleeping gfp for
 // a lockless CQ, 6.16 and later), still accounted (and zeroed where the
-// profile kzallocs).
+// profile kzallocs). An auxiliary CQE (io_post_aux_cqe(): a MSG_RING
+// target's) takes the CQ lock whatever the ring and overflows through
+// io_cqe_overflow_locked() with the profile's atomic gfp, DEFER_TASKRUN
+// or not (`aux`).
 template <IoAllocator A, class Ctx>
-[[gnu::noinline, gnu::cold]] void io_cqe_overflow(IoKernel<A>& k, Ctx& ctx, const Task& poster) {
+[[gnu::noinline, gnu::cold]] void io_cqe_overflow(IoKernel<A>& k, Ctx& ctx, const Task& poster,
+                                                  bool aux) {
   SiteScope scope(k.mm, CallSite::io_alloc_ocqe);
   ev(k.mm, Event::cqe_overflow);
-  const gfp_t gfp = ctx.params.defer_taskrun
+  const gfp_t gfp = ctx.params.defer_taskrun && !aux
                         ? GFP_KERNEL | (k.profile.ocqe_gfp & (__GFP_ACCOUNT | __GFP_ZERO))
                         : k.profile.ocqe_gfp;
   const Ptr o = k.mm.kmalloc(kOverflowCqeSize, gfp, poster);
@@ -151,14 +155,24 @@ template <IoAllocator A, class Ctx>
   ctx.cq_overflow.push_back(o);
 }
 
+// While older CQEs wait on the overflow list (IO_CHECK_CQ_OVERFLOW_BIT
+// set), io_cqe_cache_refill() refuses the ring and every new CQE
+// overflows too, room or not, until a flush empties the list: the ring
+// keeps CQEs in order.
 template <IoAllocator A, class Ctx>
-inline void io_post_cqe(IoKernel<A>& k, Ctx& ctx, const Task& poster) {
+inline void io_post_cqe(IoKernel<A>& k, Ctx& ctx, const Task& poster, bool aux = false) {
   ev(k.mm, Event::cqe_post);
-  if (ctx.cq_pending < ctx.cq_capacity) [[likely]] {
+  if (ctx.cq_pending < ctx.cq_capacity && ctx.cq_overflow.empty()) [[likely]] {
     ctx.cq_pending++;
     return;
   }
-  io_cqe_overflow(k, ctx, poster);
+  io_cqe_overflow(k, ctx, poster, aux);
+}
+// io_post_aux_cqe(): a CQE posted outside a request's completion (the
+// MSG_RING target's), under the CQ lock.
+template <IoAllocator A, class Ctx>
+inline void io_post_aux_cqe(IoKernel<A>& k, Ctx& ctx, const Task& poster) {
+  io_post_cqe(k, ctx, poster, /*aux=*/true);
 }
 template <IoAllocator A, class Ctx>
 inline void io_post_cqe(IoKernel<A>& k, Ctx& ctx) {

@@ -134,6 +134,13 @@ int io_ring_ctx_alloc(IoKernel<A>& k, IoRingCtx& ctx, const Task& t) {
 // the posts, any overflow entry and the frees are then the kworker's.
 template <IoAllocator A>
 void io_ring_exit_cancel(IoKernel<A>& k, IoRingCtx& ctx, const Task& kworker) {
+  // Woken waits' task_work ran when their enter returned; none is left
+  // by then, but a ring torn down mid-enter completes them first.
+  if (!ctx.futex_woken.empty()) io_futex_run_woken(k, ctx);
+  // io_ring_exit_work() drops the overflowed CQEs (io_cqring_overflow_kill()
+  // on the kworker) before it cancels: the cancels' CQEs then overflow
+  // only if the CQ ring itself is full, not because older ones wait.
+  io_cqring_overflow_flush(k, ctx, kworker);
   io_flush_completions(k, ctx, kworker);
   const size_t items = ctx.futex_list.size() + ctx.poll_list.size();
   if (items == 0) return;

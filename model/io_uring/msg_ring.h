@@ -49,7 +49,7 @@ int io_msg_send_fd(IoKernel<A>& k, IoRingCtx& src, IoRingCtx* dst, uint32_t src_
       ev(k.mm, Event::fput);  // REQ_F_NEED_CLEANUP: io_msg_ring_cleanup()
     } else {
       ring_first_use(k, *dst);
-      io_post_cqe(k, *dst, on);  // the target's CQE, posted where the install ran
+      io_post_aux_cqe(k, *dst, on);  // the target's CQE, posted where the install ran
     }
   }
   io_post_cqe(k, src);

@@ -356,7 +356,14 @@ class IoUring {
   }
   void finish_enter(IoRingCtx& c) {
     io_flush_completions(k_, c, c.submitter);
+    if (!c.futex_woken.empty()) [[unlikely]] run_woken(c);
     ev(k_.mm, Event::cqe_reap, drain_cq(c));
+  }
+  // The task_work the enter's wakes queued, then its flush (out of line:
+  // only an enter with a FUTEX_WAKE that woke someone has any).
+  [[gnu::noinline]] void run_woken(IoRingCtx& c) {
+    io_futex_run_woken(k_, c);
+    io_flush_completions(k_, c, c.submitter);
   }
   // At the end of an io_uring_enter() the application empties the CQ
   // ring; each time it is empty the enter's overflow flush (on the

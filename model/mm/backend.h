@@ -39,6 +39,9 @@ class SlabBackend {
   // release_pages()' uncharge (mem_cgroup_uncharge_folios()): straight to
   // the page_counter, no stock.
   virtual void uncharge_pages_batch(MemcgId memcg, uint32_t nr_pages) = 0;
+  // lruvec_stat_mod_folio(NR_SLAB_UNRECLAIMABLE_B) of a large kmalloc's
+  // compound charged to `memcg`: + its bytes at allocation, - at free.
+  virtual void mod_large_slab_stat(MemcgId memcg, int64_t bytes) = 0;
 };
 
 // The model's own page allocator and memcg behind the seam.
@@ -70,6 +73,9 @@ class KernelBackend final : public SlabBackend {
   }
   void uncharge_pages_batch(MemcgId memcg, uint32_t nr_pages) override {
     memcg_->uncharge_pages_batch(memcg, nr_pages);
+  }
+  void mod_large_slab_stat(MemcgId memcg, int64_t bytes) override {
+    memcg_->mod_lruvec_slab(memcg, bytes);
   }
 
  private:

@@ -124,13 +124,19 @@ bool Slub::kfree_rcu_sheaf(Ptr p, const Task& t) {
 }
 
 // flush_all_rcu_sheaves() (kvfree_rcu_barrier()): every partly filled
-// rcu_free sheaf goes to call_rcu(rcu_free_sheaf).
+// rcu_free sheaf goes to call_rcu(rcu_free_sheaf_nobarn) (flush_rcu_sheaf()
+// on each CPU): after the grace period its objects go back to their slabs
+// and the sheaf is freed, never parked in the barn as a short "full" one.
 void Slub::flush_rcu_sheaves() {
   for (CacheId s = 0; s < caches_.size(); ++s)
     for (CpuId cpu = 0; cpu < caches_[s].cpu.size(); ++cpu) {
+      // flush_rcu_sheaf() runs on every online CPU for every cache with
+      // sheaves, its local_lock() whether or not a sheaf is there (RT
+      // too: kvfree_rcu_barrier() flushes even where kfree_rcu() bypasses).
+      if (caches_[s].g.sheaf_capacity) rt_pcs_lock();
       int32_t& rf = caches_[s].cpu[cpu].rcu_free;
       if (rf < 0) continue;
-      rcu_pending_.push_back({rf, cpu, false});
+      rcu_pending_.push_back({rf, cpu, /*nobarn=*/true});
       rf = -1;
     }
 }

@@ -15,10 +15,6 @@ constexpr uint32_t kPageMask = PAGE_SIZE - 1;
 constexpr int64_t kS16Max = 32767;
 constexpr uint32_t kU16Max = 65535;
 
-// gfpflags_allow_spinning(): any reclaim bit; kmalloc_nolock() has none.
-bool gfp_allow_spinning(gfp_t gfp) {
-  return gfp & (__GFP_DIRECT_RECLAIM | __GFP_KSWAPD_RECLAIM);
-}
 bool gfp_allow_blocking(gfp_t gfp) { return gfp & __GFP_DIRECT_RECLAIM; }
 
 }  // namespace
@@ -521,6 +517,12 @@ int64_t Memcg::kmem_pages(MemcgId memcg) const {
 
 int64_t Memcg::live_obj_bytes(MemcgId memcg) const {
   return subtree_sum(memcg, &MemcgState::live);
+}
+
+void Memcg::mod_lruvec_slab(MemcgId memcg, int64_t bytes) {
+  if (!charges(memcg) || bytes == 0) return;
+  ev_->add(Event::memcg_vmstat_flush);
+  memcgs_[memcg].slab_flushed += bytes;
 }
 
 // Flushed lruvec state plus every CPU's cached delta: exact, unlike a

@@ -90,6 +90,11 @@ class Memcg {
   // MEMCG_KMEM pages and the slab byte stat (memory.stat slab_unreclaimable).
   int64_t kmem_pages(MemcgId memcg) const;
   int64_t slab_bytes(MemcgId memcg) const;
+  // lruvec_stat_mod_folio(NR_SLAB_UNRECLAIMABLE_B) for a large kmalloc's
+  // compound charged to `memcg` (___kmalloc_large_node(),
+  // free_large_kmalloc()): one memcg lruvec update, unbatched, counted as
+  // memcg_vmstat_flush; the bytes join the memcg's slab bytes.
+  void mod_lruvec_slab(MemcgId memcg, int64_t bytes);
   // Bytes charged to objects currently alive (sum of charge_obj minus
   // uncharge_obj); the ground truth the stocks approximate.
   int64_t live_obj_bytes(MemcgId memcg) const;

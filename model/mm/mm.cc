@@ -256,6 +256,10 @@ Ptr Mm::alloc_large(uint64_t size, gfp_t gfp, const Task& t, bool vmalloc) {
   const uint32_t id = commit_large(l, gfp, t);
   if (id == UINT32_MAX) return kNull;
   large_bytes_ += uint64_t(l.nr_pages) * PAGE_SIZE;
+  // ___kmalloc_large_node(): NR_SLAB_UNRECLAIMABLE_B on the charged
+  // compound's memcg lruvec (a vmalloc area is no slab memory).
+  if (!vmalloc && l.memcg != kRootMemcg)
+    backend_->mod_large_slab_stat(l.memcg, int64_t{l.nr_pages} * PAGE_SIZE);
   return (vmalloc ? kVmallocBit : kLargeBit) | id;
 }
 
@@ -285,12 +289,24 @@ uint32_t Mm::commit_large(Large& l, gfp_t gfp, const Task& t) {
   if (charge_call && t.memcg == kRootMemcg)
     events_.add(Event::memcg_charge_page_empty, l.vmalloc ? l.nr_pages : 1);
   if (charge_call && t.memcg != kRootMemcg) {
-    if (faults_.should_fail(FaultPoint::memcg_charge) ||
-        !backend_->charge_pages(t.cpu, t.memcg, l.nr_pages, gfp)) {
-      give_back_pages(l, t.cpu);
-      events_.add(Event::memcg_charge_fail);
-      events_.add(Event::alloc_failed);
-      return UINT32_MAX;
+    // A large kmalloc's compound is one __memcg_kmem_charge_page() of its
+    // pages; a vmalloc area's pages are charged one by one as the page
+    // allocator hands them out (the bulk allocator refuses __GFP_ACCOUNT),
+    // each through the memcg stock. A refusal gives back what was charged
+    // (vfree() of the pages so far: one uncharge a page) and the pages.
+    // The memcg counts its refusals (memcg_charge_fail), an injected one
+    // is counted here.
+    const uint32_t calls = l.vmalloc ? l.nr_pages : 1;
+    const uint32_t each = l.vmalloc ? 1 : l.nr_pages;
+    for (uint32_t i = 0; i < calls; ++i) {
+      const bool injected = faults_.should_fail(FaultPoint::memcg_charge);
+      if (injected || !backend_->charge_pages(t.cpu, t.memcg, each, gfp)) {
+        if (injected) events_.add(Event::memcg_charge_fail);
+        for (uint32_t j = 0; j < i; ++j) backend_->uncharge_pages(t.cpu, t.memcg, each);
+        give_back_pages(l, t.cpu);
+        events_.add(Event::alloc_failed);
+        return UINT32_MAX;
+      }
     }
     l.memcg = t.memcg;
   }
@@ -353,11 +369,13 @@ Ptr Mm::alloc_page_region(uint32_t nr_pages, gfp_t gfp, const Task& t) {
     if (!pg) return 0;
     pages_cleared(gfp, uint64_t{1} << order, cold);
     if (charge_call && !account) events_.add(Event::memcg_charge_page_empty);  // no objcg
-    if (account && (faults_.should_fail(FaultPoint::memcg_charge) ||
-                    !backend_->charge_pages(t.cpu, t.memcg, 1u << order, gfp))) {
-      backend_->free_pages(pg, order, t.cpu);
-      events_.add(Event::memcg_charge_fail);
-      return 0;
+    if (account) {
+      const bool injected = faults_.should_fail(FaultPoint::memcg_charge);
+      if (injected || !backend_->charge_pages(t.cpu, t.memcg, 1u << order, gfp)) {
+        if (injected) events_.add(Event::memcg_charge_fail);  // the memcg counts its own
+        backend_->free_pages(pg, order, t.cpu);
+        return 0;
+      }
     }
     return pg;
   };
@@ -454,7 +472,16 @@ void Mm::free_large(Ptr p, const Task& t, bool via_kvfree) {
     return;
   }
   if (!l->vmalloc) events_.add(Event::kfree_large);  // kvfree() counts itself
-  if (l->memcg != kRootMemcg) backend_->uncharge_pages(t.cpu, l->memcg, l->nr_pages);
+  // vfree() gives an area's pages back one by one, each uncharged
+  // (__free_page() -> __memcg_kmem_uncharge_page()); a compound at once.
+  if (l->memcg != kRootMemcg) {
+    if (l->vmalloc) {
+      for (uint32_t i = 0; i < l->nr_pages; ++i) backend_->uncharge_pages(t.cpu, l->memcg, 1);
+    } else {  // free_large_kmalloc(): the stat back, then the pages
+      backend_->mod_large_slab_stat(l->memcg, -int64_t{l->nr_pages} * PAGE_SIZE);
+      backend_->uncharge_pages(t.cpu, l->memcg, l->nr_pages);
+    }
+  }
   give_back_pages(*l, t.cpu);
   large_bytes_ -= uint64_t(l->nr_pages) * PAGE_SIZE;
   l->live = false;

@@ -143,8 +143,14 @@ bool Slub::post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
       ev_->add(Event::memcg_batch_run);
     }
     const NodeId node = slabs_[id].node;
-    if (faults_->should_fail(FaultPoint::memcg_charge) ||
-        !backend_->charge_obj(t.cpu, t.memcg, node, full * uint32_t(run), gfp)) {
+    // One refusal, one memcg_charge_fail: the memcg counts its own
+    // (try_charge_memcg() failing), an injected one is counted here.
+    if (faults_->should_fail(FaultPoint::memcg_charge)) {
+      ev_->add(Event::memcg_charge_fail);
+      ok = false;
+      break;
+    }
+    if (!backend_->charge_obj(t.cpu, t.memcg, node, full * uint32_t(run), gfp)) {
       ok = false;
       break;
     }
@@ -158,10 +164,28 @@ bool Slub::post_alloc_hook(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
     i += run;
   }
   if (ok) return true;
-  // The charge was refused: free everything back, uncharging what was
-  // charged (memcg_alloc_abort_single / kmem_cache_free_bulk).
-  ev_->add(Event::memcg_charge_fail);
-  for (int k = 0; k < n; ++k) free(s, p[k], t);
+  // The charge was refused: free everything back. One object:
+  // memcg_alloc_abort_single(), no memcg free hook (its object was never
+  // charged), the KASAN hook, then 6.18's do_slab_free() (the CPU slab's
+  // fast path or __slab_free()) or 7.x's __slab_free() (never a sheaf).
+  // Several (a bulk allocation): one kmem_cache_free_bulk(), whose hooks
+  // uncharge those charged before the refusal.
+  if (n > 1) {
+    ev_->add(Event::kmem_cache_free_bulk);
+    ev_->add(Event::bulk_free_objects, static_cast<uint64_t>(n));
+    free_bulk(s, n, p, t);
+    return false;
+  }
+  int32_t id;
+  uint32_t idx;
+  if (!check_free(s, p[0], &id, &idx)) return false;
+  on_free(id, idx, t);
+  if (v7_) {  // __slab_free() alone: FREE_SLOWPATH is slab_free()'s stat
+    const uint16_t i16 = static_cast<uint16_t>(idx);
+    slab_free_slow(s, id, &i16, 1, t);
+  } else {
+    free_618(s, id, idx, t);
+  }
   return false;
 }
 

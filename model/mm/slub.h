@@ -28,6 +28,7 @@
 #include "model/mm/lock_hook.h"
 #include "model/mm/mm_config.h"
 #include "model/mm/obj_state.h"
+#include "model/mm/push_fast.h"
 #include "model/mm/slab_ptr.h"
 #include "model/mm/state_sig.h"
 #include "model/types.h"
@@ -418,6 +419,15 @@ class Slub {
   void install_empty_sheaf(CacheId s, int32_t empty, const Task& t);
   void flush_main(CacheId s, const Task& t);
   void ensure_main(CacheId s, const Task& t);
+  // PREEMPT_RT, 7.x: cpu_sheaves->lock is a local_trylock_t, a per-CPU
+  // spinlock_t on RT: counted (cpu_slab_local_lock) at each acquisition,
+  // every sheaf operation's and each retake after dropping it to refill,
+  // allocate a sheaf or flush (alloc_from_pcs(), free_to_pcs(), the
+  // replace and flush paths, one a bulk batch). Nothing on !RT, where it
+  // only disables preemption.
+  void rt_pcs_lock(uint64_t n = 1) {
+    if (cfg_.preempt_rt) ev_->add(Event::cpu_slab_local_lock, n);
+  }
   void free_sheaf(int32_t sh, const Task& t);
   void flush_sheaf(int32_t sh, const Task& t);
   void flush_cpu_7x(CacheId s, CpuId cpu, const Task& t);
@@ -561,6 +571,7 @@ inline Ptr Slub::alloc_7x(CacheId s, gfp_t gfp, const Task& t) {
   on_alloc(c, slot_of(p), idx_of(p), t);
   stat(c, t.cpu, SlubStat::ALLOC_FASTPATH);
   ev_->add(Event::slab_alloc_fast);
+  rt_pcs_lock();
   return p;
 }
 
@@ -576,6 +587,7 @@ inline void Slub::free_7x(CacheId s, int32_t id, uint32_t idx, const Task& t) {
   slabs_[id].state[idx] = ObjState::kInSheaf;
   stat(c, t.cpu, SlubStat::FREE_FASTPATH);
   ev_->add(Event::slab_free_fast);
+  rt_pcs_lock();
 }
 
 inline void Slub::free_618(CacheId s, int32_t id, uint32_t idx, const Task& t) {
@@ -593,20 +605,6 @@ void Slub::get_partial(const KmemCache& c, CpuId cpu, Take&& take) {
     auto held = lock(n);
     if (take(nid, n)) return;
   }
-}
-
-// push_back() for the fast paths: the vector's growth (rare: a freelist or
-// sheaf reaches a new high) out of line, so the inlined fast path keeps no
-// reallocation code and the registers it needs.
-template <class T>
-[[gnu::noinline]] void push_grow(std::vector<T>& v, T x) {
-  v.push_back(x);
-}
-template <class T>
-[[gnu::always_inline]] inline void push_fast(std::vector<T>& v, T x) {
-  if (v.size() == v.capacity()) [[unlikely]]
-    return push_grow(v, x);
-  v.push_back(x);
 }
 
 // The single-object entry points: the per-CPU fast paths inline in the
@@ -648,6 +646,7 @@ template <bool kNoteCpu>
     objects.pop_back();
     idx = idx_of(*p);
     sl = commit(slot_of(*p));
+    rt_pcs_lock();
   } else {
     if (pc.slab < 0 || pc.freelist.empty()) return false;
     idx = pc.freelist.back();
@@ -722,6 +721,7 @@ template <bool kNoteCpu>
     std::vector<Ptr>& objects = sheaves_[pc.main].objects;
     if (objects.size() >= c.g.sheaf_capacity) return slow();
     commit(ObjState::kInSheaf);
+    rt_pcs_lock();
     push_fast(objects, p);  // p decoded: it is make_ptr(id, idx)
   } else {
     if (pc.slab != id) return slow();

@@ -16,7 +16,8 @@ namespace simcache {
 int32_t Slub::alloc_sheaf(CacheId s, gfp_t gfp, const Task& t) {
   if (gfp & __GFP_NO_OBJ_EXT) return -1;
   const uint32_t cap = caches_[s].g.sheaf_capacity;
-  gfp_t sgfp = (gfp & ~__GFP_ACCOUNT) | __GFP_ZERO;
+  // OBJCGS_CLEAR_MASK: no DMA, reclaimable, accounted or nofail sheaf.
+  gfp_t sgfp = (gfp & ~(__GFP_DMA | __GFP_RECLAIMABLE | __GFP_ACCOUNT | __GFP_NOFAIL)) | __GFP_ZERO;
   if (caches_[s].is_kmalloc) sgfp |= __GFP_NO_OBJ_EXT;
   const Ptr mem = alloc(kmalloc_->lookup(32 + 8 * cap, sgfp, 0), sgfp, t);
   if (mem == kNull) return -1;
@@ -111,6 +112,9 @@ void Slub::barn_put_empty_sheaf(Node& n, int32_t empty) {
 // mirrors alloc_from_pcs(), 7.x: pop the main sheaf, replacing it when empty.
 Ptr Slub::alloc_7x_slow(CacheId s, gfp_t gfp, const Task& t) {
   KmemCache& c = caches_[s];
+  // alloc_from_pcs()'s trylock, whatever follows: a cache without sheaves
+  // has its (empty) bootstrap sheaf too and backs off only after it.
+  rt_pcs_lock();
   if (!c.g.sheaf_capacity) return alloc_single_7x(s, gfp, t);
   KmemCache::Cpu& pcs = c.cpu[t.cpu];
   ensure_main(s, t);
@@ -142,7 +146,10 @@ bool Slub::replace_empty_main(CacheId s, gfp_t gfp, const Task& t) {
     return true;
   }
   stat(c, t.cpu, SlubStat::BARN_GET_FAIL);
-  if (!(gfp & __GFP_DIRECT_RECLAIM)) return false;  // may not block: one object
+  // Only a caller that may not even spin (no reclaim bit: kmalloc_nolock())
+  // falls back to one object; GFP_NOWAIT and GFP_ATOMIC refill a sheaf as
+  // GFP_KERNEL does (gfpflags_allow_spinning(), not _blocking()).
+  if (!gfp_allow_spinning(gfp)) return false;
   int32_t empty = -1;
   if (pcs.spare >= 0) {
     empty = pcs.spare;
@@ -165,6 +172,7 @@ bool Slub::replace_empty_main(CacheId s, gfp_t gfp, const Task& t) {
     free_sheaf(empty, t);
     return false;
   }
+  rt_pcs_lock();  // retaken to install the refilled sheaf
   KmemCache::Cpu& pcs2 = caches_[s].cpu[t.cpu];
   if (pcs2.spare < 0) pcs2.spare = pcs2.main;
   else barn_put_empty_sheaf(caches_[s].node[cpu_node(t.cpu)], pcs2.main);
@@ -297,6 +305,10 @@ int Slub::refill_objects(CacheId s, gfp_t gfp, int min, int max, Ptr* out,
 // mirrors slab_free(), 7.x: free_to_pcs() for local slabs, else __slab_free().
 void Slub::free_7x_slow(CacheId s, int32_t id, uint32_t idx, const Task& t) {
   KmemCache& c = caches_[s];
+  // free_to_pcs()'s trylock for every local object: a cache without
+  // sheaves finds its bootstrap sheaf "full" (0 of 0) and backs off in
+  // __pcs_replace_full_main().
+  if (slabs_[id].node == cpu_node(t.cpu)) rt_pcs_lock();
   if (c.g.sheaf_capacity && slabs_[id].node == cpu_node(t.cpu)) {
     KmemCache::Cpu& pcs = c.cpu[t.cpu];
     ensure_main(s, t);
@@ -344,6 +356,7 @@ bool Slub::replace_full_main(CacheId s, const Task& t) {
       const int32_t to_flush = pcs.spare;
       pcs.spare = -1;
       flush_sheaf(to_flush, t);
+      rt_pcs_lock();  // retaken to install it (got_empty)
       install_empty_sheaf(s, to_flush, t);
       return true;
     }
@@ -353,8 +366,10 @@ bool Slub::replace_full_main(CacheId s, const Task& t) {
   if (empty < 0) {
     if (put_fail) stat(caches_[s], t.cpu, SlubStat::BARN_PUT_FAIL);
     flush_main(s, t);
+    rt_pcs_lock();  // retaken to free into the flushed main
     return true;
   }
+  rt_pcs_lock();  // retaken to install it (got_empty)
   install_empty_sheaf(s, empty, t);
   return true;
 }
@@ -398,6 +413,7 @@ void Slub::flush_main(CacheId s, const Task& t) {
     Ptr buf[PCS_BATCH_MAX];
     std::copy(objs.end() - batch, objs.end(), buf);
     objs.resize(objs.size() - batch);
+    rt_pcs_lock();  // taken for each batch (__sheaf_flush_main_batch())
     stat(caches_[s], t.cpu, SlubStat::SHEAF_FLUSH, batch);
     ev_->add(Event::sheaf_flush_objects, batch);
     free_detached(s, batch, buf, t);
@@ -408,11 +424,15 @@ void Slub::flush_main(CacheId s, const Task& t) {
 // in the bulk path), then refill_objects() straight from slabs.
 int Slub::alloc_bulk_7x(CacheId s, gfp_t gfp, int n, Ptr* p, const Task& t) {
   int i = 0;
+  // alloc_from_pcs_bulk() runs for every cache: one without sheaves
+  // takes the trylock once and backs off.
+  if (!caches_[s].g.sheaf_capacity && n > 0) rt_pcs_lock();
   if (caches_[s].g.sheaf_capacity) {
     ensure_main(s, t);
     while (i < n) {
       KmemCache& c = caches_[s];
       KmemCache::Cpu& pcs = c.cpu[t.cpu];
+      rt_pcs_lock();  // alloc_from_pcs_bulk()'s trylock, a batch
       if (sheaves_[pcs.main].objects.empty()) {
         if (pcs.spare >= 0 && !sheaves_[pcs.spare].objects.empty()) {
           std::swap(pcs.main, pcs.spare);
@@ -497,6 +517,7 @@ void Slub::free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t) {
   ensure_main(s, t);
   int done = 0;
   while (done < size) {
+    rt_pcs_lock();  // free_to_pcs_bulk()'s trylock, a batch
     if (sheaves_[c.cpu[t.cpu].main].objects.size() >= cap &&
         !bulk_replace_full_main(s, t))
       break;
@@ -530,6 +551,14 @@ void Slub::free_bulk_7x(CacheId s, int n, Ptr* p, const Task& t) {
 void Slub::flush_cpu_7x(CacheId s, CpuId cpu, const Task& t) {
   KmemCache::Cpu& pcs = caches_[s].cpu[cpu];
   const int32_t spare = pcs.spare, main = pcs.main;
+  // flush_all() queues the work only where has_pcs_used() (a cache with
+  // sheaves, and a spare, an rcu_free sheaf or objects in the main):
+  // pcs_flush_all()'s local_lock() to detach the spare and the rcu_free
+  // sheaf, then sheaf_flush_main(), whose do/while takes the lock once
+  // even for an empty main (flush_main() counts a batch's).
+  const bool main_objects = main >= 0 && !sheaves_[main].objects.empty();
+  if (caches_[s].g.sheaf_capacity && (spare >= 0 || pcs.rcu_free >= 0 || main_objects))
+    rt_pcs_lock(main_objects ? 1 : 2);
   pcs.spare = -1;
   if (pcs.rcu_free >= 0) {  // call_rcu(rcu_free_sheaf_nobarn)
     rcu_pending_.push_back({pcs.rcu_free, cpu, true});

@@ -235,8 +235,7 @@ bool parse_op_args(OpKind kind, std::string_view args, size_t col0, OpNames& nam
   size_t pos = 0;
   while (pos < args.size()) {
     if (args[pos] == ' ' || args[pos] == '\t') { ++pos; continue; }
-    size_t end = pos;  // not find_first_of: it calls memchr per character
-    while (end < args.size() && args[end] != ' ' && args[end] != '\t') ++end;
+    const size_t end = token_end(args, pos);  // not find_first_of: memchr per character
     const std::string_view tok = args.substr(pos, end - pos);
     const size_t col = col0 + pos;
     const size_t eq = tok.find('=');

@@ -28,8 +28,7 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 // Blanks and control characters separate tokens (one compare per char).
 bool is_space(char c) { return static_cast<unsigned char>(c) <= ' '; }
 
-// Tokens are separated by spaces or tabs; memchr finds the next space
-// (a tab inside a token is found by the second scan, which is rare).
+// Tokens are separated by spaces or tabs (token_end(), text.h).
 struct Cursor {
   std::string_view s;
   size_t i = 0;
@@ -40,12 +39,8 @@ struct Cursor {
   std::string_view token() {
     skip();
     const size_t b = i;
-    const void* sp = std::memchr(s.data() + b, ' ', s.size() - b);
-    size_t e = sp ? static_cast<size_t>(static_cast<const char*>(sp) - s.data()) : s.size();
-    if (const void* tab = std::memchr(s.data() + b, '\t', e - b))
-      e = static_cast<size_t>(static_cast<const char*>(tab) - s.data());
-    i = e;
-    return s.substr(b, e - b);
+    i = token_end(s, b);
+    return s.substr(b, i - b);
   }
 };
 
