@@ -28,7 +28,6 @@
 #include "model/mm/lock_hook.h"
 #include "model/mm/mm_config.h"
 #include "model/mm/obj_state.h"
-#include "model/mm/push_fast.h"
 #include "model/mm/slab_ptr.h"
 #include "model/mm/state_sig.h"
 #include "model/types.h"
@@ -605,6 +604,20 @@ void Slub::get_partial(const KmemCache& c, CpuId cpu, Take&& take) {
     auto held = lock(n);
     if (take(nid, n)) return;
   }
+}
+
+// push_back() for the fast paths: the vector's growth (rare: a freelist or
+// sheaf reaches a new high) out of line, so the inlined fast path keeps no
+// reallocation code and the registers it needs.
+template <class T>
+[[gnu::noinline]] void push_grow(std::vector<T>& v, T x) {
+  v.push_back(x);
+}
+template <class T>
+[[gnu::always_inline]] inline void push_fast(std::vector<T>& v, T x) {
+  if (v.size() == v.capacity()) [[unlikely]]
+    return push_grow(v, x);
+  v.push_back(x);
 }
 
 // The single-object entry points: the per-CPU fast paths inline in the
